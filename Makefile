@@ -1,0 +1,112 @@
+# posenc - positional encodings as a service.
+#
+#   make run        install missing Debian packages, build, start on :8080
+#   make test       install missing packages, build, run the whole suite
+#   make test-asan  the suite again under AddressSanitizer + UBSan
+#   make            build build/posenc-server and build/libposenc.a
+#
+# SANITIZE=1 builds everything with -fsanitize=address,undefined into
+# build-asan/ (make test-asan does that for you).
+
+CC ?= gcc
+ifeq ($(SANITIZE),1)
+BUILD ?= build-asan
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT ?= -O1 -g
+else
+BUILD ?= build
+SANFLAGS =
+OPT ?= -O2 -g
+endif
+
+WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+       -Wformat=2 -Wpointer-arith -Wvla -Wundef -Wcast-qual -Wwrite-strings
+PKGS = libmicrohttpd jansson openblas
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CPPFLAGS += -D_DEFAULT_SOURCE -Ilib -Iapi -I$(BUILD)/gen
+CFLAGS += -std=c11 $(OPT) $(WARN) -fopenmp $(SANFLAGS) $(PKG_CFLAGS)
+LDFLAGS += -fopenmp $(SANFLAGS)
+LDLIBS += $(PKG_LIBS) -lm
+
+LIB_SRC = $(wildcard lib/*.c)
+API_SRC = $(wildcard api/*.c)
+SERVER_SRC = $(wildcard server/*.c)
+UNIT_SRC = $(wildcard tests/unit/*.c)
+HTTP_SRC = $(wildcard tests/http/*.c)
+
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
+API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
+SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o)
+UNIT_OBJ = $(UNIT_SRC:%.c=$(BUILD)/%.o)
+HTTP_OBJ = $(HTTP_SRC:%.c=$(BUILD)/%.o)
+
+SERVER = $(BUILD)/posenc-server
+LIBPOSENC = $(BUILD)/libposenc.a
+LIBAPI = $(BUILD)/libposenc_api.a
+
+.PHONY: all deps test-deps run test test-asan test-valgrind clean format-check
+
+all: $(SERVER) $(LIBPOSENC)
+
+deps:
+	@tools/install-deps.sh build
+
+test-deps:
+	@tools/install-deps.sh test
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBPOSENC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(LIBAPI): $(API_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# The OpenAPI text is compiled into the binary: YAML as written, JSON made
+# from it at build time.
+$(BUILD)/gen/openapi.json: api/openapi.yaml tools/yaml2json.py
+	@mkdir -p $(dir $@)
+	/usr/bin/python3 tools/yaml2json.py $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/openapi_text.c: api/openapi.yaml $(BUILD)/gen/openapi.json tools/embed.sh
+	@mkdir -p $(dir $@)
+	{ tools/embed.sh api_openapi_yaml_text api/openapi.yaml; \
+	  tools/embed.sh api_openapi_json_text $(BUILD)/gen/openapi.json; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/openapi_text.o: $(BUILD)/gen/openapi_text.c
+	$(CC) -c $< -o $@
+
+$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/test_lib: $(UNIT_OBJ) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/test_http: $(HTTP_OBJ)
+	$(CC) $(LDFLAGS) $^ -lcurl -ljansson -lm -o $@
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	exec ./$(SERVER) $(ARGS)
+
+test: test-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_http
+	BUILD=$(BUILD) tests/run.sh
+
+test-asan:
+	@$(MAKE) --no-print-directory SANITIZE=1 test
+
+test-valgrind: test-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_http
+	BUILD=$(BUILD) VALGRIND=1 tests/run.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

@@ -1,0 +1,88 @@
+/*
+ * api.h - the HTTP API of posenc without the HTTP: what server/ calls.
+ *
+ * Each endpoint takes the request body as bytes and fills an api_response
+ * (status, JSON body). Nothing here knows libmicrohttpd; the server routes,
+ * reads bodies under its limits, and hands them over. All functions are
+ * thread-safe: an api_service is immutable after api_service_new() and may
+ * be shared by every worker thread.
+ */
+#ifndef API_H
+#define API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api_error.h"
+
+#define POSENC_VERSION "1.0.0"
+
+/* Limits the API enforces on decoded requests. */
+typedef struct api_limits {
+    size_t max_tokens;          /* batch x tokens per request (default 65536) */
+    size_t max_output_elements; /* any single output array (default 2^26) */
+} api_limits;
+
+#define API_DEFAULT_MAX_TOKENS ((size_t)65536)
+#define API_DEFAULT_MAX_OUTPUT_ELEMENTS ((size_t)1 << 26)
+
+/* The models being served plus limits. Opaque, immutable once built. */
+typedef struct api_service api_service;
+
+/* New service serving the built-in `default` model (allocates; free with
+ * api_service_free). Returns NULL and fills *err on failure. */
+api_service *api_service_new(const api_limits *limits, api_error *err);
+
+/* Frees the service and its models; accepts NULL. */
+void api_service_free(api_service *svc);
+
+/* A response: status, body and a few facts for logs and metrics. */
+typedef struct api_response {
+    int status;
+    char *body;             /* owned: malloc'd JSON text (not NUL-terminated
+                               necessarily); free with api_response_free or
+                               hand to the HTTP layer which frees it */
+    size_t body_len;
+    const char *content_type;     /* static string */
+    const char *error_code;       /* static, NULL on success */
+    size_t tokens;                /* tokens processed (batch x tokens) */
+} api_response;
+
+/* Frees out->body and resets the struct; accepts NULL. */
+void api_response_free(api_response *out);
+
+/* Fill *out with the contract's JSON error body for *err. */
+void api_respond_error(api_response *out, const api_error *err);
+
+/* Convenience for the server: build and respond with one error. */
+void api_respond_errorf(api_response *out, api_error_kind kind,
+                        const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* POST /encode and POST /apply: body is the raw request (len bytes, need
+ * not be NUL-terminated). Always fills *out (a 2xx result or an error). */
+void api_encode(const api_service *svc, const char *body, size_t len,
+                api_response *out);
+void api_apply(const api_service *svc, const char *body, size_t len,
+               api_response *out);
+
+/* What the server knows about itself, for GET /info. Strings borrowed. */
+typedef struct api_server_facts {
+    const char *version;
+    const char *build;        /* e.g. compiler and flags */
+    unsigned http_threads;
+    unsigned omp_threads;
+    size_t max_body_bytes;
+    unsigned max_connections;
+    bool api_key_required;
+} api_server_facts;
+
+/* GET /info: version, build, threads, limits and the models. */
+void api_info(const api_service *svc, const api_server_facts *facts,
+              api_response *out);
+
+/* GET /openapi.yaml and /openapi.json: the specification text, static. */
+const char *api_openapi_yaml(size_t *len);
+const char *api_openapi_json(size_t *len);
+
+#endif /* API_H */

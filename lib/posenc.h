@@ -1,0 +1,302 @@
+/*
+ * posenc.h - the numeric core of posenc: positional encodings and
+ * position-aware Q/K/V projections on plain C arrays.
+ *
+ * This is the one public header of libposenc.a. It knows nothing of HTTP or
+ * JSON: every function takes arrays and numbers and fills caller-provided
+ * output arrays. A C program can compute encodings with it alone:
+ *
+ *     #include "posenc.h"
+ *     int64_t pos[3] = {0, 1, 2};
+ *     float table[3 * 8];
+ *     pe_absolute pe = { .kind = PE_ABS_SINUSOIDAL, .base = 10000.0,
+ *                        .layout = PE_SIN_INTERLEAVED };
+ *     pe_encode_absolute(&pe, NULL, 1.0, NULL, pos, 3, 8, table, NULL);
+ *
+ * Conventions that hold for every function below:
+ * - Arrays are row-major and contiguous unless a stride is given. "[n][d]"
+ *   means n rows of d floats.
+ * - Positions are int64_t and must lie in [0, PE_MAX_POSITION]; callers
+ *   validate them (the functions assume it).
+ * - Angles (position x frequency) are computed in double precision and the
+ *   results rounded to float32 once, so encodings stay accurate to ~1e-7
+ *   at positions in the millions.
+ * - Ownership: output arrays are always caller-owned and caller-sized; no
+ *   function keeps a pointer to its arguments after it returns unless its
+ *   documentation says "borrowed". Nothing here allocates except where a
+ *   function says "allocates"; those return PE_ENOMEM on failure and leave
+ *   outputs unspecified.
+ * - Thread safety: every function is reentrant and may be called from many
+ *   threads at once on distinct outputs. Functions parallelise their own
+ *   outer loops with OpenMP and the projections use the BLAS (OpenBLAS,
+ *   OpenMP build); they never change OpenMP settings.
+ */
+#ifndef POSENC_H
+#define POSENC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest position accepted anywhere: positions stay exact in double. */
+#define PE_MAX_POSITION ((int64_t)9007199254740991) /* 2^53 - 1 */
+
+/* Result of the functions that can fail. */
+typedef enum pe_status {
+    PE_OK = 0,
+    PE_ENOMEM,     /* an allocation failed */
+    PE_ERANGE,     /* a position is past a learned table (see *bad_index) */
+    PE_ENONFINITE, /* a finite input produced a non-finite float32 result */
+    PE_EINVAL      /* a parameter combination the function cannot compute */
+} pe_status;
+
+/* ---------------------------------------------------------------------- */
+/* Normalisation                                                           */
+/* ---------------------------------------------------------------------- */
+
+typedef enum pe_norm_kind {
+    PE_NORM_NONE = 0, /* identity */
+    PE_NORM_LAYER,    /* (z - mean)/sqrt(var + eps)*weight + bias, population var */
+    PE_NORM_RMS       /* z/sqrt(mean(z^2) + eps)*weight */
+} pe_norm_kind;
+
+/* A pre-attention normalisation. weight (and bias, layernorm only, may be
+ * NULL) are borrowed arrays of d floats. eps > 0. */
+typedef struct pe_norm {
+    pe_norm_kind kind;
+    double eps;
+    const float *weight; /* [d], required unless kind == PE_NORM_NONE */
+    const float *bias;   /* [d] or NULL */
+} pe_norm;
+
+/* Default eps: 1e-5 for layernorm (torch), 1e-6 for rmsnorm (HF Llama). */
+double pe_norm_default_eps(pe_norm_kind kind);
+
+/* Normalise one row in double: out[d] = norm(in[d]). in and out may alias.
+ * A NULL norm or PE_NORM_NONE copies. */
+void pe_norm_row(const pe_norm *norm, const double *in, size_t d, double *out);
+
+/* ---------------------------------------------------------------------- */
+/* Absolute encodings: sinusoidal and learned tables                        */
+/* ---------------------------------------------------------------------- */
+
+typedef enum pe_sin_layout {
+    PE_SIN_INTERLEAVED = 0, /* PE[2i] = sin, PE[2i+1] = cos (Vaswani et al.) */
+    PE_SIN_SPLIT            /* ceil(d/2) sines, then floor(d/2) cosines (Marian) */
+} pe_sin_layout;
+
+typedef enum pe_absolute_kind {
+    PE_ABS_NONE = 0,    /* nothing is added: z = embed_scale * x ... see below */
+    PE_ABS_SINUSOIDAL,  /* PE[p][2i] = sin(p/base^(2i/d)), PE[p][2i+1] = cos(...) */
+    PE_ABS_LEARNED      /* PE[p] = table[p] */
+} pe_absolute_kind;
+
+/* An absolute positional encoding. */
+typedef struct pe_absolute {
+    pe_absolute_kind kind;
+    double base;          /* sinusoidal: > 0, usually 10000 */
+    pe_sin_layout layout; /* sinusoidal */
+    const float *table;   /* learned: borrowed [table_rows][d] */
+    size_t table_rows;    /* learned: max_positions */
+} pe_absolute;
+
+/* One sinusoidal row in double precision: row[d] = PE[position]. For odd d
+ * the extra frequency contributes a sine only (last column interleaved,
+ * last sine column split). */
+void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
+                       size_t d, double *row);
+
+/* out[n][d] = round_f32(norm(embed_scale * x + PE[positions])), computed row
+ * by row in double with one rounding at the end.
+ *   pe          which encoding to add (PE_ABS_NONE adds nothing)
+ *   norm        applied to the unrounded sum; NULL means none
+ *   embed_scale multiplies x (use 1.0 for none)
+ *   x           [n][d] embeddings, or NULL for zeros (the bare table)
+ *   positions   [n] one position per row
+ *   out         [n][d], may alias x
+ *   bad_index   OUT (may be NULL): on PE_ERANGE the row whose position is
+ *               >= table_rows; on PE_ENONFINITE the flat element index.
+ * Returns PE_OK, PE_ERANGE (learned table too short) or PE_ENONFINITE (the
+ * float32 result overflows). On error out is partly written. */
+pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
+                             double embed_scale, const float *x,
+                             const int64_t *positions, size_t n, size_t d,
+                             float *out, size_t *bad_index);
+
+/* ---------------------------------------------------------------------- */
+/* RoPE                                                                     */
+/* ---------------------------------------------------------------------- */
+
+typedef enum pe_rope_layout {
+    PE_ROPE_HALF = 0,   /* pairs (i, i + rotary_dim/2): GPT-NeoX, HF Llama */
+    PE_ROPE_INTERLEAVED /* pairs (2i, 2i+1): GPT-J, Meta Llama */
+} pe_rope_layout;
+
+typedef enum pe_rope_scaling_type {
+    PE_ROPE_SCALING_NONE = 0,
+    PE_ROPE_SCALING_LINEAR,   /* inv_freq / factor */
+    PE_ROPE_SCALING_DYNAMIC,  /* NTK: base grows once seq_len > original */
+    PE_ROPE_SCALING_YARN,     /* ramp blend + attention factor */
+    PE_ROPE_SCALING_LLAMA3,   /* Llama 3.1 wavelength bands */
+    PE_ROPE_SCALING_LONGROPE  /* per-pair short/long factors */
+} pe_rope_scaling_type;
+
+/* Hugging Face rope_scaling parameters (modeling_rope_utils.py, newest
+ * semantics: an explicit yarn factor wins). A has_* flag false means the
+ * key was absent and Hugging Face's default applies. */
+typedef struct pe_rope_scaling {
+    pe_rope_scaling_type type;
+    double factor;                    /* linear, dynamic, yarn, llama3; longrope optional */
+    bool has_factor;
+    double original_max_position_embeddings; /* dynamic, yarn, llama3, longrope */
+    double beta_fast, beta_slow;      /* yarn; defaults 32 and 1 */
+    bool has_beta_fast, has_beta_slow;
+    double attention_factor;          /* yarn, longrope: explicit value wins */
+    bool has_attention_factor;
+    double mscale, mscale_all_dim;    /* yarn */
+    bool has_mscale, has_mscale_all_dim;
+    bool truncate;                    /* yarn; default true */
+    double low_freq_factor, high_freq_factor; /* llama3 */
+    const double *short_factor;       /* longrope: borrowed [rotary_dim/2] */
+    const double *long_factor;        /* longrope: borrowed [rotary_dim/2] */
+} pe_rope_scaling;
+
+/* A RoPE configuration. head_dim divides the rotated width; rotary_dim is
+ * even, 2 <= rotary_dim <= head_dim; channels at or past rotary_dim in each
+ * head pass through. */
+typedef struct pe_rope {
+    double base;            /* theta, > 0 */
+    size_t head_dim;
+    size_t rotary_dim;
+    pe_rope_layout layout;
+    pe_rope_scaling scaling;
+} pe_rope;
+
+/* The inverse frequencies and attention factor of a configuration.
+ *   seq_len          largest position + 1 of the request (dynamic and
+ *                    longrope depend on it; others ignore it)
+ *   inv_freq         OUT [rotary_dim/2], double
+ *   attention_factor OUT: multiplies cos and sin (1 unless yarn/longrope)
+ * Returns PE_EINVAL for a configuration it cannot compute (dynamic with
+ * rotary_dim 2, a non-positive factor). */
+pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len,
+                              double *inv_freq, double *attention_factor);
+
+/* Rotate x[n][width] per head of rope->head_dim (width a multiple of it) at
+ * the given positions, writing out[n][width] (may alias x). The rotation is
+ * computed in double from the float inputs and rounded once:
+ *   half:        out[i] = x[i]c - x[i+r/2]s,  out[i+r/2] = x[i+r/2]c + x[i]s
+ *   interleaved: out[2i] = x[2i]c - x[2i+1]s, out[2i+1] = x[2i+1]c + x[2i]s
+ * with c = cos(p*inv_freq[i])*attention_factor, s likewise.
+ * x may be NULL: then the input is the unit vector that has 1 at the first
+ * member of every pair and at every pass-through channel, giving the bare
+ * cos/sin table ([cos.. | sin.. | 1..] per head for half, [c0,s0,c1,s1,..|1..]
+ * for interleaved). x_stride/out_stride are row strides in floats (>= width).
+ */
+void pe_rope_apply(const pe_rope *rope, const double *inv_freq,
+                   double attention_factor, const int64_t *positions, size_t n,
+                   size_t width, const float *x, size_t x_stride, float *out,
+                   size_t out_stride);
+
+/* ---------------------------------------------------------------------- */
+/* Relative biases: ALiBi and T5                                            */
+/* ---------------------------------------------------------------------- */
+
+typedef enum pe_alibi_form {
+    PE_ALIBI_SYMMETRIC = 0, /* bias[h][i][j] = -slope[h]*|p_i - p_j| (paper) */
+    PE_ALIBI_BLOOM          /* bias[h][i][j] = slope[h]*p_j (BLOOM's raw form) */
+} pe_alibi_form;
+
+/* slopes[heads] as in the ALiBi paper, BLOOM and ggml (max_bias 8),
+ * including head counts that are not powers of two. heads >= 1. */
+void pe_alibi_slopes(size_t heads, double *slopes);
+
+/* bias[heads][t][t] for one sequence of t positions. */
+void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions,
+                   size_t t, float *bias);
+
+/* T5 relative-position bucket for rel = key_pos - query_pos, as Hugging
+ * Face's _relative_position_bucket (logarithmic part in float32).
+ * num_buckets >= 2 (>= 4 when bidirectional), max_distance > the exact range. */
+size_t pe_t5_bucket(int64_t rel, bool bidirectional, size_t num_buckets,
+                    int64_t max_distance);
+
+/* T5 bias parameters. table is borrowed, [num_buckets][heads]. */
+typedef struct pe_t5 {
+    const float *table;
+    size_t num_buckets;
+    size_t heads;
+    int64_t max_distance;
+    bool bidirectional;
+} pe_t5;
+
+/* bias[heads][t][t] = table[bucket(p_j - p_i)][h] for one sequence. */
+void pe_t5_bias(const pe_t5 *t5, const int64_t *positions, size_t t,
+                float *bias);
+
+/* ---------------------------------------------------------------------- */
+/* Projections and attention scores                                         */
+/* ---------------------------------------------------------------------- */
+
+/* The Q/K/V projection of one attention layer, fused: one weight matrix
+ * w_qkv[d_model][qkv_width] whose columns are Wq | Wk | Wv, with
+ * qkv_width = (heads + 2*kv_heads)*head_dim, and an optional fused bias. */
+typedef struct pe_qkv_weights {
+    size_t d_model, heads, kv_heads, head_dim;
+    float *w_qkv; /* owned by the struct: [d_model][qkv_width] */
+    float *b_qkv; /* owned, [qkv_width] or NULL */
+} pe_qkv_weights;
+
+/* Columns of the fused product. */
+size_t pe_qkv_width(const pe_qkv_weights *w);
+
+/* Build fused weights from separate matrices (allocates; copies). wq is
+ * [d_model][heads*head_dim], wk and wv [d_model][kv_heads*head_dim]; the
+ * biases may each be NULL (missing ones count as zero; b_qkv stays NULL when
+ * all three are NULL). Returns PE_OK or PE_ENOMEM; on error *out is left
+ * empty (safe to pass to pe_qkv_weights_free). */
+pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model,
+                              size_t heads, size_t kv_heads, size_t head_dim,
+                              const float *wq, const float *wk,
+                              const float *wv, const float *bq,
+                              const float *bk, const float *bv);
+
+/* Free what pe_qkv_weights_init allocated; accepts NULL and empty structs. */
+void pe_qkv_weights_free(pe_qkv_weights *w);
+
+/* qkv[n][qkv_width] = z[n][d_model] . w_qkv + b_qkv, one sgemm. Row t of Q
+ * starts at qkv + t*qkv_width, of K at + heads*head_dim, of V at
+ * + (heads+kv_heads)*head_dim. */
+void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n,
+                    float *qkv);
+
+/* Pre-softmax scores of one sequence, no mask:
+ *   scores[h][i][j] = scale * q_h[i].k_g(h)[j] + (bias ? bias[h][i][j] : 0)
+ * with g(h) = h / (heads/kv_heads). q rows are q + i*q_stride (head h at
+ * offset h*head_dim), k rows likewise. scores is [heads][t][t]. */
+void pe_attention_scores(const float *q, size_t q_stride, const float *k,
+                         size_t k_stride, size_t t, size_t heads,
+                         size_t kv_heads, size_t head_dim, double scale,
+                         const float *bias, float *scores);
+
+/* ---------------------------------------------------------------------- */
+/* The built-in default model's weights                                     */
+/* ---------------------------------------------------------------------- */
+
+/* Deterministic weights, identical on every machine: a SplitMix64 stream
+ * seeded with `seed` fills wq, then wk, then wv, each [d][d] row-major, with
+ * Xavier-uniform values u in [-L, L), L = sqrt(6/(d+d)), computed as
+ * u = L*(2*(r >> 11)*2^-53 - 1) in double and rounded to float32, where r
+ * is the next 64-bit output. Each array holds d*d floats. */
+void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk,
+                        float *wv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POSENC_H */

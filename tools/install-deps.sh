@@ -1,0 +1,33 @@
+#!/bin/sh
+# Install the Debian packages posenc needs to build, run and test, if any
+# are missing. Runs apt-get as root, or through sudo; does nothing when all
+# are present. Usage: tools/install-deps.sh [build|test]
+set -eu
+
+build_pkgs="gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
+libopenblas-openmp-dev python3-yaml"
+test_pkgs="libcurl4-openssl-dev python3-numpy valgrind"
+
+want=$build_pkgs
+[ "${1:-build}" = test ] && want="$build_pkgs $test_pkgs"
+
+missing=""
+for p in $want; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$status" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "posenc: installing Debian packages:$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then
+    run=""
+elif command -v sudo >/dev/null 2>&1; then
+    run="sudo"
+else
+    echo "posenc: need root or sudo to install:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$run apt-get update -qq
+# shellcheck disable=SC2086
+$run apt-get install -y -qq --no-install-recommends $missing >/dev/null
