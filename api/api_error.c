@@ -1,0 +1,40 @@
+/*
+ * api_error.c - status and code of each error kind, and api_fail().
+ */
+#include "api_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    int status;
+    const char *code;
+} error_rows[API_E_COUNT] = {
+#define API_ERROR_ROW(name, status, code) [name] = {status, code},
+    API_ERROR_LIST(API_ERROR_ROW)
+#undef API_ERROR_ROW
+};
+
+int api_error_status(api_error_kind kind)
+{
+    return (unsigned)kind < API_E_COUNT ? error_rows[kind].status : 500;
+}
+
+const char *api_error_code(api_error_kind kind)
+{
+    return (unsigned)kind < API_E_COUNT ? error_rows[kind].code : "internal";
+}
+
+int api_fail(api_error *err, api_error_kind kind, const char *field,
+             const char *fmt, ...)
+{
+    va_list ap;
+
+    err->kind = kind;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+    return -1;
+}

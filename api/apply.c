@@ -1,0 +1,315 @@
+/*
+ * apply.c - POST /apply: position-aware Q, K, V of a model's attention.
+ *
+ *   z = norm(embed_scale*x + PE)   (sinusoidal, learned)
+ *   z = norm(x)                    (rope, alibi, t5, none)
+ *   [q | k | v] = z . [Wq | Wk | Wv] + [bq | bk | bv]   (one fused sgemm)
+ *   rope: q and k rotated per head; alibi/t5: a bias on the scores
+ *
+ * Response: {"model", "scheme", "shape": {...}, ["attention_factor"], then
+ * the arrays named in `return` in that order}.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "array_writer.h"
+#include "float_text.h"
+#include "json_fields.h"
+#include "relative.h"
+#include "request.h"
+#include "strbuf.h"
+
+static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
+                                         "params", "model", "offset", "positions",
+                                         "encoding", "embed_scale", "return", NULL};
+
+typedef enum output_id { OUT_Q, OUT_K, OUT_V, OUT_ENCODED, OUT_BIAS, OUT_SCORES, OUT_COUNT } output_id;
+static const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
+
+/* The `return` list, deduplicated, in the order given. */
+typedef struct outputs {
+    output_id order[OUT_COUNT];
+    size_t count;
+    bool wanted[OUT_COUNT];
+} outputs;
+
+static int parse_outputs(const json_t *root, outputs *o, api_error *err)
+{
+    const json_t *list = jf_get(root, "return");
+    const json_t *item;
+    size_t i;
+
+    memset(o, 0, sizeof *o);
+    if (!list) {
+        for (output_id id = OUT_Q; id <= OUT_V; id++) {
+            o->order[o->count++] = id;
+            o->wanted[id] = true;
+        }
+        return 0;
+    }
+    if (!json_is_array(list))
+        return api_fail(err, API_E_INVALID_REQUEST, "return", "return must be a list of strings");
+    json_array_foreach(list, i, item) {
+        jpath at = jpath_index("return", i);
+        int which = -1;
+        for (int k = 0; json_is_string(item) && output_names[k]; k++)
+            if (strcmp(output_names[k], json_string_value(item)) == 0)
+                which = k;
+        if (which < 0)
+            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                            "%s must be one of q, k, v, encoded, bias, scores", at.s);
+        if (!o->wanted[which]) {
+            o->wanted[which] = true;
+            o->order[o->count++] = (output_id)which;
+        }
+    }
+    return 0;
+}
+
+/* token_ids -> embeddings rows of the model's token_embedding table. */
+static int gather_tokens(request *rq, const json_t *ids_value, api_error *err)
+{
+    const tensor *table = &rq->model->weights[W_TOKEN_EMBEDDING];
+    int_array ids;
+
+    if (!table->data)
+        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+                        "token_ids need weights.token_embedding, which model '%s' lacks",
+                        rq->model->name);
+    if (int_array_from_json(ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
+                            API_E_OUT_OF_RANGE, &ids, err))
+        return -1;
+    size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
+    rq->x.data = malloc(n * d * sizeof *rq->x.data);
+    if (!rq->x.data) {
+        int_array_free(&ids);
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(rq->x.data + i * d, table->data + (size_t)ids.data[i] * d, d * sizeof(float));
+    rq->x.ndim = ids.ndim + 1;
+    memcpy(rq->x.dim, ids.dim, ids.ndim * sizeof *ids.dim);
+    rq->x.dim[ids.ndim] = d;
+    int_array_free(&ids);
+    return 0;
+}
+
+/* z = norm(embed_scale*x + PE) or norm(x), rounded to float32 once. */
+static int attention_input(const request *rq, float *z, api_error *err)
+{
+    const model *m = rq->model;
+    pe_norm norm = {.kind = m->norm, .eps = m->norm_eps,
+                    .weight = m->weights[W_NORM_WEIGHT].data,
+                    .bias = m->weights[W_NORM_BIAS].data};
+    pe_absolute pe;
+    size_t bad = 0;
+
+    if (absolute_plan(rq, &pe, err))
+        return -1;
+    /* embed_scale applies to the absolute schemes only */
+    double scale = pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale;
+    pe_status st = pe_encode_absolute(&pe, &norm, scale, rq->x.data, rq->positions,
+                                      request_rows(rq), rq->d, z, &bad);
+    return st == PE_OK ? 0 : absolute_fail(rq, &pe, st, bad, "encoded (z)", err);
+}
+
+/* Views of the results, for checking and writing. */
+typedef struct results {
+    float *z, *qkv, *bias, *scores; /* owned */
+    size_t heads;                   /* of the bias */
+    rope_plan rope;
+} results;
+
+static void results_free(results *r)
+{
+    free(r->z);
+    free(r->qkv);
+    free(r->bias);
+    free(r->scores);
+    rope_plan_free(&r->rope);
+}
+
+static array_view view_of(const request *rq, output_id id, const results *r)
+{
+    const model *m = rq->model;
+    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    size_t width = qd + 2 * kvd;
+    size_t dim[4], n = 0;
+    array_view v;
+
+    if (rq->batched)
+        dim[n++] = rq->batch;
+    switch (id) {
+    case OUT_Q:
+    case OUT_K:
+    case OUT_V:
+        dim[n++] = rq->tokens;
+        dim[n++] = id == OUT_Q ? qd : kvd;
+        v = array_dense(r->qkv + (id == OUT_Q ? 0 : id == OUT_K ? qd : qd + kvd), n, dim);
+        v.row_stride = width;
+        return v;
+    case OUT_ENCODED:
+        dim[n++] = rq->tokens;
+        dim[n++] = rq->d;
+        return array_dense(r->z, n, dim);
+    default:
+        dim[n++] = m->heads;
+        dim[n++] = rq->tokens;
+        dim[n++] = rq->tokens;
+        return array_dense(id == OUT_BIAS ? r->bias : r->scores, n, dim);
+    }
+}
+
+static int compute(const api_service *svc, const request *rq, const outputs *o, results *r,
+                   api_error *err)
+{
+    const model *m = rq->model;
+    size_t rows = request_rows(rq), t = rq->tokens;
+    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    size_t width = qd + 2 * kvd, n = 0, per_row = 0;
+    bool need_bias = o->wanted[OUT_BIAS] || o->wanted[OUT_SCORES];
+
+    if (mul_size(rows, width, &n))
+        return api_fail(err, API_E_TOO_LARGE, NULL, "q, k and v would be too large");
+    if (request_check_output(svc, n, "q, k and v", err))
+        return -1;
+    if (need_bias) {
+        if (mul_size(m->heads, t, &per_row) || mul_size(per_row, t, &per_row) ||
+            mul_size(per_row, rq->batch, &n))
+            return api_fail(err, API_E_TOO_LARGE, NULL, "scores would be too large");
+        if (request_check_output(svc, n, "scores", err))
+            return -1;
+    }
+    r->z = malloc(rows * rq->d * sizeof *r->z);
+    r->qkv = malloc(rows * width * sizeof *r->qkv);
+    if (!r->z || !r->qkv)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    if (attention_input(rq, r->z, err))
+        return -1;
+    pe_project_qkv(&m->qkv, r->z, rows, r->qkv);
+    if (rq->scheme.kind == SCHEME_ROPE) {
+        if (rope_plan_init(rq, qd, m->head_dim, &r->rope, err))
+            return -1;
+        pe_rope_apply(&r->rope.rope, r->rope.inv_freq, r->rope.attention_factor, rq->positions,
+                      rows, qd, r->qkv, width, r->qkv, width);
+        pe_rope_apply(&r->rope.rope, r->rope.inv_freq, r->rope.attention_factor, rq->positions,
+                      rows, kvd, r->qkv + qd, width, r->qkv + qd, width);
+    }
+    if (!need_bias)
+        return 0;
+    if (rq->scheme.kind == SCHEME_ALIBI || rq->scheme.kind == SCHEME_T5) {
+        if (relative_bias(svc, rq, m->heads, &r->bias, &r->heads, err))
+            return -1;
+    } else {
+        r->bias = calloc(per_row * rq->batch, sizeof *r->bias);
+        if (!r->bias)
+            return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    }
+    if (!o->wanted[OUT_SCORES])
+        return 0;
+    r->scores = malloc(per_row * rq->batch * sizeof *r->scores);
+    if (!r->scores)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    const scheme *s = &rq->scheme;
+    double scale = s->has_score_scale ? s->score_scale
+                   : s->kind == SCHEME_T5 ? 1.0
+                                          : 1.0 / sqrt((double)m->head_dim);
+    for (size_t b = 0; b < rq->batch; b++) {
+        const float *q = r->qkv + b * t * width;
+        pe_attention_scores(q, width, q + qd, width, t, m->heads, m->kv_heads, m->head_dim,
+                            scale, r->bias + b * per_row, r->scores + b * per_row);
+    }
+    return 0;
+}
+
+static void write_shape(strbuf *sb, const request *rq)
+{
+    const model *m = rq->model;
+
+    strbuf_puts(sb, ",\"shape\":{");
+    if (rq->batched)
+        strbuf_printf(sb, "\"batch\":%zu,", rq->batch);
+    strbuf_printf(sb, "\"tokens\":%zu,\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
+                      "\"head_dim\":%zu}",
+                  rq->tokens, m->d_model, m->heads, m->kv_heads, m->head_dim);
+}
+
+void api_apply(const api_service *svc, const char *body, size_t len,
+               api_response *out)
+{
+    request rq;
+    api_error err;
+    outputs o;
+    results r = {0};
+    strbuf sb = {0};
+
+    memset(out, 0, sizeof *out);
+    if (request_parse(body, len, apply_keys, &rq, &err) ||
+        request_model(svc, &rq, "default", &err))
+        goto fail;
+    for (weight_id w = W_WQ; w <= W_WV; w++)
+        if (!model_has(rq.model, w)) {
+            api_fail(&err, API_E_MISSING_WEIGHT, "model",
+                     "/apply needs weights.%s, which model '%s' lacks", weight_names[w],
+                     rq.model->name);
+            goto fail;
+        }
+    const json_t *ids = jf_get(rq.root, "token_ids");
+    if (ids && jf_get(rq.root, "embeddings")) {
+        api_fail(&err, API_E_INVALID_REQUEST, "token_ids", "give embeddings or token_ids, not both");
+        goto fail;
+    }
+    if (!ids && !jf_get(rq.root, "embeddings")) {
+        api_fail(&err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
+        goto fail;
+    }
+    if ((ids && gather_tokens(&rq, ids, &err)) || request_common(svc, &rq, &err) ||
+        parse_outputs(rq.root, &o, &err))
+        goto fail;
+    if (rq.d != rq.model->d_model) {
+        api_fail(&err, API_E_INVALID_SHAPE, "embeddings",
+                 "embeddings have d = %zu but model '%s' has d_model %zu", rq.d, rq.model->name,
+                 rq.model->d_model);
+        goto fail;
+    }
+    if (compute(svc, &rq, &o, &r, &err))
+        goto fail;
+    for (size_t i = 0; i < o.count; i++) {
+        array_view v = view_of(&rq, o.order[i], &r);
+        if (array_check_finite(&v, output_names[o.order[i]], &err))
+            goto fail;
+    }
+    strbuf_puts(&sb, "{\"model\":");
+    strbuf_put_json_string(&sb, rq.model->name);
+    strbuf_puts(&sb, ",\"scheme\":");
+    strbuf_put_json_string(&sb, scheme_names[rq.scheme.kind]);
+    write_shape(&sb, &rq);
+    if (scheme_reports_attention_factor(&rq.scheme)) {
+        char text[FLOAT_TEXT_MAX];
+        float_to_text((float)r.rope.attention_factor, text);
+        strbuf_printf(&sb, ",\"attention_factor\":%s", text);
+    }
+    for (size_t i = 0; i < o.count; i++) {
+        array_view v = view_of(&rq, o.order[i], &r);
+        strbuf_putc(&sb, ',');
+        array_write(&sb, output_names[o.order[i]], &v, rq.base64);
+    }
+    strbuf_putc(&sb, '}');
+    out->body = strbuf_detach(&sb, &out->body_len);
+    if (!out->body) {
+        api_fail(&err, API_E_INTERNAL, NULL, "out of memory writing the response");
+        goto fail;
+    }
+    out->status = 200;
+    out->content_type = "application/json";
+    out->tokens = request_rows(&rq);
+    goto done;
+fail:
+    strbuf_free(&sb);
+    api_respond_error(out, &err);
+done:
+    results_free(&r);
+    request_free(&rq);
+}

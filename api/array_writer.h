@@ -1,0 +1,38 @@
+/*
+ * array_writer.h - writing float32 result arrays into a JSON response,
+ * as nested arrays of shortest round-trip numbers or as base64 with a
+ * sibling `<name>_shape`.
+ */
+#ifndef ARRAY_WRITER_H
+#define ARRAY_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api_error.h"
+#include "strbuf.h"
+
+/* A read-only view of a result: logical shape dim[0..ndim), rows of the
+ * last dimension `row_stride` floats apart (row_stride == last dim when
+ * dense; larger for Q, K, V inside the fused projection output). */
+typedef struct array_view {
+    const float *data;
+    size_t ndim;
+    size_t dim[4];
+    size_t row_stride;
+} array_view;
+
+/* A dense view of shape dim[0..ndim). */
+array_view array_dense(const float *data, size_t ndim, const size_t *dim);
+
+/* Number of elements. */
+size_t array_count(const array_view *a);
+
+/* -1 with a 422 non_finite naming `name` and the index if any element is
+ * NaN or infinite (a finite input can still overflow float32). */
+int array_check_finite(const array_view *a, const char *name, api_error *err);
+
+/* Append `"name":<array>` (and `,"name_shape":[...]` for base64). */
+void array_write(strbuf *sb, const char *name, const array_view *a, bool base64);
+
+#endif /* ARRAY_WRITER_H */

@@ -1,0 +1,126 @@
+/*
+ * encode.c - POST /encode: add (or apply) the positional encoding to token
+ * embeddings, or return the bare table when only a shape is given.
+ *
+ * Response: {"scheme", "shape", "encoded" | "bias", ["attention_factor"]}.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "array_writer.h"
+#include "float_text.h"
+#include "relative.h"
+#include "request.h"
+#include "strbuf.h"
+
+static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
+                                          "offset", "positions", "encoding", "embed_scale",
+                                          NULL};
+
+/* PE added to embed_scale*x (sinusoidal, learned). */
+static int encode_absolute(const request *rq, float *out, api_error *err)
+{
+    pe_absolute pe;
+    size_t bad = 0;
+
+    if (absolute_plan(rq, &pe, err))
+        return -1;
+    pe_status st = pe_encode_absolute(&pe, NULL, rq->embed_scale, rq->x.data, rq->positions,
+                                      request_rows(rq), rq->d, out, &bad);
+    return st == PE_OK ? 0 : absolute_fail(rq, &pe, st, bad, "encoded", err);
+}
+
+static void write_header(strbuf *sb, const request *rq)
+{
+    strbuf_puts(sb, "{\"scheme\":");
+    strbuf_put_json_string(sb, scheme_names[rq->scheme.kind]);
+    if (rq->batched)
+        strbuf_printf(sb, ",\"shape\":[%zu,%zu,%zu]", rq->batch, rq->tokens, rq->d);
+    else
+        strbuf_printf(sb, ",\"shape\":[%zu,%zu]", rq->tokens, rq->d);
+}
+
+void api_encode(const api_service *svc, const char *body, size_t len,
+                api_response *out)
+{
+    request rq;
+    api_error err;
+    rope_plan plan = {0};
+    strbuf sb = {0};
+    float *values = NULL;
+    size_t dim[4], heads = 0;
+    array_view view;
+    const char *name = "encoded";
+
+    memset(out, 0, sizeof *out);
+    if (request_parse(body, len, encode_keys, &rq, &err) ||
+        request_model(svc, &rq, NULL, &err) || request_common(svc, &rq, &err))
+        goto fail;
+    size_t rows = request_rows(&rq);
+    if (rq.scheme.kind == SCHEME_ALIBI || rq.scheme.kind == SCHEME_T5) {
+        if (relative_bias(svc, &rq, 0, &values, &heads, &err))
+            goto fail;
+        name = "bias";
+        size_t n = 0;
+        if (rq.batched)
+            dim[n++] = rq.batch;
+        dim[n++] = heads;
+        dim[n++] = rq.tokens;
+        dim[n++] = rq.tokens;
+        view = array_dense(values, n, dim);
+    } else {
+        values = malloc(rows * rq.d * sizeof *values);
+        if (!values) {
+            api_fail(&err, API_E_INTERNAL, NULL, "out of memory");
+            goto fail;
+        }
+        if (rq.scheme.kind == SCHEME_ROPE) {
+            if (rope_plan_init(&rq, rq.d, 0, &plan, &err))
+                goto fail;
+            pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
+                          rq.d, rq.x.data, rq.d, values, rq.d);
+        } else if (rq.scheme.kind == SCHEME_NONE) {
+            /* x unchanged, bit for bit (also -0.0); the bare table is zeros */
+            if (rq.x.data)
+                memcpy(values, rq.x.data, rows * rq.d * sizeof *values);
+            else
+                memset(values, 0, rows * rq.d * sizeof *values);
+        } else if (encode_absolute(&rq, values, &err)) {
+            goto fail;
+        }
+        size_t n = 0;
+        if (rq.batched)
+            dim[n++] = rq.batch;
+        dim[n++] = rq.tokens;
+        dim[n++] = rq.d;
+        view = array_dense(values, n, dim);
+    }
+    if (array_check_finite(&view, name, &err))
+        goto fail;
+    write_header(&sb, &rq);
+    strbuf_putc(&sb, ',');
+    array_write(&sb, name, &view, rq.base64);
+    if (scheme_reports_attention_factor(&rq.scheme)) {
+        char text[FLOAT_TEXT_MAX];
+        float_to_text((float)plan.attention_factor, text);
+        strbuf_printf(&sb, ",\"attention_factor\":%s", text);
+    }
+    strbuf_putc(&sb, '}');
+    out->body = strbuf_detach(&sb, &out->body_len);
+    if (!out->body) {
+        api_fail(&err, API_E_INTERNAL, NULL, "out of memory writing the response");
+        goto fail;
+    }
+    out->status = 200;
+    out->content_type = "application/json";
+    out->tokens = rows;
+    goto done;
+fail:
+    strbuf_free(&sb);
+    api_respond_error(out, &err);
+done:
+    free(values);
+    rope_plan_free(&plan);
+    request_free(&rq);
+}

@@ -1,0 +1,17 @@
+/*
+ * float_text.h - shortest round-trip decimal text of float32 values.
+ */
+#ifndef FLOAT_TEXT_H
+#define FLOAT_TEXT_H
+
+#include <stddef.h>
+
+/* Longest text float_to_text() writes, with room for the NUL. */
+#define FLOAT_TEXT_MAX 24
+
+/* Write the shortest decimal that reads back (strtof) as exactly `v`, as a
+ * JSON number, into buf (>= FLOAT_TEXT_MAX bytes, NUL-terminated). v must be
+ * finite. Returns the length. */
+size_t float_to_text(float v, char *buf);
+
+#endif /* FLOAT_TEXT_H */

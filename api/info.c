@@ -1,0 +1,82 @@
+/*
+ * info.c - GET /info: version, build, threads, limits and the models.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "service.h"
+#include "strbuf.h"
+
+static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
+
+static void write_model(strbuf *sb, const model *m)
+{
+    strbuf_puts(sb, "{\"name\":");
+    strbuf_put_json_string(sb, m->name);
+    strbuf_puts(sb, ",\"architecture\":");
+    strbuf_put_json_string(sb, m->architecture);
+    strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":\"F32\",\"d_model\":%zu,\"heads\":%zu,"
+                      "\"kv_heads\":%zu,\"head_dim\":%zu,\"scheme\":",
+                  m->layer, m->d_model, m->heads, m->kv_heads, m->head_dim);
+    strbuf_put_json_string(sb, scheme_names[m->scheme]);
+    char *params = json_dumps(m->params, JSON_COMPACT | JSON_ENCODE_ANY);
+    strbuf_puts(sb, ",\"params\":");
+    strbuf_puts(sb, params ? params : "{}");
+    free(params);
+    if (m->norm == PE_NORM_NONE)
+        strbuf_puts(sb, ",\"norm\":null");
+    else
+        strbuf_printf(sb, ",\"norm\":{\"type\":\"%s\",\"eps\":%.17g}", norm_names[m->norm],
+                      m->norm_eps);
+    strbuf_puts(sb, ",\"source\":");
+    strbuf_put_json_string(sb, m->source);
+    strbuf_puts(sb, ",\"weights\":{");
+    bool first = true;
+    for (int w = 0; w < W_COUNT; w++) {
+        const tensor *t = &m->weights[w];
+        if (!t->data)
+            continue;
+        strbuf_printf(sb, "%s\"%s\":[", first ? "" : ",", weight_names[w]);
+        for (size_t i = 0; i < t->ndim; i++)
+            strbuf_printf(sb, "%s%zu", i ? "," : "", t->dim[i]);
+        strbuf_putc(sb, ']');
+        first = false;
+    }
+    strbuf_puts(sb, "}}");
+}
+
+void api_info(const api_service *svc, const api_server_facts *facts,
+              api_response *out)
+{
+    strbuf sb = {0};
+
+    strbuf_puts(&sb, "{\"name\":\"posenc\",\"version\":");
+    strbuf_put_json_string(&sb, facts->version ? facts->version : POSENC_VERSION);
+    strbuf_puts(&sb, ",\"build\":");
+    strbuf_put_json_string(&sb, facts->build ? facts->build : "");
+    strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"omp\":%u}", facts->http_threads,
+                  facts->omp_threads);
+    strbuf_printf(&sb, ",\"limits\":{\"max_body_bytes\":%zu,\"max_tokens\":%zu,"
+                       "\"max_output_elements\":%zu,\"max_connections\":%u,"
+                       "\"max_position\":9007199254740991,\"max_dim\":65536}",
+                  facts->max_body_bytes, svc->limits.max_tokens,
+                  svc->limits.max_output_elements, facts->max_connections);
+    strbuf_printf(&sb, ",\"auth\":%s", facts->api_key_required ? "true" : "false");
+    strbuf_puts(&sb, ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
+    strbuf_puts(&sb, ",\"models\":[");
+    for (size_t i = 0; i < svc->n_models; i++) {
+        if (i)
+            strbuf_putc(&sb, ',');
+        write_model(&sb, svc->models[i]);
+    }
+    strbuf_puts(&sb, "]}");
+    memset(out, 0, sizeof *out);
+    out->body = strbuf_detach(&sb, &out->body_len);
+    if (!out->body) {
+        api_respond_errorf(out, API_E_INTERNAL, NULL, "out of memory");
+        return;
+    }
+    out->status = 200;
+    out->content_type = "application/json";
+}

@@ -1,0 +1,295 @@
+/*
+ * model.c - built-in and inline models (see model.h).
+ */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_fields.h"
+
+/* The default model of the contract: d_model 512, 8 heads of 64,
+ * sinusoidal (base 10000, interleaved), no biases, no norm, weights from
+ * pe_default_weights with this seed. */
+#define DEFAULT_SEED 0
+#define DEFAULT_D_MODEL 512
+#define DEFAULT_HEADS 8
+
+const char *const weight_names[W_COUNT] = {
+    "wq", "wk", "wv", "bq", "bk", "bv", "norm_weight", "norm_bias",
+    "position_table", "t5_bias", "token_embedding"};
+
+static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
+                                         "scheme", "params", "norm", "weights", NULL};
+
+void model_free(model *m)
+{
+    if (!m)
+        return;
+    free(m->name);
+    free(m->source);
+    json_decref(m->params);
+    for (int w = 0; w < W_COUNT; w++)
+        tensor_free(&m->weights[w]);
+    pe_qkv_weights_free(&m->qkv);
+    free(m);
+}
+
+/* Fuse wq|wk|wv (+ biases) once, when the three matrices are present. */
+static int model_fuse(model *m, api_error *err)
+{
+    if (!model_has(m, W_WQ) || !model_has(m, W_WK) || !model_has(m, W_WV))
+        return 0;
+    if (pe_qkv_weights_init(&m->qkv, m->d_model, m->heads, m->kv_heads, m->head_dim,
+                            m->weights[W_WQ].data, m->weights[W_WK].data,
+                            m->weights[W_WV].data, m->weights[W_BQ].data,
+                            m->weights[W_BK].data, m->weights[W_BV].data) != PE_OK)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory fusing the projection");
+    return 0;
+}
+
+static int alloc_square(tensor *t, size_t d)
+{
+    t->data = malloc(d * d * sizeof *t->data);
+    t->ndim = 2;
+    t->dim[0] = t->dim[1] = d;
+    return t->data ? 0 : -1;
+}
+
+model *model_new_default(void)
+{
+    api_error err;
+    model *m = calloc(1, sizeof *m);
+
+    if (!m)
+        return NULL;
+    m->name = strdup("default");
+    m->source = strdup("built-in (SplitMix64 seed 0, Xavier-uniform)");
+    m->params = json_pack("{s:f, s:s}", "base", 10000.0, "layout", "interleaved");
+    if (!m->name || !m->source || !m->params)
+        goto fail;
+    m->architecture = "posenc";
+    m->d_model = DEFAULT_D_MODEL;
+    m->heads = m->kv_heads = DEFAULT_HEADS;
+    m->head_dim = DEFAULT_D_MODEL / DEFAULT_HEADS;
+    m->scheme = SCHEME_SINUSOIDAL;
+    m->norm = PE_NORM_NONE;
+    if (alloc_square(&m->weights[W_WQ], DEFAULT_D_MODEL) ||
+        alloc_square(&m->weights[W_WK], DEFAULT_D_MODEL) ||
+        alloc_square(&m->weights[W_WV], DEFAULT_D_MODEL))
+        goto fail;
+    pe_default_weights(DEFAULT_SEED, DEFAULT_D_MODEL, m->weights[W_WQ].data,
+                       m->weights[W_WK].data, m->weights[W_WV].data);
+    if (model_fuse(m, &err))
+        goto fail;
+    return m;
+fail:
+    model_free(m);
+    return NULL;
+}
+
+/* ---- inline models ---------------------------------------------------- */
+
+static int parse_dims(const json_t *obj, const char *path, model *m, api_error *err)
+{
+    bool present;
+    int64_t n;
+
+    if (jf_int(obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, err))
+        return -1;
+    if (!present) {
+        jpath at = jpath_key(path, "d_model");
+        return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
+    }
+    m->d_model = (size_t)n;
+    if (jf_int(obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+        return -1;
+    if (!present) {
+        jpath at = jpath_key(path, "heads");
+        return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
+    }
+    m->heads = (size_t)n;
+    if (jf_int(obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+        return -1;
+    m->kv_heads = present ? (size_t)n : m->heads;
+    if (m->heads % m->kv_heads != 0) {
+        jpath at = jpath_key(path, "kv_heads");
+        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+                        "heads (%zu) must be a multiple of kv_heads (%zu)", m->heads, m->kv_heads);
+    }
+    if (jf_int(obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, err))
+        return -1;
+    if (present) {
+        m->head_dim = (size_t)n;
+    } else if (m->d_model % m->heads != 0) {
+        jpath at = jpath_key(path, "heads");
+        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+                        "d_model (%zu) is not divisible by heads (%zu); give head_dim",
+                        m->d_model, m->heads);
+    } else {
+        m->head_dim = m->d_model / m->heads;
+    }
+    if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24) {
+        jpath at = jpath_key(path, "head_dim");
+        return api_fail(err, API_E_TOO_LARGE, at.s, "(heads + 2*kv_heads)*head_dim is too large");
+    }
+    return 0;
+}
+
+static int parse_norm(const json_t *obj, const char *path, model *m, api_error *err)
+{
+    static const char *const norm_keys[] = {"type", "eps", NULL};
+    static const char *const norm_types[] = {"layernorm", "rmsnorm", NULL};
+    const json_t *norm = jf_get(obj, "norm");
+    jpath at = jpath_key(path, "norm");
+    bool present;
+    int which = 0;
+
+    m->norm = PE_NORM_NONE;
+    if (!norm)
+        return 0;
+    if (jf_check_object(norm, at.s, norm_keys, err) ||
+        jf_choice(norm, at.s, "type", norm_types, &present, &which, err))
+        return -1;
+    if (!present) {
+        jpath t = jpath_key(at.s, "type");
+        return api_fail(err, API_E_INVALID_REQUEST, t.s, "missing field '%s'", t.s);
+    }
+    m->norm = which ? PE_NORM_RMS : PE_NORM_LAYER;
+    m->norm_eps = pe_norm_default_eps(m->norm);
+    return jf_number(norm, at.s, "eps", true, &present, &m->norm_eps, err);
+}
+
+static int parse_weights(const json_t *obj, const char *path, model *m, api_error *err)
+{
+    const char *allowed[2 * W_COUNT + 1];
+    char shape_keys[W_COUNT][40];
+    const json_t *weights = jf_get(obj, "weights");
+    jpath wpath = jpath_key(path, "weights");
+
+    if (!weights)
+        return 0;
+    for (int w = 0; w < W_COUNT; w++) {
+        snprintf(shape_keys[w], sizeof shape_keys[w], "%s_shape", weight_names[w]);
+        allowed[2 * w] = weight_names[w];
+        allowed[2 * w + 1] = shape_keys[w];
+    }
+    allowed[2 * W_COUNT] = NULL;
+    if (jf_check_object(weights, wpath.s, allowed, err))
+        return -1;
+    for (int w = 0; w < W_COUNT; w++) {
+        jpath at = jpath_key(wpath.s, weight_names[w]);
+        jpath shape_at = jpath_key(wpath.s, shape_keys[w]);
+        const json_t *value = jf_get(weights, weight_names[w]);
+        const json_t *shape = jf_get(weights, shape_keys[w]);
+        size_t rank = (w >= W_BQ && w <= W_NORM_BIAS) ? 1 : 2;
+        if (!value) {
+            if (shape)
+                return api_fail(err, API_E_INVALID_REQUEST, shape_at.s,
+                                "%s is given without %s", shape_at.s, at.s);
+            continue;
+        }
+        if (tensor_from_json(value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], err))
+            return -1;
+    }
+    return 0;
+}
+
+static int check_weight_shape(const model *m, weight_id w, size_t rows, size_t cols,
+                              const char *wpath, api_error *err)
+{
+    const tensor *t = &m->weights[w];
+    jpath at = jpath_key(wpath, weight_names[w]);
+
+    if (!t->data)
+        return 0;
+    bool ok = t->ndim == 2 ? (rows == 0 || t->dim[0] == rows) && t->dim[1] == cols
+                           : t->dim[0] == cols;
+    if (ok)
+        return 0;
+    if (t->ndim == 2 && rows == 0)
+        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+                        "%s has shape [%zu, %zu], expected [rows, %zu]", at.s, t->dim[0],
+                        t->dim[1], cols);
+    if (t->ndim == 2)
+        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+                        "%s has shape [%zu, %zu], expected [%zu, %zu]", at.s, t->dim[0],
+                        t->dim[1], rows, cols);
+    return api_fail(err, API_E_INVALID_SHAPE, at.s, "%s has shape [%zu], expected [%zu]", at.s,
+                    t->dim[0], cols);
+}
+
+static int check_weights(const model *m, const char *path, api_error *err)
+{
+    jpath wpath = jpath_key(path, "weights");
+    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+
+    if (check_weight_shape(m, W_WQ, m->d_model, qd, wpath.s, err) ||
+        check_weight_shape(m, W_WK, m->d_model, kvd, wpath.s, err) ||
+        check_weight_shape(m, W_WV, m->d_model, kvd, wpath.s, err) ||
+        check_weight_shape(m, W_BQ, 0, qd, wpath.s, err) ||
+        check_weight_shape(m, W_BK, 0, kvd, wpath.s, err) ||
+        check_weight_shape(m, W_BV, 0, kvd, wpath.s, err) ||
+        check_weight_shape(m, W_NORM_WEIGHT, 0, m->d_model, wpath.s, err) ||
+        check_weight_shape(m, W_NORM_BIAS, 0, m->d_model, wpath.s, err) ||
+        check_weight_shape(m, W_POSITION_TABLE, 0, m->d_model, wpath.s, err) ||
+        check_weight_shape(m, W_TOKEN_EMBEDDING, 0, m->d_model, wpath.s, err))
+        return -1;
+    /* A norm and its weights go together: a weight nothing uses is a
+     * mistake, not a no-op. */
+    for (weight_id w = W_NORM_WEIGHT; w <= W_NORM_BIAS; w++)
+        if (model_has(m, w) && m->norm == PE_NORM_NONE) {
+            jpath at = jpath_key(wpath.s, weight_names[w]);
+            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                            "%s is given but the model has no norm", at.s);
+        }
+    if (m->norm != PE_NORM_NONE && !model_has(m, W_NORM_WEIGHT)) {
+        jpath at = jpath_key(wpath.s, "norm_weight");
+        return api_fail(err, API_E_MISSING_WEIGHT, at.s,
+                        "the model's norm needs a weight: %s is missing", at.s);
+    }
+    if (m->norm == PE_NORM_RMS && model_has(m, W_NORM_BIAS)) {
+        jpath at = jpath_key(wpath.s, "norm_bias");
+        return api_fail(err, API_E_INVALID_REQUEST, at.s, "%s: rmsnorm takes no bias", at.s);
+    }
+    return 0;
+}
+
+model *model_from_json(const json_t *obj, const char *path, api_error *err)
+{
+    model *m = calloc(1, sizeof *m);
+    scheme check;
+    bool present;
+    int which = SCHEME_SINUSOIDAL;
+
+    if (!m) {
+        api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return NULL;
+    }
+    m->architecture = "posenc";
+    if (jf_check_object(obj, path, model_keys, err) || parse_dims(obj, path, m, err) ||
+        jf_choice(obj, path, "scheme", scheme_names, &present, &which, err))
+        goto fail;
+    m->scheme = (scheme_kind)which;
+    const json_t *params = jf_get(obj, "params");
+    jpath ppath = jpath_key(path, "params");
+    /* A bad model param fails here, once, rather than on every use. */
+    if (scheme_parse(m->scheme, params, ppath.s, &check, err))
+        goto fail;
+    scheme_free(&check);
+    m->params = params ? json_deep_copy(params) : json_object();
+    m->name = strdup("inline");
+    m->source = strdup("inline");
+    if (!m->params || !m->name || !m->source) {
+        api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        goto fail;
+    }
+    if (parse_norm(obj, path, m, err) || parse_weights(obj, path, m, err) ||
+        check_weights(m, path, err) || model_fuse(m, err))
+        goto fail;
+    return m;
+fail:
+    model_free(m);
+    return NULL;
+}

@@ -1,0 +1,203 @@
+/*
+ * request.c - decoding what /encode and /apply share (see request.h).
+ */
+#include "request.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_fields.h"
+
+int request_parse(const char *body, size_t len, const char *const *allowed,
+                  request *rq, api_error *err)
+{
+    json_error_t jerr;
+
+    memset(rq, 0, sizeof *rq);
+    rq->embed_scale = 1.0;
+    rq->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!rq->root)
+        return api_fail(err, API_E_INVALID_JSON, NULL, "malformed JSON at line %d column %d: %s",
+                        jerr.line, jerr.column, jerr.text);
+    return jf_check_object(rq->root, "", allowed, err);
+}
+
+int request_model(const api_service *svc, request *rq,
+                  const char *default_name, api_error *err)
+{
+    const json_t *v = jf_get(rq->root, "model");
+
+    if (!v) {
+        rq->model = default_name ? service_find_model(svc, default_name) : NULL;
+        if (default_name && !rq->model)
+            rq->model = svc->models[0];
+        return 0;
+    }
+    if (json_is_string(v)) {
+        rq->model = service_find_model(svc, json_string_value(v));
+        if (!rq->model)
+            return api_fail(err, API_E_UNKNOWN_MODEL, "model", "no model named '%s' is loaded",
+                            json_string_value(v));
+        return 0;
+    }
+    if (json_is_object(v)) {
+        rq->owned_model = model_from_json(v, "model", err);
+        rq->model = rq->owned_model;
+        return rq->model ? 0 : -1;
+    }
+    return api_fail(err, API_E_INVALID_REQUEST, "model",
+                    "model must be a model name or an inline model object");
+}
+
+/* The scheme: the request's, else the model's, else sinusoidal. With the
+ * model's scheme, request params override the model's key by key; another
+ * scheme starts from its defaults. */
+static int decode_scheme(request *rq, api_error *err)
+{
+    bool present;
+    int which = SCHEME_SINUSOIDAL;
+    const json_t *params = jf_get(rq->root, "params");
+    json_t *merged = NULL;
+    int rc;
+
+    if (jf_choice(rq->root, "", "scheme", scheme_names, &present, &which, err))
+        return -1;
+    if (!present && rq->model)
+        which = (int)rq->model->scheme;
+    if (params && !json_is_object(params))
+        return api_fail(err, API_E_INVALID_REQUEST, "params", "params must be an object");
+    if (rq->model && rq->model->scheme == (scheme_kind)which && rq->model->params) {
+        merged = json_deep_copy(rq->model->params);
+        if (!merged || (params && json_object_update(merged, (json_t *)(uintptr_t)params)))
+            rc = api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        else
+            rc = scheme_parse((scheme_kind)which, merged, "params", &rq->scheme, err);
+        json_decref(merged);
+        return rc;
+    }
+    return scheme_parse((scheme_kind)which, params, "params", &rq->scheme, err);
+}
+
+static int decode_positions(request *rq, api_error *err)
+{
+    const json_t *positions = jf_get(rq->root, "positions");
+    size_t rows = request_rows(rq);
+    int64_t offset = 0;
+    bool present;
+
+    rq->positions = malloc(rows * sizeof *rq->positions);
+    if (!rq->positions)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    if (positions) {
+        int_array given;
+        rq->pos_field = "positions";
+        if (jf_get(rq->root, "offset"))
+            return api_fail(err, API_E_INVALID_REQUEST, "offset",
+                            "give offset or positions, not both");
+        if (int_array_from_json(positions, "positions", 0, PE_MAX_POSITION, API_E_TOO_LARGE,
+                                &given, err))
+            return -1;
+        bool per_row = given.ndim == 2;
+        if ((!per_row && given.dim[0] != rq->tokens) ||
+            (per_row && (!rq->batched || given.dim[0] != rq->batch ||
+                         given.dim[1] != rq->tokens))) {
+            int_array_free(&given);
+            if (rq->batched)
+                return api_fail(err, API_E_INVALID_SHAPE, "positions",
+                                "positions must be [%zu] or [%zu][%zu] for this input",
+                                rq->tokens, rq->batch, rq->tokens);
+            return api_fail(err, API_E_INVALID_SHAPE, "positions",
+                            "positions has the wrong shape: expected [%zu]", rq->tokens);
+        }
+        for (size_t b = 0; b < rq->batch; b++)
+            memcpy(rq->positions + b * rq->tokens, given.data + (per_row ? b * rq->tokens : 0),
+                   rq->tokens * sizeof *rq->positions);
+        int_array_free(&given);
+    } else {
+        rq->pos_field = "offset";
+        if (jf_int(rq->root, "", "offset", 0, INT64_MAX, &present, &offset, err))
+            return -1;
+        if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
+            return api_fail(err, API_E_TOO_LARGE, "offset",
+                            "offset %" PRId64 " with %zu tokens reaches past the largest "
+                            "position %" PRId64, offset, rq->tokens, PE_MAX_POSITION);
+        for (size_t b = 0; b < rq->batch; b++)
+            for (size_t t = 0; t < rq->tokens; t++)
+                rq->positions[b * rq->tokens + t] = offset + (int64_t)t;
+    }
+    rq->max_position = 0;
+    for (size_t i = 0; i < rows; i++)
+        if (rq->positions[i] > rq->max_position)
+            rq->max_position = rq->positions[i];
+    return 0;
+}
+
+int request_check_output(const api_service *svc, size_t n, const char *what,
+                         api_error *err)
+{
+    if (n > svc->limits.max_output_elements)
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "%s would have %zu elements; the limit is %zu", what, n,
+                        svc->limits.max_output_elements);
+    return 0;
+}
+
+int request_common(const api_service *svc, request *rq, api_error *err)
+{
+    const json_t *shape = jf_get(rq->root, "shape");
+    const json_t *embeddings = jf_get(rq->root, "embeddings");
+    static const char *const encodings[] = {"json", "base64", NULL};
+    size_t ndim = 0, dim[3] = {0};
+    bool present;
+    int which = 0;
+
+    if (decode_scheme(rq, err))
+        return -1;
+    if (!rq->x.data && embeddings) {
+        if (tensor_from_json(embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, err))
+            return -1;
+    } else if (!rq->x.data && shape) {
+        if (shape_from_json(shape, "shape", 2, 3, &ndim, dim, err))
+            return -1;
+    } else if (!rq->x.data) {
+        return api_fail(err, API_E_INVALID_REQUEST, "shape",
+                        "give embeddings, or shape [tokens, d] for the bare encoding table");
+    }
+    if (rq->x.data) {
+        ndim = rq->x.ndim;
+        memcpy(dim, rq->x.dim, ndim * sizeof *dim);
+    }
+    rq->batched = ndim == 3;
+    rq->batch = rq->batched ? dim[0] : 1;
+    rq->tokens = dim[ndim - 2];
+    rq->d = dim[ndim - 1];
+    size_t rows, elements;
+    const char *size_field = rq->x.data ? "embeddings" : "shape";
+    if (mul_size(rq->batch, rq->tokens, &rows) || rows > svc->limits.max_tokens)
+        return api_fail(err, API_E_TOO_LARGE, size_field,
+                        "%zu x %zu tokens exceed the limit of %zu tokens per request",
+                        rq->batch, rq->tokens, svc->limits.max_tokens);
+    if (rq->d > SCHEME_MAX_DIM)
+        return api_fail(err, API_E_TOO_LARGE, size_field, "d = %zu exceeds the limit of %d",
+                        rq->d, SCHEME_MAX_DIM);
+    if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
+        return -1;
+    if (jf_number(rq->root, "", "embed_scale", false, &present, &rq->embed_scale, err) ||
+        jf_choice(rq->root, "", "encoding", encodings, &present, &which, err))
+        return -1;
+    rq->base64 = which == 1;
+    return decode_positions(rq, err);
+}
+
+void request_free(request *rq)
+{
+    if (!rq)
+        return;
+    json_decref(rq->root);
+    model_free(rq->owned_model);
+    scheme_free(&rq->scheme);
+    tensor_free(&rq->x);
+    free(rq->positions);
+    memset(rq, 0, sizeof *rq);
+}

@@ -1,0 +1,310 @@
+/*
+ * scheme.c - decode and validate scheme parameters (see scheme.h).
+ *
+ * Parameter names, defaults and RoPE scaling keys follow the contract and
+ * the newest Hugging Face rope_scaling semantics (pe-anchors §4): `type` or
+ * its alias `rope_type`; required keys per type; an explicit yarn factor
+ * wins.
+ */
+#include "scheme.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_fields.h"
+#include "tensor.h"
+
+const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi",
+                                    "t5", "none", NULL};
+
+static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
+static const char *const learned_keys[] = {"score_scale", NULL};
+static const char *const rope_keys[] = {"base", "head_dim", "rotary_dim",
+                                        "partial_rotary_factor", "layout",
+                                        "scaling", "score_scale", NULL};
+static const char *const alibi_keys[] = {"heads", "form", "score_scale", NULL};
+static const char *const t5_keys[] = {"num_buckets", "max_distance",
+                                      "bidirectional", "score_scale", NULL};
+static const char *const none_keys[] = {"score_scale", NULL};
+
+static const char *const *const keys_by_kind[] = {
+    [SCHEME_SINUSOIDAL] = sinusoidal_keys, [SCHEME_LEARNED] = learned_keys,
+    [SCHEME_ROPE] = rope_keys,             [SCHEME_ALIBI] = alibi_keys,
+    [SCHEME_T5] = t5_keys,                 [SCHEME_NONE] = none_keys,
+};
+
+bool scheme_is_absolute(scheme_kind kind)
+{
+    return kind == SCHEME_SINUSOIDAL || kind == SCHEME_LEARNED;
+}
+
+bool scheme_reports_attention_factor(const scheme *s)
+{
+    return s->kind == SCHEME_ROPE && (s->scaling.type == PE_ROPE_SCALING_YARN ||
+                                      s->scaling.type == PE_ROPE_SCALING_LONGROPE);
+}
+
+void scheme_free(scheme *s)
+{
+    if (!s)
+        return;
+    free(s->short_factor);
+    free(s->long_factor);
+    s->short_factor = s->long_factor = NULL;
+    s->scaling.short_factor = s->scaling.long_factor = NULL;
+}
+
+/* ---- rope scaling ---------------------------------------------------- */
+
+static const char *const scaling_types[] = {"default", "linear", "dynamic", "yarn",
+                                            "llama3", "longrope", NULL};
+static const pe_rope_scaling_type scaling_type_values[] = {
+    PE_ROPE_SCALING_NONE, PE_ROPE_SCALING_LINEAR, PE_ROPE_SCALING_DYNAMIC,
+    PE_ROPE_SCALING_YARN, PE_ROPE_SCALING_LLAMA3, PE_ROPE_SCALING_LONGROPE};
+
+static const char *const *const scaling_keys[] = {
+    (const char *const[]){"type", "rope_type", NULL},
+    (const char *const[]){"type", "rope_type", "factor", NULL},
+    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings", NULL},
+    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
+                          "beta_fast", "beta_slow", "attention_factor", "mscale",
+                          "mscale_all_dim", "truncate", NULL},
+    (const char *const[]){"type", "rope_type", "factor", "low_freq_factor", "high_freq_factor",
+                          "original_max_position_embeddings", NULL},
+    (const char *const[]){"type", "rope_type", "short_factor", "long_factor", "factor",
+                          "attention_factor", "original_max_position_embeddings", NULL},
+};
+
+static const char *const *const scaling_required[] = {
+    (const char *const[]){NULL},
+    (const char *const[]){"factor", NULL},
+    (const char *const[]){"factor", "original_max_position_embeddings", NULL},
+    (const char *const[]){"factor", "original_max_position_embeddings", NULL},
+    (const char *const[]){"factor", "low_freq_factor", "high_freq_factor",
+                          "original_max_position_embeddings", NULL},
+    (const char *const[]){"short_factor", "long_factor", "original_max_position_embeddings", NULL},
+};
+
+static int factor_list(const json_t *v, const char *field, double **out, size_t *len,
+                       api_error *err)
+{
+    tensor t;
+    if (tensor_from_json(v, field, NULL, field, 1, 1, &t, err))
+        return -1;
+    double *d = malloc(t.dim[0] * sizeof *d);
+    if (!d) {
+        tensor_free(&t);
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < t.dim[0]; i++) {
+        if (!(t.data[i] > 0)) {
+            free(d);
+            tensor_free(&t);
+            return api_fail(err, API_E_OUT_OF_RANGE, field, "%s entries must be > 0", field);
+        }
+        d[i] = t.data[i];
+    }
+    *out = d;
+    *len = t.dim[0];
+    tensor_free(&t);
+    return 0;
+}
+
+static int parse_scaling(const json_t *v, const char *path, scheme *s, api_error *err)
+{
+    pe_rope_scaling *sc = &s->scaling;
+    const json_t *type = jf_get(v, "type"), *rope_type = NULL;
+    bool present;
+    int which = 0;
+    int64_t orig;
+
+    if (!json_is_object(v))
+        return api_fail(err, API_E_INVALID_REQUEST, path, "%s must be an object", path);
+    rope_type = jf_get(v, "rope_type");
+    if (type && rope_type && !json_equal(type, rope_type))
+        return api_fail(err, API_E_INVALID_REQUEST, path, "%s.type and %s.rope_type disagree",
+                        path, path);
+    if (jf_choice(v, path, type ? "type" : "rope_type", scaling_types, &present, &which, err))
+        return -1;
+    if (!present) {
+        jpath at = jpath_key(path, "type");
+        return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
+    }
+    if (jf_check_object(v, path, scaling_keys[which], err))
+        return -1;
+    for (const char *const *k = scaling_required[which]; *k; k++)
+        if (!jf_get(v, *k)) {
+            jpath at = jpath_key(path, *k);
+            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                            "missing field '%s' (required for %s scaling)", at.s,
+                            scaling_types[which]);
+        }
+    memset(sc, 0, sizeof *sc);
+    sc->type = scaling_type_values[which];
+    sc->truncate = true;
+    if (jf_number(v, path, "factor", true, &sc->has_factor, &sc->factor, err) ||
+        jf_number(v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, err) ||
+        jf_number(v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, err) ||
+        jf_number(v, path, "attention_factor", true, &sc->has_attention_factor,
+                  &sc->attention_factor, err) ||
+        jf_number(v, path, "mscale", false, &sc->has_mscale, &sc->mscale, err) ||
+        jf_number(v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
+                  &sc->mscale_all_dim, err) ||
+        jf_bool(v, path, "truncate", &present, &sc->truncate, err) ||
+        jf_number(v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, err) ||
+        jf_number(v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, err) ||
+        jf_int(v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
+               &orig, err))
+        return -1;
+    if (present)
+        sc->original_max_position_embeddings = (double)orig;
+    if (!sc->has_beta_fast)
+        sc->beta_fast = 32.0;
+    if (!sc->has_beta_slow)
+        sc->beta_slow = 1.0;
+    if (sc->type == PE_ROPE_SCALING_LLAMA3 && !(sc->high_freq_factor > sc->low_freq_factor)) {
+        jpath at = jpath_key(path, "high_freq_factor");
+        return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+                        "%s must be greater than low_freq_factor", at.s);
+    }
+    if (sc->type == PE_ROPE_SCALING_LONGROPE) {
+        jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");
+        if (factor_list(jf_get(v, "short_factor"), sf.s, &s->short_factor, &s->short_len, err) ||
+            factor_list(jf_get(v, "long_factor"), lf.s, &s->long_factor, &s->long_len, err))
+            return -1;
+        sc->short_factor = s->short_factor;
+        sc->long_factor = s->long_factor;
+    }
+    return 0;
+}
+
+/* ---- per scheme ------------------------------------------------------- */
+
+static int parse_rope(const json_t *params, const char *path, scheme *s, api_error *err)
+{
+    bool present, has_rotary;
+    int64_t n;
+    int layout = 0;
+    static const char *const layouts[] = {"half", "interleaved", NULL};
+
+    if (jf_number(params, path, "base", true, &present, &s->base, err) ||
+        jf_choice(params, path, "layout", layouts, &present, &layout, err))
+        return -1;
+    s->rope_layout = layout ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF;
+    if (jf_int(params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, err))
+        return -1;
+    s->head_dim = present ? (size_t)n : 0;
+    if (jf_int(params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &has_rotary, &n, err))
+        return -1;
+    s->rotary_dim = has_rotary ? (size_t)n : 0;
+    if (jf_number(params, path, "partial_rotary_factor", true, &s->has_partial_rotary_factor,
+                  &s->partial_rotary_factor, err))
+        return -1;
+    if (has_rotary && s->has_partial_rotary_factor) {
+        jpath at = jpath_key(path, "partial_rotary_factor");
+        return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                        "give rotary_dim or partial_rotary_factor, not both");
+    }
+    if (s->has_partial_rotary_factor && s->partial_rotary_factor > 1) {
+        jpath at = jpath_key(path, "partial_rotary_factor");
+        return api_fail(err, API_E_OUT_OF_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
+                        s->partial_rotary_factor);
+    }
+    const json_t *scaling = jf_get(params, "scaling");
+    if (scaling) {
+        jpath at = jpath_key(path, "scaling");
+        if (parse_scaling(scaling, at.s, s, err))
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_t5(const json_t *params, const char *path, scheme *s, api_error *err)
+{
+    bool present;
+    int64_t n;
+
+    if (jf_bool(params, path, "bidirectional", &present, &s->bidirectional, err))
+        return -1;
+    if (jf_int(params, path, "num_buckets", s->bidirectional ? 4 : 2, 1 << 20, &present, &n,
+               err))
+        return -1;
+    if (present)
+        s->num_buckets = (size_t)n;
+    size_t exact = (s->bidirectional ? s->num_buckets / 2 : s->num_buckets) / 2;
+    if (jf_int(params, path, "max_distance", (int64_t)exact + 1, (int64_t)1 << 40, &present, &n,
+               err))
+        return -1;
+    if (present)
+        s->max_distance = n;
+    else if (s->max_distance <= (int64_t)exact) {
+        jpath at = jpath_key(path, "max_distance");
+        return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+                        "the default max_distance %lld is too small for num_buckets %zu",
+                        (long long)s->max_distance, s->num_buckets);
+    }
+    return 0;
+}
+
+int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
+                 scheme *out, api_error *err)
+{
+    bool present;
+    int which = 0;
+    int64_t n;
+    json_t *empty = NULL;
+    int rc = -1;
+
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    out->base = 10000.0;
+    out->num_buckets = 32;
+    out->max_distance = 128;
+    out->bidirectional = true;
+    if (!params)
+        params = empty = json_object();
+    if (!params)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    if (jf_check_object(params, path, keys_by_kind[kind], err) ||
+        jf_number(params, path, "score_scale", false, &out->has_score_scale, &out->score_scale,
+                  err))
+        goto out;
+    switch (kind) {
+    case SCHEME_SINUSOIDAL: {
+        static const char *const layouts[] = {"interleaved", "split", NULL};
+        if (jf_number(params, path, "base", true, &present, &out->base, err) ||
+            jf_choice(params, path, "layout", layouts, &present, &which, err))
+            goto out;
+        out->sin_layout = which ? PE_SIN_SPLIT : PE_SIN_INTERLEAVED;
+        break;
+    }
+    case SCHEME_ROPE:
+        if (parse_rope(params, path, out, err))
+            goto out;
+        break;
+    case SCHEME_ALIBI: {
+        static const char *const forms[] = {"symmetric", "bloom", NULL};
+        if (jf_int(params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+            goto out;
+        out->heads = present ? (size_t)n : 0;
+        if (jf_choice(params, path, "form", forms, &present, &which, err))
+            goto out;
+        out->alibi_form = which ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
+        break;
+    }
+    case SCHEME_T5:
+        if (parse_t5(params, path, out, err))
+            goto out;
+        break;
+    case SCHEME_LEARNED:
+    case SCHEME_NONE:
+        break;
+    }
+    rc = 0;
+out:
+    if (rc)
+        scheme_free(out);
+    json_decref(empty);
+    return rc;
+}

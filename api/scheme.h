@@ -1,0 +1,73 @@
+/*
+ * scheme.h - a positional-encoding scheme and its parameters, decoded and
+ * validated from a JSON `params` object.
+ */
+#ifndef SCHEME_H
+#define SCHEME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api_error.h"
+#include "posenc.h"
+
+typedef enum scheme_kind {
+    SCHEME_SINUSOIDAL = 0,
+    SCHEME_LEARNED,
+    SCHEME_ROPE,
+    SCHEME_ALIBI,
+    SCHEME_T5,
+    SCHEME_NONE
+} scheme_kind;
+
+/* NULL-terminated names, indexed by scheme_kind. */
+extern const char *const scheme_names[];
+
+/* Largest d_model, head count or head size accepted anywhere. */
+#define SCHEME_MAX_DIM 65536
+
+typedef struct scheme {
+    scheme_kind kind;
+    bool has_score_scale;
+    double score_scale;
+
+    double base;              /* sinusoidal, rope */
+    pe_sin_layout sin_layout; /* sinusoidal */
+
+    /* rope: 0 means "not given" for head_dim and rotary_dim */
+    size_t head_dim;
+    size_t rotary_dim;
+    bool has_partial_rotary_factor;
+    double partial_rotary_factor;
+    pe_rope_layout rope_layout;
+    pe_rope_scaling scaling;  /* short/long factor arrays point into the two below */
+    double *short_factor;     /* owned */
+    double *long_factor;      /* owned */
+    size_t short_len, long_len;
+
+    /* alibi: heads 0 means "not given" */
+    size_t heads;
+    pe_alibi_form alibi_form;
+
+    /* t5 */
+    size_t num_buckets;
+    int64_t max_distance;
+    bool bidirectional;
+} scheme;
+
+/* Decode params (an object, or NULL for none) of the scheme `kind`. path is
+ * the JSON path of params for messages ("params", "model.params"). Unknown
+ * keys -> 400. On success *out may own arrays: free with scheme_free. */
+int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
+                 scheme *out, api_error *err);
+
+void scheme_free(scheme *s);
+
+/* Whether a scheme adds a table to the embeddings (sinusoidal, learned). */
+bool scheme_is_absolute(scheme_kind kind);
+
+/* Whether the scaling defines an attention factor to report (yarn, longrope). */
+bool scheme_reports_attention_factor(const scheme *s);
+
+#endif /* SCHEME_H */

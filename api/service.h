@@ -1,0 +1,19 @@
+/*
+ * service.h - the inside of api_service: limits and the served models.
+ */
+#ifndef SERVICE_H
+#define SERVICE_H
+
+#include "api.h"
+#include "model.h"
+
+struct api_service {
+    api_limits limits;
+    model **models; /* owned, n_models entries; models[0] is the default */
+    size_t n_models;
+};
+
+/* The model called `name`, or NULL. */
+const model *service_find_model(const api_service *svc, const char *name);
+
+#endif /* SERVICE_H */

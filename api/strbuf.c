@@ -1,0 +1,136 @@
+/*
+ * strbuf.c - growable byte buffer (see strbuf.h).
+ */
+#include "strbuf.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *strbuf_reserve(strbuf *sb, size_t extra)
+{
+    if (sb->failed)
+        return NULL;
+    if (extra > SIZE_MAX - sb->len - 1)
+        goto fail;
+    if (sb->len + extra + 1 > sb->cap) {
+        size_t cap = sb->cap ? sb->cap : 256;
+        while (cap < sb->len + extra + 1) {
+            if (cap > SIZE_MAX / 2)
+                goto fail;
+            cap *= 2;
+        }
+        char *grown = realloc(sb->data, cap);
+        if (!grown)
+            goto fail;
+        sb->data = grown;
+        sb->cap = cap;
+    }
+    return sb->data + sb->len;
+fail:
+    sb->failed = true;
+    return NULL;
+}
+
+void strbuf_advance(strbuf *sb, size_t n)
+{
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+}
+
+void strbuf_put(strbuf *sb, const char *bytes, size_t n)
+{
+    char *at = strbuf_reserve(sb, n);
+    if (!at)
+        return;
+    memcpy(at, bytes, n);
+    strbuf_advance(sb, n);
+}
+
+void strbuf_puts(strbuf *sb, const char *s)
+{
+    strbuf_put(sb, s, strlen(s));
+}
+
+void strbuf_putc(strbuf *sb, char c)
+{
+    strbuf_put(sb, &c, 1);
+}
+
+void strbuf_printf(strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    char small[256];
+
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        sb->failed = true;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        strbuf_put(sb, small, (size_t)n);
+        return;
+    }
+    char *at = strbuf_reserve(sb, (size_t)n);
+    if (!at)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(at, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    strbuf_advance(sb, (size_t)n);
+}
+
+void strbuf_put_json_string(strbuf *sb, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    strbuf_putc(sb, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': strbuf_put(sb, "\\\"", 2); break;
+        case '\\': strbuf_put(sb, "\\\\", 2); break;
+        case '\n': strbuf_put(sb, "\\n", 2); break;
+        case '\r': strbuf_put(sb, "\\r", 2); break;
+        case '\t': strbuf_put(sb, "\\t", 2); break;
+        default:
+            if (*p < 0x20) {
+                char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+                strbuf_put(sb, esc, sizeof esc);
+            } else {
+                strbuf_putc(sb, (char)*p);
+            }
+        }
+    }
+    strbuf_putc(sb, '"');
+}
+
+char *strbuf_detach(strbuf *sb, size_t *len)
+{
+    char *data = sb->failed ? NULL : sb->data;
+
+    if (sb->failed)
+        free(sb->data);
+    if (data == NULL && !sb->failed) {
+        data = malloc(1); /* an empty buffer still hands over an allocation */
+        if (data)
+            data[0] = '\0';
+    }
+    if (len)
+        *len = data ? sb->len : 0;
+    sb->data = NULL;
+    sb->len = sb->cap = 0;
+    sb->failed = false;
+    return data;
+}
+
+void strbuf_free(strbuf *sb)
+{
+    free(sb->data);
+    sb->data = NULL;
+    sb->len = sb->cap = 0;
+    sb->failed = false;
+}

@@ -1,0 +1,71 @@
+/*
+ * tensor.h - float32 and integer arrays decoded from a request, either
+ * nested JSON arrays or base64 little-endian float32 with a shape.
+ */
+#ifndef TENSOR_H
+#define TENSOR_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api_error.h"
+
+#define TENSOR_MAX_NDIM 4
+
+/* No decoded array may hold more elements (a 64 MiB body holds far fewer
+ * legitimate ones); this bounds allocations made from declared shapes. */
+#define TENSOR_MAX_ELEMENTS ((size_t)1 << 27)
+
+/* A dense row-major float32 array. data is owned (free with tensor_free). */
+typedef struct tensor {
+    float *data;
+    size_t ndim;
+    size_t dim[TENSOR_MAX_NDIM];
+} tensor;
+
+size_t tensor_count(const tensor *t);
+void tensor_free(tensor *t);
+
+/* A list of positive integers (a "shape" field) with min..max entries.
+ * Not a list of integers -> 400; wrong length or an entry < 1 -> 422. */
+int shape_from_json(const json_t *v, const char *field, size_t min_ndim,
+                    size_t max_ndim, size_t *ndim, size_t *dim,
+                    api_error *err);
+
+/* Decode a numeric array field.
+ *   value       nested JSON numbers or a base64 string
+ *   field       its JSON path, for messages
+ *   shape       the sibling shape value (may be NULL); required for base64,
+ *               and checked against a JSON array when given
+ *   shape_field the sibling's path
+ *   min_ndim..max_ndim  accepted ranks
+ * Errors: not an array or string, non-numbers, bad base64 -> 400; ragged,
+ * wrong rank, empty dimension, shape mismatch -> 422 invalid_shape;
+ * NaN/Inf or float32 overflow -> 422 non_finite. On success *out owns new
+ * data; on failure *out is empty. */
+int tensor_from_json(const json_t *value, const char *field,
+                     const json_t *shape, const char *shape_field,
+                     size_t min_ndim, size_t max_ndim, tensor *out,
+                     api_error *err);
+
+/* A dense row-major int64 array (positions, token ids). data owned. */
+typedef struct int_array {
+    int64_t *data;
+    size_t ndim;
+    size_t dim[2];
+} int_array;
+
+void int_array_free(int_array *a);
+
+/* Decode a 1-D or 2-D array of integers; each must lie in [lo, hi]:
+ * below lo -> 422 out_of_range, above hi -> 422 `above_kind`, naming the
+ * element. Non-integers -> 400, ragged or empty -> 422 invalid_shape. */
+int int_array_from_json(const json_t *value, const char *field, int64_t lo,
+                        int64_t hi, api_error_kind above_kind, int_array *out,
+                        api_error *err);
+
+/* a*b with overflow check: returns 0 and sets *out, or -1 on overflow. */
+int mul_size(size_t a, size_t b, size_t *out);
+
+#endif /* TENSOR_H */
