@@ -69,7 +69,7 @@ void api_apply(const api_service *svc, const char *body, size_t len,
 /* What the server knows about itself, for GET /info. Strings borrowed. */
 typedef struct api_server_facts {
     const char *version;
-    const char *build;        /* e.g. compiler and flags */
+    const char *build;        /* compiler and build flavour, e.g. "gcc 12.2.0 -O2" */
     unsigned http_threads;
     unsigned omp_threads;
     size_t max_body_bytes;

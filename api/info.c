@@ -53,8 +53,9 @@ void api_info(const api_service *svc, const api_server_facts *facts,
 
     strbuf_puts(&sb, "{\"name\":\"posenc\",\"version\":");
     strbuf_put_json_string(&sb, facts->version ? facts->version : POSENC_VERSION);
-    strbuf_puts(&sb, ",\"build\":");
+    strbuf_puts(&sb, ",\"build\":{\"compiler\":");
     strbuf_put_json_string(&sb, facts->build ? facts->build : "");
+    strbuf_puts(&sb, ",\"openmp\":true,\"blas\":\"openblas\"}");
     strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"omp\":%u}", facts->http_threads,
                   facts->omp_threads);
     strbuf_printf(&sb, ",\"limits\":{\"max_body_bytes\":%zu,\"max_tokens\":%zu,"
