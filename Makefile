@@ -35,12 +35,14 @@ API_SRC = $(wildcard api/*.c)
 SERVER_SRC = $(wildcard server/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 HTTP_SRC = $(wildcard tests/http/*.c)
+API_TEST_SRC = $(wildcard tests/api/*.c) tests/unit/check.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
 SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o)
 UNIT_OBJ = $(UNIT_SRC:%.c=$(BUILD)/%.o)
 HTTP_OBJ = $(HTTP_SRC:%.c=$(BUILD)/%.o)
+API_TEST_OBJ = $(API_TEST_SRC:%.c=$(BUILD)/%.o)
 
 SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
@@ -88,6 +90,9 @@ $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBPOSENC)
 $(BUILD)/test_lib: $(UNIT_OBJ) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+$(BUILD)/test_api: $(API_TEST_OBJ) $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(BUILD)/test_http: $(HTTP_OBJ)
 	$(CC) $(LDFLAGS) $^ -lcurl -ljansson -lm -o $@
 
@@ -96,14 +101,14 @@ run: deps
 	exec ./$(SERVER) $(ARGS)
 
 test: test-deps
-	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_http
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) tests/run.sh
 
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
 
 test-valgrind: test-deps
-	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_http
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) VALGRIND=1 tests/run.sh
 
 clean:

@@ -1,0 +1,226 @@
+/*
+ * test_api.c - tests of the api/ layer without any network: the number
+ * writer, base64, and request handlers called directly (as h2o's t/00unit
+ * tests its handlers). The HTTP suite covers the same behaviour through the
+ * real server; these pin down the pieces it relies on.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../unit/check.h"
+#include "api.h"
+#include "base64.h"
+#include "float_text.h"
+#include "strbuf.h"
+
+/* Reference for the shortest digits: try every precision from 1 up with
+ * "%.*g" and keep the first that reads back. (float_to_text searches by
+ * bisection in scientific notation; this is the plain linear definition.) */
+static int shortest_digits(float v)
+{
+    char buf[64];
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, (double)v);
+        if (strtof(buf, NULL) == v)
+            return p;
+    }
+    return 99;
+}
+
+static int significant_digits(const char *text)
+{
+    int n = 0, leading = 1, trailing_zeros = 0;
+    for (const char *p = text; *p && *p != 'e'; p++) {
+        if (*p < '0' || *p > '9')
+            continue;
+        if (leading && *p == '0')
+            continue;
+        leading = 0;
+        n++;
+        trailing_zeros = *p == '0' ? trailing_zeros + 1 : 0;
+    }
+    /* "100" has one significant digit: trailing zeros before the point are
+     * placeholders */
+    return n - trailing_zeros > 0 ? n - trailing_zeros : 1;
+}
+
+static void test_float_text(void)
+{
+    uint64_t state = 42;
+    char text[FLOAT_TEXT_MAX];
+    int bad_roundtrip = 0, not_shortest = 0, not_json = 0;
+    static const struct {
+        float v;
+        const char *want;
+    } known[] = {{0.1f, "0.1"},       {1.0f, "1"},           {-2.5f, "-2.5"},
+                 {1e-7f, "1e-7"},     {3e38f, "3e38"},       {123456.0f, "123456"},
+                 {0.0f, "0"},         {-0.0f, "-0"},         {16777216.0f, "16777216"},
+                 {1.17549435e-38f, "1.1754944e-38"}, {0.84147096f, "0.84147096"}};
+
+    for (size_t i = 0; i < ARRAY_LEN(known); i++) {
+        float_to_text(known[i].v, text);
+        CHECK(strcmp(text, known[i].want) == 0, "float_to_text(%.9g) = %s, want %s",
+              (double)known[i].v, text, known[i].want);
+    }
+    for (int i = 0; i < 200000; i++) {
+        /* random bit patterns cover every exponent; skip non-finite ones */
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t bits = (uint32_t)(state >> 32);
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        if (!isfinite(v))
+            continue;
+        float_to_text(v, text);
+        float back = strtof(text, NULL);
+        if (memcmp(&back, &v, sizeof v) != 0 && !(v == 0 && back == 0))
+            bad_roundtrip++;
+        if (v != 0 && significant_digits(text) > shortest_digits(v))
+            not_shortest++;
+        json_error_t jerr;
+        json_t *parsed = json_loads(text, JSON_DECODE_ANY, &jerr);
+        if (!json_is_number(parsed))
+            not_json++;
+        json_decref(parsed);
+    }
+    CHECK(bad_roundtrip == 0, "%d floats did not read back exactly", bad_roundtrip);
+    CHECK(not_shortest == 0, "%d floats were written with more digits than needed",
+          not_shortest);
+    CHECK(not_json == 0, "%d texts are not JSON numbers", not_json);
+}
+
+static void test_base64(void)
+{
+    static const struct {
+        const char *text;
+        const char *plain;
+    } vectors[] = {{"", ""}, {"Zg==", "f"}, {"Zm8=", "fo"}, {"Zm9v", "foo"},
+                   {"Zm9vYg==", "foob"}, {"Zm9vYmE=", "fooba"}, {"Zm9vYmFy", "foobar"}};
+    static const char *const invalid[] = {"Zg=", "Zg", "Z===", "Zm9v!A==", "Zg==Zg==",
+                                          "=Zg=", "Zh==", "Zm9=", "Zm 9v"};
+
+    for (size_t i = 0; i < ARRAY_LEN(vectors); i++) { /* RFC 4648 section 10 */
+        size_t n = 0;
+        const char *why = NULL;
+        uint8_t *got = base64_decode(vectors[i].text, strlen(vectors[i].text), &n, &why);
+        CHECK(got && n == strlen(vectors[i].plain) && memcmp(got, vectors[i].plain, n) == 0,
+              "decode %s", vectors[i].text);
+        free(got);
+        for (size_t split = 0; split <= strlen(vectors[i].plain); split++) {
+            strbuf sb = {0};
+            base64_writer w = {.out = &sb};
+            base64_write(&w, vectors[i].plain, split);
+            base64_write(&w, vectors[i].plain + split, strlen(vectors[i].plain) - split);
+            base64_finish(&w);
+            CHECK(strcmp(sb.data ? sb.data : "", vectors[i].text) == 0,
+                  "encode \"%s\" split at %zu gave %s", vectors[i].plain, split, sb.data);
+            strbuf_free(&sb);
+        }
+    }
+    for (size_t i = 0; i < ARRAY_LEN(invalid); i++) {
+        size_t n = 0;
+        const char *why = NULL;
+        uint8_t *got = base64_decode(invalid[i], strlen(invalid[i]), &n, &why);
+        CHECK(got == NULL && why != NULL, "invalid base64 %s accepted", invalid[i]);
+        free(got);
+    }
+}
+
+/* Call a handler on a literal body; returns the parsed response. */
+static json_t *call(const api_service *svc, bool apply, const char *body, int *status)
+{
+    api_response r;
+    if (apply)
+        api_apply(svc, body, strlen(body), &r);
+    else
+        api_encode(svc, body, strlen(body), &r);
+    *status = r.status;
+    json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
+    api_response_free(&r);
+    return doc;
+}
+
+static void expect_error(const api_service *svc, bool apply, const char *body, int status,
+                         const char *code, const char *field)
+{
+    int got = 0;
+    json_t *doc = call(svc, apply, body, &got);
+    const char *got_code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+    const char *got_field =
+        json_string_value(json_object_get(json_object_get(doc, "error"), "field"));
+    CHECK(got == status && got_code && strcmp(got_code, code) == 0 &&
+              (!field || (got_field && strcmp(got_field, field) == 0)),
+          "%s -> %d %s (field %s), want %d %s (field %s)", body, got,
+          got_code ? got_code : "?", got_field ? got_field : "-", status, code,
+          field ? field : "-");
+    json_decref(doc);
+}
+
+static void test_handlers(void)
+{
+    api_limits limits = {.max_tokens = 64, .max_output_elements = 4096};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+    int status = 0;
+
+    CHECK(svc != NULL, "service");
+    if (!svc)
+        return;
+    /* scheme none echoes its input bit for bit, -0.0 and subnormals too */
+    api_response r;
+    const char *none = "{\"scheme\":\"none\",\"embeddings\":[[-0.0,1e-45,0.1]]}";
+    api_encode(svc, none, strlen(none), &r);
+    CHECK(r.status == 200 && r.body && strstr(r.body, "[[-0,1e-45,0.1]]") != NULL,
+          "scheme none echo: %.*s", (int)r.body_len, r.body);
+    api_response_free(&r);
+    (void)status;
+
+    expect_error(svc, false, "{\"shape\":[65,4]}", 422, "too_large", "shape");
+    expect_error(svc, false, "{\"shape\":[8,1000]}", 422, "too_large", NULL);
+    expect_error(svc, false, "[1,2]", 400, "invalid_request", NULL);
+    expect_error(svc, false, "{\"shape\":[2,4],\"shape\":[2,4]}", 400, "invalid_json", NULL);
+    expect_error(svc, false, "{\"embeddings\":\"AAAA\"}", 400, "invalid_request", "shape");
+    expect_error(svc, false, "{\"embeddings\":\"AAAAAAAA\",\"shape\":[1,1]}", 400,
+                 "invalid_request", "embeddings"); /* 6 bytes: not whole float32 */
+    expect_error(svc, false, "{\"embeddings\":\"AAAAAAAAAAA=\",\"shape\":[1,1]}", 422,
+                 "invalid_shape", "embeddings");
+    expect_error(svc, false, "{\"embeddings\":\"AACAfw==\",\"shape\":[1,1]}", 422, "non_finite",
+                 "embeddings");
+    expect_error(svc, false, "{\"embeddings\":[[1,true]]}", 400, "invalid_request",
+                 "embeddings[0][1]");
+    expect_error(svc, false, "{\"shape\":[2,4],\"positions\":[0,-1]}", 422, "out_of_range",
+                 "positions[1]");
+    expect_error(svc, false, "{\"shape\":[2,4],\"offset\":9007199254740991}", 422, "too_large",
+                 "offset");
+    expect_error(svc, false, "{\"shape\":[2,4],\"scheme\":\"rope\",\"params\":{\"scaling\":"
+                             "{\"type\":\"yarn\",\"factor\":2}}}",
+                 400, "invalid_request", "params.scaling.original_max_position_embeddings");
+    expect_error(svc, false, "{\"shape\":[2,4],\"scheme\":\"t5\"}", 422, "invalid_request",
+                 "model");
+    expect_error(svc, true, "{\"embeddings\":[[1,2]]}", 422, "invalid_shape", "embeddings");
+    expect_error(svc, true, "{\"model\":\"nope\",\"embeddings\":[[1,2]]}", 404, "unknown_model",
+                 "model");
+    expect_error(svc, true, "{\"embeddings\":[[1,2]],\"return\":[\"q\",\"x\"]}", 400,
+                 "invalid_request", "return[1]");
+    expect_error(svc, true,
+                 "{\"model\":{\"d_model\":2,\"heads\":1,\"norm\":{\"type\":\"rmsnorm\"},"
+                 "\"weights\":{\"wq\":[[1,0],[0,1]],\"wk\":[[1,0],[0,1]],\"wv\":[[1,0],[0,1]]}},"
+                 "\"embeddings\":[[1,2]]}",
+                 422, "invalid_request", "model.weights.norm_weight");
+    expect_error(svc, true,
+                 "{\"model\":{\"d_model\":2,\"heads\":1,\"weights\":{\"wq\":[[1,0],[0,1]],"
+                 "\"wk\":[[1,0],[0,1]],\"wv\":[[1,0]]}},\"embeddings\":[[1,2]]}",
+                 422, "invalid_shape", "model.weights.wv");
+    api_service_free(svc);
+}
+
+int main(void)
+{
+    test_float_text();
+    test_base64();
+    test_handlers();
+    printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
+    return check_failed_count() == 0 ? 0 : 1;
+}
