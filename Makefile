@@ -48,7 +48,7 @@ SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
-.PHONY: all deps test-deps run test test-asan test-valgrind clean format-check
+.PHONY: all deps test-deps run test test-asan test-valgrind fuzz clean
 
 all: $(SERVER) $(LIBPOSENC)
 
@@ -111,7 +111,25 @@ test-valgrind: test-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) VALGRIND=1 tests/run.sh
 
+# libFuzzer over the request decoding (clang, ASan + UBSan), bounded in
+# time; a crash, sanitizer report or leak fails it. New inputs it finds go
+# to build-fuzz/corpus, never into the checked-in seed corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+             -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS)
+
+build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) $^ $(PKG_LIBS) -lm -o $@
+
+fuzz:
+	@tools/install-deps.sh fuzz
+	@$(MAKE) --no-print-directory build-fuzz/fuzz_request
+	@mkdir -p build-fuzz/corpus
+	./build-fuzz/fuzz_request -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    -rss_limit_mb=4096 -print_final_stats=1 build-fuzz/corpus tests/fuzz/corpus
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

@@ -1,15 +1,19 @@
 #!/bin/sh
 # Install the Debian packages posenc needs to build, run and test, if any
 # are missing. Runs apt-get as root, or through sudo; does nothing when all
-# are present. Usage: tools/install-deps.sh [build|test]
+# are present. Usage: tools/install-deps.sh [build|test|fuzz]
 set -eu
 
 build_pkgs="gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
 libopenblas-openmp-dev python3-yaml"
 test_pkgs="libcurl4-openssl-dev python3-numpy valgrind"
+fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev"
 
 want=$build_pkgs
-[ "${1:-build}" = test ] && want="$build_pkgs $test_pkgs"
+case "${1:-build}" in
+test) want="$build_pkgs $test_pkgs" ;;
+fuzz) want="$build_pkgs $fuzz_pkgs" ;;
+esac
 
 missing=""
 for p in $want; do
