@@ -111,17 +111,22 @@ void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
                        size_t d, double *row);
 
 /* out[n][d] = round_f32(norm(embed_scale * x + PE[positions])), computed row
- * by row in double with one rounding at the end.
- *   pe          which encoding to add (PE_ABS_NONE adds nothing)
+ * by row in double with one rounding at the end. Allocates a scratch block
+ * (ceil(d/2) + d per OpenMP thread doubles) for the duration of the call.
+ *   pe          which encoding to add (NULL or PE_ABS_NONE adds nothing)
  *   norm        applied to the unrounded sum; NULL means none
  *   embed_scale multiplies x (use 1.0 for none)
  *   x           [n][d] embeddings, or NULL for zeros (the bare table)
  *   positions   [n] one position per row
  *   out         [n][d], may alias x
- *   bad_index   OUT (may be NULL): on PE_ERANGE the row whose position is
- *               >= table_rows; on PE_ENONFINITE the flat element index.
- * Returns PE_OK, PE_ERANGE (learned table too short) or PE_ENONFINITE (the
- * float32 result overflows). On error out is partly written. */
+ *   bad_index   OUT (may be NULL): on PE_ERANGE the first row whose
+ *               position is >= table_rows; on PE_ENONFINITE the smallest
+ *               flat element index (row * d + column) that is not finite.
+ * Returns PE_OK; PE_ERANGE (learned table too short; checked before anything
+ * is written); PE_ENONFINITE (a float32 result overflows; every row is still
+ * computed); PE_ENOMEM (the scratch block); PE_EINVAL (sinusoidal base not
+ * finite and > 0, or a learned table that is NULL). On error out is partly
+ * written. */
 pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
                              double embed_scale, const float *x,
                              const int64_t *positions, size_t n, size_t d,
@@ -150,7 +155,9 @@ typedef enum pe_rope_scaling_type {
  * key was absent and Hugging Face's default applies. */
 typedef struct pe_rope_scaling {
     pe_rope_scaling_type type;
-    double factor;                    /* linear, dynamic, yarn, llama3; longrope optional */
+    double factor;                    /* linear, dynamic, yarn, llama3: required
+                                         (has_factor is not read); longrope:
+                                         optional, default 1 */
     bool has_factor;
     double original_max_position_embeddings; /* dynamic, yarn, llama3, longrope */
     double beta_fast, beta_slow;      /* yarn; defaults 32 and 1 */
@@ -159,7 +166,9 @@ typedef struct pe_rope_scaling {
     bool has_attention_factor;
     double mscale, mscale_all_dim;    /* yarn */
     bool has_mscale, has_mscale_all_dim;
-    bool truncate;                    /* yarn; default true */
+    bool truncate;                    /* yarn; HF default true: callers set it
+                                         when the key is absent (a zeroed
+                                         struct means false) */
     double low_freq_factor, high_freq_factor; /* llama3 */
     const double *short_factor;       /* longrope: borrowed [rotary_dim/2] */
     const double *long_factor;        /* longrope: borrowed [rotary_dim/2] */
@@ -176,18 +185,25 @@ typedef struct pe_rope {
     pe_rope_scaling scaling;
 } pe_rope;
 
-/* The inverse frequencies and attention factor of a configuration.
+/* The inverse frequencies and attention factor of a configuration, with
+ * Hugging Face's arithmetic term by term in double.
  *   seq_len          largest position + 1 of the request (dynamic and
  *                    longrope depend on it; others ignore it)
  *   inv_freq         OUT [rotary_dim/2], double
  *   attention_factor OUT: multiplies cos and sin (1 unless yarn/longrope)
- * Returns PE_EINVAL for a configuration it cannot compute (dynamic with
- * rotary_dim 2, a non-positive factor). */
+ * Returns PE_EINVAL for a configuration it cannot compute: rotary_dim odd or
+ * < 2, base not finite and > 0, dynamic with rotary_dim 2, a non-positive
+ * factor, original_max_position_embeddings, llama3 low/high_freq_factor or
+ * beta, yarn with base 1, longrope without the factor list it needs (short
+ * when seq_len <= original, else long) or with a non-positive entry, or
+ * longrope with factor > 1 and original <= 1. Outputs are unspecified then. */
 pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len,
                               double *inv_freq, double *attention_factor);
 
 /* Rotate x[n][width] per head of rope->head_dim (width a multiple of it) at
- * the given positions, writing out[n][width] (may alias x). The rotation is
+ * the given positions, writing out[n][width] (may alias x when the strides
+ * are equal). Allocates nothing: cos/sin are computed once per pair and row
+ * and shared by the heads. The rotation is
  * computed in double from the float inputs and rounded once:
  *   half:        out[i] = x[i]c - x[i+r/2]s,  out[i+r/2] = x[i+r/2]c + x[i]s
  *   interleaved: out[2i] = x[2i]c - x[2i+1]s, out[2i+1] = x[2i+1]c + x[2i]s
@@ -215,7 +231,8 @@ typedef enum pe_alibi_form {
  * including head counts that are not powers of two. heads >= 1. */
 void pe_alibi_slopes(size_t heads, double *slopes);
 
-/* bias[heads][t][t] for one sequence of t positions. */
+/* bias[heads][t][t] for one sequence of t positions. The symmetric form is
+ * computed as 0.0 - slope*|p_i - p_j| so that the diagonal is +0, never -0. */
 void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions,
                    size_t t, float *bias);
 
@@ -257,8 +274,9 @@ size_t pe_qkv_width(const pe_qkv_weights *w);
 /* Build fused weights from separate matrices (allocates; copies). wq is
  * [d_model][heads*head_dim], wk and wv [d_model][kv_heads*head_dim]; the
  * biases may each be NULL (missing ones count as zero; b_qkv stays NULL when
- * all three are NULL). Returns PE_OK or PE_ENOMEM; on error *out is left
- * empty (safe to pass to pe_qkv_weights_free). */
+ * all three are NULL). Returns PE_OK, PE_ENOMEM (also when a size overflows)
+ * or PE_EINVAL (a zero size, or kv_heads not dividing heads); on error *out
+ * is left empty (safe to pass to pe_qkv_weights_free). */
 pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model,
                               size_t heads, size_t kv_heads, size_t head_dim,
                               const float *wq, const float *wk,
@@ -270,14 +288,19 @@ void pe_qkv_weights_free(pe_qkv_weights *w);
 
 /* qkv[n][qkv_width] = z[n][d_model] . w_qkv + b_qkv, one sgemm. Row t of Q
  * starts at qkv + t*qkv_width, of K at + heads*head_dim, of V at
- * + (heads+kv_heads)*head_dim. */
+ * + (heads+kv_heads)*head_dim. n, d_model and qkv_width must fit in an int
+ * (the BLAS's index type). */
 void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n,
                     float *qkv);
 
 /* Pre-softmax scores of one sequence, no mask:
  *   scores[h][i][j] = scale * q_h[i].k_g(h)[j] + (bias ? bias[h][i][j] : 0)
- * with g(h) = h / (heads/kv_heads). q rows are q + i*q_stride (head h at
- * offset h*head_dim), k rows likewise. scores is [heads][t][t]. */
+ * with g(h) = h / (heads/kv_heads) (kv_heads divides heads). q rows are
+ * q + i*q_stride (head h at offset h*head_dim), k rows likewise. scores is
+ * [heads][t][t]. The dot products come from one sgemm per head (float32
+ * accumulation); scale and bias are applied in double and rounded once.
+ * t, head_dim and the strides must fit in an int; bias must not alias
+ * scores. */
 void pe_attention_scores(const float *q, size_t q_stride, const float *k,
                          size_t k_stride, size_t t, size_t heads,
                          size_t kv_heads, size_t head_dim, double scale,
@@ -290,8 +313,14 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k,
 /* Deterministic weights, identical on every machine: a SplitMix64 stream
  * seeded with `seed` fills wq, then wk, then wv, each [d][d] row-major, with
  * Xavier-uniform values u in [-L, L), L = sqrt(6/(d+d)), computed as
- * u = L*(2*(r >> 11)*2^-53 - 1) in double and rounded to float32, where r
- * is the next 64-bit output. Each array holds d*d floats. */
+ * u = L*(2*(r >> 11)*2^-53 - 1) in double and rounded to float32 (so a value
+ * may round to exactly +-(float)L), where r is the next 64-bit output:
+ *     state += 0x9E3779B97F4A7C15; z = state;
+ *     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+ *     z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+ *     r = z ^ (z >> 31);
+ * (uint64 arithmetic modulo 2^64; state starts at seed; seed 0 gives
+ * r = 0xE220A8397B1DCDAF first). Each array holds d*d floats. */
 void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk,
                         float *wv);
 

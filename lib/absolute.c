@@ -1,0 +1,136 @@
+/*
+ * absolute.c - embed_scale*x + PE (sinusoidal or learned), normalised and
+ * rounded to float32 once per element.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Everything one row needs, read-only and shared by the threads. */
+typedef struct abs_job {
+    const pe_absolute *pe; /* NULL: nothing added */
+    const double *freqs;   /* sinusoidal frequencies, else unused */
+    const pe_norm *norm;
+    double embed_scale;
+    const float *x;
+    const int64_t *positions;
+    size_t d;
+    float *out;
+} abs_job;
+
+/* Computes row r into the scratch z[d] and writes it rounded; returns the
+ * first column whose float32 value is not finite, or SIZE_MAX. */
+static size_t encode_row(const abs_job *job, size_t r, double *z)
+{
+    size_t d = job->d;
+    int64_t p = job->positions[r];
+    const float *xrow = job->x ? job->x + r * d : NULL;
+    float *orow = job->out + r * d;
+
+    switch (job->pe ? job->pe->kind : PE_ABS_NONE) {
+    case PE_ABS_SINUSOIDAL:
+        pe_sinusoidal_row_freqs(job->freqs, job->pe->layout, p, d, z);
+        break;
+    case PE_ABS_LEARNED: {
+        const float *trow = job->pe->table + (size_t)p * d;
+        for (size_t j = 0; j < d; j++)
+            z[j] = trow[j];
+        break;
+    }
+    case PE_ABS_NONE:
+        for (size_t j = 0; j < d; j++)
+            z[j] = 0.0;
+        break;
+    }
+    if (xrow)
+        for (size_t j = 0; j < d; j++)
+            z[j] += job->embed_scale * (double)xrow[j];
+
+    pe_norm_row(job->norm, z, d, z);
+
+    /* Reading x[r] is over before out[r] is written, so out may alias x. */
+    size_t bad = SIZE_MAX;
+    for (size_t j = 0; j < d; j++) {
+        orow[j] = (float)z[j];
+        if (bad == SIZE_MAX && !isfinite(orow[j]))
+            bad = j;
+    }
+    return bad;
+}
+
+/* The first row whose position is past the learned table, or SIZE_MAX. */
+static size_t first_out_of_table(const pe_absolute *pe,
+                                 const int64_t *positions, size_t n)
+{
+    for (size_t r = 0; r < n; r++)
+        if (positions[r] < 0 || (uint64_t)positions[r] >= pe->table_rows)
+            return r;
+    return SIZE_MAX;
+}
+
+pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
+                             double embed_scale, const float *x,
+                             const int64_t *positions, size_t n, size_t d,
+                             float *out, size_t *bad_index)
+{
+    pe_absolute_kind kind = pe ? pe->kind : PE_ABS_NONE;
+    abs_job job = {pe, NULL, norm, embed_scale, x, positions, d, out};
+    size_t nf = (d + 1) / 2;
+    double *scratch = NULL;
+    pe_status status = PE_OK;
+
+    if (n == 0 || d == 0)
+        return PE_OK;
+    if (kind == PE_ABS_SINUSOIDAL && !(pe->base > 0.0 && isfinite(pe->base)))
+        return PE_EINVAL;
+    if (kind == PE_ABS_LEARNED) {
+        if (!pe->table && pe->table_rows > 0)
+            return PE_EINVAL;
+        size_t r = first_out_of_table(pe, positions, n);
+        if (r != SIZE_MAX) {
+            if (bad_index)
+                *bad_index = r;
+            return PE_ERANGE;
+        }
+    }
+
+    /* One block: the frequencies, then a row of d doubles per thread. The
+     * team is fixed here so that thread numbers index the rows safely. */
+    int team = n * d >= PE_PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+    size_t rows_len, bytes;
+    if (team < 1)
+        team = 1;
+    if (!pe_size_mul((size_t)team, d, &rows_len) || rows_len > SIZE_MAX - nf ||
+        !pe_size_mul(rows_len + nf, sizeof *scratch, &bytes))
+        return PE_ENOMEM;
+    scratch = malloc(bytes);
+    if (!scratch)
+        return PE_ENOMEM;
+    if (kind == PE_ABS_SINUSOIDAL) {
+        pe_sinusoidal_freqs(pe->base, d, scratch);
+        job.freqs = scratch;
+    }
+    double *rows = scratch + nf;
+
+    /* Every row is computed even after a failure so that the reported index
+     * is the smallest one, whatever the schedule. */
+    size_t first_bad = SIZE_MAX;
+#pragma omp parallel for num_threads(team) schedule(static) \
+    reduction(min : first_bad)
+    for (size_t r = 0; r < n; r++) {
+        double *z = rows + (size_t)omp_get_thread_num() * d;
+        size_t j = encode_row(&job, r, z);
+        if (j != SIZE_MAX && r * d + j < first_bad)
+            first_bad = r * d + j;
+    }
+
+    if (first_bad != SIZE_MAX) {
+        status = PE_ENONFINITE;
+        if (bad_index)
+            *bad_index = first_bad;
+    }
+    free(scratch);
+    return status;
+}

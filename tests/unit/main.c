@@ -1,0 +1,24 @@
+/*
+ * main.c - runs every lib/ unit suite and prints one summary line.
+ */
+#include <stdio.h>
+
+#include "check.h"
+
+int main(void)
+{
+    test_norm();
+    test_sinusoidal();
+    test_absolute();
+    test_rope();
+    test_rope_freq();
+    test_alibi();
+    test_t5();
+    test_qkv();
+    test_default_weights();
+    test_threads();
+
+    printf("unit: %d passed, %d failed\n", check_passed_count(),
+           check_failed_count());
+    return check_failed_count() == 0 ? 0 : 1;
+}

@@ -1,0 +1,107 @@
+/*
+ * test_alibi.c - ALiBi slopes against the anchors (§11.4) and the paper's
+ * recursive definition, and both bias forms.
+ */
+#include <math.h>
+
+#include "check.h"
+#include "posenc.h"
+
+/* The ALiBi paper's reference code, recursively: for a power of two n,
+ * start = 2^(-2^-(log2(n) - 3)) and slope k = start^(k+1); otherwise the
+ * slopes of the closest power of two c, then every other slope of 2c. */
+static void paper_slopes(size_t n, double *out)
+{
+    size_t c = 1;
+    while (2 * c <= n)
+        c *= 2;
+    double start = pow(2.0, -pow(2.0, -(log2((double)c) - 3)));
+    for (size_t k = 0; k < c; k++)
+        out[k] = pow(start, (double)(k + 1));
+    if (c == n)
+        return;
+    double twice[128];
+    paper_slopes(2 * c, twice);
+    for (size_t k = 0; k < n - c; k++)
+        out[c + k] = twice[2 * k];
+}
+
+static void slopes(void)
+{
+    static const double want8[8] = {0.5,     0.25,     0.125,    0.0625,
+                                    0.03125, 0.015625, 0.007812, 0.003906};
+    static const double want6[6] = {0.25,     0.0625, 0.015625,
+                                    0.003906, 0.5,    0.125};
+    static const double want12[12] = {0.5,      0.25,     0.125,    0.0625,
+                                      0.03125,  0.015625, 0.007812, 0.003906,
+                                      0.707107, 0.353553, 0.176777, 0.088388};
+    double got[64], want[64];
+
+    pe_alibi_slopes(8, got);
+    CHECK_CLOSE_D(got, want8, 8, 1e-6, "alibi slopes 8 heads, 11.4");
+    pe_alibi_slopes(6, got);
+    CHECK_CLOSE_D(got, want6, 6, 1e-6, "alibi slopes 6 heads, 11.4");
+    pe_alibi_slopes(12, got);
+    CHECK_CLOSE_D(got, want12, 12, 1e-6, "alibi slopes 12 heads, 11.4");
+
+    bool all = true;
+    for (size_t n = 1; n <= 64; n++) {
+        pe_alibi_slopes(n, got);
+        paper_slopes(n, want);
+        for (size_t k = 0; k < n; k++)
+            all &= fabs(got[k] - want[k]) <= 1e-15 * want[k];
+    }
+    CHECK(all, "alibi slopes 1..64 heads = paper's recursive definition");
+}
+
+static void bias_forms(void)
+{
+    enum { H = 8, T = 4 };
+    static const int64_t pos[T] = {0, 1, 2, 3};
+    float bias[H * T * T];
+
+    /* Head 0 (slope 0.5): BLOOM keys 0..3, paper form at query 3. */
+    static const double bloom_row[T] = {0, 0.5, 1.0, 1.5};
+    static const double paper_row[T] = {-1.5, -1.0, -0.5, 0};
+    pe_alibi_bias(H, PE_ALIBI_BLOOM, pos, T, bias);
+    for (size_t i = 0; i < T; i++)
+        CHECK_CLOSE(bias + i * T, bloom_row, T, 0,
+                    "BLOOM bias, any query, 11.4");
+    pe_alibi_bias(H, PE_ALIBI_SYMMETRIC, pos, T, bias);
+    CHECK_CLOSE(bias + 3 * T, paper_row, T, 0, "paper bias query 3, 11.4");
+
+    bool plus_zero = true;
+    for (size_t h = 0; h < H; h++)
+        for (size_t i = 0; i < T; i++)
+            plus_zero &= bias[(h * T + i) * T + i] == 0.0f &&
+                         !signbit(bias[(h * T + i) * T + i]);
+    CHECK(plus_zero, "symmetric diagonal is +0, never -0");
+
+    /* 6 heads, unordered positions: every element. */
+    enum { H6 = 6, T3 = 3 };
+    static const int64_t p3[T3] = {10, 3, 700000};
+    float b6[H6 * T3 * T3];
+    double s6[H6], want[H6 * T3 * T3];
+    paper_slopes(H6, s6);
+    pe_alibi_bias(H6, PE_ALIBI_SYMMETRIC, p3, T3, b6);
+    for (size_t h = 0; h < H6; h++)
+        for (size_t i = 0; i < T3; i++)
+            for (size_t j = 0; j < T3; j++)
+                want[(h * T3 + i) * T3 + j] =
+                    -s6[h] * fabs((double)p3[i] - (double)p3[j]);
+    CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000,
+                "symmetric bias, 6 heads, all elements");
+    pe_alibi_bias(H6, PE_ALIBI_BLOOM, p3, T3, b6);
+    for (size_t h = 0; h < H6; h++)
+        for (size_t i = 0; i < T3; i++)
+            for (size_t j = 0; j < T3; j++)
+                want[(h * T3 + i) * T3 + j] = s6[h] * (double)p3[j];
+    CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000,
+                "BLOOM bias, 6 heads, all elements");
+}
+
+void test_alibi(void)
+{
+    slopes();
+    bias_forms();
+}
