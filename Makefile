@@ -27,18 +27,23 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CPPFLAGS += -D_DEFAULT_SOURCE -Ilib -Iapi -I$(BUILD)/gen
 CFLAGS += -std=c11 $(OPT) $(WARN) -fopenmp $(SANFLAGS) $(PKG_CFLAGS)
+# The one C++ file, api/number_shim.cc, wraps two header-only libraries.
+CXX ?= g++
+CXXFLAGS += -std=c++17 $(OPT) -Wall -Wextra -Werror -fno-exceptions -fno-rtti $(SANFLAGS) \
+            -I/usr/include/dragonbox-1.1.3
 LDFLAGS += -fopenmp $(SANFLAGS)
-LDLIBS += $(PKG_LIBS) -lm
+LDLIBS += $(PKG_LIBS) -lstdc++ -lm
 
 LIB_SRC = $(wildcard lib/*.c)
 API_SRC = $(wildcard api/*.c)
+API_CXX_SRC = $(wildcard api/*.cc)
 SERVER_SRC = $(wildcard server/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 HTTP_SRC = $(wildcard tests/http/*.c)
 API_TEST_SRC = $(wildcard tests/api/*.c) tests/unit/check.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
+API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(API_CXX_SRC:%.cc=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
 SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o)
 UNIT_OBJ = $(UNIT_SRC:%.c=$(BUILD)/%.o)
 HTTP_OBJ = $(HTTP_SRC:%.c=$(BUILD)/%.o)
@@ -61,6 +66,10 @@ test-deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(LIBPOSENC): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -118,9 +127,15 @@ FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
              -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS)
 
-build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c
+build-fuzz/number_shim.o: api/number_shim.cc
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) $^ $(PKG_LIBS) -lm -o $@
+	clang++ -std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-exceptions \
+	    -I/usr/include/dragonbox-1.1.3 -c $< -o $@
+
+build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
+                         build-fuzz/number_shim.o
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) $^ $(PKG_LIBS) -lstdc++ -lm -o $@
 
 fuzz:
 	@tools/install-deps.sh fuzz
@@ -128,6 +143,21 @@ fuzz:
 	@mkdir -p build-fuzz/corpus
 	./build-fuzz/fuzz_request -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
 	    -rss_limit_mb=4096 -print_final_stats=1 build-fuzz/corpus tests/fuzz/corpus
+
+# Benchmark suite (tests/bench/README.md): starts posenc, the FastAPI peer
+# and a libmicrohttpd "ceiling" on free loopback ports, drives them with wrk
+# and writes tests/bench/results/. Not part of make test; takes ~10 minutes.
+BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jansson_bench
+
+$(BUILD)/bench/%: tests/bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+.PHONY: bench
+bench:
+	@tools/install-deps.sh bench
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	BUILD=$(BUILD) tests/bench/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz

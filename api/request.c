@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fast_json.h"
 #include "json_fields.h"
 
 int request_parse(const char *body, size_t len, const char *const *allowed,
@@ -16,7 +17,7 @@ int request_parse(const char *body, size_t len, const char *const *allowed,
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
-    rq->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    rq->root = fast_json_load(body, len, &jerr);
     if (!rq->root)
         return api_fail(err, API_E_INVALID_JSON, NULL, "malformed JSON at line %d column %d: %s",
                         jerr.line, jerr.column, jerr.text);

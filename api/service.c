@@ -6,12 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 api_service *api_service_new(const api_limits *limits, api_error *err)
 {
     api_service *svc = calloc(1, sizeof *svc);
 
     if (!svc)
         goto nomem;
+    /* jansson's hash seed is its one global; set it before any thread
+     * parses (jansson doc/threadsafety.rst) */
+    json_object_seed(0);
     svc->limits = *limits;
     if (svc->limits.max_tokens == 0)
         svc->limits.max_tokens = API_DEFAULT_MAX_TOKENS;

@@ -84,12 +84,54 @@ void strbuf_printf(strbuf *sb, const char *fmt, ...)
     strbuf_advance(sb, (size_t)n);
 }
 
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 if it is not one. */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    size_t n;
+    uint32_t cp;
+
+    if (p[0] < 0x80)
+        return 1;
+    if ((p[0] & 0xE0) == 0xC0) {
+        n = 2;
+        cp = p[0] & 0x1F;
+    } else if ((p[0] & 0xF0) == 0xE0) {
+        n = 3;
+        cp = p[0] & 0x0F;
+    } else if ((p[0] & 0xF8) == 0xF0) {
+        n = 4;
+        cp = p[0] & 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) /* also stops at the NUL terminator */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3F);
+    }
+    static const uint32_t smallest[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < smallest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
 void strbuf_put_json_string(strbuf *sb, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
 
     strbuf_putc(sb, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_sequence(p);
+        if (n == 0) { /* a truncated or invalid sequence: never emit invalid UTF-8 */
+            strbuf_puts(sb, "\\ufffd");
+            p++;
+            continue;
+        }
+        if (n > 1) {
+            strbuf_put(sb, (const char *)p, n);
+            p += n;
+            continue;
+        }
         switch (*p) {
         case '"': strbuf_put(sb, "\\\"", 2); break;
         case '\\': strbuf_put(sb, "\\\\", 2); break;
@@ -97,13 +139,14 @@ void strbuf_put_json_string(strbuf *sb, const char *s)
         case '\r': strbuf_put(sb, "\\r", 2); break;
         case '\t': strbuf_put(sb, "\\t", 2); break;
         default:
-            if (*p < 0x20) {
+            if (*p < 0x20 || *p == 0x7F) {
                 char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
                 strbuf_put(sb, esc, sizeof esc);
             } else {
                 strbuf_putc(sb, (char)*p);
             }
         }
+        p++;
     }
     strbuf_putc(sb, '"');
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "fast_json.h"
 #include "json_fields.h"
 
 int mul_size(size_t a, size_t b, size_t *out)
@@ -274,12 +275,13 @@ int tensor_from_json(const json_t *value, const char *field,
     fill_state st;
 
     memset(out, 0, sizeof *out);
-    if (json_is_string(value))
+    const float *parsed = json_is_string(value) ? fast_json_tensor(value, &ndim, dim) : NULL;
+    if (json_is_string(value) && !parsed)
         return tensor_from_base64(value, field, shape, shape_field, min_ndim, max_ndim, out, err);
-    if (!json_is_array(value))
+    if (!parsed && !json_is_array(value))
         return api_fail(err, API_E_INVALID_REQUEST, field,
                         "%s must be an array of numbers or a base64 string", field);
-    if (probe_shape(value, field, max_ndim, &ndim, dim, err) ||
+    if ((!parsed && probe_shape(value, field, max_ndim, &ndim, dim, err)) ||
         check_rank(field, ndim, dim, min_ndim, max_ndim, err))
         return -1;
     if (shape) {
@@ -301,6 +303,13 @@ int tensor_from_json(const json_t *value, const char *field,
     float *data = malloc(count * sizeof *data);
     if (!data)
         return api_fail(err, API_E_INTERNAL, NULL, "out of memory decoding %s", field);
+    if (parsed) { /* already float32 and finite: the fast path of fast_json.c */
+        memcpy(data, parsed, count * sizeof *data);
+        out->data = data;
+        out->ndim = ndim;
+        memcpy(out->dim, dim, sizeof dim);
+        return 0;
+    }
     st = (fill_state){.field = field, .ndim = ndim, .dim = dim, .out = data, .err = err};
     if (fill(&st, value, 0)) {
         free(data);

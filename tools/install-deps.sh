@@ -1,18 +1,21 @@
 #!/bin/sh
 # Install the Debian packages posenc needs to build, run and test, if any
 # are missing. Runs apt-get as root, or through sudo; does nothing when all
-# are present. Usage: tools/install-deps.sh [build|test|fuzz]
+# are present. Usage: tools/install-deps.sh [build|test|fuzz|bench]
 set -eu
 
-build_pkgs="gcc make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
-libopenblas-openmp-dev python3-yaml"
+build_pkgs="gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
+libopenblas-openmp-dev libdragonbox-dev libfast-float-dev python3-yaml"
 test_pkgs="libcurl4-openssl-dev python3-numpy valgrind"
 fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev"
+bench_pkgs="wrk gnuplot-nox python3-fastapi python3-uvicorn python3-httptools
+python3-numpy"
 
 want=$build_pkgs
 case "${1:-build}" in
 test) want="$build_pkgs $test_pkgs" ;;
 fuzz) want="$build_pkgs $fuzz_pkgs" ;;
+bench) want="$build_pkgs $bench_pkgs" ;;
 esac
 
 missing=""

@@ -13,6 +13,7 @@
 #include "../unit/check.h"
 #include "api.h"
 #include "base64.h"
+#include "fast_json.h"
 #include "float_text.h"
 #include "strbuf.h"
 
@@ -158,6 +159,21 @@ static void expect_error(const api_service *svc, bool apply, const char *body, i
     json_decref(doc);
 }
 
+static void test_json_strings(void)
+{
+    strbuf sb = {0};
+    /* valid UTF-8 passes; a cut sequence, a stray continuation byte, an
+     * overlong form and a surrogate become U+FFFD; controls are escaped */
+    strbuf_put_json_string(&sb, "a\"\\\n\x01\xc3\xa9\xe2\x82\xac|\xe2\x82|\x80|\xc0\xaf|\xed\xa0\x80");
+    const char *want = "\"a\\\"\\\\\\n\\u0001\xc3\xa9\xe2\x82\xac|\\ufffd\\ufffd|\\ufffd|"
+                       "\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\"";
+    CHECK(sb.data && strcmp(sb.data, want) == 0, "json string: %s", sb.data);
+    json_t *back = json_loads(sb.data ? sb.data : "", JSON_DECODE_ANY, NULL);
+    CHECK(json_is_string(back), "json string text parses as JSON");
+    json_decref(back);
+    strbuf_free(&sb);
+}
+
 static void test_handlers(void)
 {
     api_limits limits = {.max_tokens = 64, .max_output_elements = 4096};
@@ -216,11 +232,109 @@ static void test_handlers(void)
     api_service_free(svc);
 }
 
+/* A body with `rows` x `cols` embeddings written by float_to_text, with
+ * `extra` spliced in after the first number (to make it irregular). */
+static char *big_body(size_t rows, size_t cols, const char *extra, const char *tail,
+                      float *values)
+{
+    strbuf sb = {0};
+    uint64_t state = 7;
+    char text[FLOAT_TEXT_MAX];
+
+    strbuf_puts(&sb, "{\"scheme\":\"none\",\n \"embeddings\": [");
+    for (size_t r = 0; r < rows; r++) {
+        strbuf_puts(&sb, r ? ",\n  [" : "[");
+        for (size_t c = 0; c < cols; c++) {
+            float v = (float)test_uniform(&state, -3.0, 3.0) * (c % 7 == 0 ? 1e-6f : 1.0f);
+            if (values)
+                values[r * cols + c] = v;
+            float_to_text(v, text);
+            strbuf_printf(&sb, "%s%s", c ? ", " : "", text);
+            if (r == 0 && c == 0 && extra)
+                strbuf_puts(&sb, extra);
+        }
+        strbuf_putc(&sb, ']');
+    }
+    strbuf_printf(&sb, "]%s}", tail ? tail : "");
+    return strbuf_detach(&sb, NULL);
+}
+
+/* The fast numeric-array path (fast_json.c) must give exactly what the
+ * plain jansson path gives: the same floats, and the same errors. */
+static void test_fast_arrays(void)
+{
+    api_limits limits = {0};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+    float values[40 * 24];
+    api_response r;
+
+    if (!svc)
+        return;
+    char *body = big_body(40, 24, NULL, NULL, values);
+    json_error_t jerr;
+    json_t *fast = fast_json_load(body, strlen(body), &jerr);
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM];
+    const json_t *emb = json_object_get(fast, "embeddings");
+    CHECK(emb && fast_json_tensor(emb, &ndim, dim) && ndim == 2 && dim[0] == 40 && dim[1] == 24,
+          "the fast path took the embeddings");
+    json_decref(fast);
+    api_encode(svc, body, strlen(body), &r);
+    json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
+    json_t *enc = json_object_get(doc, "encoded");
+    size_t mismatches = 0;
+    for (size_t i = 0; i < 40 * 24; i++) {
+        json_t *v = json_array_get(json_array_get(enc, i / 24), i % 24);
+        if ((float)json_number_value(v) != values[i])
+            mismatches++;
+    }
+    CHECK(r.status == 200 && mismatches == 0, "fast path echo: status %d, %zu mismatches",
+          r.status, mismatches);
+    json_decref(doc);
+    api_response_free(&r);
+    free(body);
+
+    static const struct {
+        const char *extra, *tail, *code, *field;
+    } irregular[] = {
+        {", true", NULL, "invalid_request", "embeddings[0][1]"},
+        {", 1e39", NULL, "non_finite", "embeddings[0][1]"},
+        {", 2", NULL, "invalid_shape", "embeddings[1]"},
+        {NULL, ", \"embeddings\": 1", "invalid_json", NULL},
+        {NULL, ", \"offset\": \"#posenc-array:0\"", "invalid_request", "offset"},
+        {", 01", NULL, "invalid_json", NULL},
+        {NULL, ", \"x\": tru", "invalid_json", NULL},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(irregular); i++) {
+        body = big_body(40, 24, irregular[i].extra, irregular[i].tail, NULL);
+        expect_error(svc, false, body, irregular[i].code[0] == 'i' &&
+                                       strcmp(irregular[i].code, "invalid_shape") == 0 ? 422
+                                   : strcmp(irregular[i].code, "non_finite") == 0  ? 422
+                                                                                   : 400,
+                     irregular[i].code, irregular[i].field);
+        /* jansson's line and column for the broken text, as without the fast path */
+        if (strcmp(irregular[i].code, "invalid_json") == 0) {
+            char want[64];
+            json_t *plain = json_loads(body, JSON_REJECT_DUPLICATES, &jerr);
+            json_decref(plain);
+            snprintf(want, sizeof want, "line %d column %d", jerr.line, jerr.column);
+            api_encode(svc, body, strlen(body), &r);
+            CHECK(r.body && strstr(r.body, want) != NULL, "error position: want %s in %.*s", want,
+                  (int)r.body_len, r.body);
+            api_response_free(&r);
+        }
+        free(body);
+    }
+    api_service_free(svc);
+}
+
 int main(void)
 {
     test_float_text();
     test_base64();
+    test_json_strings();
     test_handlers();
+    test_fast_arrays();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }

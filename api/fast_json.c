@@ -1,0 +1,485 @@
+/*
+ * fast_json.c - see fast_json.h. The scanner follows RFC 8259's grammar;
+ * on any doubt it gives up on the fast path and jansson parses the original
+ * text, so the fast path can change speed but never the answer.
+ */
+#include "fast_json.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "number_shim.h"
+
+/* Bodies below this go straight to jansson. */
+#define FAST_MIN_BODY 2048
+/* Arrays with fewer numbers stay in the text. */
+#define FAST_MIN_NUMBERS 64
+#define FAST_MAX_DEPTH 128
+#define MARKER_PREFIX "#posenc-array:"
+/* Any JSON value parses (a non-object body is then a 400 invalid_request,
+ * not a syntax error); duplicate keys are a syntax error. */
+#define LOAD_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)
+
+/* A binary tensor string: this header, then the float32 values. The magic
+ * holds NUL bytes, which no string from a request can contain (bodies are
+ * parsed without JSON_ALLOW_NUL), so it cannot be forged. */
+typedef struct tensor_blob_header {
+    char magic[8];
+    uint64_t ndim;
+    uint64_t dim[TENSOR_MAX_NDIM];
+} tensor_blob_header;
+
+static const char blob_magic[8] = {'\0', 'p', 'e', 'f', '3', '2', '\0', '\0'};
+
+typedef struct extracted {
+    char *blob; /* owned: header + floats */
+    size_t size;
+} extracted;
+
+typedef struct scanner {
+    char *text; /* owned mutable copy of the body */
+    size_t len, pos;
+    extracted *arrays;
+    size_t n_arrays, cap_arrays;
+    bool failed; /* give up the fast path */
+} scanner;
+
+static void skip_ws(scanner *s)
+{
+    while (s->pos < s->len) {
+        char c = s->text[s->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            break;
+        s->pos++;
+    }
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool scan_number(scanner *s)
+{
+    size_t p = s->pos;
+    const char *t = s->text;
+
+    if (p < s->len && t[p] == '-')
+        p++;
+    if (p >= s->len || !is_digit(t[p]))
+        return false;
+    if (t[p] == '0')
+        p++;
+    else
+        while (p < s->len && is_digit(t[p]))
+            p++;
+    if (p < s->len && t[p] == '.') {
+        p++;
+        if (p >= s->len || !is_digit(t[p]))
+            return false;
+        while (p < s->len && is_digit(t[p]))
+            p++;
+    }
+    if (p < s->len && (t[p] == 'e' || t[p] == 'E')) {
+        p++;
+        if (p < s->len && (t[p] == '+' || t[p] == '-'))
+            p++;
+        if (p >= s->len || !is_digit(t[p]))
+            return false;
+        while (p < s->len && is_digit(t[p]))
+            p++;
+    }
+    s->pos = p;
+    return true;
+}
+
+/* A string; its raw contents (escapes not decoded) are at *start, *n bytes. */
+static bool scan_string(scanner *s, size_t *start, size_t *n)
+{
+    if (s->pos >= s->len || s->text[s->pos] != '"')
+        return false;
+    size_t p = ++s->pos;
+    while (p < s->len) {
+        unsigned char c = (unsigned char)s->text[p];
+        if (c == '"') {
+            *start = s->pos;
+            *n = p - s->pos;
+            s->pos = p + 1;
+            /* a request string that looks like our marker disables the fast path */
+            if (*n >= sizeof MARKER_PREFIX - 1 &&
+                memcmp(s->text + *start, MARKER_PREFIX, sizeof MARKER_PREFIX - 1) == 0)
+                s->failed = true;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c == '\\') {
+            p++;
+            if (p >= s->len)
+                return false;
+            char e = s->text[p];
+            if (e == 'u') {
+                for (int k = 1; k <= 4; k++) {
+                    char h = p + (size_t)k < s->len ? s->text[p + (size_t)k] : 0;
+                    if (!is_digit(h) && !((h | 32) >= 'a' && (h | 32) <= 'f'))
+                        return false;
+                }
+                p += 4;
+            } else if (!strchr("\"\\/bfnrt", e) || e == 0) {
+                return false;
+            }
+        }
+        p++;
+    }
+    return false;
+}
+
+static bool scan_literal(scanner *s, const char *word)
+{
+    size_t n = strlen(word);
+    if (s->len - s->pos < n || memcmp(s->text + s->pos, word, n) != 0)
+        return false;
+    s->pos += n;
+    return true;
+}
+
+/* ---- numeric arrays --------------------------------------------------- */
+
+typedef struct numeric {
+    size_t ndim;
+    size_t dim[TENSOR_MAX_NDIM];
+    bool dim_known[TENSOR_MAX_NDIM];
+    float *values; /* owned while scanning */
+    size_t count, cap;
+} numeric;
+
+static bool push_value(numeric *a, float v)
+{
+    if (a->count == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 1024;
+        if (cap > TENSOR_MAX_ELEMENTS)
+            return false;
+        float *grown = realloc(a->values, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        a->values = grown;
+        a->cap = cap;
+    }
+    a->values[a->count++] = v;
+    return true;
+}
+
+/* Parse a nested array of numbers at depth; false when it is anything else
+ * (then the caller leaves the text alone). */
+static bool scan_numeric(scanner *s, numeric *a, size_t depth)
+{
+    size_t n = 0;
+
+    if (depth >= TENSOR_MAX_NDIM || s->text[s->pos] != '[')
+        return false;
+    s->pos++;
+    skip_ws(s);
+    if (s->pos < s->len && s->text[s->pos] == ']')
+        return false; /* empty: the plain path reports it */
+    for (;;) {
+        skip_ws(s);
+        if (s->pos >= s->len)
+            return false;
+        char c = s->text[s->pos];
+        if (c == '[') {
+            if (a->ndim != 0 && a->ndim <= depth + 1)
+                return false;
+            if (!scan_numeric(s, a, depth + 1))
+                return false;
+        } else {
+            if (a->ndim == 0)
+                a->ndim = depth + 1; /* leaves live at this depth */
+            if (a->ndim != depth + 1)
+                return false;
+            size_t start = s->pos;
+            float v;
+            if (!scan_number(s))
+                return false;
+            if (parse_f32(s->text + start, s->text + s->pos, &v) != s->text + s->pos ||
+                !isfinite(v) || !push_value(a, v))
+                return false;
+        }
+        n++;
+        skip_ws(s);
+        if (s->pos >= s->len)
+            return false;
+        if (s->text[s->pos] == ',') {
+            s->pos++;
+            continue;
+        }
+        if (s->text[s->pos] != ']')
+            return false;
+        s->pos++;
+        break;
+    }
+    if (!a->dim_known[depth]) {
+        a->dim_known[depth] = true;
+        a->dim[depth] = n;
+    }
+    return a->dim[depth] == n;
+}
+
+/* Replace text[start, end) by a marker for array number `index`, keeping
+ * the text's length and its newlines (so jansson's line/column in a later
+ * error still point at the original text). */
+static void put_marker(scanner *s, size_t start, size_t end, size_t index)
+{
+    char marker[48];
+    int m = snprintf(marker, sizeof marker, "\"" MARKER_PREFIX "%zu\"", index);
+    memcpy(s->text + start, marker, (size_t)m);
+    for (size_t p = start + (size_t)m; p < end; p++)
+        if (s->text[p] != '\n')
+            s->text[p] = ' ';
+}
+
+/* Try to take the numeric array at s->pos out of the text; true when it
+ * was replaced by a marker (s->pos is then past it). */
+static bool try_extract(scanner *s)
+{
+    size_t start = s->pos;
+    numeric a = {0};
+
+    if (scan_numeric(s, &a, 0) && a.count >= FAST_MIN_NUMBERS) {
+        size_t size = sizeof(tensor_blob_header) + a.count * sizeof(float);
+        char *blob = malloc(size);
+        if (s->n_arrays == s->cap_arrays) {
+            size_t cap = s->cap_arrays ? 2 * s->cap_arrays : 4;
+            extracted *grown = realloc(s->arrays, cap * sizeof *grown);
+            if (grown) {
+                s->arrays = grown;
+                s->cap_arrays = cap;
+            }
+        }
+        if (blob && s->n_arrays < s->cap_arrays) {
+            tensor_blob_header h = {.ndim = a.ndim};
+            memcpy(h.magic, blob_magic, sizeof blob_magic);
+            for (size_t i = 0; i < a.ndim; i++)
+                h.dim[i] = a.dim[i];
+            memcpy(blob, &h, sizeof h);
+            memcpy(blob + sizeof h, a.values, a.count * sizeof(float));
+            s->arrays[s->n_arrays] = (extracted){.blob = blob, .size = size};
+            put_marker(s, start, s->pos, s->n_arrays);
+            s->n_arrays++;
+            free(a.values);
+            return true;
+        }
+        free(blob);
+        s->failed = true;
+    }
+    free(a.values);
+    /* not a clean numeric array: scan it as plain JSON instead */
+    s->pos = start;
+    return false;
+}
+
+/* ---- generic JSON ----------------------------------------------------- */
+
+/* Where the scanner is: numeric arrays are taken from the top-level
+ * "embeddings" and from the members of "model"."weights". */
+typedef enum context { CTX_ROOT, CTX_TOP, CTX_MODEL, CTX_WEIGHTS, CTX_OTHER } context;
+
+static bool scan_value(scanner *s, size_t depth, context ctx);
+
+static bool key_is(const scanner *s, size_t start, size_t n, const char *word)
+{
+    return n == strlen(word) && memcmp(s->text + start, word, n) == 0;
+}
+
+static bool scan_object(scanner *s, size_t depth, context ctx)
+{
+    s->pos++; /* '{' */
+    skip_ws(s);
+    if (s->pos < s->len && s->text[s->pos] == '}') {
+        s->pos++;
+        return true;
+    }
+    for (;;) {
+        size_t kstart, kn;
+        skip_ws(s);
+        if (!scan_string(s, &kstart, &kn))
+            return false;
+        skip_ws(s);
+        if (s->pos >= s->len || s->text[s->pos] != ':')
+            return false;
+        s->pos++;
+        skip_ws(s);
+        if (s->pos >= s->len)
+            return false;
+        bool numeric_key = (ctx == CTX_TOP && key_is(s, kstart, kn, "embeddings")) ||
+                           ctx == CTX_WEIGHTS;
+        bool taken = numeric_key && s->text[s->pos] == '[' && !s->failed && try_extract(s);
+        context child = ctx == CTX_TOP && key_is(s, kstart, kn, "model") ? CTX_MODEL
+                        : ctx == CTX_MODEL && key_is(s, kstart, kn, "weights") ? CTX_WEIGHTS
+                                                                                : CTX_OTHER;
+        if (!taken && !scan_value(s, depth + 1, child))
+            return false;
+        skip_ws(s);
+        if (s->pos >= s->len)
+            return false;
+        if (s->text[s->pos] == ',') {
+            s->pos++;
+            continue;
+        }
+        if (s->text[s->pos] != '}')
+            return false;
+        s->pos++;
+        return true;
+    }
+}
+
+static bool scan_array(scanner *s, size_t depth)
+{
+    s->pos++; /* '[' */
+    skip_ws(s);
+    if (s->pos < s->len && s->text[s->pos] == ']') {
+        s->pos++;
+        return true;
+    }
+    for (;;) {
+        skip_ws(s);
+        if (!scan_value(s, depth + 1, CTX_OTHER))
+            return false;
+        skip_ws(s);
+        if (s->pos >= s->len)
+            return false;
+        if (s->text[s->pos] == ',') {
+            s->pos++;
+            continue;
+        }
+        if (s->text[s->pos] != ']')
+            return false;
+        s->pos++;
+        return true;
+    }
+}
+
+static bool scan_value(scanner *s, size_t depth, context ctx)
+{
+    size_t start, n;
+
+    if (depth > FAST_MAX_DEPTH || s->pos >= s->len)
+        return false;
+    switch (s->text[s->pos]) {
+    case '{':
+        return scan_object(s, depth, ctx == CTX_ROOT ? CTX_TOP : ctx);
+    case '[':
+        return scan_array(s, depth);
+    case '"':
+        return scan_string(s, &start, &n);
+    case 't':
+        return scan_literal(s, "true");
+    case 'f':
+        return scan_literal(s, "false");
+    case 'n':
+        return scan_literal(s, "null");
+    default:
+        return scan_number(s);
+    }
+}
+
+/* ---- markers back into the tree -------------------------------------- */
+
+static json_t *blob_for(const scanner *s, const json_t *v)
+{
+    const char *text = json_string_value(v);
+    size_t n = sizeof MARKER_PREFIX - 1;
+    char *end;
+
+    if (!text || strncmp(text, MARKER_PREFIX, n) != 0)
+        return NULL;
+    unsigned long index = strtoul(text + n, &end, 10);
+    if (*end || index >= s->n_arrays)
+        return NULL;
+    return json_stringn_nocheck(s->arrays[index].blob, s->arrays[index].size);
+}
+
+/* Replace every marker string in the tree by its binary tensor string;
+ * false on allocation failure. */
+static bool restore(const scanner *s, json_t *v)
+{
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *child;
+        json_object_foreach(v, key, child) {
+            json_t *blob = blob_for(s, child);
+            if (blob) {
+                if (json_object_set_new(v, key, blob))
+                    return false;
+            } else if (!restore(s, child)) {
+                return false;
+            }
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (!restore(s, json_array_get(v, i)))
+                return false;
+    }
+    return true;
+}
+
+json_t *fast_json_load(const char *body, size_t len, json_error_t *jerr)
+{
+    scanner s = {0};
+    json_t *root = NULL;
+
+    if (len < FAST_MIN_BODY)
+        return json_loadb(body, len, LOAD_FLAGS, jerr);
+    s.text = malloc(len);
+    if (!s.text)
+        goto plain;
+    memcpy(s.text, body, len);
+    s.len = len;
+    skip_ws(&s);
+    if (!scan_value(&s, 0, CTX_ROOT) || s.failed || s.n_arrays == 0)
+        goto plain;
+    skip_ws(&s);
+    if (s.pos != s.len)
+        goto plain;
+    root = json_loadb(s.text, s.len, LOAD_FLAGS, jerr);
+    if (!root)
+        goto plain; /* e.g. a duplicate key: let the plain path say so */
+    if (!restore(&s, root)) {
+        json_decref(root);
+        root = NULL;
+        goto plain;
+    }
+    goto done;
+plain:
+    root = json_loadb(body, len, LOAD_FLAGS, jerr);
+done:
+    for (size_t i = 0; i < s.n_arrays; i++)
+        free(s.arrays[i].blob);
+    free(s.arrays);
+    free(s.text);
+    return root;
+}
+
+const float *fast_json_tensor(const json_t *v, size_t *ndim, size_t *dim)
+{
+    tensor_blob_header h;
+    size_t n = json_string_length(v);
+    const char *bytes = json_string_value(v);
+
+    if (!bytes || n < sizeof h || memcmp(bytes, blob_magic, sizeof blob_magic) != 0)
+        return NULL;
+    memcpy(&h, bytes, sizeof h);
+    size_t count = 1;
+    for (size_t i = 0; i < h.ndim; i++) {
+        dim[i] = (size_t)h.dim[i];
+        count *= dim[i];
+    }
+    if (h.ndim == 0 || h.ndim > TENSOR_MAX_NDIM || n != sizeof h + count * sizeof(float))
+        return NULL;
+    *ndim = (size_t)h.ndim;
+    return (const float *)(const void *)(bytes + sizeof h);
+}

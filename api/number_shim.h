@@ -1,0 +1,28 @@
+/*
+ * number_shim.h - the two number conversions posenc takes from C++ header
+ * libraries (Debian's libdragonbox-dev and libfast-float-dev), behind a C
+ * interface. Both are pure functions, thread-safe, allocation-free.
+ */
+#ifndef NUMBER_SHIM_H
+#define NUMBER_SHIM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Dragonbox: the shortest decimal significand * 10^exponent that reads back
+ * as |v| (ties to even), trailing zeros removed. v finite and non-zero. */
+void shortest_decimal_f32(float v, uint32_t *significand, int *exponent);
+
+/* fast_float: parse a number at [first, last) correctly rounded to float32.
+ * Returns the end of the number, or NULL if no number starts at first.
+ * Accepts more than JSON does (callers check the JSON grammar first). */
+const char *parse_f32(const char *first, const char *last, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NUMBER_SHIM_H */
