@@ -1,0 +1,133 @@
+/*
+ * access_log.c - access and server log lines on stderr (see access_log.h).
+ */
+#include "access_log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define LINE_MAX_BYTES 2048
+
+/* Appends s to buf[*len..cap) as JSON string content (no quotes), escaping
+ * quotes, backslashes and control bytes. Stops quietly while 8 bytes are
+ * still free, so the closing `"}` of a long line always fits. */
+static void append_json_escaped(char *buf, size_t *len, size_t cap,
+                                const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[7];
+        size_t n;
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            n = 2;
+        } else if (c < 0x20 || c == 0x7f) {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        } else {
+            esc[0] = (char)c;
+            n = 1;
+        }
+        if (*len + n + 8 >= cap)
+            return;
+        memcpy(buf + *len, esc, n);
+        *len += n;
+    }
+    buf[*len] = '\0';
+}
+
+static void append_fmt(char *buf, size_t *len, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n >= cap)
+        n = cap - *len - 1;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+/* One write per line: stdio locks the stream for the call. */
+static void write_line(char *buf, size_t len, size_t cap)
+{
+    if (len + 1 >= cap)
+        len = cap - 2;
+    buf[len++] = '\n';
+    fwrite(buf, 1, len, stderr);
+}
+
+void log_access(log_format fmt, const access_entry *e)
+{
+    char line[LINE_MAX_BYTES];
+    double ms = (double)e->duration_ns / 1e6;
+    int n;
+
+    if (fmt == LOG_TEXT) {
+        n = snprintf(line, sizeof line, "%s %s %d %.3f %llu %llu %s",
+                     e->method, e->route, e->status, ms,
+                     (unsigned long long)e->bytes_in,
+                     (unsigned long long)e->bytes_out, e->request_id);
+        if (n < 0)
+            return;
+        write_line(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1,
+                   sizeof line);
+        return;
+    }
+    size_t len = 0;
+    line[0] = '\0';
+    append_fmt(line, &len, sizeof line, "{\"method\":\"");
+    append_json_escaped(line, &len, sizeof line, e->method);
+    append_fmt(line, &len, sizeof line, "\",\"route\":\"");
+    append_json_escaped(line, &len, sizeof line, e->route);
+    char nums[160];
+    snprintf(nums, sizeof nums,
+             "\",\"status\":%d,\"duration_ms\":%.3f,\"bytes_in\":%llu,"
+             "\"bytes_out\":%llu,\"request_id\":\"",
+             e->status, ms, (unsigned long long)e->bytes_in,
+             (unsigned long long)e->bytes_out);
+    append_fmt(line, &len, sizeof line, nums);
+    append_json_escaped(line, &len, sizeof line, e->request_id);
+    append_fmt(line, &len, sizeof line, "\"}");
+    write_line(line, len, sizeof line);
+}
+
+void log_vmsg(log_format fmt, const char *level, const char *format,
+              va_list ap)
+{
+    char msg[1024];
+    int n = vsnprintf(msg, sizeof msg, format, ap);
+    if (n < 0)
+        return;
+    /* Messages from libmicrohttpd end in a newline: one line each. */
+    size_t mlen = strlen(msg);
+    while (mlen > 0 && (msg[mlen - 1] == '\n' || msg[mlen - 1] == '\r'))
+        msg[--mlen] = '\0';
+
+    char line[LINE_MAX_BYTES];
+    size_t len = 0;
+    line[0] = '\0';
+    if (fmt == LOG_TEXT) {
+        append_fmt(line, &len, sizeof line, "posenc: ");
+        append_fmt(line, &len, sizeof line, level);
+        append_fmt(line, &len, sizeof line, ": ");
+        append_fmt(line, &len, sizeof line, msg);
+    } else {
+        append_fmt(line, &len, sizeof line, "{\"level\":\"");
+        append_json_escaped(line, &len, sizeof line, level);
+        append_fmt(line, &len, sizeof line, "\",\"msg\":\"");
+        append_json_escaped(line, &len, sizeof line, msg);
+        append_fmt(line, &len, sizeof line, "\"}");
+    }
+    write_line(line, len, sizeof line);
+}
+
+void log_msg(log_format fmt, const char *level, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    log_vmsg(fmt, level, format, ap);
+    va_end(ap);
+}

@@ -1,0 +1,398 @@
+/*
+ * config.c - flags, their POSENC_* environment twins, --help and --version.
+ *
+ * One table lists every option: its flag, its variable, how to read the
+ * value and where it goes in server_config. Parsing, precedence (default <
+ * environment < flag) and the --help text all come from that table, so a
+ * new option is one row plus one field.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+typedef enum opt_type {
+    T_HOST,   /* non-empty string */
+    T_KEY,    /* secret string: never echoed back */
+    T_UINT,   /* unsigned in [min, max] */
+    T_SIZE,   /* size_t in [min, max] */
+    T_LOGFMT, /* text | json */
+    T_MODEL,  /* NAME=DIR, repeatable; env: comma-separated list */
+    T_SWITCH  /* no value */
+} opt_type;
+
+typedef struct opt_spec {
+    const char *flag;       /* long flag, with the dashes */
+    const char *env;        /* environment twin, NULL when there is none */
+    const char *meta;       /* placeholder for --help, NULL for a switch */
+    opt_type type;
+    size_t offset;          /* field in server_config */
+    unsigned long long min; /* numeric types only */
+    unsigned long long max;
+    const char *help;
+} opt_spec;
+
+#define FIELD(name) offsetof(server_config, name)
+#define MAX_SIZE_VALUE (1ULL << 40) /* 1 TiB: larger is a typo, not a plan */
+
+static const opt_spec OPTIONS[] = {
+    {"--host", "POSENC_HOST", "HOST", T_HOST, FIELD(host), 0, 0,
+     "address to listen on (0.0.0.0 or :: for every interface)"},
+    {"--port", "POSENC_PORT", "PORT", T_UINT, FIELD(port), 0, 65535,
+     "TCP port; 0 picks a free one (the listening line shows it)"},
+    {"--threads", "POSENC_THREADS", "N", T_UINT, FIELD(threads), 1, 256,
+     "HTTP worker threads; requests compute on them, so a few more than\n"
+     "cores keeps probes answered while long requests run"},
+    {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads),
+     0, 1024, "OpenMP threads per request; 0 keeps OpenMP's default\n"
+              "(OMP_NUM_THREADS, else one per core)"},
+    {"--model", "POSENC_MODEL", "NAME=DIR", T_MODEL, FIELD(n_models), 0, 0,
+     "serve the model in DIR as NAME (repeatable; the variable takes a\n"
+     "comma-separated list). Not supported yet: the server exits 2"},
+    {"--max-body-bytes", "POSENC_MAX_BODY_BYTES", "BYTES", T_SIZE,
+     FIELD(max_body_bytes), 1, MAX_SIZE_VALUE,
+     "largest request body; bigger ones get 413"},
+    {"--max-tokens", "POSENC_MAX_TOKENS", "N", T_SIZE, FIELD(max_tokens), 1,
+     MAX_SIZE_VALUE, "cap on batch x tokens per request; more gets 422"},
+    {"--max-inflight", "POSENC_MAX_INFLIGHT", "N", T_UINT,
+     FIELD(max_inflight), 1, 1000000,
+     "/encode and /apply requests admitted at once; more get 503"},
+    {"--max-connections", "POSENC_MAX_CONNECTIONS", "N", T_UINT,
+     FIELD(max_connections), 1, 1000000,
+     "open connections; more wait in the listen backlog"},
+    {"--timeout", "POSENC_TIMEOUT", "SECONDS", T_UINT, FIELD(timeout_s), 0,
+     86400, "close connections idle this long; 0 = never"},
+    {"--drain-timeout", "POSENC_DRAIN_TIMEOUT", "SECONDS", T_UINT,
+     FIELD(drain_timeout_s), 0, 3600,
+     "on SIGTERM/SIGINT, wait this long for running requests\n"
+     "(keep it under the orchestrator's kill grace, 10 s in Docker)"},
+    {"--api-key", "POSENC_API_KEY", "KEY", T_KEY, FIELD(api_key), 0, 0,
+     "require 'Authorization: Bearer KEY' on every route but /healthz\n"
+     "and /readyz (prefer the variable: flags show in ps)"},
+    {"--log-format", "POSENC_LOG_FORMAT", "text|json", T_LOGFMT,
+     FIELD(log_format), 0, 0, "stderr log lines as text or JSON objects"},
+    {"--check", NULL, NULL, T_SWITCH, FIELD(check), 0, 0,
+     "probe: GET /healthz on HOST:PORT, exit 0 on 200 else 1\n"
+     "(a Docker HEALTHCHECK without curl)"},
+};
+
+#define N_OPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
+
+static void config_defaults(server_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->host = "127.0.0.1";
+    cfg->port = 8080;
+    cfg->threads = 4;
+    cfg->omp_threads = 0;
+    cfg->max_body_bytes = (size_t)64 << 20;
+    cfg->max_tokens = API_DEFAULT_MAX_TOKENS;
+    cfg->max_inflight = 64;
+    cfg->max_connections = 1024;
+    cfg->timeout_s = 30;
+    cfg->drain_timeout_s = 8;
+    cfg->api_key = NULL;
+    cfg->log_format = LOG_TEXT;
+}
+
+static void *field_ptr(server_config *cfg, const opt_spec *o)
+{
+    return (char *)cfg + o->offset;
+}
+
+static const void *field_cptr(const server_config *cfg, const opt_spec *o)
+{
+    return (const char *)cfg + o->offset;
+}
+
+static void print_help(void)
+{
+    server_config def;
+    config_defaults(&def);
+
+    printf("Usage: posenc-server [OPTION]...\n"
+           "Serve transformer positional encodings over HTTP "
+           "(posenc %s).\n\n"
+           "Options (each flag as --flag VALUE or --flag=VALUE; the "
+           "variable in [] sets the\nsame thing, and the flag wins):\n",
+           POSENC_VERSION);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const opt_spec *o = &OPTIONS[i];
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", o->flag, o->meta ? " " : "",
+                 o->meta ? o->meta : "");
+        printf("  %-26s ", head);
+        /* Indent continuation lines of the help text under the first. */
+        for (const char *p = o->help; *p; p++) {
+            putchar(*p);
+            if (*p == '\n')
+                printf("  %-26s ", "");
+        }
+        const void *f = field_cptr(&def, o);
+        char dflt[48] = "";
+        switch (o->type) {
+        case T_HOST:
+            snprintf(dflt, sizeof dflt, "; default %s",
+                     *(const char *const *)f);
+            break;
+        case T_UINT:
+            snprintf(dflt, sizeof dflt, "; default %u", *(const unsigned *)f);
+            break;
+        case T_SIZE:
+            snprintf(dflt, sizeof dflt, "; default %zu", *(const size_t *)f);
+            break;
+        case T_LOGFMT:
+            snprintf(dflt, sizeof dflt, "; default text");
+            break;
+        default:
+            break;
+        }
+        if (o->env)
+            printf("\n  %-26s [%s%s]", "", o->env, dflt);
+        putchar('\n');
+    }
+    printf("  %-26s show this help and exit\n", "--help, -h");
+    printf("  %-26s show the version and exit\n\n", "--version");
+    printf("Exit status: 0 after a clean shutdown (SIGTERM or SIGINT), "
+           "1 when the server\ncannot start, 2 for a bad flag or "
+           "variable.\n");
+}
+
+/* Reads a decimal integer in [min, max]: digits only, no sign, no spaces,
+ * no suffix. Prints the error naming `src` (the flag or the variable). */
+static int parse_number(const char *src, const char *s,
+                        unsigned long long min, unsigned long long max,
+                        unsigned long long *out)
+{
+    if (!isdigit((unsigned char)s[0])) {
+        fprintf(stderr, "posenc: %s: '%s' is not a non-negative integer\n",
+                src, s);
+        return -1;
+    }
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0') {
+        fprintf(stderr, "posenc: %s: '%s' is not a non-negative integer\n",
+                src, s);
+        return -1;
+    }
+    if (errno == ERANGE || v < min || v > max) {
+        fprintf(stderr, "posenc: %s: %s is out of range (%llu to %llu)\n",
+                src, s, min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* One NAME=DIR model argument: NAME of [A-Za-z0-9._-], DIR non-empty. */
+static int check_model_arg(const char *src, const char *s, size_t len)
+{
+    const char *eq = memchr(s, '=', len);
+    size_t name_len = eq ? (size_t)(eq - s) : 0;
+    bool ok = eq != NULL && name_len > 0 && name_len + 1 < len;
+    for (size_t i = 0; ok && i < name_len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        ok = isalnum(c) || c == '.' || c == '_' || c == '-';
+    }
+    if (!ok) {
+        fprintf(stderr,
+                "posenc: %s: '%.*s' is not NAME=DIR (NAME of letters, "
+                "digits, '.', '_' or '-')\n",
+                src, (int)(len > 200 ? 200 : len), s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Counts and checks the models of one source: a flag value is one model,
+ * the variable a comma-separated list. */
+static int add_models(server_config *cfg, const char *src, const char *s,
+                      bool is_list)
+{
+    size_t len = strlen(s);
+    if (!is_list) {
+        if (check_model_arg(src, s, len) != 0)
+            return -1;
+        cfg->n_models++;
+        return 0;
+    }
+    const char *p = s;
+    while (p <= s + len) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (check_model_arg(src, p, n) != 0)
+            return -1;
+        cfg->n_models++;
+        p += n + 1;
+    }
+    return 0;
+}
+
+/* Stores one option's value from `src` (the flag or the variable name). */
+static int set_option(server_config *cfg, const opt_spec *o, const char *src,
+                      const char *value)
+{
+    void *f = field_ptr(cfg, o);
+    unsigned long long v = 0;
+
+    switch (o->type) {
+    case T_HOST:
+        if (value[0] == '\0' || strlen(value) > 255) {
+            fprintf(stderr, "posenc: %s: expected a host name or address\n",
+                    src);
+            return -1;
+        }
+        *(const char **)f = value;
+        return 0;
+    case T_KEY:
+        if (value[0] == '\0') {
+            fprintf(stderr, "posenc: %s: the API key must not be empty\n",
+                    src);
+            return -1;
+        }
+        *(const char **)f = value;
+        return 0;
+    case T_UINT:
+        if (parse_number(src, value, o->min, o->max, &v) != 0)
+            return -1;
+        *(unsigned *)f = (unsigned)v;
+        return 0;
+    case T_SIZE:
+        if (parse_number(src, value, o->min, o->max, &v) != 0)
+            return -1;
+        if (v > SIZE_MAX) {
+            fprintf(stderr, "posenc: %s: %s does not fit this machine\n",
+                    src, value);
+            return -1;
+        }
+        *(size_t *)f = (size_t)v;
+        return 0;
+    case T_LOGFMT:
+        if (strcmp(value, "text") == 0) {
+            *(log_format *)f = LOG_TEXT;
+        } else if (strcmp(value, "json") == 0) {
+            *(log_format *)f = LOG_JSON;
+        } else {
+            fprintf(stderr, "posenc: %s: '%s' is not text or json\n", src,
+                    value);
+            return -1;
+        }
+        return 0;
+    case T_MODEL:
+        return add_models(cfg, src, value, o->env && strcmp(src, o->env) == 0);
+    case T_SWITCH:
+        *(bool *)f = true;
+        return 0;
+    }
+    return -1;
+}
+
+static const opt_spec *find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        if (strlen(OPTIONS[i].flag) == len &&
+            memcmp(OPTIONS[i].flag, name, len) == 0)
+            return &OPTIONS[i];
+    }
+    return NULL;
+}
+
+config_result config_parse(server_config *cfg, int argc, char **argv)
+{
+    /* First pass: collect the last value of each flag (--model: all). */
+    const char *given[N_OPTIONS] = {0};
+    bool model_flag_seen = false;
+    server_config models;
+    memset(&models, 0, sizeof models);
+
+    config_defaults(cfg);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_help();
+            return CONFIG_EXIT;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("posenc %s\n", POSENC_VERSION);
+            return CONFIG_EXIT;
+        }
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            fprintf(stderr, "posenc: unexpected argument '%s' (see --help)\n",
+                    arg);
+            return CONFIG_ERROR;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const opt_spec *o = find_option(arg, name_len);
+        if (o == NULL) {
+            fprintf(stderr, "posenc: unknown flag '%.*s' (see --help)\n",
+                    (int)name_len, arg);
+            return CONFIG_ERROR;
+        }
+        const char *value;
+        if (o->type == T_SWITCH) {
+            if (eq != NULL) {
+                fprintf(stderr, "posenc: %s takes no value\n", o->flag);
+                return CONFIG_ERROR;
+            }
+            value = "";
+        } else if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag,
+                    o->meta);
+            return CONFIG_ERROR;
+        }
+        if (o->type == T_MODEL) {
+            model_flag_seen = true;
+            if (set_option(&models, o, o->flag, value) != 0)
+                return CONFIG_ERROR;
+        }
+        given[o - OPTIONS] = value;
+    }
+
+    /* Second pass: flag, else non-empty variable, else the default. */
+    for (size_t k = 0; k < N_OPTIONS; k++) {
+        const opt_spec *o = &OPTIONS[k];
+        if (o->type == T_MODEL) {
+            if (model_flag_seen) {
+                cfg->n_models = models.n_models;
+                continue;
+            }
+        } else if (given[k] != NULL) {
+            if (set_option(cfg, o, o->flag, given[k]) != 0)
+                return CONFIG_ERROR;
+            continue;
+        }
+        const char *env = o->env ? getenv(o->env) : NULL;
+        if (env != NULL && env[0] != '\0' &&
+            set_option(cfg, o, o->env, env) != 0)
+            return CONFIG_ERROR;
+    }
+
+    if (cfg->max_connections < cfg->threads) {
+        fprintf(stderr,
+                "posenc: --max-connections (%u) must be at least --threads "
+                "(%u)\n",
+                cfg->max_connections, cfg->threads);
+        return CONFIG_ERROR;
+    }
+    if (cfg->n_models > 0) {
+        fprintf(stderr,
+                "posenc: --model: model directories are not supported yet "
+                "(the server serves only the built-in 'default' model)\n");
+        return CONFIG_ERROR;
+    }
+    return CONFIG_RUN;
+}

@@ -1,0 +1,46 @@
+/*
+ * config.h - the server's settings: command-line flags and their POSENC_*
+ * environment twins.
+ *
+ * Every setting has a default, may be set by an environment variable and is
+ * overridden by its flag (a flag wins over the variable; an empty variable
+ * counts as unset). The result is frozen before the daemon starts.
+ */
+#ifndef SERVER_CONFIG_H
+#define SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum log_format { LOG_TEXT, LOG_JSON } log_format;
+
+typedef struct server_config {
+    const char *host;         /* borrowed from argv or the environment */
+    unsigned port;            /* 0 = pick a free port */
+    unsigned threads;         /* libmicrohttpd worker threads */
+    unsigned omp_threads;     /* 0 = OpenMP's own default */
+    size_t max_body_bytes;
+    size_t max_tokens;
+    unsigned max_inflight;    /* /encode and /apply admitted at once */
+    unsigned max_connections;
+    unsigned timeout_s;       /* idle connection timeout, 0 = never */
+    unsigned drain_timeout_s; /* how long SIGTERM waits for requests */
+    const char *api_key;      /* NULL = no key; borrowed; never logged */
+    log_format log_format;
+    unsigned n_models;        /* --model NAME=DIR given (not served yet) */
+    bool check;               /* probe mode: GET /healthz and exit */
+} server_config;
+
+/* What config_parse decided. */
+typedef enum config_result {
+    CONFIG_RUN,   /* *cfg is ready: run the server (or the probe) */
+    CONFIG_EXIT,  /* --help or --version was printed: exit 0 */
+    CONFIG_ERROR  /* a message is on stderr: exit 2 */
+} config_result;
+
+/* Fill *cfg from defaults, the environment and argv (in rising priority).
+ * Prints --help/--version on stdout and every error on stderr. Strings in
+ * *cfg are borrowed from argv and environ, which outlive the server. */
+config_result config_parse(server_config *cfg, int argc, char **argv);
+
+#endif /* SERVER_CONFIG_H */

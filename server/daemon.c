@@ -1,0 +1,585 @@
+/*
+ * daemon.c - libmicrohttpd setup, per-request state, body accumulation and
+ * responses (see daemon.h for the order of checks).
+ *
+ * MHD calls the access handler several times per request: once when the
+ * headers are in (*req_cls == NULL: allocate, check, maybe answer at once
+ * without reading the body), once per chunk of body (copy it, bounded),
+ * and once more with no data (run the route's handler and answer). The
+ * completion callback then logs, counts and frees the request.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "access_log.h"
+#include "auth.h"
+#include "request_id.h"
+#include "routes.h"
+
+#define CONNECTION_MEMORY_LIMIT ((size_t)64 * 1024) /* headers + read buffer */
+#define BODY_INITIAL_CAP ((size_t)16 * 1024)        /* chunked bodies */
+
+/* One HTTP request, from its headers to its completion callback. */
+typedef struct request {
+    server_ctx *srv;
+    const route *route;          /* NULL: unknown path (404) */
+    char method[16];             /* printable copy for the log */
+    char id[REQUEST_ID_MAX + 1]; /* X-Request-Id, echoed and logged */
+    struct timespec start;
+    char *body;                  /* accumulated body (json_body routes) */
+    size_t body_len;
+    size_t body_cap;
+    uint64_t bytes_in;           /* body bytes received, kept or not */
+    bool checked;                /* admit() has run */
+    bool admitted;               /* holds a --max-inflight slot */
+    bool answered;               /* a response is queued */
+    bool has_body;               /* the headers announce a body */
+    bool body_done;              /* the body has been read in full */
+    bool over_limit;             /* the body passed --max-body-bytes */
+    /* What was answered, for the access log and metrics. */
+    int status;
+    uint64_t bytes_out;
+    const char *error_code;
+    size_t tokens;
+} request;
+
+static uint64_t elapsed_ns(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ns = (int64_t)(now.tv_sec - since->tv_sec) * 1000000000LL +
+                 (now.tv_nsec - since->tv_nsec);
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
+                            const char *url, const char *method)
+{
+    request *req = calloc(1, sizeof *req);
+    if (req == NULL)
+        return NULL;
+    req->srv = srv;
+    clock_gettime(CLOCK_MONOTONIC, &req->start);
+    req->route = routes_find(url);
+
+    size_t i = 0;
+    for (; method[i] != '\0' && i + 1 < sizeof req->method; i++) {
+        unsigned char c = (unsigned char)method[i];
+        req->method[i] = (c > 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    req->method[i] = '\0';
+
+    const char *id = header(conn, "X-Request-Id");
+    if (request_id_is_sane(id)) {
+        memcpy(req->id, id, strlen(id) + 1);
+    } else {
+        uint64_t n = atomic_fetch_add_explicit(&srv->next_request_id, 1,
+                                               memory_order_relaxed);
+        request_id_generate(req->id, sizeof req->id, srv->request_id_seed,
+                            n);
+    }
+    const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    req->has_body = header(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
+                    (cl != NULL && strcmp(cl, "0") != 0);
+    atomic_fetch_add_explicit(&srv->metrics.in_flight, 1,
+                              memory_order_relaxed);
+    return req;
+}
+
+/* Sends rep (steals rep->api.body, even on failure) with the headers every
+ * response carries, and records what was sent. */
+static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
+                                  route_reply *rep)
+{
+    server_ctx *srv = req->srv;
+    api_response *a = &rep->api;
+    struct MHD_Response *resp;
+    size_t len;
+
+    if (rep->static_body != NULL) {
+        const struct MHD_IoVec iov = {rep->static_body, rep->static_len};
+        len = rep->static_len;
+        resp = MHD_create_response_from_iovec(&iov, 1, NULL, NULL);
+    } else {
+        len = a->body != NULL ? a->body_len : 0;
+        resp = MHD_create_response_from_buffer(
+            len, a->body, a->body ? MHD_RESPMEM_MUST_FREE
+                                  : MHD_RESPMEM_PERSISTENT);
+    }
+    if (resp == NULL) {
+        api_response_free(a);
+        return MHD_NO;
+    }
+    a->body = NULL; /* MHD frees it with the response */
+
+    bool ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                      a->content_type ? a->content_type
+                                                      : "application/json");
+    ok = ok && MHD_add_response_header(resp, "X-Request-Id", req->id);
+    if (a->status == MHD_HTTP_UNAUTHORIZED)
+        ok = ok && MHD_add_response_header(
+                       resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (a->status == MHD_HTTP_METHOD_NOT_ALLOWED && req->route != NULL)
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                           route_allow_header(req->route));
+    if (a->status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        ok = ok &&
+             MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    /* Draining: let clients reconnect elsewhere. Answered before the body
+     * was read: do not read up to --max-body-bytes just to keep the
+     * connection. */
+    if (atomic_load(&srv->draining) || (req->has_body && !req->body_done))
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+                                           "close");
+
+    enum MHD_Result r = MHD_NO;
+    if (ok)
+        r = MHD_queue_response(conn, (unsigned)a->status, resp);
+    MHD_destroy_response(resp);
+    if (r == MHD_YES) {
+        req->answered = true;
+        req->status = a->status;
+        req->bytes_out = strcmp(req->method, "HEAD") == 0 ? 0 : len;
+        req->error_code = a->error_code;
+        req->tokens = a->tokens;
+    }
+    return r;
+}
+
+/* Answers with one of api_error.h's errors. */
+static enum MHD_Result send_error(request *req, struct MHD_Connection *conn,
+                                  api_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result send_error(request *req, struct MHD_Connection *conn,
+                                  api_error_kind kind, const char *fmt, ...)
+{
+    api_error err;
+    memset(&err, 0, sizeof err);
+    err.kind = kind;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.message, sizeof err.message, fmt, ap);
+    va_end(ap);
+
+    route_reply rep;
+    memset(&rep, 0, sizeof rep);
+    api_respond_error(&rep.api, &err);
+    return send_reply(req, conn, &rep);
+}
+
+/* application/json, in any case, with optional parameters. */
+static bool is_json_media_type(const char *value)
+{
+    static const char json[] = "application/json";
+    if (value == NULL)
+        return false;
+    while (*value == ' ' || *value == '\t')
+        value++;
+    if (strncasecmp(value, json, sizeof json - 1) != 0)
+        return false;
+    const char *rest = value + sizeof json - 1;
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
+    return *rest == '\0' || *rest == ';';
+}
+
+/* The declared body size, or -1 when none is declared (chunked) or it does
+ * not parse (MHD refuses such requests itself). */
+static long long declared_length(struct MHD_Connection *conn)
+{
+    const char *v = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (v == NULL || *v < '0' || *v > '9')
+        return -1;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || n > (unsigned long long)LLONG_MAX)
+        return -1;
+    return (long long)n;
+}
+
+/* Writes client text s into out for an error message: visible ASCII as
+ * is, other bytes percent-encoded (a path decoded by MHD or a header may
+ * hold any byte, including invalid UTF-8), cut to fit with "...". */
+static void printable(char *out, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (n + 4 + 3 >= cap) {
+            memcpy(out + n, "...", 3);
+            n += 3;
+            break;
+        }
+        if (*p >= 0x20 && *p < 0x7f && *p != '%') {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    out[n] = '\0';
+}
+
+/* The checks that need only the headers, in the order of daemon.h.
+ * Answering before the body is read makes MHD skip it (and we close the
+ * connection, see send_reply). */
+static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
+                             const char *url, const char *method)
+{
+    server_ctx *srv = req->srv;
+    const route *r = req->route;
+
+    req->checked = true;
+    /* With a key, everything but the open probes is guarded, unknown
+     * paths included: a client without the key learns nothing else. */
+    if (srv->cfg.api_key != NULL && (r == NULL || r->needs_auth) &&
+        !auth_bearer_ok(header(conn, MHD_HTTP_HEADER_AUTHORIZATION),
+                        srv->cfg.api_key))
+        return send_error(req, conn, API_E_UNAUTHORIZED,
+                          "missing or wrong API key: send the header "
+                          "'Authorization: Bearer <key>'");
+    if (r == NULL) {
+        char path[160];
+        printable(path, sizeof path, url);
+        return send_error(req, conn, API_E_NOT_FOUND,
+                          "no route for %s (see /openapi.json)", path);
+    }
+    if (!route_allows(r, method))
+        return send_error(req, conn, API_E_METHOD_NOT_ALLOWED,
+                          "method %s is not allowed on %s (allowed: %s)",
+                          req->method, r->path, route_allow_header(r));
+
+    long long declared = declared_length(conn);
+    if (declared >= 0 && (unsigned long long)declared > srv->cfg.max_body_bytes)
+        return send_error(req, conn, API_E_PAYLOAD_TOO_LARGE,
+                          "the request body of %lld bytes is over the limit "
+                          "of %zu bytes",
+                          declared, srv->cfg.max_body_bytes);
+    if (r->json_body &&
+        !is_json_media_type(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        const char *ct = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+        char type[120] = "(no Content-Type)";
+        if (ct != NULL)
+            printable(type, sizeof type, ct);
+        return send_error(req, conn, API_E_UNSUPPORTED_MEDIA_TYPE,
+                          "the body must be application/json, not %s", type);
+    }
+
+    if (r->compute) {
+        if (atomic_load(&srv->draining))
+            return send_error(req, conn, API_E_UNAVAILABLE,
+                              "the server is shutting down");
+        unsigned before = atomic_fetch_add(&srv->admitted, 1);
+        if (before >= srv->cfg.max_inflight) {
+            atomic_fetch_sub(&srv->admitted, 1);
+            return send_error(req, conn, API_E_UNAVAILABLE,
+                              "too many requests in flight (limit %u); "
+                              "retry shortly",
+                              srv->cfg.max_inflight);
+        }
+        req->admitted = true;
+    }
+
+    if (r->json_body && declared > 0) {
+        req->body = malloc((size_t)declared);
+        if (req->body == NULL)
+            return send_error(req, conn, API_E_UNAVAILABLE,
+                              "out of memory for a %lld-byte body",
+                              declared);
+        req->body_cap = (size_t)declared;
+    }
+    return MHD_YES;
+}
+
+/* How much of a body past --max-body-bytes is read and dropped so that the
+ * client still gets its 413. MHD 0.9.75 cannot queue a response while a
+ * body is arriving (only before it or after it), so a chunked body that
+ * passes the limit is drained up to this much more, then answered; past
+ * that the connection is closed without an answer. */
+static uint64_t discard_allowance(size_t max)
+{
+    const uint64_t floor = (uint64_t)1 << 20;
+    return (uint64_t)max > floor ? (uint64_t)max : floor;
+}
+
+/* A chunk of body: keep it (bounded by --max-body-bytes) or drop it. */
+static enum MHD_Result receive(request *req, const char *data, size_t n)
+{
+    size_t max = req->srv->cfg.max_body_bytes;
+
+    req->bytes_in += n;
+    if (req->answered || req->route == NULL || !req->route->json_body)
+        return MHD_YES; /* rejected early, or a body on a GET: drop it */
+    if (!req->over_limit && n > max - req->body_len) {
+        req->over_limit = true;
+        free(req->body);
+        req->body = NULL;
+        req->body_len = req->body_cap = 0;
+    }
+    if (req->over_limit) {
+        if (req->bytes_in - max <= discard_allowance(max))
+            return MHD_YES;
+        req->status = MHD_HTTP_CONTENT_TOO_LARGE; /* for the log */
+        req->error_code = "payload_too_large";
+        return MHD_NO;
+    }
+    if (n > req->body_cap - req->body_len) {
+        size_t cap = req->body_cap ? req->body_cap : BODY_INITIAL_CAP;
+        while (cap - req->body_len < n)
+            cap = cap > max / 2 ? max : cap * 2;
+        char *grown = realloc(req->body, cap);
+        if (grown == NULL) {
+            req->status = MHD_HTTP_SERVICE_UNAVAILABLE; /* for the log */
+            req->error_code = "unavailable";
+            return MHD_NO;
+        }
+        req->body = grown;
+        req->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, data, n);
+    req->body_len += n;
+    return MHD_YES;
+}
+
+/* Last call: the whole body is in; run the handler and answer. */
+static enum MHD_Result finish(request *req, struct MHD_Connection *conn)
+{
+    req->body_done = true;
+    if (req->over_limit)
+        return send_error(req, conn, API_E_PAYLOAD_TOO_LARGE,
+                          "the request body is over the limit of %zu bytes",
+                          req->srv->cfg.max_body_bytes);
+
+    route_reply rep;
+    memset(&rep, 0, sizeof rep);
+    req->route->handler(req->srv, req->body ? req->body : "",
+                        req->body_len, &rep);
+    if (rep.api.status < 100 || rep.api.status > 599) {
+        int bad = rep.api.status;
+        api_response_free(&rep.api);
+        memset(&rep, 0, sizeof rep);
+        api_respond_errorf(&rep.api, API_E_INTERNAL, NULL,
+                           "the handler of %s set no valid status (%d)",
+                           req->route->path, bad);
+    }
+    free(req->body); /* the memory is not needed while sending */
+    req->body = NULL;
+    req->body_cap = 0;
+    return send_reply(req, conn, &rep);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **req_cls)
+{
+    server_ctx *srv = cls;
+    request *req = *req_cls;
+    (void)version;
+
+    if (req == NULL) {
+        req = request_new(srv, conn, url, method);
+        if (req == NULL)
+            return MHD_NO;
+        *req_cls = req;
+        /* With a body coming, check now so that a refusal skips it. MHD
+         * closes the connection after such an early answer, so requests
+         * without a body are checked on the last call instead and keep
+         * their connection alive. */
+        return req->has_body ? admit(req, conn, url, method) : MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        return receive(req, upload_data, n);
+    }
+    if (req->answered)
+        return MHD_YES;
+    if (!req->checked) {
+        enum MHD_Result r = admit(req, conn, url, method);
+        if (r != MHD_YES || req->answered)
+            return r;
+    }
+    return finish(req, conn);
+}
+
+/* The status logged for a request that ended without a response. */
+static int unanswered_status(enum MHD_RequestTerminationCode toe)
+{
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+        return MHD_HTTP_REQUEST_TIMEOUT;
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    default:
+        return 499; /* nginx's "client closed request" */
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+    server_ctx *srv = cls;
+    request *req = *req_cls;
+    (void)conn;
+
+    if (req == NULL)
+        return;
+    *req_cls = NULL;
+
+    /* The status the client saw: ours when the response went out (or
+     * when we closed the connection on purpose), else why it ended. */
+    bool delivered =
+        req->answered && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    int status = delivered || (!req->answered && req->status != 0)
+                     ? req->status
+                     : unanswered_status(toe);
+    int ri = route_index(req->route);
+    metrics_sample s = {
+        .route = ri,
+        .status = status,
+        .duration_ns = elapsed_ns(&req->start),
+        .bytes_in = req->bytes_in,
+        .bytes_out = delivered ? req->bytes_out : 0,
+        .tokens = req->tokens,
+        .error_code = req->error_code,
+    };
+    metrics_record(&srv->metrics, &s);
+    access_entry e = {
+        .method = req->method,
+        .route = route_label(ri),
+        .status = status,
+        .duration_ns = s.duration_ns,
+        .bytes_in = s.bytes_in,
+        .bytes_out = s.bytes_out,
+        .request_id = req->id,
+    };
+    log_access(srv->cfg.log_format, &e);
+
+    if (req->admitted)
+        atomic_fetch_sub(&srv->admitted, 1);
+    free(req->body);
+    free(req);
+    atomic_fetch_sub_explicit(&srv->metrics.in_flight, 1,
+                              memory_order_release);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    const server_ctx *srv = cls;
+    log_vmsg(srv->cfg.log_format, "warn", fmt, ap);
+}
+
+int daemon_start(server_ctx *srv)
+{
+    const server_config *cfg = &srv->cfg;
+    char port[16];
+    snprintf(port, sizeof port, "%u", cfg->port);
+
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+    if (gai != 0) {
+        log_msg(cfg->log_format, "error", "--host %s: %s", cfg->host,
+                gai_strerror(gai));
+        return DAEMON_EXIT_USAGE;
+    }
+
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    unsigned backlog = cfg->max_connections < 128 ? 128 : cfg->max_connections;
+    /* MHD warns about a pool of 1 (that is one internal thread, no pool),
+     * so the option is passed only for a real pool. */
+    struct MHD_OptionItem pool[2] = {
+        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+
+    srv->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_LIMIT,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (srv->daemon == NULL) {
+        log_msg(cfg->log_format, "error", "cannot listen on %s port %u",
+                cfg->host, cfg->port);
+        return DAEMON_EXIT_FAILURE;
+    }
+
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned bound = info != NULL ? info->port : cfg->port;
+    bool v6 = strchr(cfg->host, ':') != NULL;
+    log_msg(cfg->log_format, "info",
+            "listening on %s%s%s:%u with %u threads, max %u connections",
+            v6 ? "[" : "", cfg->host, v6 ? "]" : "", bound, cfg->threads,
+            cfg->max_connections);
+    printf("posenc listening on http://%s%s%s:%u\n", v6 ? "[" : "",
+           cfg->host, v6 ? "]" : "", bound);
+    fflush(stdout);
+    return 0;
+}
+
+int daemon_quiesce(server_ctx *srv)
+{
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    if (fd == MHD_INVALID_SOCKET)
+        return -1;
+    /* MHD no longer accepts, but the kernel would still queue new
+     * connections until the socket is closed, and those clients would
+     * hang. Shutting the socket down refuses them at once (and resets the
+     * ones already queued) so they retry elsewhere; the descriptor stays
+     * ours until daemon_stop closes it, as MHD requires. */
+    shutdown(fd, SHUT_RDWR);
+    return (int)fd;
+}
+
+void daemon_stop(server_ctx *srv, int listen_fd)
+{
+    if (srv->daemon != NULL)
+        MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+    if (listen_fd >= 0)
+        close(listen_fd);
+}
+
+const char *daemon_library_version(void)
+{
+    return MHD_get_version();
+}

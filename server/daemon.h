@@ -1,0 +1,43 @@
+/*
+ * daemon.h - the libmicrohttpd daemon: start, quiesce, stop.
+ *
+ * The only file that includes microhttpd.h. Each request gets a struct
+ * allocated on the first call of the access handler and freed in the
+ * completion callback (which also runs for aborted requests). Before a
+ * handler runs, the request passes, in this order: API key (401, when one
+ * is set, for every path but /healthz and /readyz, unknown paths included:
+ * the contract puts it before any other check), route (404), method (405),
+ * declared body size (413), media type (415), then draining/capacity
+ * (503). The body is then accumulated up to --max-body-bytes. A chunked
+ * body that passes the limit is dropped from there on and answered with
+ * 413 when it ends (libmicrohttpd 0.9.75 cannot answer in the middle of a
+ * body); one that runs on past twice the limit (at least 1 MiB past it)
+ * has its connection closed instead.
+ */
+#ifndef SERVER_DAEMON_H
+#define SERVER_DAEMON_H
+
+#include "server.h"
+
+/* Exit statuses of daemon_start besides 0. */
+#define DAEMON_EXIT_FAILURE 1 /* could not listen (port taken, ...) */
+#define DAEMON_EXIT_USAGE 2   /* --host does not resolve */
+
+/* Starts listening on cfg.host:cfg.port with the worker threads, logs and
+ * prints `posenc listening on http://HOST:PORT` on stdout. Returns 0, or
+ * an exit status after logging why. */
+int daemon_start(server_ctx *srv);
+
+/* Stops accepting connections (new ones are refused); running and
+ * keep-alive connections go on. Returns the listening socket, to be closed
+ * by daemon_stop (-1 if MHD could not quiesce; stopping still works). */
+int daemon_quiesce(server_ctx *srv);
+
+/* Ends every connection, joins the worker threads (running handlers
+ * finish first) and closes listen_fd when it is >= 0. */
+void daemon_stop(server_ctx *srv, int listen_fd);
+
+/* The version of the libmicrohttpd in use, e.g. "0.9.75". */
+const char *daemon_library_version(void);
+
+#endif /* SERVER_DAEMON_H */

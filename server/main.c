@@ -1,0 +1,42 @@
+/*
+ * main.c - posenc-server: flags, then the server until SIGTERM/SIGINT.
+ *
+ * Wiring only: each step lives in its own file (config, shutdown, server,
+ * daemon, probe).
+ */
+#include <signal.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "probe.h"
+#include "server.h"
+#include "shutdown.h"
+
+int main(int argc, char **argv)
+{
+    server_config cfg;
+    switch (config_parse(&cfg, argc, argv)) {
+    case CONFIG_EXIT:
+        return 0;
+    case CONFIG_ERROR:
+        return 2;
+    case CONFIG_RUN:
+        break;
+    }
+    if (cfg.check)
+        return probe_healthz(&cfg);
+
+    /* Before any thread exists, so that every thread inherits the mask. */
+    sigset_t signals;
+    if (shutdown_block_signals(&signals, cfg.log_format) != 0)
+        return 1;
+
+    server_ctx *srv = server_new(&cfg);
+    if (srv == NULL)
+        return 1;
+    int status = daemon_start(srv);
+    if (status == 0)
+        shutdown_wait_and_drain(srv, &signals);
+    server_free(srv);
+    return status;
+}

@@ -1,0 +1,188 @@
+/*
+ * metrics.c - Prometheus counters and histograms (see metrics.h).
+ *
+ * Names follow Prometheus practice: a posenc_ prefix, base units (seconds,
+ * bytes), _total on counters. Each series is an independent relaxed
+ * atomic, so a scrape racing with requests may see a request in one series
+ * and not yet in another; a histogram's _count is computed from its own
+ * buckets, so +Inf and _count always agree.
+ */
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+/* Upper bounds in seconds, and the same bounds as written in `le`. */
+static const uint64_t BUCKET_NS[METRICS_N_BUCKETS] = {
+    500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,
+    10000000ULL,   25000000ULL,   50000000ULL,   100000000ULL,
+    250000000ULL,  500000000ULL,  1000000000ULL, 2500000000ULL,
+    5000000000ULL, 7500000000ULL, 10000000000ULL};
+static const char *const BUCKET_LE[METRICS_N_BUCKETS] = {
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+    "0.25",   "0.5",   "1",      "2.5",   "5",    "7.5",   "10"};
+
+/* Every error code api_error.h can produce, in table order. */
+#define METRICS_CODE_STRING(name, status, code) code,
+static const char *const CODES[] = {API_ERROR_LIST(METRICS_CODE_STRING)};
+#undef METRICS_CODE_STRING
+#define N_CODES (sizeof CODES / sizeof CODES[0])
+
+_Static_assert(sizeof CODES / sizeof CODES[0] <= METRICS_N_CODES,
+               "raise METRICS_N_CODES to hold every api_error code");
+
+void metrics_init(metrics *m)
+{
+    /* All-zero bits are a valid zero for lock-free atomic integers. */
+    memset(m, 0, sizeof *m);
+}
+
+static size_t route_slot(int index)
+{
+    return (index >= 0 && index < ROUTE_COUNT) ? (size_t)index : ROUTE_COUNT;
+}
+
+static size_t code_slot(const char *code)
+{
+    for (size_t i = 0; i < N_CODES; i++) {
+        if (strcmp(CODES[i], code) == 0)
+            return i;
+    }
+    return METRICS_N_CODES; /* "other" */
+}
+
+void metrics_record(metrics *m, const metrics_sample *s)
+{
+    const memory_order rl = memory_order_relaxed;
+    size_t r = route_slot(s->route);
+
+    if (s->status >= 100 && s->status <= 599)
+        atomic_fetch_add_explicit(&m->requests[r][s->status - 100], 1, rl);
+    size_t b = 0;
+    while (b < METRICS_N_BUCKETS && s->duration_ns > BUCKET_NS[b])
+        b++;
+    atomic_fetch_add_explicit(&m->latency[r][b], 1, rl);
+    atomic_fetch_add_explicit(&m->latency_sum_ns[r], s->duration_ns, rl);
+    if (s->error_code != NULL)
+        atomic_fetch_add_explicit(&m->errors[code_slot(s->error_code)], 1,
+                                  rl);
+    atomic_fetch_add_explicit(&m->request_bytes, s->bytes_in, rl);
+    atomic_fetch_add_explicit(&m->response_bytes, s->bytes_out, rl);
+    atomic_fetch_add_explicit(&m->tokens, s->tokens, rl);
+}
+
+static unsigned long long load(atomic_uint_fast64_t *a)
+{
+    return (unsigned long long)atomic_load_explicit(a, memory_order_relaxed);
+}
+
+static void render_requests(FILE *f, metrics *m)
+{
+    fputs("# HELP posenc_requests_total HTTP requests finished, by route "
+          "and status.\n# TYPE posenc_requests_total counter\n",
+          f);
+    for (int r = 0; r < METRICS_N_ROUTES; r++) {
+        for (int s = 0; s < METRICS_N_STATUS; s++) {
+            unsigned long long v = load(&m->requests[r][s]);
+            if (v != 0)
+                fprintf(f,
+                        "posenc_requests_total{route=\"%s\",status=\"%d\"} "
+                        "%llu\n",
+                        route_label(r < ROUTE_COUNT ? r : -1), s + 100, v);
+        }
+    }
+}
+
+static void render_latency(FILE *f, metrics *m)
+{
+    fputs("# HELP posenc_request_duration_seconds Time from request "
+          "headers to the last response byte.\n"
+          "# TYPE posenc_request_duration_seconds histogram\n",
+          f);
+    for (int r = 0; r < METRICS_N_ROUTES; r++) {
+        const char *label = route_label(r < ROUTE_COUNT ? r : -1);
+        unsigned long long cum = 0;
+        for (int b = 0; b <= METRICS_N_BUCKETS; b++) {
+            cum += load(&m->latency[r][b]);
+            fprintf(f,
+                    "posenc_request_duration_seconds_bucket{route=\"%s\","
+                    "le=\"%s\"} %llu\n",
+                    label, b < METRICS_N_BUCKETS ? BUCKET_LE[b] : "+Inf",
+                    cum);
+        }
+        fprintf(f,
+                "posenc_request_duration_seconds_sum{route=\"%s\"} %.9f\n"
+                "posenc_request_duration_seconds_count{route=\"%s\"} %llu\n",
+                label, (double)load(&m->latency_sum_ns[r]) / 1e9, label, cum);
+    }
+}
+
+static void render_errors(FILE *f, metrics *m)
+{
+    fputs("# HELP posenc_errors_total Error responses, by error code.\n"
+          "# TYPE posenc_errors_total counter\n",
+          f);
+    for (size_t i = 0; i < N_CODES; i++) {
+        if (code_slot(CODES[i]) != i)
+            continue; /* a code shared by two rows: counted in the first */
+        fprintf(f, "posenc_errors_total{code=\"%s\"} %llu\n", CODES[i],
+                load(&m->errors[i]));
+    }
+    unsigned long long other = load(&m->errors[METRICS_N_CODES]);
+    if (other != 0)
+        fprintf(f, "posenc_errors_total{code=\"other\"} %llu\n", other);
+}
+
+char *metrics_render(metrics *m, size_t *len)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (f == NULL)
+        return NULL;
+
+    fprintf(f,
+            "# HELP posenc_build_info The running version.\n"
+            "# TYPE posenc_build_info gauge\n"
+            "posenc_build_info{version=\"%s\"} 1\n",
+            POSENC_VERSION);
+    render_requests(f, m);
+    render_latency(f, m);
+    fprintf(f,
+            "# HELP posenc_in_flight_requests Requests between headers "
+            "and the last response byte.\n"
+            "# TYPE posenc_in_flight_requests gauge\n"
+            "posenc_in_flight_requests %u\n",
+            atomic_load_explicit(&m->in_flight, memory_order_relaxed));
+    fprintf(f,
+            "# HELP posenc_request_bytes_total Request body bytes "
+            "received.\n"
+            "# TYPE posenc_request_bytes_total counter\n"
+            "posenc_request_bytes_total %llu\n"
+            "# HELP posenc_response_bytes_total Response body bytes "
+            "sent.\n"
+            "# TYPE posenc_response_bytes_total counter\n"
+            "posenc_response_bytes_total %llu\n"
+            "# HELP posenc_tokens_total Tokens processed (batch x "
+            "tokens).\n"
+            "# TYPE posenc_tokens_total counter\n"
+            "posenc_tokens_total %llu\n",
+            load(&m->request_bytes), load(&m->response_bytes),
+            load(&m->tokens));
+    render_errors(f, m);
+
+    if (ferror(f)) {
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    *len = size;
+    return buf;
+}

@@ -1,0 +1,58 @@
+/*
+ * metrics.h - request counters and latency histograms, rendered in the
+ * Prometheus text format 0.0.4 for GET /metrics.
+ *
+ * Every counter is a relaxed C11 atomic, so recording from many worker
+ * threads takes no lock. Labels are bounded: the route is an index into the
+ * route table (or "other"), the status a number in 100..599, the error code
+ * one of api_error.h's codes.
+ */
+#ifndef SERVER_METRICS_H
+#define SERVER_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "routes.h"
+
+#define METRICS_N_BUCKETS 15 /* finite upper bounds, +Inf is implicit */
+#define METRICS_N_ROUTES (ROUTE_COUNT + 1) /* the last one is "other" */
+#define METRICS_N_STATUS 500                /* statuses 100..599 */
+#define METRICS_N_CODES 16                  /* distinct error codes */
+
+typedef struct metrics {
+    /* [route][status - 100] */
+    atomic_uint_fast64_t requests[METRICS_N_ROUTES][METRICS_N_STATUS];
+    /* [route][bucket]: non-cumulative; bucket N_BUCKETS is +Inf */
+    atomic_uint_fast64_t latency[METRICS_N_ROUTES][METRICS_N_BUCKETS + 1];
+    atomic_uint_fast64_t latency_sum_ns[METRICS_N_ROUTES];
+    atomic_uint_fast64_t errors[METRICS_N_CODES + 1]; /* last: other */
+    atomic_uint_fast64_t request_bytes;
+    atomic_uint_fast64_t response_bytes;
+    atomic_uint_fast64_t tokens;
+    atomic_uint in_flight; /* every request between headers and done */
+} metrics;
+
+/* What one finished request contributes. */
+typedef struct metrics_sample {
+    int route;              /* route index, or -1 for "other" */
+    int status;             /* HTTP status sent (or logged) */
+    uint64_t duration_ns;
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+    uint64_t tokens;
+    const char *error_code; /* NULL on success */
+} metrics_sample;
+
+/* Zero every counter. */
+void metrics_init(metrics *m);
+
+/* Count one finished request. Thread-safe. */
+void metrics_record(metrics *m, const metrics_sample *s);
+
+/* Render every metric as Prometheus text into a new malloc'd buffer (the
+ * caller frees it); returns NULL when out of memory. */
+char *metrics_render(metrics *m, size_t *len);
+
+#endif /* SERVER_METRICS_H */

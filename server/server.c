@@ -1,0 +1,117 @@
+/*
+ * server.c - building and freeing the server context (see server.h).
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "access_log.h"
+#include "daemon.h"
+#include "request_id.h"
+
+#if defined(__clang__)
+#define COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define COMPILER "gcc " __VERSION__
+#else
+#define COMPILER "unknown compiler"
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZERS ", AddressSanitizer"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZERS ", AddressSanitizer"
+#endif
+#endif
+#ifndef SANITIZERS
+#define SANITIZERS ""
+#endif
+
+#if defined(__OPTIMIZE__)
+#define OPTIMIZED "optimized"
+#else
+#define OPTIMIZED "not optimized"
+#endif
+
+static void describe_build(server_ctx *srv)
+{
+    snprintf(srv->build, sizeof srv->build,
+             "%s, %s, OpenMP %d%s, libmicrohttpd %s", COMPILER, OPTIMIZED,
+             _OPENMP, SANITIZERS, daemon_library_version());
+}
+
+server_ctx *server_new(const server_config *cfg)
+{
+    server_ctx *srv = calloc(1, sizeof *srv);
+    if (srv == NULL) {
+        log_msg(cfg->log_format, "error", "out of memory");
+        return NULL;
+    }
+    srv->cfg = *cfg;
+    metrics_init(&srv->metrics);
+    atomic_init(&srv->draining, false);
+    atomic_init(&srv->admitted, 0);
+    atomic_init(&srv->next_request_id, 0);
+    srv->request_id_seed = request_id_seed();
+
+    /* For this thread and any OpenMP work done while starting up; the
+     * workers apply it themselves (server_use_omp_threads). */
+    if (cfg->omp_threads > 0)
+        omp_set_num_threads((int)cfg->omp_threads);
+
+    api_limits limits = {
+        .max_tokens = cfg->max_tokens,
+        .max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS,
+    };
+    api_error err;
+    memset(&err, 0, sizeof err);
+    srv->svc = api_service_new(&limits, &err);
+    if (srv->svc == NULL) {
+        log_msg(cfg->log_format, "error", "cannot start the API: %s",
+                err.message);
+        free(srv);
+        return NULL;
+    }
+
+    describe_build(srv);
+    srv->facts = (api_server_facts){
+        .version = POSENC_VERSION,
+        .build = srv->build,
+        .http_threads = cfg->threads,
+        .omp_threads = cfg->omp_threads > 0
+                           ? cfg->omp_threads
+                           : (unsigned)omp_get_max_threads(),
+        .max_body_bytes = cfg->max_body_bytes,
+        .max_connections = cfg->max_connections,
+        .api_key_required = cfg->api_key != NULL,
+    };
+    log_msg(cfg->log_format, "info",
+            "posenc %s (%s): omp_threads=%u max_body_bytes=%zu "
+            "max_tokens=%zu max_inflight=%u timeout=%us drain_timeout=%us "
+            "api_key=%s",
+            POSENC_VERSION, srv->build, srv->facts.omp_threads,
+            cfg->max_body_bytes, cfg->max_tokens, cfg->max_inflight,
+            cfg->timeout_s, cfg->drain_timeout_s,
+            cfg->api_key ? "required" : "none");
+    return srv;
+}
+
+void server_free(server_ctx *srv)
+{
+    if (srv == NULL)
+        return;
+    api_service_free(srv->svc);
+    free(srv);
+}
+
+void server_use_omp_threads(const server_ctx *srv)
+{
+    int n = (int)srv->cfg.omp_threads;
+    if (n > 0 && omp_get_max_threads() != n)
+        omp_set_num_threads(n);
+}

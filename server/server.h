@@ -1,0 +1,50 @@
+/*
+ * server.h - the server context: the one struct that owns every piece of
+ * mutable state of a running posenc server.
+ *
+ * main() creates it after parsing flags and frees it after shutdown; MHD
+ * callbacks receive it as their closure. Configuration and facts are
+ * frozen before the daemon starts; what changes later (counters, the
+ * draining flag) is atomic.
+ */
+#ifndef SERVER_SERVER_H
+#define SERVER_SERVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "config.h"
+#include "metrics.h"
+
+struct MHD_Daemon;
+
+typedef struct server_ctx {
+    server_config cfg;          /* frozen after startup */
+    api_service *svc;           /* immutable, shared by all workers */
+    api_server_facts facts;     /* for GET /info; strings point below */
+    char build[192];
+    struct MHD_Daemon *daemon;  /* NULL until started */
+    metrics metrics;
+    atomic_bool draining;       /* set once on SIGTERM/SIGINT */
+    atomic_uint admitted;       /* compute requests admitted right now */
+    atomic_uint_fast64_t next_request_id;
+    uint64_t request_id_seed;   /* random, fixed at startup */
+} server_ctx;
+
+/* New context for *cfg (copied): builds the API service and the facts.
+ * Returns NULL after logging why. Free with server_free. */
+server_ctx *server_new(const server_config *cfg);
+
+/* Frees the context and the API service; accepts NULL. The daemon must
+ * have been stopped. */
+void server_free(server_ctx *srv);
+
+/* Apply --omp-threads to the calling thread. libgomp keeps the thread
+ * count per thread: omp_set_num_threads() in main does not reach MHD's
+ * worker threads, so each worker calls this before computing. It sets the
+ * same frozen value every time and costs a compare when already set. */
+void server_use_omp_threads(const server_ctx *srv);
+
+#endif /* SERVER_SERVER_H */

@@ -1,0 +1,30 @@
+/*
+ * shutdown.h - signals and the graceful stop.
+ *
+ * SIGTERM and SIGINT are blocked in every thread and taken synchronously
+ * by the main thread with sigwait, so no code runs in signal-handler
+ * context. On the first one the server drains: /readyz turns 503, new
+ * /encode and /apply requests get 503, new connections are refused, and
+ * requests in progress get up to --drain-timeout seconds to finish
+ * (responses then carry `Connection: close`); idle keep-alive connections
+ * are closed at the end. A second signal cuts the wait short. A handler
+ * still computing when the wait ends finishes before the workers stop
+ * (compute runs on the worker threads and cannot be interrupted); its
+ * response is dropped.
+ */
+#ifndef SERVER_SHUTDOWN_H
+#define SERVER_SHUTDOWN_H
+
+#include <signal.h>
+
+#include "server.h"
+
+/* Blocks SIGTERM and SIGINT in the calling thread (call it before any
+ * other thread starts, so that all inherit the mask), fills *set with
+ * them, and ignores SIGPIPE. Returns 0, or -1 after logging. */
+int shutdown_block_signals(sigset_t *set, log_format fmt);
+
+/* Waits for a signal in *set, then drains and stops the daemon. */
+void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set);
+
+#endif /* SERVER_SHUTDOWN_H */
