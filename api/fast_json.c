@@ -38,24 +38,26 @@ static const char blob_magic[8] = {'\0', 'p', 'e', 'f', '3', '2', '\0', '\0'};
 typedef struct extracted {
     char *blob; /* owned: header + floats */
     size_t size;
+    size_t start, end; /* where its text was in the body */
 } extracted;
 
 typedef struct scanner {
-    char *text; /* owned mutable copy of the body */
+    const char *text; /* borrowed: the body */
     size_t len, pos;
     extracted *arrays;
     size_t n_arrays, cap_arrays;
     bool failed; /* give up the fast path */
 } scanner;
 
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
 static void skip_ws(scanner *s)
 {
-    while (s->pos < s->len) {
-        char c = s->text[s->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            break;
+    while (s->pos < s->len && is_space(s->text[s->pos]))
         s->pos++;
-    }
 }
 
 static bool is_digit(char c)
@@ -150,6 +152,76 @@ static bool scan_literal(scanner *s, const char *word)
 
 /* ---- numeric arrays --------------------------------------------------- */
 
+/* Powers of ten exact in float32 (5^10 < 2^24). */
+static const float exact_powers_of_ten[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
+                                            1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
+
+/* Parse one JSON number at p to float32, checking the JSON grammar in the
+ * same pass; returns its end, or NULL. With at most 7 significant digits and |exponent| <= 10,
+ * the significand and the power of ten are both exact floats, so one float
+ * multiplication or division is the correctly rounded result (Clinger's
+ * fast path); anything else goes to fast_float. */
+static const char *parse_json_float(const char *p, const char *end, float *out)
+{
+    const char *start = p;
+    uint32_t m = 0;
+    int digits = 0, exp10 = 0;
+    bool negative = false;
+
+    if (p < end && *p == '-') {
+        negative = true;
+        p++;
+    }
+    if (p >= end || !is_digit(*p))
+        return NULL;
+    if (*p == '0') {
+        p++;
+    } else {
+        for (; p < end && is_digit(*p); p++) {
+            if (digits < 8)
+                m = m * 10 + (uint32_t)(*p - '0');
+            else
+                exp10++;
+            digits++;
+        }
+    }
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || !is_digit(*p))
+            return NULL;
+        for (; p < end && is_digit(*p); p++) {
+            if (m == 0 && *p == '0') {
+                exp10--; /* a leading zero is not a significant digit */
+                continue;
+            }
+            if (digits < 8) {
+                m = m * 10 + (uint32_t)(*p - '0');
+                exp10--;
+            }
+            digits++;
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        int sign = 1, e = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            sign = *p++ == '-' ? -1 : 1;
+        if (p >= end || !is_digit(*p))
+            return NULL;
+        for (; p < end && is_digit(*p); p++)
+            if (e < 100000)
+                e = e * 10 + (*p - '0');
+        exp10 += sign * e;
+    }
+    if (digits <= 7 && exp10 >= -10 && exp10 <= 10) {
+        float v = (float)m;
+        v = exp10 < 0 ? v / exact_powers_of_ten[-exp10] : v * exact_powers_of_ten[exp10];
+        *out = negative ? -v : v;
+        return p;
+    }
+    return parse_f32(start, p, out) == p ? p : NULL;
+}
+
 typedef struct numeric {
     size_t ndim;
     size_t dim[TENSOR_MAX_NDIM];
@@ -174,6 +246,36 @@ static bool push_value(numeric *a, float v)
     return true;
 }
 
+/* The numbers of one innermost row, up to and including its ']'. */
+static bool scan_leaf_row(scanner *s, numeric *a, size_t *n_out)
+{
+    const char *p = s->text + s->pos, *end = s->text + s->len;
+    size_t n = 0;
+
+    for (;;) {
+        float v;
+        while (p < end && is_space(*p))
+            p++;
+        p = parse_json_float(p, end, &v);
+        if (!p || !isfinite(v) || !push_value(a, v))
+            return false;
+        n++;
+        while (p < end && is_space(*p))
+            p++;
+        if (p >= end)
+            return false;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p != ']')
+            return false;
+        s->pos = (size_t)(p + 1 - s->text);
+        *n_out = n;
+        return true;
+    }
+}
+
 /* Parse a nested array of numbers at depth; false when it is anything else
  * (then the caller leaves the text alone). */
 static bool scan_numeric(scanner *s, numeric *a, size_t depth)
@@ -184,62 +286,37 @@ static bool scan_numeric(scanner *s, numeric *a, size_t depth)
         return false;
     s->pos++;
     skip_ws(s);
-    if (s->pos < s->len && s->text[s->pos] == ']')
+    if (s->pos >= s->len || s->text[s->pos] == ']')
         return false; /* empty: the plain path reports it */
-    for (;;) {
-        skip_ws(s);
-        if (s->pos >= s->len)
+    if (s->text[s->pos] != '[') {
+        if (a->ndim == 0)
+            a->ndim = depth + 1; /* leaves live at this depth */
+        if (a->ndim != depth + 1 || !scan_leaf_row(s, a, &n))
             return false;
-        char c = s->text[s->pos];
-        if (c == '[') {
-            if (a->ndim != 0 && a->ndim <= depth + 1)
+    } else {
+        for (;;) {
+            skip_ws(s);
+            if (s->pos >= s->len || s->text[s->pos] != '[' || !scan_numeric(s, a, depth + 1))
                 return false;
-            if (!scan_numeric(s, a, depth + 1))
+            n++;
+            skip_ws(s);
+            if (s->pos >= s->len)
                 return false;
-        } else {
-            if (a->ndim == 0)
-                a->ndim = depth + 1; /* leaves live at this depth */
-            if (a->ndim != depth + 1)
+            if (s->text[s->pos] == ',') {
+                s->pos++;
+                continue;
+            }
+            if (s->text[s->pos] != ']')
                 return false;
-            size_t start = s->pos;
-            float v;
-            if (!scan_number(s))
-                return false;
-            if (parse_f32(s->text + start, s->text + s->pos, &v) != s->text + s->pos ||
-                !isfinite(v) || !push_value(a, v))
-                return false;
-        }
-        n++;
-        skip_ws(s);
-        if (s->pos >= s->len)
-            return false;
-        if (s->text[s->pos] == ',') {
             s->pos++;
-            continue;
+            break;
         }
-        if (s->text[s->pos] != ']')
-            return false;
-        s->pos++;
-        break;
     }
     if (!a->dim_known[depth]) {
         a->dim_known[depth] = true;
         a->dim[depth] = n;
     }
     return a->dim[depth] == n;
-}
-
-/* Replace text[start, end) by a marker for array number `index`, keeping
- * the text's length and its newlines (so jansson's line/column in a later
- * error still point at the original text). */
-static void put_marker(scanner *s, size_t start, size_t end, size_t index)
-{
-    char marker[48];
-    int m = snprintf(marker, sizeof marker, "\"" MARKER_PREFIX "%zu\"", index);
-    memcpy(s->text + start, marker, (size_t)m);
-    for (size_t p = start + (size_t)m; p < end; p++)
-        if (s->text[p] != '\n')
-            s->text[p] = ' ';
 }
 
 /* Try to take the numeric array at s->pos out of the text; true when it
@@ -267,8 +344,8 @@ static bool try_extract(scanner *s)
                 h.dim[i] = a.dim[i];
             memcpy(blob, &h, sizeof h);
             memcpy(blob + sizeof h, a.values, a.count * sizeof(float));
-            s->arrays[s->n_arrays] = (extracted){.blob = blob, .size = size};
-            put_marker(s, start, s->pos, s->n_arrays);
+            s->arrays[s->n_arrays] = (extracted){.blob = blob, .size = size, .start = start,
+                                                 .end = s->pos};
             s->n_arrays++;
             free(a.values);
             return true;
@@ -427,27 +504,50 @@ static bool restore(const scanner *s, json_t *v)
     return true;
 }
 
+/* The body with each extracted array replaced by its marker string: what
+ * jansson parses. The scanner has validated the whole text, so jansson can
+ * only still object to duplicate keys, and then the plain path parses the
+ * original text and reports the original position. */
+static char *reduced_text(const scanner *s, size_t *len)
+{
+    size_t cap = s->len + 48 * s->n_arrays, n = 0, from = 0;
+    char *out = malloc(cap);
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < s->n_arrays; i++) {
+        const extracted *a = &s->arrays[i];
+        memcpy(out + n, s->text + from, a->start - from);
+        n += a->start - from;
+        n += (size_t)snprintf(out + n, cap - n, "\"" MARKER_PREFIX "%zu\"", i);
+        from = a->end;
+    }
+    memcpy(out + n, s->text + from, s->len - from);
+    *len = n + s->len - from;
+    return out;
+}
+
 json_t *fast_json_load(const char *body, size_t len, json_error_t *jerr)
 {
-    scanner s = {0};
+    scanner s = {.text = body, .len = len};
     json_t *root = NULL;
+    char *reduced = NULL;
+    size_t reduced_len = 0;
 
     if (len < FAST_MIN_BODY)
         return json_loadb(body, len, LOAD_FLAGS, jerr);
-    s.text = malloc(len);
-    if (!s.text)
-        goto plain;
-    memcpy(s.text, body, len);
-    s.len = len;
     skip_ws(&s);
     if (!scan_value(&s, 0, CTX_ROOT) || s.failed || s.n_arrays == 0)
         goto plain;
     skip_ws(&s);
     if (s.pos != s.len)
         goto plain;
-    root = json_loadb(s.text, s.len, LOAD_FLAGS, jerr);
+    reduced = reduced_text(&s, &reduced_len);
+    if (!reduced)
+        goto plain;
+    root = json_loadb(reduced, reduced_len, LOAD_FLAGS, jerr);
     if (!root)
-        goto plain; /* e.g. a duplicate key: let the plain path say so */
+        goto plain;
     if (!restore(&s, root)) {
         json_decref(root);
         root = NULL;
@@ -460,7 +560,7 @@ done:
     for (size_t i = 0; i < s.n_arrays; i++)
         free(s.arrays[i].blob);
     free(s.arrays);
-    free(s.text);
+    free(reduced);
     return root;
 }
 

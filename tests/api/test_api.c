@@ -259,6 +259,42 @@ static char *big_body(size_t rows, size_t cols, const char *extra, const char *t
     return strbuf_detach(&sb, NULL);
 }
 
+/* Short decimals take the Clinger fast path of the array parser: check it
+ * against strtof on numbers of 1 to 9 digits and exponents around it. */
+static void test_fast_numbers(void)
+{
+    enum { N = 4096 };
+    static float want[N];
+    strbuf sb = {0};
+    uint64_t state = 99;
+
+    strbuf_puts(&sb, "{\"embeddings\":[[");
+    for (size_t i = 0; i < N; i++) {
+        char text[48];
+        int digits = 1 + (int)test_uniform(&state, 0, 9);
+        int exponent = (int)test_uniform(&state, -14, 14);
+        double mantissa = test_uniform(&state, -10, 10);
+        if (i % 3 == 0) /* plain notation, as people write by hand */
+            snprintf(text, sizeof text, "%.*f", digits, mantissa);
+        else
+            snprintf(text, sizeof text, "%.*e", digits - 1, mantissa * pow(10, exponent));
+        want[i] = strtof(text, NULL);
+        strbuf_printf(&sb, "%s%s", i ? "," : "", text);
+    }
+    strbuf_puts(&sb, "]]}");
+    json_error_t jerr;
+    json_t *root = fast_json_load(sb.data, sb.len, &jerr);
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM], wrong = 0;
+    const float *got = fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim);
+    CHECK(got && ndim == 2 && dim[1] == N, "fast path parsed the numbers");
+    for (size_t i = 0; got && i < N; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+            wrong++;
+    CHECK(wrong == 0, "%zu of %d numbers differ from strtof", wrong, N);
+    json_decref(root);
+    strbuf_free(&sb);
+}
+
 /* The fast numeric-array path (fast_json.c) must give exactly what the
  * plain jansson path gives: the same floats, and the same errors. */
 static void test_fast_arrays(void)
@@ -335,6 +371,7 @@ int main(void)
     test_json_strings();
     test_handlers();
     test_fast_arrays();
+    test_fast_numbers();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }
