@@ -4,7 +4,9 @@
 #include "array_writer.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base64.h"
@@ -76,20 +78,70 @@ static void write_row(strbuf *sb, const float *row, size_t cols)
     strbuf_advance(sb, (size_t)(p - at));
 }
 
-static void write_nested(strbuf *sb, const array_view *a, size_t depth, size_t *row)
+/* Rows [r0, r1) of the nested JSON text, each with the brackets around it:
+ * row r opens one '[' for every enclosing array it starts and closes one
+ * for every enclosing array it ends, so any range of rows can be written
+ * on its own. */
+static void write_rows(strbuf *sb, const array_view *a, size_t r0, size_t r1)
 {
-    if (depth + 1 == a->ndim) {
-        write_row(sb, a->data + *row * a->row_stride, a->dim[depth]);
-        (*row)++;
+    size_t lead = a->ndim - 1, cols = a->dim[lead], span[4];
+
+    /* span[i]: rows inside one array at depth i (dims i .. lead-1) */
+    span[lead] = 1;
+    for (size_t i = lead; i-- > 0;)
+        span[i] = span[i + 1] * a->dim[i];
+    for (size_t r = r0; r < r1; r++) {
+        char *at = strbuf_reserve(sb, lead + 1);
+        if (!at)
+            return;
+        size_t n = 0;
+        if (r > 0)
+            at[n++] = ',';
+        for (size_t i = 0; i < lead; i++)
+            if (r % span[i] == 0)
+                at[n++] = '[';
+        strbuf_advance(sb, n);
+        write_row(sb, a->data + r * a->row_stride, cols);
+        for (size_t i = lead; i-- > 0;)
+            if ((r + 1) % span[i] == 0)
+                strbuf_putc(sb, ']');
+    }
+}
+
+/* Big arrays are written by the OpenMP team, one chunk of rows each, then
+ * joined; number text is most of the time of a large JSON answer. */
+#define PARALLEL_MIN_ELEMENTS ((size_t)1 << 16)
+
+static void write_nested(strbuf *sb, const array_view *a)
+{
+    size_t rows = row_count(a);
+    int team = array_count(a) >= PARALLEL_MIN_ELEMENTS ? omp_get_max_threads() : 1;
+
+    if (a->ndim == 1) {
+        write_row(sb, a->data, a->dim[0]);
         return;
     }
-    strbuf_putc(sb, '[');
-    for (size_t i = 0; i < a->dim[depth]; i++) {
-        if (i)
-            strbuf_putc(sb, ',');
-        write_nested(sb, a, depth + 1, row);
+    if (team <= 1 || rows < 2) {
+        write_rows(sb, a, 0, rows);
+        return;
     }
-    strbuf_putc(sb, ']');
+    size_t chunks = (size_t)team * 4 < rows ? (size_t)team * 4 : rows;
+    strbuf *parts = calloc(chunks, sizeof *parts);
+    if (!parts) {
+        write_rows(sb, a, 0, rows); /* no memory for parts: one buffer */
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+    for (size_t c = 0; c < chunks; c++)
+        write_rows(&parts[c], a, rows * c / chunks, rows * (c + 1) / chunks);
+    for (size_t c = 0; c < chunks; c++) {
+        if (parts[c].failed)
+            sb->failed = true;
+        else
+            strbuf_put(sb, parts[c].data, parts[c].len);
+        strbuf_free(&parts[c]);
+    }
+    free(parts);
 }
 
 void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
@@ -97,8 +149,7 @@ void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
     strbuf_put_json_string(sb, name);
     strbuf_putc(sb, ':');
     if (!base64) {
-        size_t row = 0;
-        write_nested(sb, a, 0, &row);
+        write_nested(sb, a);
         return;
     }
     size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
