@@ -33,6 +33,26 @@ typedef struct api_service api_service;
  * api_service_free). Returns NULL and fills *err on failure. */
 api_service *api_service_new(const api_limits *limits, api_error *err);
 
+/* One model directory to serve (--model NAME=DIR[:LAYER]). Strings are
+ * borrowed for the duration of the call. */
+typedef struct api_model_spec {
+    const char *name; /* letters, digits, '.', '_', '-'; unique */
+    const char *dir;  /* holds config.json and model.safetensors (or the
+                         sharded model.safetensors.index.json) */
+    bool has_layer;   /* a layer was given: Hugging Face checkpoints only */
+    size_t layer;     /* the attention layer to serve (default 0) */
+} api_model_spec;
+
+/* New service serving the models of specs[0..n), loaded in order, plus the
+ * built-in `default` model unless one of them is named "default" (then
+ * that one is the default for requests that name no model). Loading reads
+ * and checks every file it uses; on the first failure it returns NULL and
+ * err->message says which model, which file, which key or tensor and what
+ * is wrong ("model 'NAME': DIR/model.safetensors: tensor T: ..."). */
+api_service *api_service_new_with_models(const api_limits *limits,
+                                         const api_model_spec *specs, size_t n,
+                                         api_error *err);
+
 /* Frees the service and its models; accepts NULL. */
 void api_service_free(api_service *svc);
 

@@ -1,8 +1,9 @@
 /*
  * apply.c - POST /apply: position-aware Q, K, V of a model's attention.
  *
- *   z = norm(embed_scale*x + PE)   (sinusoidal, learned)
- *   z = norm(x)                    (rope, alibi, t5, none)
+ *   z = norm(embed_norm(embed_scale*x + PE + input_bias))  (sinusoidal, learned)
+ *   z = norm(embed_norm(x + input_bias))                   (rope, alibi, t5, none)
+ *   (embed_norm and input_bias exist only in some loaded checkpoints: model.h)
  *   [q | k | v] = z . [Wq | Wk | Wv] + [bq | bk | bv]   (one fused sgemm)
  *   rope: q and k rotated per head; alibi/t5: a bias on the scores
  *
@@ -74,6 +75,11 @@ static int gather_tokens(request *rq, const json_t *ids_value, api_error *err)
     const tensor *table = &rq->model->weights[W_TOKEN_EMBEDDING];
     int_array ids;
 
+    if (rq->model->layer > 0)
+        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+                        "model '%s' serves layer %zu, whose input is the hidden state of the "
+                        "layer before: send embeddings, not token_ids",
+                        rq->model->name, rq->model->layer);
     if (!table->data)
         return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
                         "token_ids need weights.token_embedding, which model '%s' lacks",
@@ -96,22 +102,28 @@ static int gather_tokens(request *rq, const json_t *ids_value, api_error *err)
     return 0;
 }
 
-/* z = norm(embed_scale*x + PE) or norm(x), rounded to float32 once. */
+/* z = norm(embed_norm(embed_scale*x + PE + input_bias)), rounded to
+ * float32 once. */
 static int attention_input(const request *rq, float *z, api_error *err)
 {
     const model *m = rq->model;
     pe_norm norm = {.kind = m->norm, .eps = m->norm_eps,
                     .weight = m->weights[W_NORM_WEIGHT].data,
                     .bias = m->weights[W_NORM_BIAS].data};
+    pe_norm embed_norm = {.kind = m->embed_norm, .eps = m->embed_norm_eps,
+                          .weight = m->weights[W_EMBED_NORM_WEIGHT].data,
+                          .bias = m->weights[W_EMBED_NORM_BIAS].data};
     pe_absolute pe;
     size_t bad = 0;
 
     if (absolute_plan(rq, &pe, err))
         return -1;
     /* embed_scale applies to the absolute schemes only */
-    double scale = pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale;
-    pe_status st = pe_encode_absolute(&pe, &norm, scale, rq->x.data, rq->positions,
-                                      request_rows(rq), rq->d, z, &bad);
+    pe_input in = {.pe = &pe, .embed_scale = pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale,
+                   .add = m->weights[W_INPUT_BIAS].data, .pre_norm = &embed_norm,
+                   .norm = &norm};
+    pe_status st = pe_encode_input(&in, rq->x.data, rq->positions, request_rows(rq), rq->d, z,
+                                   &bad);
     return st == PE_OK ? 0 : absolute_fail(rq, &pe, st, bad, "encoded (z)", err);
 }
 
@@ -249,7 +261,7 @@ void api_apply(const api_service *svc, const char *body, size_t len,
     if (request_parse(body, len, apply_keys, &rq, &err) ||
         request_model(svc, &rq, "default", &err))
         goto fail;
-    for (weight_id w = W_WQ; w <= W_WV; w++)
+    for (weight_id w = W_WQ; w <= W_WV && !rq.model->qkv.w_qkv; w++)
         if (!model_has(rq.model, w)) {
             api_fail(&err, API_E_MISSING_WEIGHT, "model",
                      "/apply needs weights.%s, which model '%s' lacks", weight_names[w],

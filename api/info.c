@@ -10,37 +10,55 @@
 
 static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
 
+static void write_norm(strbuf *sb, const char *key, pe_norm_kind kind, double eps)
+{
+    if (kind == PE_NORM_NONE)
+        strbuf_printf(sb, ",\"%s\":null", key);
+    else
+        strbuf_printf(sb, ",\"%s\":{\"type\":\"%s\",\"eps\":%.17g}", key, norm_names[kind], eps);
+}
+
 static void write_model(strbuf *sb, const model *m)
 {
     strbuf_puts(sb, "{\"name\":");
     strbuf_put_json_string(sb, m->name);
     strbuf_puts(sb, ",\"architecture\":");
     strbuf_put_json_string(sb, m->architecture);
-    strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":\"F32\",\"d_model\":%zu,\"heads\":%zu,"
-                      "\"kv_heads\":%zu,\"head_dim\":%zu,\"scheme\":",
-                  m->layer, m->d_model, m->heads, m->kv_heads, m->head_dim);
+    strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
+    strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
+    strbuf_printf(sb, ",\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,"
+                      "\"scheme\":",
+                  m->d_model, m->heads, m->kv_heads, m->head_dim);
     strbuf_put_json_string(sb, scheme_names[m->scheme]);
     char *params = json_dumps(m->params, JSON_COMPACT | JSON_ENCODE_ANY);
     strbuf_puts(sb, ",\"params\":");
     strbuf_puts(sb, params ? params : "{}");
     free(params);
-    if (m->norm == PE_NORM_NONE)
-        strbuf_puts(sb, ",\"norm\":null");
-    else
-        strbuf_printf(sb, ",\"norm\":{\"type\":\"%s\",\"eps\":%.17g}", norm_names[m->norm],
-                      m->norm_eps);
+    write_norm(sb, "norm", m->norm, m->norm_eps);
+    /* Only loaded checkpoints have an input stage beyond the contract's. */
+    if (m->embed_norm != PE_NORM_NONE)
+        write_norm(sb, "embed_norm", m->embed_norm, m->embed_norm_eps);
     strbuf_puts(sb, ",\"source\":");
     strbuf_put_json_string(sb, m->source);
     strbuf_puts(sb, ",\"weights\":{");
     bool first = true;
     for (int w = 0; w < W_COUNT; w++) {
         const tensor *t = &m->weights[w];
-        if (!t->data)
+        if (t->ndim == 0)
             continue;
         strbuf_printf(sb, "%s\"%s\":[", first ? "" : ",", weight_names[w]);
         for (size_t i = 0; i < t->ndim; i++)
             strbuf_printf(sb, "%s%zu", i ? "," : "", t->dim[i]);
         strbuf_putc(sb, ']');
+        first = false;
+    }
+    strbuf_puts(sb, "},\"dtypes\":{");
+    first = true;
+    for (int w = 0; w < W_COUNT; w++) {
+        if (m->weights[w].ndim == 0)
+            continue;
+        strbuf_printf(sb, "%s\"%s\":", first ? "" : ",", weight_names[w]);
+        strbuf_put_json_string(sb, m->weight_dtype[w] ? m->weight_dtype[w] : "F32");
         first = false;
     }
     strbuf_puts(sb, "}}");

@@ -18,7 +18,8 @@
 
 const char *const weight_names[W_COUNT] = {
     "wq", "wk", "wv", "bq", "bk", "bv", "norm_weight", "norm_bias",
-    "position_table", "t5_bias", "token_embedding"};
+    "position_table", "t5_bias", "token_embedding",
+    "input_bias", "embed_norm_weight", "embed_norm_bias"};
 
 static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
                                          "scheme", "params", "norm", "weights", NULL};
@@ -29,6 +30,7 @@ void model_free(model *m)
         return;
     free(m->name);
     free(m->source);
+    free(m->architecture);
     json_decref(m->params);
     for (int w = 0; w < W_COUNT; w++)
         tensor_free(&m->weights[w]);
@@ -36,8 +38,25 @@ void model_free(model *m)
     free(m);
 }
 
+model *model_alloc(const char *name, const char *source, const char *architecture)
+{
+    model *m = calloc(1, sizeof *m);
+
+    if (!m)
+        return NULL;
+    m->name = strdup(name);
+    m->source = strdup(source);
+    m->architecture = strdup(architecture);
+    m->dtype = "F32";
+    if (!m->name || !m->source || !m->architecture) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* Fuse wq|wk|wv (+ biases) once, when the three matrices are present. */
-static int model_fuse(model *m, api_error *err)
+int model_fuse(model *m, api_error *err)
 {
     if (!model_has(m, W_WQ) || !model_has(m, W_WK) || !model_has(m, W_WV))
         return 0;
@@ -60,16 +79,13 @@ static int alloc_square(tensor *t, size_t d)
 model *model_new_default(void)
 {
     api_error err;
-    model *m = calloc(1, sizeof *m);
+    model *m = model_alloc("default", "built-in (SplitMix64 seed 0, Xavier-uniform)", "posenc");
 
     if (!m)
         return NULL;
-    m->name = strdup("default");
-    m->source = strdup("built-in (SplitMix64 seed 0, Xavier-uniform)");
     m->params = json_pack("{s:f, s:s}", "base", 10000.0, "layout", "interleaved");
-    if (!m->name || !m->source || !m->params)
+    if (!m->params)
         goto fail;
-    m->architecture = "posenc";
     m->d_model = DEFAULT_D_MODEL;
     m->heads = m->kv_heads = DEFAULT_HEADS;
     m->head_dim = DEFAULT_D_MODEL / DEFAULT_HEADS;
@@ -163,22 +179,22 @@ static int parse_norm(const json_t *obj, const char *path, model *m, api_error *
 
 static int parse_weights(const json_t *obj, const char *path, model *m, api_error *err)
 {
-    const char *allowed[2 * W_COUNT + 1];
-    char shape_keys[W_COUNT][40];
+    const char *allowed[2 * W_CONTRACT_COUNT + 1];
+    char shape_keys[W_CONTRACT_COUNT][40];
     const json_t *weights = jf_get(obj, "weights");
     jpath wpath = jpath_key(path, "weights");
 
     if (!weights)
         return 0;
-    for (int w = 0; w < W_COUNT; w++) {
+    for (int w = 0; w < W_CONTRACT_COUNT; w++) {
         snprintf(shape_keys[w], sizeof shape_keys[w], "%s_shape", weight_names[w]);
         allowed[2 * w] = weight_names[w];
         allowed[2 * w + 1] = shape_keys[w];
     }
-    allowed[2 * W_COUNT] = NULL;
+    allowed[2 * W_CONTRACT_COUNT] = NULL;
     if (jf_check_object(weights, wpath.s, allowed, err))
         return -1;
-    for (int w = 0; w < W_COUNT; w++) {
+    for (int w = 0; w < W_CONTRACT_COUNT; w++) {
         jpath at = jpath_key(wpath.s, weight_names[w]);
         jpath shape_at = jpath_key(wpath.s, shape_keys[w]);
         const json_t *value = jf_get(weights, weight_names[w]);
@@ -256,37 +272,42 @@ static int check_weights(const model *m, const char *path, api_error *err)
     return 0;
 }
 
-model *model_from_json(const json_t *obj, const char *path, api_error *err)
+int model_parse_description(const json_t *obj, const char *path, bool with_weights,
+                            model *m, api_error *err)
 {
-    model *m = calloc(1, sizeof *m);
+    static const char *const config_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
+                                              "scheme", "params", "norm", NULL};
     scheme check;
     bool present;
     int which = SCHEME_SINUSOIDAL;
 
-    if (!m) {
-        api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-        return NULL;
-    }
-    m->architecture = "posenc";
-    if (jf_check_object(obj, path, model_keys, err) || parse_dims(obj, path, m, err) ||
+    if (jf_check_object(obj, path, with_weights ? model_keys : config_keys, err) ||
+        parse_dims(obj, path, m, err) ||
         jf_choice(obj, path, "scheme", scheme_names, &present, &which, err))
-        goto fail;
+        return -1;
     m->scheme = (scheme_kind)which;
     const json_t *params = jf_get(obj, "params");
     jpath ppath = jpath_key(path, "params");
     /* A bad model param fails here, once, rather than on every use. */
     if (scheme_parse(m->scheme, params, ppath.s, &check, err))
-        goto fail;
+        return -1;
     scheme_free(&check);
     m->params = params ? json_deep_copy(params) : json_object();
-    m->name = strdup("inline");
-    m->source = strdup("inline");
-    if (!m->params || !m->name || !m->source) {
+    if (!m->params)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    return parse_norm(obj, path, m, err);
+}
+
+model *model_from_json(const json_t *obj, const char *path, api_error *err)
+{
+    model *m = model_alloc("inline", "inline", "posenc");
+
+    if (!m) {
         api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-        goto fail;
+        return NULL;
     }
-    if (parse_norm(obj, path, m, err) || parse_weights(obj, path, m, err) ||
-        check_weights(m, path, err) || model_fuse(m, err))
+    if (model_parse_description(obj, path, true, m, err) ||
+        parse_weights(obj, path, m, err) || check_weights(m, path, err) || model_fuse(m, err))
         goto fail;
     return m;
 fail:

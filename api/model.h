@@ -1,10 +1,22 @@
 /*
- * model.h - a served model: dimensions, default scheme, optional norm and
- * weights, with the Q/K/V projection fused once at construction.
+ * model.h - a served model: dimensions, default scheme, its input stage
+ * (norms, an added vector) and weights, with the Q/K/V projection fused
+ * once at construction.
  *
- * Models come from the built-in generator (model_new_default) or from an
- * inline JSON object in a request (model_from_json). A model is immutable
- * after construction and may be shared by threads.
+ * Models come from the built-in generator (model_new_default), from an
+ * inline JSON object in a request (model_from_json), or from a model
+ * directory (model_dir.h: posenc's own format or a Hugging Face
+ * checkpoint). A model is immutable after construction and may be shared
+ * by threads.
+ *
+ * The attention input of every model is
+ *     z = norm(embed_norm(embed_scale*x + PE + input_bias))
+ * where each of embed_norm, input_bias and norm may be absent. Inline and
+ * posenc-format models have only `norm` (the contract's pipeline); the
+ * other two let a loaded checkpoint reproduce its architecture's own path:
+ * BERT adds its token-type-0 embedding and applies the embedding LayerNorm
+ * (and, being post-norm, nothing else); BLOOM applies
+ * word_embeddings_layernorm, then input_layernorm.
  */
 #ifndef MODEL_H
 #define MODEL_H
@@ -20,23 +32,34 @@
 
 typedef enum weight_id {
     W_WQ = 0, W_WK, W_WV, W_BQ, W_BK, W_BV, W_NORM_WEIGHT, W_NORM_BIAS,
-    W_POSITION_TABLE, W_T5_BIAS, W_TOKEN_EMBEDDING, W_COUNT
+    W_POSITION_TABLE, W_T5_BIAS, W_TOKEN_EMBEDDING,
+    W_CONTRACT_COUNT, /* the weights above are the contract's (inline models) */
+    W_INPUT_BIAS = W_CONTRACT_COUNT, /* [d_model], added with the PE */
+    W_EMBED_NORM_WEIGHT,             /* [d_model], the embed_norm's */
+    W_EMBED_NORM_BIAS,               /* [d_model], layernorm only */
+    W_COUNT
 } weight_id;
 
-/* Contract names of the weights, indexed by weight_id. */
+/* Names of the weights, indexed by weight_id (the contract's first). */
 extern const char *const weight_names[W_COUNT];
 
 typedef struct model {
     char *name;            /* owned */
-    char *source;          /* owned: "built-in ...", "inline" */
-    const char *architecture; /* static: "posenc" */
-    size_t layer;
+    char *source;          /* owned: "built-in ...", "inline", a file path */
+    char *architecture;    /* owned: "posenc", or the checkpoint's model_type */
+    size_t layer;          /* the attention layer the weights come from */
+    const char *dtype;     /* static: dtype on disk ("F32", "BF16", "mixed") */
     size_t d_model, heads, kv_heads, head_dim;
     scheme_kind scheme;
     json_t *params;        /* owned reference: the model's params object */
-    pe_norm_kind norm;     /* PE_NORM_NONE when the model has none */
+    pe_norm_kind norm;     /* pre-attention norm; PE_NORM_NONE when none */
     double norm_eps;
-    tensor weights[W_COUNT]; /* owned; a missing weight has data == NULL */
+    pe_norm_kind embed_norm; /* norm of the embeddings, before `norm` */
+    double embed_norm_eps;
+    /* Owned. A missing weight has ndim == 0. Loaded models release the data
+     * of wq..bv once fused (data NULL, shape kept for /info). */
+    tensor weights[W_COUNT];
+    const char *weight_dtype[W_COUNT]; /* static, NULL when not from a file */
     pe_qkv_weights qkv;    /* fused projection (w_qkv NULL when wq/wk/wv missing) */
 } model;
 
@@ -51,7 +74,21 @@ model *model_from_json(const json_t *obj, const char *path, api_error *err);
 /* Frees a model; accepts NULL. */
 void model_free(model *m);
 
-/* Whether weight w is present. */
+/* A zeroed model with its name, source and architecture copied (NULL on
+ * allocation failure). */
+model *model_alloc(const char *name, const char *source, const char *architecture);
+
+/* The description keys of an inline model object or of a posenc-format
+ * config.json: d_model, heads, kv_heads, head_dim, scheme, params and norm
+ * into *m. `weights` is allowed only when with_weights (then the caller
+ * parses it). Unknown keys -> 400. */
+int model_parse_description(const json_t *obj, const char *path, bool with_weights,
+                            model *m, api_error *err);
+
+/* Fuse wq|wk|wv (+ biases) into m->qkv once the three are present. */
+int model_fuse(model *m, api_error *err);
+
+/* Whether weight w is present with its data. */
 static inline bool model_has(const model *m, weight_id w)
 {
     return m->weights[w].data != NULL;

@@ -9,7 +9,8 @@
 
 struct api_service {
     api_limits limits;
-    model **models; /* owned, n_models entries; models[0] is the default */
+    model **models; /* owned, n_models entries; the one named "default" serves
+                       requests that name no model */
     size_t n_models;
 };
 

@@ -1,5 +1,6 @@
 /*
- * absolute.c - embed_scale*x + PE (sinusoidal or learned), normalised and
+ * absolute.c - the input stage of attention: embed_scale*x + PE (sinusoidal
+ * or learned) + an optional constant vector, through up to two norms,
  * rounded to float32 once per element.
  */
 #include <math.h>
@@ -12,6 +13,8 @@
 typedef struct abs_job {
     const pe_absolute *pe; /* NULL: nothing added */
     const double *freqs;   /* sinusoidal frequencies, else unused */
+    const float *add;      /* [d] or NULL */
+    const pe_norm *pre_norm;
     const pe_norm *norm;
     double embed_scale;
     const float *x;
@@ -47,7 +50,12 @@ static size_t encode_row(const abs_job *job, size_t r, double *z)
     if (xrow)
         for (size_t j = 0; j < d; j++)
             z[j] += job->embed_scale * (double)xrow[j];
+    if (job->add)
+        for (size_t j = 0; j < d; j++)
+            z[j] += (double)job->add[j];
 
+    /* Both norms work on the unrounded double row. */
+    pe_norm_row(job->pre_norm, z, d, z);
     pe_norm_row(job->norm, z, d, z);
 
     /* Reading x[r] is over before out[r] is written, so out may alias x. */
@@ -75,8 +83,19 @@ pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
                              const int64_t *positions, size_t n, size_t d,
                              float *out, size_t *bad_index)
 {
+    pe_input in = {.pe = pe, .embed_scale = embed_scale, .norm = norm};
+    return pe_encode_input(&in, x, positions, n, d, out, bad_index);
+}
+
+pe_status pe_encode_input(const pe_input *in, const float *x,
+                          const int64_t *positions, size_t n, size_t d,
+                          float *out, size_t *bad_index)
+{
+    const pe_absolute *pe = in->pe;
     pe_absolute_kind kind = pe ? pe->kind : PE_ABS_NONE;
-    abs_job job = {pe, NULL, norm, embed_scale, x, positions, d, out};
+    abs_job job = {.pe = pe, .add = in->add, .pre_norm = in->pre_norm,
+                   .norm = in->norm, .embed_scale = in->embed_scale, .x = x,
+                   .positions = positions, .d = d, .out = out};
     size_t nf = (d + 1) / 2;
     double *scratch = NULL;
     pe_status status = PE_OK;

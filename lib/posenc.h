@@ -132,6 +132,30 @@ pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
                              const int64_t *positions, size_t n, size_t d,
                              float *out, size_t *bad_index);
 
+/* The whole input stage of an attention layer, for architectures whose
+ * path from token embeddings to the attention input holds more than
+ * pe_encode_absolute expresses:
+ *     z = norm(pre_norm(embed_scale * x + PE[p] + add))
+ * e.g. BERT: add = the token-type-0 embedding, pre_norm = the embedding
+ * LayerNorm, no norm; BLOOM: pre_norm = word_embeddings_layernorm, norm =
+ * input_layernorm. Every member may be left zero/NULL: then that step is
+ * skipped (embed_scale 0 drops x, so set it, usually to 1.0). */
+typedef struct pe_input {
+    const pe_absolute *pe;   /* NULL or PE_ABS_NONE: no encoding is added */
+    double embed_scale;      /* multiplies x */
+    const float *add;        /* borrowed [d], added to every row, or NULL */
+    const pe_norm *pre_norm; /* first norm, or NULL */
+    const pe_norm *norm;     /* second norm, or NULL */
+} pe_input;
+
+/* out[n][d] = round_f32(z) with z as in pe_input, computed row by row in
+ * double (both norms see the unrounded row). Arguments, allocation, errors
+ * and aliasing as for pe_encode_absolute, which is this function with
+ * add = NULL and pre_norm = NULL. */
+pe_status pe_encode_input(const pe_input *in, const float *x,
+                          const int64_t *positions, size_t n, size_t d,
+                          float *out, size_t *bad_index);
+
 /* ---------------------------------------------------------------------- */
 /* RoPE                                                                     */
 /* ---------------------------------------------------------------------- */

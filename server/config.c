@@ -24,7 +24,7 @@ typedef enum opt_type {
     T_UINT,   /* unsigned in [min, max] */
     T_SIZE,   /* size_t in [min, max] */
     T_LOGFMT, /* text | json */
-    T_MODEL,  /* NAME=DIR, repeatable; env: comma-separated list */
+    T_MODEL,  /* NAME=DIR[:LAYER], repeatable; env: comma-separated list */
     T_SWITCH  /* no value */
 } opt_type;
 
@@ -53,9 +53,12 @@ static const opt_spec OPTIONS[] = {
     {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads),
      0, 1024, "OpenMP threads per request; 0 keeps OpenMP's default\n"
               "(OMP_NUM_THREADS, else one per core)"},
-    {"--model", "POSENC_MODEL", "NAME=DIR", T_MODEL, FIELD(n_models), 0, 0,
-     "serve the model in DIR as NAME (repeatable; the variable takes a\n"
-     "comma-separated list). Not supported yet: the server exits 2"},
+    {"--model", "POSENC_MODEL", "NAME=DIR[:LAYER]", T_MODEL, FIELD(n_models),
+     0, 0,
+     "serve the model in DIR (config.json + model.safetensors) as NAME;\n"
+     "LAYER picks the attention layer of a Hugging Face checkpoint\n"
+     "(default 0). Repeatable; the variable takes a comma-separated list.\n"
+     "The built-in 'default' model stays unless one is named default"},
     {"--max-body-bytes", "POSENC_MAX_BODY_BYTES", "BYTES", T_SIZE,
      FIELD(max_body_bytes), 1, MAX_SIZE_VALUE,
      "largest request body; bigger ones get 413"},
@@ -162,7 +165,7 @@ static void print_help(void)
     printf("  %-26s show the version and exit\n\n", "--version");
     printf("Exit status: 0 after a clean shutdown (SIGTERM or SIGINT), "
            "1 when the server\ncannot start, 2 for a bad flag or "
-           "variable.\n");
+           "variable or a model that fails to load.\n");
 }
 
 /* Reads a decimal integer in [min, max]: digits only, no sign, no spaces,
@@ -193,8 +196,12 @@ static int parse_number(const char *src, const char *s,
     return 0;
 }
 
-/* One NAME=DIR model argument: NAME of [A-Za-z0-9._-], DIR non-empty. */
-static int check_model_arg(const char *src, const char *s, size_t len)
+/* One NAME=DIR[:LAYER] model argument: NAME of [A-Za-z0-9._-], DIR
+ * non-empty. A trailing ":DIGITS" is always the layer (DIR may hold ':'
+ * elsewhere; a directory whose name ends in ":DIGITS" can be written with a
+ * trailing '/'). */
+static int parse_model_arg(const char *src, const char *s, size_t len,
+                           config_model *out)
 {
     const char *eq = memchr(s, '=', len);
     size_t name_len = eq ? (size_t)(eq - s) : 0;
@@ -205,33 +212,63 @@ static int check_model_arg(const char *src, const char *s, size_t len)
     }
     if (!ok) {
         fprintf(stderr,
-                "posenc: %s: '%.*s' is not NAME=DIR (NAME of letters, "
-                "digits, '.', '_' or '-')\n",
+                "posenc: %s: '%.*s' is not NAME=DIR[:LAYER] (NAME of "
+                "letters, digits, '.', '_' or '-')\n",
                 src, (int)(len > 200 ? 200 : len), s);
         return -1;
+    }
+    memset(out, 0, sizeof *out);
+    out->name = s;
+    out->name_len = name_len;
+    out->dir = eq + 1;
+    out->dir_len = len - name_len - 1;
+    size_t digits = 0;
+    while (digits < out->dir_len &&
+           isdigit((unsigned char)out->dir[out->dir_len - 1 - digits]))
+        digits++;
+    if (digits > 0 && digits + 1 < out->dir_len &&
+        out->dir[out->dir_len - 1 - digits] == ':') {
+        if (digits > 6) {
+            fprintf(stderr, "posenc: %s: layer '%.*s' is too large\n", src,
+                    (int)digits, out->dir + out->dir_len - digits);
+            return -1;
+        }
+        out->layer = (unsigned)strtoul(out->dir + out->dir_len - digits,
+                                       NULL, 10);
+        out->has_layer = true;
+        out->dir_len -= digits + 1;
     }
     return 0;
 }
 
-/* Counts and checks the models of one source: a flag value is one model,
+static int add_model(server_config *cfg, const char *src, const char *s,
+                     size_t len)
+{
+    if (cfg->n_models == CONFIG_MAX_MODELS) {
+        fprintf(stderr, "posenc: %s: at most %d models\n", src,
+                CONFIG_MAX_MODELS);
+        return -1;
+    }
+    if (parse_model_arg(src, s, len, &cfg->models[cfg->n_models]) != 0)
+        return -1;
+    cfg->n_models++;
+    return 0;
+}
+
+/* Checks and records the models of one source: a flag value is one model,
  * the variable a comma-separated list. */
 static int add_models(server_config *cfg, const char *src, const char *s,
                       bool is_list)
 {
     size_t len = strlen(s);
-    if (!is_list) {
-        if (check_model_arg(src, s, len) != 0)
-            return -1;
-        cfg->n_models++;
-        return 0;
-    }
+    if (!is_list)
+        return add_model(cfg, src, s, len);
     const char *p = s;
     while (p <= s + len) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        if (check_model_arg(src, p, n) != 0)
+        if (add_model(cfg, src, p, n) != 0)
             return -1;
-        cfg->n_models++;
         p += n + 1;
     }
     return 0;
@@ -367,6 +404,7 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
         const opt_spec *o = &OPTIONS[k];
         if (o->type == T_MODEL) {
             if (model_flag_seen) {
+                memcpy(cfg->models, models.models, sizeof cfg->models);
                 cfg->n_models = models.n_models;
                 continue;
             }
@@ -386,12 +424,6 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
                 "posenc: --max-connections (%u) must be at least --threads "
                 "(%u)\n",
                 cfg->max_connections, cfg->threads);
-        return CONFIG_ERROR;
-    }
-    if (cfg->n_models > 0) {
-        fprintf(stderr,
-                "posenc: --model: model directories are not supported yet "
-                "(the server serves only the built-in 'default' model)\n");
         return CONFIG_ERROR;
     }
     return CONFIG_RUN;

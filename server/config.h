@@ -14,6 +14,20 @@
 
 typedef enum log_format { LOG_TEXT, LOG_JSON } log_format;
 
+/* Most --model entries accepted. */
+#define CONFIG_MAX_MODELS 32
+
+/* One --model NAME=DIR[:LAYER], as slices of argv or of the environment
+ * (not NUL-terminated). */
+typedef struct config_model {
+    const char *name;
+    size_t name_len;
+    const char *dir;
+    size_t dir_len;
+    bool has_layer; /* ":LAYER" was given */
+    unsigned layer;
+} config_model;
+
 typedef struct server_config {
     const char *host;         /* borrowed from argv or the environment */
     unsigned port;            /* 0 = pick a free port */
@@ -27,7 +41,8 @@ typedef struct server_config {
     unsigned drain_timeout_s; /* how long SIGTERM waits for requests */
     const char *api_key;      /* NULL = no key; borrowed; never logged */
     log_format log_format;
-    unsigned n_models;        /* --model NAME=DIR given (not served yet) */
+    config_model models[CONFIG_MAX_MODELS]; /* --model, in order */
+    unsigned n_models;
     bool check;               /* probe mode: GET /healthz and exit */
 } server_config;
 

@@ -1,13 +1,14 @@
 /*
  * main.c - posenc-server: flags, then the server until SIGTERM/SIGINT.
  *
- * Wiring only: each step lives in its own file (config, shutdown, server,
- * daemon, probe).
+ * Wiring only: each step lives in its own file (config, shutdown, models,
+ * server, daemon, probe).
  */
 #include <signal.h>
 
 #include "config.h"
 #include "daemon.h"
+#include "models.h"
 #include "probe.h"
 #include "server.h"
 #include "shutdown.h"
@@ -31,7 +32,12 @@ int main(int argc, char **argv)
     if (shutdown_block_signals(&signals, cfg.log_format) != 0)
         return 1;
 
-    server_ctx *srv = server_new(&cfg);
+    /* After the mask: loading converts weights on OpenMP threads. A model
+     * that fails to load is a bad flag: exit 2 before listening. */
+    api_service *svc = models_load(&cfg);
+    if (svc == NULL)
+        return 2;
+    server_ctx *srv = server_new(&cfg, svc);
     if (srv == NULL)
         return 1;
     int status = daemon_start(srv);

@@ -45,11 +45,12 @@ static void describe_build(server_ctx *srv)
              _OPENMP, SANITIZERS, daemon_library_version());
 }
 
-server_ctx *server_new(const server_config *cfg)
+server_ctx *server_new(const server_config *cfg, api_service *svc)
 {
     server_ctx *srv = calloc(1, sizeof *srv);
     if (srv == NULL) {
         log_msg(cfg->log_format, "error", "out of memory");
+        api_service_free(svc);
         return NULL;
     }
     srv->cfg = *cfg;
@@ -64,19 +65,7 @@ server_ctx *server_new(const server_config *cfg)
     if (cfg->omp_threads > 0)
         omp_set_num_threads((int)cfg->omp_threads);
 
-    api_limits limits = {
-        .max_tokens = cfg->max_tokens,
-        .max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS,
-    };
-    api_error err;
-    memset(&err, 0, sizeof err);
-    srv->svc = api_service_new(&limits, &err);
-    if (srv->svc == NULL) {
-        log_msg(cfg->log_format, "error", "cannot start the API: %s",
-                err.message);
-        free(srv);
-        return NULL;
-    }
+    srv->svc = svc;
 
     describe_build(srv);
     srv->facts = (api_server_facts){

@@ -33,9 +33,10 @@ typedef struct server_ctx {
     uint64_t request_id_seed;   /* random, fixed at startup */
 } server_ctx;
 
-/* New context for *cfg (copied): builds the API service and the facts.
- * Returns NULL after logging why. Free with server_free. */
-server_ctx *server_new(const server_config *cfg);
+/* New context for *cfg (copied) serving svc (built by models_load; the
+ * context owns it from here on, even on failure) and the facts. Returns
+ * NULL after logging why. Free with server_free. */
+server_ctx *server_new(const server_config *cfg, api_service *svc);
 
 /* Frees the context and the API service; accepts NULL. The daemon must
  * have been stopped. */

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Run the posenc test suite: the unit tests of lib/ ($BUILD/test_lib), the
 # API tests ($BUILD/test_api), then the HTTP tests against the real server
-# ($BUILD/test_http, which starts $BUILD/posenc-server itself). A test binary
-# that is not built is skipped, except test_http.
+# ($BUILD/test_http, which starts $BUILD/posenc-server itself), then the
+# model-directory tests (tests/models/test_models.py, same server). A test
+# binary that is not built is skipped, except test_http.
 #
 # Each binary ends with a line "... N passed, M failed"; this script adds
 # them up and prints one last line, exactly "N passed, M failed" (what CI
@@ -71,6 +72,15 @@ if [ -x "$BUILD/test_http" ]; then
     run test_http "$BUILD/test_http"
 else
     echo "FAIL test_http: $BUILD/test_http not built"
+    total_failed=$((total_failed + 1))
+fi
+
+# Model directories (tests/models): checkpoints written and references
+# computed with numpy, checked against the real server over HTTP.
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    run test_models env BUILD="$BUILD" /usr/bin/python3 tests/models/test_models.py
+else
+    echo "FAIL test_models: needs /usr/bin/python3 with numpy (tools/install-deps.sh test)"
     total_failed=$((total_failed + 1))
 fi
 

@@ -16,6 +16,7 @@
 #include "fast_json.h"
 #include "float_text.h"
 #include "strbuf.h"
+#include "test_safetensors.h"
 
 /* Reference for the shortest digits: try every precision from 1 up with
  * "%.*g" and keep the first that reads back. (float_to_text searches by
@@ -372,6 +373,7 @@ int main(void)
     test_handlers();
     test_fast_arrays();
     test_fast_numbers();
+    test_safetensors();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }

@@ -204,10 +204,99 @@ static void errors(void)
           "n = 0 is a no-op");
 }
 
+/* pe_encode_input: scale*x + PE + add through two norms (BLOOM-like:
+ * layernorm then layernorm; BERT-like: add then one layernorm), against a
+ * long double reference; with add and pre_norm NULL it is bit-identical to
+ * pe_encode_absolute. */
+static void ref_layernorm(long double *z, size_t d, const float *w, const float *b,
+                          long double eps)
+{
+    long double mean = 0, var = 0;
+    for (size_t j = 0; j < d; j++)
+        mean += z[j];
+    mean /= d;
+    for (size_t j = 0; j < d; j++)
+        var += (z[j] - mean) * (z[j] - mean);
+    var /= d;
+    for (size_t j = 0; j < d; j++)
+        z[j] = (z[j] - mean) / sqrtl(var + eps) * w[j] + b[j];
+}
+
+static void input_stage(void)
+{
+    enum { N = 4, D = 10 };
+    static const int64_t pos[N] = {0, 2, 9, 31};
+    uint64_t rng = 23;
+    float x[N * D], add[D], w1[D], b1[D], w2[D], b2[D], table[32 * D];
+    float out[N * D], plain[N * D];
+    double want[N * D];
+
+    for (size_t e = 0; e < N * D; e++)
+        x[e] = (float)test_uniform(&rng, -1, 1);
+    for (size_t e = 0; e < 32 * D; e++)
+        table[e] = (float)test_uniform(&rng, -0.5, 0.5);
+    for (size_t j = 0; j < D; j++) {
+        add[j] = (float)test_uniform(&rng, -1, 1);
+        w1[j] = (float)test_uniform(&rng, 0.5, 2);
+        b1[j] = (float)test_uniform(&rng, -1, 1);
+        w2[j] = (float)test_uniform(&rng, 0.5, 2);
+        b2[j] = (float)test_uniform(&rng, -1, 1);
+    }
+    pe_absolute learned = {PE_ABS_LEARNED, 0, PE_SIN_INTERLEAVED, table, 32};
+    pe_norm ln1 = {PE_NORM_LAYER, 1e-12, w1, b1}, ln2 = {PE_NORM_LAYER, 1e-5, w2, b2};
+
+    /* BERT-like: LN(x + table[p] + add) */
+    for (size_t r = 0; r < N; r++) {
+        long double z[D];
+        for (size_t j = 0; j < D; j++)
+            z[j] = (long double)x[r * D + j] + table[pos[r] * D + j] + add[j];
+        ref_layernorm(z, D, w1, b1, 1e-12L);
+        for (size_t j = 0; j < D; j++)
+            want[r * D + j] = (double)z[j];
+    }
+    pe_input bert = {.pe = &learned, .embed_scale = 1.0, .add = add, .pre_norm = &ln1};
+    CHECK(pe_encode_input(&bert, x, pos, N, D, out, NULL) == PE_OK, "input stage: PE_OK");
+    CHECK_CLOSE(out, want, N * D, 2e-6, "LN(x + PE + add)");
+
+    /* BLOOM-like: LN2(LN1(x)), no PE */
+    for (size_t r = 0; r < N; r++) {
+        long double z[D];
+        for (size_t j = 0; j < D; j++)
+            z[j] = x[r * D + j];
+        ref_layernorm(z, D, w1, b1, 1e-12L);
+        ref_layernorm(z, D, w2, b2, 1e-5L);
+        for (size_t j = 0; j < D; j++)
+            want[r * D + j] = (double)z[j];
+    }
+    pe_input bloom = {.embed_scale = 1.0, .pre_norm = &ln1, .norm = &ln2};
+    CHECK(pe_encode_input(&bloom, x, pos, N, D, out, NULL) == PE_OK, "two norms: PE_OK");
+    CHECK_CLOSE(out, want, N * D, 2e-6, "LN2(LN1(x))");
+
+    /* Without the new steps it is pe_encode_absolute, bit for bit. */
+    pe_input same = {.pe = &learned, .embed_scale = 2.0, .norm = &ln2};
+    pe_encode_input(&same, x, pos, N, D, out, NULL);
+    pe_encode_absolute(&learned, &ln2, 2.0, x, pos, N, D, plain, NULL);
+    CHECK(memcmp(out, plain, sizeof out) == 0, "add/pre_norm NULL == pe_encode_absolute");
+
+    /* The add vector alone, exact for these sums of two floats in double. */
+    pe_input add_only = {.embed_scale = 1.0, .add = add};
+    pe_encode_input(&add_only, x, pos, N, D, out, NULL);
+    bool exact = true;
+    for (size_t e = 0; e < N * D; e++)
+        exact &= out[e] == (float)((double)x[e] + (double)add[e % D]);
+    CHECK(exact, "x + add rounded once");
+
+    size_t bad = 0;
+    int64_t far[1] = {40};
+    CHECK(pe_encode_input(&bert, x, far, 1, D, out, &bad) == PE_ERANGE && bad == 0,
+          "input stage keeps PE_ERANGE for a learned table");
+}
+
 void test_absolute(void)
 {
     with_norms();
     learned_and_none();
     parallel_matches_serial();
     errors();
+    input_stage();
 }

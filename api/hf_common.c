@@ -1,0 +1,270 @@
+/*
+ * hf_common.c - config.json and tensor readers shared by the Hugging Face
+ * architecture loaders (see hf.h).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hf.h"
+#include "json_fields.h"
+
+#define NAME_MAX_LEN 256
+
+int hf_config_fail(const hf_load *h, api_error *err, const char *fmt, ...)
+{
+    char msg[API_MESSAGE_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", h->config_path, msg);
+}
+
+/* ---- config.json ------------------------------------------------------- */
+
+const json_t *hf_get(const hf_load *h, const char *const *keys, const char **which)
+{
+    for (const char *const *k = keys; *k; k++) {
+        const json_t *v = json_object_get(h->config, *k);
+        if (v && !json_is_null(v)) {
+            if (which)
+                *which = *k;
+            return v;
+        }
+    }
+    if (which)
+        *which = keys[0];
+    return NULL;
+}
+
+int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt,
+           int64_t lo, int64_t hi, int64_t *out, api_error *err)
+{
+    const char *key;
+    const json_t *v = hf_get(h, keys, &key);
+
+    if (!v) {
+        if (required)
+            return hf_config_fail(h, err, "missing key '%s'", keys[0]);
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v)) {
+        char got[64];
+        jf_describe(v, got, sizeof got);
+        return hf_config_fail(h, err, "%s must be an integer, got %s", key, got);
+    }
+    json_int_t n = json_integer_value(v);
+    if (n < lo || n > hi)
+        return hf_config_fail(h, err, "%s = %lld is out of range [%lld, %lld]", key,
+                              (long long)n, (long long)lo, (long long)hi);
+    *out = n;
+    return 0;
+}
+
+int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
+              double *out, api_error *err)
+{
+    const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
+
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_number(v)) {
+        char got[64];
+        jf_describe(v, got, sizeof got);
+        return hf_config_fail(h, err, "%s must be a number, got %s", key, got);
+    }
+    double x = json_number_value(v);
+    if (!isfinite(x) || (positive && !(x > 0)))
+        return hf_config_fail(h, err, "%s = %g must be %s", key, x,
+                              positive ? "a finite number > 0" : "finite");
+    *out = x;
+    return 0;
+}
+
+int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, api_error *err)
+{
+    const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
+
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_boolean(v))
+        return hf_config_fail(h, err, "%s must be true or false", key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+int hf_string(const hf_load *h, const char *key, const char *dflt, const char **out,
+              api_error *err)
+{
+    const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
+
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_string(v))
+        return hf_config_fail(h, err, "%s must be a string", key);
+    *out = json_string_value(v);
+    return 0;
+}
+
+int hf_check_layer(const hf_load *h, const char *const *keys, api_error *err)
+{
+    const char *key;
+    int64_t n;
+
+    if (hf_int(h, keys, false, -1, 1, 1 << 20, &n, err))
+        return -1;
+    hf_get(h, keys, &key);
+    if (n >= 0 && h->layer >= (size_t)n)
+        return hf_config_fail(h, err, "layer %zu does not exist: %s is %lld (layers count from 0)",
+                              h->layer, key, (long long)n);
+    return 0;
+}
+
+int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t heads,
+                size_t *head_dim, api_error *err)
+{
+    if (hidden % heads != 0)
+        return hf_config_fail(h, err, "%s %zu is not divisible by the %zu attention heads",
+                              hidden_key, hidden, heads);
+    *head_dim = hidden / heads;
+    return 0;
+}
+
+/* ---- tensors -------------------------------------------------------------- */
+
+static int oom(api_error *err)
+{
+    return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading weights");
+}
+
+/* prefix + formatted name into buf (NAME_MAX_LEN); -1 when too long. */
+__attribute__((format(printf, 3, 0)))
+static int vname(const hf_load *h, char *buf, const char *fmt, va_list ap)
+{
+    size_t p = strlen(h->prefix);
+    memcpy(buf, h->prefix, p);
+    int n = vsnprintf(buf + p, NAME_MAX_LEN - p, fmt, ap);
+    return n < 0 || (size_t)n >= NAME_MAX_LEN - p ? -1 : 0;
+}
+
+int hf_pick_prefix(hf_load *h, const char *const *prefixes, api_error *err,
+                   const char *fmt, ...)
+{
+    char name[NAME_MAX_LEN], first[NAME_MAX_LEN] = "";
+    va_list ap;
+
+    for (const char *const *p = prefixes; *p; p++) {
+        snprintf(h->prefix, sizeof h->prefix, "%s", *p);
+        va_start(ap, fmt);
+        int rc = vname(h, name, fmt, ap);
+        va_end(ap);
+        if (rc)
+            return api_fail(err, API_E_INVALID_REQUEST, NULL, "tensor name too long");
+        if (st_set_has(h->weights, name))
+            return 0;
+        if (!first[0])
+            memcpy(first, name, sizeof first);
+    }
+    h->prefix[0] = '\0';
+    return api_fail(err, API_E_INVALID_REQUEST, NULL,
+                    "%s: no tensor %s (missing tensor; is layer %zu in this checkpoint?)",
+                    st_set_source(h->weights), first, h->layer);
+}
+
+bool hf_has(const hf_load *h, const char *fmt, ...)
+{
+    char name[NAME_MAX_LEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    int rc = vname(h, name, fmt, ap);
+    va_end(ap);
+    return rc == 0 && st_set_has(h->weights, name);
+}
+
+__attribute__((format(printf, 8, 0)))
+static int vtensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out,
+                   const char **dtype, api_error *err, const char *fmt, va_list ap)
+{
+    char name[NAME_MAX_LEN];
+    size_t dims[2] = {d0, d1};
+
+    if (vname(h, name, fmt, ap))
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "tensor name too long");
+    return st_set_read(h->weights, name, ndim, dims, out, dtype, err);
+}
+
+int hf_tensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out, const char **dtype,
+              api_error *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    int rc = vtensor(h, ndim, d0, d1, out, dtype, err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, api_error *err,
+              const char *fmt, ...)
+{
+    va_list ap;
+
+    tensor_free(&h->m->weights[w]);
+    va_start(ap, fmt);
+    int rc = vtensor(h, ndim, d0, d1, &h->m->weights[w], &h->m->weight_dtype[w], err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int hf_new_matrix(tensor *t, size_t rows, size_t cols, api_error *err)
+{
+    size_t n;
+
+    memset(t, 0, sizeof *t);
+    if (mul_size(rows, cols, &n) || n > SIZE_MAX / sizeof(float) ||
+        !(t->data = malloc((n ? n : 1) * sizeof(float))))
+        return oom(err);
+    t->ndim = 2;
+    t->dim[0] = rows;
+    t->dim[1] = cols;
+    return 0;
+}
+
+int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features,
+              api_error *err, const char *fmt, ...)
+{
+    tensor stored, *t = &h->m->weights[w];
+    const char *dtype = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    int rc = vtensor(h, 2, out_features, in_features, &stored, &dtype, err, fmt, ap);
+    va_end(ap);
+    if (rc)
+        return -1;
+    tensor_free(t);
+    if (hf_new_matrix(t, in_features, out_features, err)) {
+        tensor_free(&stored);
+        return -1;
+    }
+    /* Row i of the result gathers column i of the stored matrix. */
+#pragma omp parallel for schedule(static) if (in_features * out_features > 65536)
+    for (size_t i = 0; i < in_features; i++)
+        for (size_t o = 0; o < out_features; o++)
+            t->data[i * out_features + o] = stored.data[o * in_features + i];
+    tensor_free(&stored);
+    h->m->weight_dtype[w] = dtype;
+    return 0;
+}

@@ -1,0 +1,297 @@
+/*
+ * hf_rope.c - RoPE parameters from a Llama-family config.json, with the
+ * newest Hugging Face semantics (modeling_rope_utils.py,
+ * standardize_rope_params and the _compute_*_parameters functions):
+ *
+ * - The block is `rope_scaling` when it is a non-empty object, else
+ *   `rope_parameters` (the newer name, which may also hold rope_theta and
+ *   partial_rotary_factor). Its type is `rope_type`, else `type`, else
+ *   "default". Per-layer-type nested blocks are not supported.
+ * - theta: the block's rope_theta, else the top-level rope_theta, else 1e4.
+ * - partial_rotary_factor: the top-level key wins over the block's.
+ * - original_max_position_embeddings (yarn, llama3, longrope): the
+ *   top-level key wins (Phi-3 keeps it there), else the block's, else
+ *   max_position_embeddings. dynamic uses max_position_embeddings (HF's
+ *   dynamic NTK compares against it); posenc calls that value
+ *   original_max_position_embeddings.
+ * - A missing yarn factor is max_position_embeddings / original (HF R3); a
+ *   missing longrope factor likewise (when max_position_embeddings is
+ *   there; otherwise 1).
+ * The result is written out explicitly (every derived default visible in
+ * /info) and checked by computing the frequencies once, so a bad value
+ * stops the server at startup rather than failing every request.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hf.h"
+#include "scheme.h"
+
+/* The rope types, indexed by rope_type. */
+typedef enum rope_type {
+    RT_DEFAULT, RT_LINEAR, RT_DYNAMIC, RT_YARN, RT_LLAMA3, RT_LONGROPE
+} rope_type;
+static const char *const scaling_types[] = {"default", "linear", "dynamic", "yarn", "llama3",
+                                            "longrope", NULL};
+
+/* A non-empty object (HF tests the block's truthiness). */
+static bool nonempty_object(const json_t *v)
+{
+    return json_is_object(v) && json_object_size(v) > 0;
+}
+
+/* Copy block[key] into sc when present: a number (or, with is_bool, a
+ * boolean). required: absent is an error. */
+static int copy_key(const hf_load *h, const char *bkey, const json_t *block, const char *key,
+                    bool required, bool is_bool, json_t *sc, api_error *err)
+{
+    const json_t *v = json_object_get(block, key);
+
+    if (!v || json_is_null(v)) {
+        if (required)
+            return hf_config_fail(h, err, "%s.%s is missing (required for this rope type)", bkey,
+                                  key);
+        return 0;
+    }
+    if (is_bool ? !json_is_boolean(v) : !json_is_number(v))
+        return hf_config_fail(h, err, "%s.%s must be %s", bkey, key,
+                              is_bool ? "true or false" : "a number");
+    if (json_object_set_new(sc, key, json_deep_copy(v)))
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    return 0;
+}
+
+/* A list of numbers of length n (longrope short/long factors). */
+static int copy_list(const hf_load *h, const char *bkey, const json_t *block, const char *key,
+                     size_t n, json_t *sc, api_error *err)
+{
+    const json_t *v = json_object_get(block, key), *item;
+    size_t i;
+
+    if (!json_is_array(v))
+        return hf_config_fail(h, err, "%s.%s must be a list of numbers (required for longrope)",
+                              bkey, key);
+    json_array_foreach(v, i, item)
+        if (!json_is_number(item))
+            return hf_config_fail(h, err, "%s.%s[%zu] is not a number", bkey, key, i);
+    if (json_array_size(v) != n)
+        return hf_config_fail(h, err, "%s.%s has %zu entries; rotary_dim/2 = %zu", bkey, key,
+                              json_array_size(v), n);
+    if (json_object_set_new(sc, key, json_deep_copy(v)))
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    return 0;
+}
+
+static int set_number(json_t *obj, const char *key, double v, api_error *err)
+{
+    if (json_object_set_new(obj, key, json_real(v)))
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    return 0;
+}
+
+/* original_max_position_embeddings and max_position_embeddings, as HF
+ * resolves them (see the file comment). 0 = absent. */
+static int context_lengths(const hf_load *h, const char *bkey, const json_t *block,
+                           rope_type type, int64_t *orig, int64_t *max_pos, api_error *err)
+{
+    const json_t *in_block = json_object_get(block, "original_max_position_embeddings");
+
+    if (hf_int(h, HF_KEYS("max_position_embeddings"), false, 0, 1, INT64_MAX / 2, max_pos, err) ||
+        hf_int(h, HF_KEYS("original_max_position_embeddings"), false, 0, 1, INT64_MAX / 2, orig,
+               err))
+        return -1;
+    if (type == RT_DYNAMIC) {
+        if (!*max_pos)
+            return hf_config_fail(h, err, "dynamic rope scaling needs max_position_embeddings");
+        *orig = *max_pos;
+        return 0;
+    }
+    if (*orig)
+        return 0;
+    if (in_block && !json_is_null(in_block)) {
+        if (!json_is_integer(in_block) || json_integer_value(in_block) < 1)
+            return hf_config_fail(h, err, "%s.original_max_position_embeddings must be an "
+                                  "integer >= 1", bkey);
+        *orig = json_integer_value(in_block);
+        return 0;
+    }
+    if (!*max_pos)
+        return hf_config_fail(h, err, "%s needs original_max_position_embeddings (in %s or at "
+                              "the top level) or max_position_embeddings", bkey, bkey);
+    *orig = *max_pos;
+    return 0;
+}
+
+static int build_scaling(const hf_load *h, const char *bkey, const json_t *block,
+                         rope_type type, size_t rotary_dim, json_t *sc, api_error *err)
+{
+    int64_t orig = 0, max_pos = 0;
+
+    if (json_object_set_new(sc, "type", json_string(scaling_types[type])))
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    if (type != RT_LINEAR && context_lengths(h, bkey, block, type, &orig, &max_pos, err))
+        return -1;
+    if (orig && json_object_set_new(sc, "original_max_position_embeddings", json_integer(orig)))
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    bool has_factor = json_is_number(json_object_get(block, "factor"));
+    switch (type) {
+    case RT_DEFAULT:
+        return 0;
+    case RT_LINEAR:
+    case RT_DYNAMIC:
+        return copy_key(h, bkey, block, "factor", true, false, sc, err);
+    case RT_YARN:
+        if (has_factor ? copy_key(h, bkey, block, "factor", true, false, sc, err)
+            : !max_pos ? hf_config_fail(h, err, "%s.factor is missing and there is no "
+                                        "max_position_embeddings to derive it from", bkey)
+                       : set_number(sc, "factor", (double)max_pos / (double)orig, err))
+            return -1;
+        return copy_key(h, bkey, block, "attention_factor", false, false, sc, err) ||
+               copy_key(h, bkey, block, "beta_fast", false, false, sc, err) ||
+               copy_key(h, bkey, block, "beta_slow", false, false, sc, err) ||
+               copy_key(h, bkey, block, "mscale", false, false, sc, err) ||
+               copy_key(h, bkey, block, "mscale_all_dim", false, false, sc, err) ||
+               copy_key(h, bkey, block, "truncate", false, true, sc, err) ? -1 : 0;
+    case RT_LLAMA3:
+        return copy_key(h, bkey, block, "factor", true, false, sc, err) ||
+               copy_key(h, bkey, block, "low_freq_factor", true, false, sc, err) ||
+               copy_key(h, bkey, block, "high_freq_factor", true, false, sc, err) ? -1 : 0;
+    case RT_LONGROPE:
+        if (has_factor ? copy_key(h, bkey, block, "factor", true, false, sc, err)
+            : max_pos ? set_number(sc, "factor", (double)max_pos / (double)orig, err) : 0)
+            return -1;
+        return copy_list(h, bkey, block, "short_factor", rotary_dim / 2, sc, err) ||
+               copy_list(h, bkey, block, "long_factor", rotary_dim / 2, sc, err) ||
+               copy_key(h, bkey, block, "attention_factor", false, false, sc, err) ? -1 : 0;
+    }
+    return 0;
+}
+
+/* The frequencies must be computable: for longrope with both factor lists. */
+static int check_frequencies(const hf_load *h, const json_t *params, size_t head_dim,
+                             size_t rotary_dim, api_error *err)
+{
+    scheme s;
+    api_error inner;
+    double *inv_freq = NULL, att;
+    int rc = -1;
+
+    if (scheme_parse(SCHEME_ROPE, params, "rope", &s, &inner))
+        return hf_config_fail(h, err, "%s", inner.message);
+    pe_rope rope = {.base = s.base, .head_dim = head_dim, .rotary_dim = rotary_dim,
+                    .layout = s.rope_layout, .scaling = s.scaling};
+    if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > head_dim) {
+        hf_config_fail(h, err, "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
+                       "be even and in [2, head_dim]", rotary_dim, head_dim);
+        goto out;
+    }
+    if (!(inv_freq = malloc(rotary_dim / 2 * sizeof *inv_freq))) {
+        api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        goto out;
+    }
+    double orig = s.scaling.original_max_position_embeddings;
+    if (pe_rope_frequencies(&rope, 1.0, inv_freq, &att) != PE_OK ||
+        pe_rope_frequencies(&rope, orig + 2.0, inv_freq, &att) != PE_OK) {
+        hf_config_fail(h, err, "the rope parameters cannot be computed (rope_theta, factor, "
+                       "original_max_position_embeddings and the type's own keys must be "
+                       "positive; dynamic needs a rotary width > 2)");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(inv_freq);
+    scheme_free(&s);
+    return rc;
+}
+
+int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error *err)
+{
+    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
+    const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
+    const json_t *block = nonempty_object(rs) ? rs : rp;
+    const char *bkey = block == rs ? "rope_scaling" : "rope_parameters";
+    json_t *p = json_object(), *sc = NULL;
+    double theta, prf = 1.0;
+    int type = RT_DEFAULT;
+
+    *params = NULL;
+    if (!p)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    if (rs && !json_is_object(rs))
+        goto not_object;
+    if (block && !json_is_object(block))
+        goto not_object;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)(uintptr_t)block, key, v)
+        if (json_is_object(v)) {
+            hf_config_fail(h, err, "%s.%s: rope parameters per layer type are not supported",
+                           bkey, key);
+            goto fail;
+        }
+    /* theta: the block's, else the top level's, else 10000 */
+    const json_t *bt = json_object_get(block, "rope_theta");
+    if (bt && !json_is_null(bt)) {
+        if (!json_is_number(bt) || !(json_number_value(bt) > 0)) {
+            hf_config_fail(h, err, "%s.rope_theta must be a number > 0", bkey);
+            goto fail;
+        }
+        theta = json_number_value(bt);
+    } else if (hf_number(h, "rope_theta", 10000.0, true, &theta, err)) {
+        goto fail;
+    }
+    /* partial_rotary_factor: the top level's wins */
+    const json_t *pt = hf_get(h, HF_KEYS("partial_rotary_factor"), NULL);
+    const json_t *pb = json_object_get(block, "partial_rotary_factor");
+    const json_t *pv = pt ? pt : (pb && !json_is_null(pb)) ? pb : NULL;
+    if (pv) {
+        if (!json_is_number(pv) || !(json_number_value(pv) > 0) || json_number_value(pv) > 1) {
+            hf_config_fail(h, err, "%s must be a number in (0, 1]",
+                           pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor");
+            goto fail;
+        }
+        prf = json_number_value(pv);
+    }
+    size_t rotary_dim = pv ? (size_t)((double)head_dim * prf) : head_dim;
+    /* the type: rope_type, else type, else default */
+    const json_t *t = json_object_get(block, "rope_type");
+    if (!t || json_is_null(t))
+        t = json_object_get(block, "type");
+    if (t && !json_is_null(t)) {
+        if (!json_is_string(t)) {
+            hf_config_fail(h, err, "%s.rope_type must be a string", bkey);
+            goto fail;
+        }
+        for (type = 0; scaling_types[type]; type++)
+            if (strcmp(scaling_types[type], json_string_value(t)) == 0)
+                break;
+        if (!scaling_types[type]) {
+            hf_config_fail(h, err, "%s: rope type '%.40s' is not supported (default, linear, "
+                           "dynamic, yarn, llama3, longrope)", bkey, json_string_value(t));
+            goto fail;
+        }
+    }
+    if (set_number(p, "base", theta, err) ||
+        json_object_set_new(p, "layout", json_string("half")) ||
+        (pv && set_number(p, "partial_rotary_factor", prf, err)))
+        goto fail;
+    if (type != RT_DEFAULT) {
+        if (!(sc = json_object()) || json_object_set_new(p, "scaling", sc)) {
+            api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+            goto fail;
+        }
+        if (build_scaling(h, bkey, block, (rope_type)type, rotary_dim, sc, err))
+            goto fail;
+    }
+    if (check_frequencies(h, p, head_dim, rotary_dim, err))
+        goto fail;
+    *params = p;
+    return 0;
+not_object:
+    hf_config_fail(h, err, "%s must be an object", rs && !json_is_object(rs) ? "rope_scaling"
+                                                                             : "rope_parameters");
+fail:
+    json_decref(p);
+    return -1;
+}

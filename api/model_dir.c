@@ -1,0 +1,226 @@
+/*
+ * model_dir.c - load a model directory: read config.json, tell posenc's
+ * own format from a Hugging Face checkpoint, load the tensors, then fuse
+ * the projection and release what the fused copy replaces (see
+ * model_dir.h).
+ */
+#include "model_dir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "hf.h"
+#include "safetensors.h"
+#include "scheme.h"
+
+static const struct {
+    const char *model_type;
+    hf_loader load;
+} archs[] = {
+    {"llama", hf_llama_load}, {"mistral", hf_llama_load}, {"mixtral", hf_llama_load},
+    {"qwen2", hf_llama_load}, {"gpt2", hf_gpt2_load},     {"bert", hf_bert_load},
+    {"bloom", hf_bloom_load}, {"t5", hf_t5_load},         {"mt5", hf_t5_load},
+};
+#define N_ARCHS (sizeof archs / sizeof archs[0])
+
+static int nomem(api_error *err)
+{
+    return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading the model");
+}
+
+/* ---- posenc's own format ----------------------------------------------- */
+
+/* The contract's weights present in the file, with their expected shapes. */
+static int read_contract_weights(model *m, st_set *w, api_error *err)
+{
+    size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    const struct {
+        size_t ndim, d0, d1;
+    } want[W_CONTRACT_COUNT] = {
+        [W_WQ] = {2, d, qd},        [W_WK] = {2, d, kvd},          [W_WV] = {2, d, kvd},
+        [W_BQ] = {1, qd, 0},        [W_BK] = {1, kvd, 0},          [W_BV] = {1, kvd, 0},
+        [W_NORM_WEIGHT] = {1, d, 0}, [W_NORM_BIAS] = {1, d, 0},    [W_POSITION_TABLE] = {2, 0, d},
+        [W_T5_BIAS] = {2, 0, m->heads}, [W_TOKEN_EMBEDDING] = {2, 0, d},
+    };
+
+    for (int k = 0; k < W_CONTRACT_COUNT; k++) {
+        const char *name = weight_names[k];
+        size_t dims[2] = {want[k].d0, want[k].d1};
+        if (!st_set_has(w, name)) {
+            if (k <= W_WV)
+                return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor %s (a "
+                                "posenc-format model needs wq, wk and wv)", st_set_source(w), name);
+            continue;
+        }
+        if (st_set_read(w, name, want[k].ndim, dims, &m->weights[k], &m->weight_dtype[k], err))
+            return -1;
+    }
+    return 0;
+}
+
+/* What a weight table is for must match the config: a norm and its
+ * weights go together; the model's own scheme has its table. */
+static int check_contract_weights(const model *m, const char *cfg_path, const char *src,
+                                  api_error *err)
+{
+    if (m->norm == PE_NORM_NONE && (model_has(m, W_NORM_WEIGHT) || model_has(m, W_NORM_BIAS)))
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor %s is given but %s has no "
+                        "norm", src, model_has(m, W_NORM_WEIGHT) ? "norm_weight" : "norm_bias",
+                        cfg_path);
+    if (m->norm != PE_NORM_NONE && !model_has(m, W_NORM_WEIGHT))
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor norm_weight, which the "
+                        "norm of %s needs", src, cfg_path);
+    if (m->norm == PE_NORM_RMS && model_has(m, W_NORM_BIAS))
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor norm_bias: rmsnorm takes "
+                        "no bias", src);
+    if (m->scheme == SCHEME_LEARNED && !model_has(m, W_POSITION_TABLE))
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor position_table, which "
+                        "scheme learned (%s) needs", src, cfg_path);
+    if (m->scheme == SCHEME_T5) {
+        scheme s;
+        api_error inner;
+        if (!model_has(m, W_T5_BIAS))
+            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor t5_bias, which "
+                            "scheme t5 (%s) needs", src, cfg_path);
+        if (scheme_parse(SCHEME_T5, m->params, "params", &s, &inner))
+            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", cfg_path, inner.message);
+        if (s.num_buckets != m->weights[W_T5_BIAS].dim[0])
+            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor t5_bias has %zu rows but "
+                            "params.num_buckets is %zu", src, m->weights[W_T5_BIAS].dim[0],
+                            s.num_buckets);
+    }
+    return 0;
+}
+
+static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
+                       api_error *err)
+{
+    api_error inner;
+
+    if (model_parse_description(cfg, "", false, m, &inner))
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", cfg_path, inner.message);
+    return read_contract_weights(m, w, err) ||
+           check_contract_weights(m, cfg_path, st_set_source(w), err) ? -1 : 0;
+}
+
+/* ---- Hugging Face ----------------------------------------------------------- */
+
+static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w, size_t layer,
+                   api_error *err)
+{
+    const char *type = json_string_value(json_object_get(cfg, "model_type"));
+    hf_load h = {.config_path = cfg_path, .config = cfg, .weights = w, .layer = layer, .m = m};
+    api_error inner;
+    scheme check;
+
+    if (!type)
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: model_type must be a string",
+                        cfg_path);
+    for (size_t i = 0; i < N_ARCHS; i++) {
+        if (strcmp(archs[i].model_type, type) != 0)
+            continue;
+        free(m->architecture);
+        if (!(m->architecture = strdup(type)))
+            return nomem(err);
+        m->layer = layer;
+        if (archs[i].load(&h, err))
+            return -1;
+        /* The bound of inline models: keeps every BLAS size within an int. */
+        if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24)
+            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: (heads + 2*kv_heads)*head_dim "
+                            "= %zu is too large", cfg_path,
+                            (m->heads + 2 * m->kv_heads) * m->head_dim);
+        /* The loaders build params themselves; check them like any model's. */
+        if (scheme_parse(m->scheme, m->params, "params", &check, &inner))
+            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", cfg_path, inner.message);
+        scheme_free(&check);
+        return 0;
+    }
+    return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: model_type '%.60s' is not supported "
+                    "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5; a config "
+                    "without model_type is posenc's own format)", cfg_path, type);
+}
+
+/* ---- both --------------------------------------------------------------------- */
+
+/* The projection is fused once; the separate copies go, their shapes stay
+ * for /info. The dtype on disk is the weights' common one, or "mixed". */
+static int finish(model *m, api_error *err)
+{
+    if (model_fuse(m, err))
+        return -1;
+    for (weight_id w = W_WQ; w <= W_BV; w++) {
+        free(m->weights[w].data);
+        m->weights[w].data = NULL;
+    }
+    m->dtype = NULL;
+    for (int w = 0; w < W_COUNT; w++) {
+        const char *dt = m->weight_dtype[w];
+        if (!dt)
+            continue;
+        if (m->dtype && strcmp(m->dtype, dt) != 0) {
+            m->dtype = "mixed";
+            break;
+        }
+        m->dtype = dt;
+    }
+    if (!m->dtype)
+        m->dtype = "F32";
+    return 0;
+}
+
+model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t layer,
+                      api_error *err)
+{
+    size_t n = strlen(dir);
+    char *cfg_path = malloc(n + sizeof "/config.json");
+    json_t *cfg = NULL;
+    st_set *w = NULL;
+    model *m = NULL;
+    json_error_t jerr;
+    int rc = -1;
+
+    if (!cfg_path) {
+        nomem(err);
+        return NULL;
+    }
+    memcpy(cfg_path, dir, n);
+    memcpy(cfg_path + n, "/config.json", sizeof "/config.json");
+    cfg = json_load_file(cfg_path, 0, &jerr);
+    if (!cfg) {
+        api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s (line %d column %d)", cfg_path,
+                 jerr.text, jerr.line, jerr.column);
+        goto out;
+    }
+    if (!json_is_object(cfg)) {
+        api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: not a JSON object", cfg_path);
+        goto out;
+    }
+    const json_t *type = json_object_get(cfg, "model_type");
+    bool hf = type && !json_is_null(type);
+    if (has_layer && !hf) {
+        api_fail(err, API_E_INVALID_REQUEST, NULL, "%s has no model_type, so it is posenc's own "
+                 "format: :LAYER is only for Hugging Face checkpoints", cfg_path);
+        goto out;
+    }
+    if (st_set_open(dir, &w, err))
+        goto out;
+    if (!(m = model_alloc(name, st_set_source(w), "posenc"))) {
+        nomem(err);
+        goto out;
+    }
+    if (hf ? load_hf(m, cfg, cfg_path, w, layer, err) : load_posenc(m, cfg, cfg_path, w, err))
+        goto out;
+    rc = finish(m, err);
+out:
+    st_set_close(w);
+    json_decref(cfg);
+    free(cfg_path);
+    if (rc) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}

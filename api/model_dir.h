@@ -1,0 +1,33 @@
+/*
+ * model_dir.h - a served model from a directory: `config.json` plus
+ * `model.safetensors` (or its sharded form, see safetensors.h).
+ *
+ * Two kinds of config.json:
+ * - posenc's own: the inline-model keys of the contract (d_model, heads,
+ *   kv_heads, head_dim, scheme, params, norm) with the weights in the
+ *   safetensors file under the contract's names (wq, wk, wv, and the
+ *   optional bq, bk, bv, norm_weight, norm_bias, position_table, t5_bias,
+ *   token_embedding). A config without `model_type` is this kind. wq, wk
+ *   and wv are required; other tensors in the file are ignored.
+ * - Hugging Face's, recognised by its `model_type`: llama, mistral,
+ *   mixtral, qwen2 (hf_llama.c), gpt2, bert, bloom, t5 and mt5 (the
+ *   encoder). One attention layer is served (`layer`, default 0); only the
+ *   tensors it needs are read.
+ */
+#ifndef MODEL_DIR_H
+#define MODEL_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api_error.h"
+#include "model.h"
+
+/* Load the model in `dir` under `name`. has_layer: a layer was given
+ * (allowed for Hugging Face checkpoints only). Returns a new model, or
+ * NULL with *err saying which file, which key or tensor, and what is
+ * wrong. */
+model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t layer,
+                      api_error *err);
+
+#endif /* MODEL_DIR_H */

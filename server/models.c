@@ -1,0 +1,62 @@
+/*
+ * models.c - turn the --model slices of the configuration into
+ * api_model_spec strings and build the API service (see models.h).
+ */
+#include "models.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "access_log.h"
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) +
+           (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+api_service *models_load(const server_config *cfg)
+{
+    api_model_spec specs[CONFIG_MAX_MODELS];
+    char *strings[2 * CONFIG_MAX_MODELS] = {0};
+    api_service *svc = NULL;
+    api_error err;
+    struct timespec t0;
+    unsigned n = cfg->n_models;
+
+    memset(&err, 0, sizeof err);
+    for (unsigned i = 0; i < n; i++) {
+        const config_model *cm = &cfg->models[i];
+        strings[2 * i] = strndup(cm->name, cm->name_len);
+        strings[2 * i + 1] = strndup(cm->dir, cm->dir_len);
+        if (!strings[2 * i] || !strings[2 * i + 1]) {
+            log_msg(cfg->log_format, "error", "out of memory");
+            goto out;
+        }
+        specs[i] = (api_model_spec){.name = strings[2 * i],
+                                    .dir = strings[2 * i + 1],
+                                    .has_layer = cm->has_layer,
+                                    .layer = cm->layer};
+    }
+    api_limits limits = {
+        .max_tokens = cfg->max_tokens,
+        .max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS,
+    };
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    svc = api_service_new_with_models(&limits, specs, n, &err);
+    if (svc == NULL) {
+        log_msg(cfg->log_format, "error", "cannot load: %s", err.message);
+        goto out;
+    }
+    if (n > 0)
+        log_msg(cfg->log_format, "info",
+                "loaded %u model%s in %.2f s (see GET /info)", n,
+                n == 1 ? "" : "s", seconds_since(&t0));
+out:
+    for (unsigned i = 0; i < 2 * n; i++)
+        free(strings[i]);
+    return svc;
+}

@@ -1,0 +1,197 @@
+"""Small random checkpoints with each architecture's real Hugging Face tensor
+names, shapes and config keys, written as a model directory (config.json +
+model.safetensors, or shards + model.safetensors.index.json).
+
+Each builder returns a Checkpoint: the config dict, the tensors as
+(name, dtype, float32 array), and `weights()`: the float64 values a reader
+of the file gets back, keyed by tensor name, for the references. Tensors a
+layer does not need (MLPs, output projections, GPT-2's attn.bias mask,
+BERT's position_ids) are included so the loader must skip them.
+"""
+import json
+import os
+
+import numpy as np
+
+import st_write
+
+
+class Checkpoint:
+    def __init__(self, config, tensors):
+        self.config = config
+        self.tensors = tensors  # list of (name, dtype, array)
+
+    def weights(self):
+        return {n: st_write.stored(a, dt) for n, dt, a in self.tensors if dt in ("F32", "F16", "BF16")}
+
+    def write(self, directory, shards=0, config=None):
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "config.json"), "w") as fh:
+            json.dump(self.config if config is None else config, fh, indent=1)
+        if shards:
+            st_write.write_sharded(directory, self.tensors, shards)
+        else:
+            st_write.write(os.path.join(directory, "model.safetensors"), self.tensors)
+        return directory
+
+
+class Gen:
+    """Random float32 arrays of a fixed seed, stored with one dtype."""
+
+    def __init__(self, seed, dtype):
+        self.rng = np.random.default_rng(seed)
+        self.dtype = dtype
+        self.out = []
+
+    def add(self, name, shape, scale=0.3, center=0.0, dtype=None):
+        a = (center + scale * self.rng.standard_normal(shape)).astype(np.float32)
+        self.out.append((name, dtype or self.dtype, a))
+
+    def raw(self, name, dtype, array):
+        self.out.append((name, dtype, array))
+
+
+def llama(seed=1, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=2,
+          head_dim=None, vocab=50, bias=False, model_type="llama", **extra):
+    hd = head_dim or d // heads
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": model_type, "hidden_size": d,
+           "intermediate_size": 2 * d, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+           "num_hidden_layers": layers, "rms_norm_eps": 1e-5, "max_position_embeddings": 64,
+           "rope_theta": 10000.0, "vocab_size": vocab, "hidden_act": "silu",
+           "tie_word_embeddings": False, "torch_dtype": "float32", "attention_bias": bias}
+    if head_dim:
+        cfg["head_dim"] = head_dim
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        for n, out in (("q", heads * hd), ("k", kv_heads * hd), ("v", kv_heads * hd)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            if bias:
+                g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        g.add(p + "mlp.gate_proj.weight", (2 * d, d))
+        g.add(p + "mlp.up_proj.weight", (2 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 2 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)
+
+
+def gpt2(seed=2, dtype="F32", prefix="", layers=2, d=24, heads=4, vocab=50, n_pos=40, **extra):
+    cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": d, "n_head": heads,
+           "n_layer": layers, "n_positions": n_pos, "n_ctx": n_pos, "vocab_size": vocab,
+           "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
+           "scale_attn_weights": True}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "wte.weight", (vocab, d), 1.0)
+    g.add(prefix + "wpe.weight", (n_pos, d), 0.5)
+    for L in range(layers):
+        p = f"{prefix}h.{L}."
+        g.add(p + "ln_1.weight", (d,), 0.1, 1.0)
+        g.add(p + "ln_1.bias", (d,), 0.1)
+        g.raw(p + "attn.bias", "U8", np.tril(np.ones((1, 1, n_pos, n_pos), np.uint8)))
+        g.add(p + "attn.c_attn.weight", (d, 3 * d))
+        g.add(p + "attn.c_attn.bias", (3 * d,), 0.2)
+        g.add(p + "attn.c_proj.weight", (d, d))
+        g.add(p + "attn.c_proj.bias", (d,))
+        g.add(p + "ln_2.weight", (d,), 0.1, 1.0)
+        g.add(p + "ln_2.bias", (d,), 0.1)
+        g.add(p + "mlp.c_fc.weight", (d, 4 * d))
+    g.add(prefix + "ln_f.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "ln_f.bias", (d,), 0.1)
+    return Checkpoint(cfg, g.out)
+
+
+def bert(seed=3, dtype="F32", prefix="bert.", layers=2, d=24, heads=3, vocab=50, n_pos=40,
+         **extra):
+    cfg = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": d,
+           "num_attention_heads": heads, "num_hidden_layers": layers, "intermediate_size": 2 * d,
+           "max_position_embeddings": n_pos, "type_vocab_size": 2, "vocab_size": vocab,
+           "layer_norm_eps": 1e-12, "position_embedding_type": "absolute", "hidden_act": "gelu"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    e = prefix + "embeddings."
+    g.add(e + "word_embeddings.weight", (vocab, d), 1.0)
+    g.add(e + "position_embeddings.weight", (n_pos, d), 0.5)
+    g.add(e + "token_type_embeddings.weight", (2, d), 0.5)
+    g.add(e + "LayerNorm.weight", (d,), 0.1, 1.0)
+    g.add(e + "LayerNorm.bias", (d,), 0.1)
+    g.raw(e + "position_ids", "I64", np.arange(n_pos, dtype=np.int64)[None, :])
+    for L in range(layers):
+        p = f"{prefix}encoder.layer.{L}."
+        for n in ("query", "key", "value"):
+            g.add(p + f"attention.self.{n}.weight", (d, d))
+            g.add(p + f"attention.self.{n}.bias", (d,), 0.2)
+        g.add(p + "attention.output.dense.weight", (d, d))
+        g.add(p + "attention.output.LayerNorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "attention.output.LayerNorm.bias", (d,), 0.1)
+    g.add("cls.predictions.bias", (vocab,))
+    return Checkpoint(cfg, g.out)
+
+
+def bloom(seed=4, dtype="F32", prefix="transformer.", layers=2, d=48, heads=6, vocab=50, **extra):
+    cfg = {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_embed": d,
+           "n_head": heads, "n_layer": layers, "layer_norm_epsilon": 1e-5, "vocab_size": vocab,
+           "apply_residual_connection_post_layernorm": False, "pretraining_tp": 1}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "word_embeddings.weight", (vocab, d), 1.0)
+    g.add(prefix + "word_embeddings_layernorm.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "word_embeddings_layernorm.bias", (d,), 0.1)
+    for L in range(layers):
+        p = f"{prefix}h.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "input_layernorm.bias", (d,), 0.1)
+        g.add(p + "self_attention.query_key_value.weight", (3 * d, d))
+        g.add(p + "self_attention.query_key_value.bias", (3 * d,), 0.2)
+        g.add(p + "self_attention.dense.weight", (d, d))
+        g.add(p + "mlp.dense_h_to_4h.weight", (4 * d, d))
+    g.add(prefix + "ln_f.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)
+
+
+def t5(seed=5, dtype="F32", layers=2, d=20, heads=3, d_kv=6, vocab=50, buckets=16, max_dist=40,
+       own_embed=False, **extra):
+    cfg = {"architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "d_model": d,
+           "d_kv": d_kv, "num_heads": heads, "num_layers": layers, "num_decoder_layers": layers,
+           "d_ff": 2 * d, "relative_attention_num_buckets": buckets,
+           "relative_attention_max_distance": max_dist, "layer_norm_epsilon": 1e-6,
+           "vocab_size": vocab, "feed_forward_proj": "relu", "is_encoder_decoder": True}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add("shared.weight", (vocab, d), 1.0)
+    if own_embed:
+        g.add("encoder.embed_tokens.weight", (vocab, d), 1.0)
+    inner = heads * d_kv
+    for L in range(layers):
+        p = f"encoder.block.{L}.layer.0."
+        g.add(p + "layer_norm.weight", (d,), 0.1, 1.0)
+        for n in "qkvo":
+            g.add(p + f"SelfAttention.{n}.weight", (inner, d) if n != "o" else (d, inner))
+        if L == 0:
+            g.add(p + "SelfAttention.relative_attention_bias.weight", (buckets, heads), 1.0)
+        g.add(f"encoder.block.{L}.layer.1.DenseReluDense.wi.weight", (2 * d, d))
+        g.add(f"decoder.block.{L}.layer.0.SelfAttention.q.weight", (inner, d))
+    g.add("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", (buckets, heads))
+    g.add("encoder.final_layer_norm.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)
+
+
+def posenc_format(seed=6, d=16, heads=4, kv_heads=2):
+    """posenc's own format: the inline-model keys, the contract's tensor names."""
+    hd = d // heads
+    cfg = {"d_model": d, "heads": heads, "kv_heads": kv_heads, "scheme": "rope",
+           "params": {"base": 500.0}, "norm": {"type": "rmsnorm", "eps": 1e-5}}
+    g = Gen(seed, "F32")
+    g.add("wq", (d, heads * hd))
+    g.add("wk", (d, kv_heads * hd))
+    g.add("wv", (d, kv_heads * hd))
+    g.add("norm_weight", (d,), 0.1, 1.0)
+    g.add("token_embedding", (30, d), 1.0)
+    g.add("unrelated.extra", (3,))
+    return Checkpoint(cfg, g.out)

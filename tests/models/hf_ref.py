@@ -1,0 +1,254 @@
+"""Reference Q, K, V (and ALiBi / T5 biases and scores) computed with numpy in
+float64, following the Hugging Face transformers modeling code of each
+architecture step by step (modeling_llama.py, modeling_gpt2.py,
+modeling_bert.py, modeling_bloom.py, modeling_t5.py and
+modeling_rope_utils.py). Written independently of posenc's C code: nothing
+here reads posenc's output or shares its arithmetic.
+
+Weights arrive as dicts of float64 arrays under the checkpoint's own tensor
+names (already rounded to their on-disk dtype), in the checkpoint's own
+orientation (nn.Linear [out][in], Conv1D [in][out]).
+"""
+import math
+
+import numpy as np
+
+
+# --------------------------------------------------------------------- norms
+def layer_norm(x, w, b, eps):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+def rms_norm(x, w, eps):
+    """LlamaRMSNorm / T5LayerNorm: x * rsqrt(mean(x^2) + eps) * w."""
+    var = (x ** 2).mean(-1, keepdims=True)
+    return w * (x / np.sqrt(var + eps))
+
+
+# ----------------------------------------------------------------------- rope
+def rope_init(cfg, seq_len):
+    """(inv_freq, attention_scaling) as modeling_rope_utils.py computes them
+    for the config's rope type (newest semantics: standardize_rope_params,
+    then the _compute_*_parameters function)."""
+    rs = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    rp = dict(rs)
+    rp.setdefault("rope_type", rp.get("type", "default"))
+    rp.setdefault("rope_theta", cfg.get("rope_theta", 10000.0))
+    if cfg.get("partial_rotary_factor") is not None:
+        rp["partial_rotary_factor"] = cfg["partial_rotary_factor"]
+    if rp["rope_type"] in ("llama3", "yarn", "longrope"):
+        if "original_max_position_embeddings" in cfg:
+            rp["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
+        else:
+            rp.setdefault("original_max_position_embeddings", cfg["max_position_embeddings"])
+    base = rp["rope_theta"]
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    dim = int(head_dim * rp.get("partial_rotary_factor", 1.0))
+    ar = np.arange(0, dim, 2, dtype=np.int64).astype(np.float64) / dim
+    t = rp["rope_type"]
+    if t == "default":
+        return 1.0 / base ** ar, 1.0
+    if t == "linear":
+        return 1.0 / base ** ar / rp["factor"], 1.0
+    if t == "dynamic":
+        mpe = cfg["max_position_embeddings"]
+        seq_len = max(seq_len, mpe)
+        factor = rp["factor"]
+        base = base * ((factor * seq_len / mpe) - (factor - 1)) ** (dim / (dim - 2))
+        return 1.0 / base ** ar, 1.0
+    if t == "yarn":
+        factor = rp.get("factor")
+        orig = rp["original_max_position_embeddings"]
+        if factor is None:
+            factor = cfg["max_position_embeddings"] / orig
+        att, msc, msc_all = rp.get("attention_factor"), rp.get("mscale"), rp.get("mscale_all_dim")
+
+        def get_mscale(scale, m=1):
+            return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+        if att is None:
+            att = get_mscale(factor, msc) / get_mscale(factor, msc_all) if msc and msc_all \
+                else get_mscale(factor)
+        beta_fast = rp.get("beta_fast") or 32
+        beta_slow = rp.get("beta_slow") or 1
+
+        def corr_dim(rot):
+            return (dim * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(base))
+        low, high = corr_dim(beta_fast), corr_dim(beta_slow)
+        if rp.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+        pos_freqs = base ** ar
+        extra = 1 - ramp
+        inv = (1.0 / (factor * pos_freqs)) * (1 - extra) + (1.0 / pos_freqs) * extra
+        return inv, att
+    if t == "longrope":
+        orig = rp["original_max_position_embeddings"]
+        factor = rp.get("factor")
+        if factor is None:
+            factor = cfg["max_position_embeddings"] / orig
+        att = rp.get("attention_factor")
+        if att is None:
+            att = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(orig))
+        ext = np.array(rp["long_factor"] if seq_len > orig else rp["short_factor"], np.float64)
+        return 1.0 / (ext * base ** ar), att
+    if t == "llama3":
+        inv = 1.0 / base ** ar
+        factor, lo, hi = rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"]
+        old = rp["original_max_position_embeddings"]
+        lo_wl, hi_wl = old / lo, old / hi
+        wl = 2 * math.pi / inv
+        inv_l = np.where(wl > lo_wl, inv / factor, inv)
+        smooth = (old / wl - lo) / (hi - lo)
+        smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
+        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
+        return np.where(medium, smoothed, inv_l), 1.0
+    raise ValueError(t)
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], -1)
+
+
+def apply_rope(x, positions, inv_freq, att):
+    """x: [T][heads][head_dim]; HF apply_rotary_pos_emb with partial rotary."""
+    freqs = np.outer(positions.astype(np.float64), inv_freq)
+    emb = np.concatenate([freqs, freqs], -1)
+    cos, sin = np.cos(emb) * att, np.sin(emb) * att
+    r = emb.shape[-1]
+    rot, keep = x[..., :r], x[..., r:]
+    rot = rot * cos[:, None, :] + rotate_half(rot) * sin[:, None, :]
+    return np.concatenate([rot, keep], -1)
+
+
+# ------------------------------------------------------------------- scores
+def scores(q, k, heads, kv_heads, head_dim, scale, bias=None):
+    """[heads][T][T] pre-softmax logits, GQA head grouping."""
+    T = q.shape[0]
+    qh = q.reshape(T, heads, head_dim)
+    kh = k.reshape(T, kv_heads, head_dim)
+    g = heads // kv_heads
+    out = np.stack([qh[:, h, :] @ kh[:, h // g, :].T for h in range(heads)]) * scale
+    return out if bias is None else out + bias
+
+
+# --------------------------------------------------------------- per model
+def llama(cfg, w, x, positions, layer, prefix="model."):
+    """x: [T][d] (embeddings for layer 0 or the hidden state)."""
+    p = f"{prefix}layers.{layer}."
+    H, KV = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    z = rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-6))
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", cfg["model_type"] == "qwen2"):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    inv, att = rope_init(cfg, int(positions.max()) + 1)
+    T = x.shape[0]
+    q = apply_rope(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1)
+    k = apply_rope(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def gpt2(cfg, w, x, positions, layer, prefix=""):
+    """Layer 0: x = wte[ids] (inputs_embeds); wpe is added here."""
+    p = f"{prefix}h.{layer}."
+    d, H = cfg["n_embd"], cfg["n_head"]
+    hd = d // H
+    h = x + w[prefix + "wpe.weight"][positions] if layer == 0 else x
+    z = layer_norm(h, w[p + "ln_1.weight"], w[p + "ln_1.bias"], cfg.get("layer_norm_epsilon", 1e-5))
+    qkv = z @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+    q, k, v = qkv[:, :d], qkv[:, d:2 * d], qkv[:, 2 * d:]
+    scale = hd ** -0.5 if cfg.get("scale_attn_weights", True) else 1.0
+    if cfg.get("scale_attn_by_inverse_layer_idx", False):
+        scale /= layer + 1
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, H, hd, scale)}
+
+
+def bert(cfg, w, x, positions, layer, prefix="bert."):
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    if layer == 0:
+        e = x + w[prefix + "embeddings.token_type_embeddings.weight"][0] + \
+            w[prefix + "embeddings.position_embeddings.weight"][positions]
+        z = layer_norm(e, w[prefix + "embeddings.LayerNorm.weight"],
+                       w[prefix + "embeddings.LayerNorm.bias"], cfg.get("layer_norm_eps", 1e-12))
+    else:
+        z = x
+    p = f"{prefix}encoder.layer.{layer}.attention.self."
+    q, k, v = (z @ w[p + n + ".weight"].T + w[p + n + ".bias"] for n in ("query", "key", "value"))
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, H, hd, hd ** -0.5)}
+
+
+def bloom_slopes(n):
+    """build_alibi_tensor's slopes."""
+    cp = 2 ** math.floor(math.log2(n))
+    base = 2 ** (-(2 ** -(math.log2(cp) - 3)))
+    slopes = [base ** k for k in range(1, 1 + cp)]
+    if cp != n:
+        extra = 2 ** (-(2 ** -(math.log2(2 * cp) - 3)))
+        rem = min(cp, n - cp)
+        slopes += [extra ** k for k in range(1, 1 + 2 * rem, 2)]
+    return np.array(slopes, np.float64)
+
+
+def bloom(cfg, w, x, positions, layer, prefix="transformer."):
+    """positions are unused: BLOOM's alibi uses key positions from the mask
+    (0..T-1 without padding), which the test's default positions equal."""
+    d = cfg.get("n_embed", cfg.get("hidden_size"))
+    H = cfg.get("n_head", cfg.get("num_attention_heads"))
+    hd = d // H
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    h = x
+    if layer == 0:
+        h = layer_norm(x, w[prefix + "word_embeddings_layernorm.weight"],
+                       w[prefix + "word_embeddings_layernorm.bias"], eps)
+    p = f"{prefix}h.{layer}."
+    z = layer_norm(h, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"], eps)
+    fused = z @ w[p + "self_attention.query_key_value.weight"].T + \
+        w[p + "self_attention.query_key_value.bias"]
+    T = x.shape[0]
+    fused = fused.reshape(T, H, 3, hd)
+    q, k, v = (fused[:, :, j, :].reshape(T, H * hd) for j in range(3))
+    mask = np.ones(T)
+    kpos = (np.cumsum(mask) - 1) * mask
+    bias = np.broadcast_to(bloom_slopes(H)[:, None, None] * kpos[None, None, :], (H, T, T))
+    return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, hd ** -0.5, bias)}
+
+
+def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+    """_relative_position_bucket, the log part in float32 as torch does it."""
+    rel = np.asarray(rel, np.int64)
+    buckets = np.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0).astype(np.int64) * num_buckets
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = num_buckets // 2
+    small = rel < max_exact
+    with np.errstate(divide="ignore", invalid="ignore"):
+        large = max_exact + (np.log(rel.astype(np.float32) / np.float32(max_exact)) /
+                             np.float32(math.log(max_distance / max_exact)) *
+                             np.float32(num_buckets - max_exact)).astype(np.int64)
+    large = np.minimum(large, num_buckets - 1)
+    return buckets + np.where(small, rel, large)
+
+
+def t5(cfg, w, x, positions, layer):
+    H, hd = cfg["num_heads"], cfg["d_kv"]
+    p = f"encoder.block.{layer}.layer.0."
+    z = rms_norm(x, w[p + "layer_norm.weight"], cfg.get("layer_norm_epsilon", 1e-6))
+    q, k, v = (z @ w[p + f"SelfAttention.{n}.weight"].T for n in "qkv")
+    rel = positions[None, :] - positions[:, None]  # memory - context
+    b = t5_bucket(rel, True, cfg.get("relative_attention_num_buckets", 32),
+                  cfg.get("relative_attention_max_distance", 128))
+    table = w["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
+    bias = np.transpose(table[b], (2, 0, 1))
+    return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, 1.0, bias)}

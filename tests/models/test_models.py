@@ -1,0 +1,496 @@
+#!/usr/bin/python3
+"""Model directories over HTTP: for each architecture (Llama family, GPT-2,
+BERT, BLOOM, T5), each dtype (F32, F16, BF16), single and sharded files,
+layer 0 and a later layer, token_ids and embeddings, /apply must return the
+Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
+hf_ref.py; every Hugging Face rope scaling type is checked the same way;
+/info must describe each model; and every malformed checkpoint must stop
+the server at startup with exit status 2 and a message naming the file and
+the tensor or key.
+
+Usage: BUILD=build tests/models/test_models.py   (prints "N passed, M failed")
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checkpoints as ck  # noqa: E402
+import hf_ref  # noqa: E402
+import st_write  # noqa: E402
+from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
+
+C = Checks()
+RNG = np.random.default_rng(1234)
+
+
+def arr(resp, key):
+    return np.array(resp[key], np.float64)
+
+
+# ------------------------------------------------------------------ models
+class Case:
+    """One served model: its name, checkpoint, layer, tensor-name prefix and
+    reference function."""
+
+    def __init__(self, name, ckpt, ref, layer=0, prefix=None, shards=0, config=None):
+        self.name, self.ckpt, self.ref, self.layer = name, ckpt, ref, layer
+        self.prefix, self.shards, self.config = prefix, shards, config
+
+    def reference(self, x, positions):
+        kw = {} if self.prefix is None else {"prefix": self.prefix}
+        return self.ref(self.config or self.ckpt.config, self.ckpt.weights(), x, positions,
+                        self.layer, **kw)
+
+    @property
+    def d(self):
+        c = self.ckpt.config
+        return c.get("hidden_size") or c.get("n_embd") or c.get("n_embed") or c.get("d_model")
+
+
+def token_table(case):
+    w = case.ckpt.weights()
+    for key in ("model.embed_tokens.weight", "embed_tokens.weight", "wte.weight",
+                "transformer.wte.weight", "bert.embeddings.word_embeddings.weight",
+                "embeddings.word_embeddings.weight", "word_embeddings.weight",
+                "transformer.word_embeddings.weight", "encoder.embed_tokens.weight",
+                "shared.weight"):
+        if key in w:
+            return w[key]
+    raise KeyError(case.name)
+
+
+def compare(case, what, resp, want, keys):
+    for k in keys:
+        if k not in resp:
+            C.check(False, f"{case.name} {what}: no '{k}' in the response")
+            continue
+        C.close(f"{case.name} {what}: {k}", arr(resp, k), want[k])
+
+
+def run_case(srv, case):
+    keys = ["q", "k", "v", "scores"] + (["bias"] if case.ref in (hf_ref.bloom, hf_ref.t5) else [])
+    ret = keys
+    T = 7
+    pos = np.arange(T)
+    if case.layer == 0:
+        table = token_table(case)
+        ids = RNG.integers(0, table.shape[0], T)
+        st, r = srv.request("/apply", {"model": case.name, "token_ids": ids.tolist(), "return": ret})
+        if C.check(st == 200, f"{case.name} token_ids: status {st} {r}"):
+            compare(case, "token_ids", r, case.reference(table[ids], pos), keys)
+    # embeddings: inputs_embeds at layer 0, the hidden state later
+    x = RNG.standard_normal((T, case.d)).astype(np.float32)
+    st, r = srv.request("/apply", {"model": case.name, "embeddings": x.tolist(), "return": ret})
+    if C.check(st == 200, f"{case.name} embeddings: status {st} {r}"):
+        compare(case, "embeddings", r, case.reference(x.astype(np.float64), pos), keys)
+    if case.layer > 0:
+        st, r = srv.request("/apply", {"model": case.name, "token_ids": [1, 2]})
+        C.check(st == 422 and r["error"].get("field") == "token_ids" and "layer" in
+                r["error"]["message"], f"{case.name}: token_ids past layer 0 -> 422, got {st} {r}")
+
+
+def extra_requests(srv, cases):
+    """Batches, offsets, explicit positions, an id out of range."""
+    g = cases["gpt2"]
+    table = token_table(g)
+    ids = RNG.integers(0, table.shape[0], (2, 5))
+    st, r = srv.request("/apply", {"model": "gpt2", "token_ids": ids.tolist(), "offset": 30})
+    if C.check(st == 200, f"gpt2 batched + offset: status {st} {r}"):
+        for b in range(2):
+            want = g.reference(table[ids[b]], np.arange(30, 35))
+            for k in "qkv":
+                C.close(f"gpt2 batched row {b} offset 30: {k}", arr(r, k)[b], want[k])
+    st, r = srv.request("/apply", {"model": "gpt2", "token_ids": [1, 2], "offset": 39})
+    C.check(st == 422 and "40" in r["error"]["message"],
+            f"gpt2 position past n_positions -> 422 naming the limit, got {st} {r}")
+    lm = cases["llama"]
+    table = token_table(lm)
+    ids, pos = [3, 9, 1, 4], np.array([5, 6, 40, 41])
+    st, r = srv.request("/apply", {"model": "llama", "token_ids": ids, "positions": pos.tolist()})
+    if C.check(st == 200, f"llama positions: status {st} {r}"):
+        want = lm.reference(table[ids], pos)
+        for k in "qkv":
+            C.close(f"llama explicit positions: {k}", arr(r, k), want[k])
+    t = cases["t5"]
+    table = token_table(t)
+    ids, pos = [3, 9, 1, 4, 7, 8, 2], np.array([0, 3, 9, 20, 45, 70, 130])
+    st, r = srv.request("/apply", {"model": "t5", "token_ids": ids, "positions": pos.tolist(),
+                                   "return": ["bias", "scores"]})
+    if C.check(st == 200, f"t5 far positions: status {st} {r}"):
+        want = t.reference(table[ids], pos)
+        for k in ("bias", "scores"):
+            C.close(f"t5 far positions (log buckets): {k}", arr(r, k), want[k])
+    st, r = srv.request("/apply", {"model": "llama", "token_ids": [1, 50]})
+    C.check(st == 422 and r["error"].get("field", "").startswith("token_ids") and "1" in
+            r["error"]["field"], f"llama token id 50 of 50 -> 422 naming the index, got {st} {r}")
+
+
+def check_info(srv, cases):
+    st, info = srv.request("/info")
+    if not C.check(st == 200, f"/info status {st}"):
+        return
+    models = {m["name"]: m for m in info["models"]}
+    C.check("default" in models and models["default"]["architecture"] == "posenc"
+            and models["default"]["d_model"] == 16,
+            "a loaded model named default replaces the built-in one")
+    for case in cases.values():
+        m = models.get(case.name)
+        if not C.check(m is not None, f"/info lists {case.name}"):
+            continue
+        cfg = case.ckpt.config
+        want_arch = cfg["model_type"]
+        dtypes = {dt for n, dt, a in case.ckpt.tensors if dt in ("F32", "F16", "BF16")}
+        C.check(m["architecture"] == want_arch and m["layer"] == case.layer,
+                f"/info {case.name}: architecture {m['architecture']} layer {m['layer']}")
+        C.check(m["dtype"] == dtypes.pop(), f"/info {case.name}: dtype {m['dtype']}")
+        src = "model.safetensors.index.json" if case.shards else "model.safetensors"
+        C.check(m["source"].endswith(src), f"/info {case.name}: source {m['source']}")
+        C.check(m["d_model"] == case.d, f"/info {case.name}: d_model {m['d_model']}")
+        for k in ("heads", "kv_heads", "head_dim", "scheme", "params", "norm", "weights"):
+            C.check(k in m, f"/info {case.name} has {k}")
+    C.check(models["llama"]["kv_heads"] == 2 and models["llama"]["scheme"] == "rope"
+            and models["llama"]["params"].get("layout") == "half", "/info llama: GQA, rope half")
+    C.check(models["qwen2"]["head_dim"] == 12, "/info qwen2: head_dim from config (12)")
+    C.check(models["bloom"]["params"].get("form") == "bloom" and models["bloom"]["heads"] == 6,
+            "/info bloom: alibi form bloom, 6 heads")
+    C.check(models["t5"]["params"].get("score_scale") == 1 and models["t5"]["head_dim"] == 6,
+            "/info t5: score_scale 1, head_dim d_kv")
+    C.check(models["gpt2"]["scheme"] == "learned" and models["gpt2_l1"]["scheme"] == "none",
+            "/info gpt2: learned at layer 0, none at layer 1")
+    C.check(models["bert"]["embed_norm"]["type"] == "layernorm" and models["bert"]["norm"] is None,
+            "/info bert: embedding LayerNorm, no attention norm")
+    C.check("token_embedding" not in models["llama_l1"]["weights"],
+            "/info llama layer 1: no token table loaded")
+
+
+def posenc_format(srv, p):
+    st, r = srv.request("/apply", {"embeddings": [[0.5] * 16, [0.25] * 16]})
+    inline = {"d_model": 16, "heads": 4, "kv_heads": 2, "scheme": "rope",
+              "params": {"base": 500.0}, "norm": {"type": "rmsnorm", "eps": 1e-5},
+              "weights": {n: a.tolist() for n, dt, a in p.tensors
+                          if n in ("wq", "wk", "wv", "norm_weight")}}
+    st2, r2 = srv.request("/apply", {"model": inline, "embeddings": [[0.5] * 16, [0.25] * 16]})
+    C.check(st == 200 and st2 == 200 and all(r[k] == r2[k] for k in "qkv"),
+            f"posenc-format directory == the same inline model ({st}, {st2})")
+    ids = [3, 29]
+    st, r = srv.request("/apply", {"token_ids": ids, "return": ["encoded"]})
+    C.check(st == 200, f"posenc-format token_ids: {st} {r}")
+
+
+# ------------------------------------------------------------- rope scaling
+def rope_cases():
+    """(name, config overrides, requests as position arrays)."""
+    short, long_ = np.arange(6), np.arange(6) + 100
+    return [
+        ("rope_linear", {"rope_scaling": {"type": "linear", "factor": 4.0}}, [short, long_]),
+        ("rope_dynamic", {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+         [short, long_]),
+        ("rope_yarn", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                        "original_max_position_embeddings": 16}}, [short, long_]),
+        ("rope_yarn_full", {"max_position_embeddings": 256, "original_max_position_embeddings": 32,
+                            "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "beta_fast": 16.0,
+                                             "beta_slow": 2.0, "mscale": 1.0,
+                                             "mscale_all_dim": 0.5, "truncate": False}},
+         [short, long_]),
+        ("rope_yarn_nofactor", {"rope_scaling": {"rope_type": "yarn",
+                                                 "original_max_position_embeddings": 16}},
+         [long_]),
+        ("rope_llama3", {"rope_theta": 500000.0,
+                         "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                          "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                          "original_max_position_embeddings": 32}},
+         [short, long_]),
+        ("rope_longrope", {"original_max_position_embeddings": 16,
+                           "rope_scaling": {"type": "longrope",
+                                            "short_factor": [1.0, 1.2, 1.5, 2.0],
+                                            "long_factor": [1.0, 2.0, 4.0, 8.0]}},
+         [short, long_]),
+        ("rope_params", {"rope_theta": None,
+                         "rope_parameters": {"rope_type": "linear", "factor": 2.0,
+                                             "rope_theta": 5000.0}}, [short]),
+        ("rope_partial", {"partial_rotary_factor": 0.5,
+                          "rope_scaling": {"type": "linear", "factor": 2.0}}, [short]),
+    ]
+
+
+def rope_checks(srv, cases):
+    for name, case in cases.items():
+        x = RNG.standard_normal((6, case.d)).astype(np.float32)
+        for pos in case.requests:
+            st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                           "positions": pos.tolist()})
+            what = f"{name} positions {pos[0]}..{pos[-1]}"
+            if not C.check(st == 200, f"{what}: status {st} {r}"):
+                continue
+            want = case.reference(x.astype(np.float64), pos)
+            for k in "qkv":
+                C.close(f"{what}: {k}", arr(r, k), want[k])
+            if "attention_factor" in r:
+                C.check(abs(r["attention_factor"] - want["attention_factor"]) < 1e-6,
+                        f"{what}: attention_factor {r['attention_factor']} vs "
+                        f"{want['attention_factor']}")
+            elif want["attention_factor"] != 1.0:
+                C.check(False, f"{what}: no attention_factor reported")
+
+
+# ------------------------------------------------------------------ malformed
+def header_of(path):
+    with open(path, "rb") as fh:
+        blob = fh.read()
+    n = struct.unpack("<Q", blob[:8])[0]
+    return json.loads(blob[8:8 + n]), blob[8 + n:]
+
+
+def rewrite(path, header, data, metadata=False):
+    with open(path, "wb") as fh:
+        fh.write(st_write.assemble(header, data, metadata))
+
+
+def malformed_cases(root):
+    """(label, directory, args suffix, strings the error must contain)."""
+    out = []
+    base = ck.llama(seed=7, layers=1, prefix="model.")
+    q = "model.layers.0.self_attn.q_proj.weight"
+    k = "model.layers.0.self_attn.k_proj.weight"
+
+    def fresh(label, cfg=None):
+        d = os.path.join(root, label)
+        base.write(d, config=cfg)
+        return d, os.path.join(d, "model.safetensors")
+
+    d, f = fresh("truncated")
+    with open(f, "r+b") as fh:
+        fh.truncate(os.path.getsize(f) - 10)
+    h, _ = header_of(f)
+    last = max(h.items(), key=lambda kv: kv[1]["data_offsets"][1] if kv[0] != "__metadata__" else -1)[0]
+    out.append(("truncated file", d, [f, last, "out of range"]))
+
+    d, f = fresh("tiny")
+    with open(f, "wb") as fh:
+        fh.write(b"\x01\x02\x03")
+    out.append(("file shorter than 8 bytes", d, [f, "truncated"]))
+
+    d, f = fresh("header_past_end")
+    with open(f, "r+b") as fh:
+        fh.write(struct.pack("<Q", os.path.getsize(f) + 100))
+    out.append(("header length past the end", d, [f, "header length"]))
+
+    d, f = fresh("header_not_json")
+    h, data = header_of(f)
+    with open(f, "wb") as fh:
+        text = b"{not json" + b" " * 7
+        fh.write(struct.pack("<Q", len(text)) + text + data)
+    out.append(("header not JSON", d, [f, "not valid JSON"]))
+
+    d, f = fresh("overlap")
+    h, data = header_of(f)
+    h[k]["data_offsets"] = [h[q]["data_offsets"][0] + 4,
+                            h[q]["data_offsets"][0] + 4 + (h[k]["data_offsets"][1] - h[k]["data_offsets"][0])]
+    rewrite(f, h, data)
+    out.append(("overlapping offsets", d, [f, k, q, "overlap"]))
+
+    d, f = fresh("out_of_range")
+    h, data = header_of(f)
+    size = h[q]["data_offsets"][1] - h[q]["data_offsets"][0]
+    h[q]["data_offsets"] = [len(data) + 8, len(data) + 8 + size]
+    rewrite(f, h, data)
+    out.append(("offsets past the data", d, [f, q, "out of range"]))
+
+    d, f = fresh("size_mismatch")
+    h, data = header_of(f)
+    h[q]["data_offsets"][1] -= 4
+    rewrite(f, h, data)
+    out.append(("offsets that do not fit dtype and shape", d, [f, q, "needs"]))
+
+    d, f = fresh("unknown_dtype")
+    h, data = header_of(f)
+    h[k]["dtype"] = "Q7"
+    rewrite(f, h, data)
+    out.append(("unknown dtype", d, [f, k, "unknown dtype"]))
+
+    d, f = fresh("int_dtype")
+    h, data = header_of(f)
+    h[k]["dtype"] = "I32"
+    rewrite(f, h, data)
+    out.append(("integer dtype for a needed tensor", d, [f, k, "I32"]))
+
+    d, f = fresh("missing_tensor")
+    h, data = header_of(f)
+    del h[k]
+    rewrite(f, h, data)
+    out.append(("missing tensor", d, [f, k, "no tensor"]))
+
+    d = os.path.join(root, "wrong_shape")
+    bad = ck.llama(seed=7, layers=1)
+    bad.tensors = [(n, dt, a[:, :-1] if n == k else a) for n, dt, a in bad.tensors]
+    bad.write(d)
+    out.append(("wrong shape", d, [os.path.join(d, "model.safetensors"), k, "shape"]))
+
+    d = os.path.join(root, "non_finite")
+    bad = ck.llama(seed=7, layers=1)
+    for n, dt, a in bad.tensors:
+        if n == q:
+            a[1, 2] = np.inf
+    bad.write(d)
+    out.append(("non-finite weight", d, [os.path.join(d, "model.safetensors"), q, "finite"]))
+
+    d = os.path.join(root, "shard_missing")
+    ck.llama(seed=7, layers=1).write(d, shards=2)
+    os.remove(os.path.join(d, "model-00002-of-00002.safetensors"))
+    out.append(("sharded: a shard is missing", d, ["model-00002-of-00002.safetensors"]))
+
+    d = os.path.join(root, "shard_escape")
+    ck.llama(seed=7, layers=1).write(d, shards=2)
+    idx = os.path.join(d, "model.safetensors.index.json")
+    with open(idx) as fh:
+        j = json.load(fh)
+    j["weight_map"][q] = "../model.safetensors"
+    with open(idx, "w") as fh:
+        json.dump(j, fh)
+    out.append(("sharded: a shard outside the directory", d, [idx, q]))
+
+    cfg_bad = [
+        ("config: not JSON", "{\"model_type\": \"llama\",", ["config.json"]),
+        ("config: missing key", dict(base.config, hidden_size=None), ["config.json", "hidden_size"]),
+        ("config: unknown model_type", dict(base.config, model_type="gptq9"),
+         ["config.json", "gptq9"]),
+        ("config: unknown rope type", dict(base.config, rope_scaling={"rope_type": "ntk9", "factor": 2.0}),
+         ["config.json", "ntk9"]),
+        ("config: llama3 without low_freq_factor",
+         dict(base.config, rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                         "high_freq_factor": 4.0}),
+         ["config.json", "low_freq_factor"]),
+        ("config: heads not dividing", dict(base.config, num_key_value_heads=3),
+         ["config.json", "num_key_value_heads"]),
+        ("config: wrong type", dict(base.config, num_attention_heads="four"),
+         ["config.json", "num_attention_heads"]),
+    ]
+    for label, cfg, want in cfg_bad:
+        d = os.path.join(root, label.replace(" ", "_").replace(":", ""))
+        if isinstance(cfg, str):
+            base.write(d)
+            with open(os.path.join(d, "config.json"), "w") as fh:
+                fh.write(cfg)
+        else:
+            base.write(d, config={kk: v for kk, v in cfg.items() if v is not None})
+        out.append((label, d, want))
+    return out
+
+
+def malformed_checks(root):
+    for label, d, want in malformed_cases(root):
+        st, err, listened = run_failing(["--model", f"bad={d}"])
+        ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
+        C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
+        C.check(sanitizer_clean(err), f"malformed ({label}): sanitizer/valgrind clean: {err[:600]}")
+    extra = [
+        ("layer past the end", [f"--model", f"bad={root}/good:5"], ["config.json", "layer 5"]),
+        (":LAYER on a posenc-format model", ["--model", f"bad={root}/posenc:1"],
+         ["config.json", "LAYER"]),
+        ("missing directory", ["--model", f"bad={root}/nowhere"], ["nowhere", "config.json"]),
+        ("duplicate name", ["--model", f"bad={root}/good", "--model", f"bad={root}/good"],
+         ["bad", "twice"]),
+        ("bad NAME=DIR", ["--model", "=nodir"], ["NAME=DIR"]),
+    ]
+    for label, args, want in extra:
+        st, err, listened = run_failing(args)
+        ok = st == 2 and not listened and all(w in err for w in want)
+        C.check(ok, f"startup error ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
+        C.check(sanitizer_clean(err), f"startup error ({label}): sanitizer clean: {err[:600]}")
+
+
+# ---------------------------------------------------------------------- main
+def main():
+    root = tempfile.mkdtemp(prefix="posenc-models-")
+    try:
+        arch = {
+            "llama": Case("llama", ck.llama(), hf_ref.llama),
+            "qwen2": Case("qwen2", ck.llama(seed=11, dtype="F16", prefix="", model_type="qwen2",
+                                             head_dim=12, bias=True), hf_ref.llama, prefix="",
+                          shards=3),
+            "llama_bf16": Case("llama_bf16", ck.llama(seed=12, dtype="BF16", prefix="", bias=True,
+                                                      kv_heads=1), hf_ref.llama, prefix=""),
+            "gpt2": Case("gpt2", ck.gpt2(), hf_ref.gpt2, prefix=""),
+            "gpt2_f16": Case("gpt2_f16", ck.gpt2(seed=21, dtype="F16", prefix="transformer."),
+                             hf_ref.gpt2, prefix="transformer."),
+            "bert": Case("bert", ck.bert(), hf_ref.bert, prefix="bert."),
+            "bert_bf16": Case("bert_bf16", ck.bert(seed=31, dtype="BF16", prefix=""), hf_ref.bert,
+                              prefix="", shards=2),
+            "bloom": Case("bloom", ck.bloom(prefix=""), hf_ref.bloom, prefix=""),
+            "bloom_bf16": Case("bloom_bf16", ck.bloom(seed=41, dtype="BF16", n_embed=None,
+                                                      hidden_size=48, n_head=None,
+                                                      num_attention_heads=6),
+                               hf_ref.bloom, prefix="transformer."),
+            "t5": Case("t5", ck.t5(), hf_ref.t5),
+            "t5_f16": Case("t5_f16", ck.t5(seed=51, dtype="F16", own_embed=True), hf_ref.t5),
+        }
+        for c in arch.values():  # strip None-valued config overrides
+            c.ckpt.config = {kk: v for kk, v in c.ckpt.config.items() if v is not None}
+        later = {}
+        for base_name, other in (("llama", None), ("gpt2", None), ("bert", None), ("bloom", None),
+                                 ("t5", None), ("gpt2_f16", {"scale_attn_by_inverse_layer_idx": True})):
+            c = arch[base_name]
+            name = base_name + "_l1"
+            ckpt = c.ckpt
+            if other:
+                ckpt = ck.Checkpoint(dict(c.ckpt.config, **other), c.ckpt.tensors)
+            later[name] = Case(name, ckpt, c.ref, layer=1, prefix=c.prefix)
+        dirs = {}
+        for c in list(arch.values()) + list(later.values()):
+            d = os.path.join(root, c.name)
+            c.ckpt.write(d, shards=c.shards)
+            dirs[c.name] = d
+        pf = ck.posenc_format()
+        pf.write(os.path.join(root, "posenc"))
+        ck.llama(seed=7, layers=1).write(os.path.join(root, "good"))
+
+        rope = {}
+        for name, over, reqs in rope_cases():
+            cfg_ckpt = ck.llama(seed=60 + len(rope), layers=1, head_dim=None, **over)
+            cfg_ckpt.config = {kk: v for kk, v in cfg_ckpt.config.items() if v is not None}
+            case = Case(name, cfg_ckpt, hf_ref.llama)
+            case.requests = reqs
+            cfg_ckpt.write(os.path.join(root, name))
+            rope[name] = case
+
+        args = []
+        for c in list(arch.values()) + list(later.values()):
+            args += ["--model", f"{c.name}={dirs[c.name]}" + (f":{c.layer}" if c.layer else "")]
+        for name in rope:
+            args += ["--model", f"{name}={os.path.join(root, name)}"]
+        args += ["--model", f"default={os.path.join(root, 'posenc')}"]
+        with Server(args) as srv:
+            for c in list(arch.values()) + list(later.values()):
+                run_case(srv, c)
+            extra_requests(srv, arch)
+            check_info(srv, {**arch, **later})
+            posenc_format(srv, pf)
+            rope_checks(srv, rope)
+            status = srv.stop()
+            C.check(status == 0, f"server exits 0 after SIGTERM (got {status})")
+            C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+        env = dict(os.environ, POSENC_MODEL=f"a={dirs['gpt2']},b={dirs['bert']}:1")
+        with Server([], env=env) as srv:
+            st, info = srv.request("/info")
+            names = {m["name"]: m for m in info.get("models", [])}
+            C.check(st == 200 and set(names) == {"default", "a", "b"} and names["b"]["layer"] == 1
+                    and names["default"]["architecture"] == "posenc",
+                    f"POSENC_MODEL loads a comma-separated list next to the built-in default: {names.keys()}")
+
+        malformed_checks(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"models: {C.passed} passed, {C.failed} failed")
+    return 1 if C.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
