@@ -3,6 +3,7 @@
 #   make run        install missing Debian packages, build, start on :8080
 #   make test       install missing packages, build, run the whole suite
 #   make test-asan  the suite again under AddressSanitizer + UBSan
+#   make test-docker  build and run the container images (root, podman)
 #   make            build build/posenc-server and build/libposenc.a
 #
 # SANITIZE=1 builds everything with -fsanitize=address,undefined into
@@ -44,7 +45,7 @@ API_TEST_SRC = $(wildcard tests/api/*.c) tests/unit/check.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(API_CXX_SRC:%.cc=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
-SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_text.o
 UNIT_OBJ = $(UNIT_SRC:%.c=$(BUILD)/%.o)
 HTTP_OBJ = $(HTTP_SRC:%.c=$(BUILD)/%.o)
 API_TEST_OBJ = $(API_TEST_SRC:%.c=$(BUILD)/%.o)
@@ -91,6 +92,20 @@ $(BUILD)/gen/openapi_text.c: api/openapi.yaml $(BUILD)/gen/openapi.json tools/em
 	  tools/embed.sh api_openapi_json_text $(BUILD)/gen/openapi.json; } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/openapi_text.o: $(BUILD)/gen/openapi_text.c
+	$(CC) -c $< -o $@
+
+# The explorer page (GET /): web/index.html with web/style.css and
+# web/app.js inlined by web/bundle.sh, compiled in like the OpenAPI text.
+WEB_SRC = web/index.html web/style.css web/app.js web/bundle.sh
+
+$(BUILD)/gen/web_index.html: $(WEB_SRC)
+	@mkdir -p $(dir $@)
+	web/bundle.sh web > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/web_text.c: $(BUILD)/gen/web_index.html tools/embed.sh
+	tools/embed.sh web_index_html_text $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/web_text.o: $(BUILD)/gen/web_text.c
 	$(CC) -c $< -o $@
 
 $(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBPOSENC)
@@ -158,6 +173,24 @@ bench:
 	@tools/install-deps.sh bench
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	BUILD=$(BUILD) tests/bench/run.sh
+
+# The explorer page in a real browser: Debian's Chromium (apt) driven by
+# playwright-core (npm, pinned in tests/browser/package-lock.json). Starts
+# its own server on a free port; screenshots go to docs/screenshots/.
+.PHONY: test-browser
+test-browser: deps
+	@tests/browser/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+	SERVER=$(CURDIR)/$(SERVER) node tests/browser/explorer.test.mjs
+
+# The container image, the tokenizer sidecar, compose and the Kubernetes Pod,
+# built and run for real with rootful podman (tests/docker/run.sh; as root,
+# no Docker engine or registry needed; about 3 minutes).
+.PHONY: test-docker
+test-docker:
+	@tools/install-deps.sh docker
+	tests/docker/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz

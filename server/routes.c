@@ -105,6 +105,19 @@ static void handle_openapi_json(server_ctx *srv, const char *body,
     set_static(out, 200, JSON_TYPE, text, n);
 }
 
+/* The explorer page: web/ inlined into one HTML file and compiled in
+ * (build/gen/web_text.c, see the Makefile). */
+extern const char web_index_html_text[];
+extern const size_t web_index_html_text_len;
+
+static void handle_page(server_ctx *srv, const char *body, size_t len,
+                        route_reply *out)
+{
+    (void)srv, (void)body, (void)len;
+    set_static(out, 200, "text/html; charset=utf-8", web_index_html_text,
+               web_index_html_text_len);
+}
+
 /*  method  path             handler              auth   body   compute */
 static const route ROUTES[] = {
     {"POST", "/encode", handle_encode, true, true, true},
@@ -115,6 +128,7 @@ static const route ROUTES[] = {
     {"GET", "/metrics", handle_metrics, true, false, false},
     {"GET", "/openapi.yaml", handle_openapi_yaml, true, false, false},
     {"GET", "/openapi.json", handle_openapi_json, true, false, false},
+    {"GET", "/", handle_page, true, false, false},
 };
 
 _Static_assert(sizeof ROUTES / sizeof ROUTES[0] == ROUTE_COUNT,
