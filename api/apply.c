@@ -286,6 +286,13 @@ void api_apply(const api_service *svc, const char *body, size_t len,
                  rq.model->d_model);
         goto fail;
     }
+    /* The contract: a scheme that needs a table the model lacks is a 422,
+     * whatever the request asks to see (t5 changes scores, not q/k/v). */
+    if (rq.scheme.kind == SCHEME_T5 && !model_has(rq.model, W_T5_BIAS)) {
+        api_fail(&err, API_E_MISSING_WEIGHT, "model",
+                 "scheme t5 needs weights.t5_bias, which model '%s' lacks", rq.model->name);
+        goto fail;
+    }
     if (compute(svc, &rq, &o, &r, &err))
         goto fail;
     for (size_t i = 0; i < o.count; i++) {

@@ -217,6 +217,12 @@ static void test_handlers(void)
     expect_error(svc, false, "{\"shape\":[2,4],\"scheme\":\"t5\"}", 422, "invalid_request",
                  "model");
     expect_error(svc, true, "{\"embeddings\":[[1,2]]}", 422, "invalid_shape", "embeddings");
+    /* t5 without a table is a 422 even when only q, k, v are asked for */
+    expect_error(svc, true,
+                 "{\"model\":{\"d_model\":2,\"heads\":1,\"scheme\":\"t5\",\"weights\":"
+                 "{\"wq\":[[1,0],[0,1]],\"wk\":[[1,0],[0,1]],\"wv\":[[1,0],[0,1]]}},"
+                 "\"embeddings\":[[1,2]],\"return\":[\"q\"]}",
+                 422, "invalid_request", "model");
     expect_error(svc, true, "{\"model\":\"nope\",\"embeddings\":[[1,2]]}", 404, "unknown_model",
                  "model");
     expect_error(svc, true, "{\"embeddings\":[[1,2]],\"return\":[\"q\",\"x\"]}", 400,
