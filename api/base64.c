@@ -4,6 +4,7 @@
 #include "base64.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "posenc reads and writes float32 as little-endian bytes in place"
@@ -12,32 +13,43 @@
 static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static int sextet(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
+/* Sextet of each byte; 0x80 marks bytes outside the alphabet. Built once
+ * by a constant initializer so decoding needs no branch per character. */
+#define B64_BAD 0x80
+static const uint8_t sextets[256] = {
+#define B64_ROW16 B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, \
+                  B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD
+    B64_ROW16, B64_ROW16,
+    /* ' ' .. '/' */
+    B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
+    B64_BAD, B64_BAD, B64_BAD, 62, B64_BAD, B64_BAD, B64_BAD, 63,
+    /* '0' .. '?' */
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
+    /* '@' .. 'O' */
+    B64_BAD, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+    /* 'P' .. '_' */
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
+    /* '`' .. 'o' */
+    B64_BAD, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    /* 'p' .. DEL */
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
+    B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16,
+#undef B64_ROW16
+};
 
 uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
                        const char **why)
 {
+    const unsigned char *in = (const unsigned char *)text;
+
     if (len % 4 != 0) {
         *why = "length is not a multiple of 4";
         return NULL;
     }
     size_t pad = 0;
-    if (len >= 1 && text[len - 1] == '=')
+    if (len >= 1 && in[len - 1] == '=')
         pad++;
-    if (len >= 2 && text[len - 2] == '=')
+    if (len >= 2 && in[len - 2] == '=')
         pad++;
     size_t n = len / 4 * 3 - pad;
     uint8_t *out = malloc(n ? n : 1);
@@ -45,34 +57,45 @@ uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
         *why = NULL;
         return NULL;
     }
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        int v[4];
-        bool last = i + 4 == len;
-        for (int k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)text[i + (size_t)k];
-            if (c == '=' && last && (size_t)k >= 4 - pad) {
+    /* Every group but the last: four alphabet characters, no padding. */
+    size_t full = len == 0 ? 0 : len / 4 - 1, o = 0;
+    uint8_t bad = 0;
+    for (size_t g = 0; g < full; g++, in += 4) {
+        uint8_t a = sextets[in[0]], b = sextets[in[1]], c = sextets[in[2]], d = sextets[in[3]];
+        bad |= a | b | c | d;
+        uint32_t triple = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | d;
+        out[o++] = (uint8_t)(triple >> 16);
+        out[o++] = (uint8_t)(triple >> 8);
+        out[o++] = (uint8_t)triple;
+    }
+    if (bad & B64_BAD) {
+        free(out);
+        *why = memchr(text, '=', len - 4 * (len > 0)) ? "misplaced padding"
+                                                       : "character outside the base64 alphabet";
+        return NULL;
+    }
+    if (len > 0) { /* the last group, which may end in one or two '=' */
+        uint8_t v[4];
+        for (size_t k = 0; k < 4; k++) {
+            if (k >= 4 - pad) {
                 v[k] = 0;
                 continue;
             }
-            v[k] = sextet(c);
-            if (v[k] < 0) {
-                *why = c == '=' ? "misplaced padding" : "character outside the base64 alphabet";
+            v[k] = sextets[in[k]];
+            if (v[k] & B64_BAD) {
                 free(out);
+                *why = in[k] == '=' ? "misplaced padding" : "character outside the base64 alphabet";
                 return NULL;
             }
         }
-        uint32_t triple = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
-                          (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        if (last && pad > 0 && (triple & ((pad == 2) ? 0xFFFFu : 0xFFu)) != 0) {
-            *why = "non-zero bits in the padding";
+        uint32_t triple = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | v[3];
+        if (pad > 0 && (triple & (pad == 2 ? 0xFFFFu : 0xFFu)) != 0) {
             free(out);
+            *why = "non-zero bits in the padding";
             return NULL;
         }
-        uint8_t bytes[3] = {(uint8_t)(triple >> 16), (uint8_t)(triple >> 8),
-                            (uint8_t)triple};
-        size_t take = last ? 3 - pad : 3;
-        for (size_t k = 0; k < take; k++)
+        uint8_t bytes[3] = {(uint8_t)(triple >> 16), (uint8_t)(triple >> 8), (uint8_t)triple};
+        for (size_t k = 0; k < 3 - pad; k++)
             out[o++] = bytes[k];
     }
     *out_len = n;
@@ -111,8 +134,15 @@ void base64_write(base64_writer *w, const void *bytes, size_t n)
         char *at = strbuf_reserve(w->out, groups * 4);
         if (!at)
             return;
-        for (size_t g = 0; g < groups; g++)
-            encode_group(at + g * 4, src + g * 3, 3);
+        for (size_t g = 0; g < groups; g++) { /* the hot loop: no branches */
+            const uint8_t *in = src + g * 3;
+            uint32_t triple = (uint32_t)in[0] << 16 | (uint32_t)in[1] << 8 | in[2];
+            char *out = at + g * 4;
+            out[0] = alphabet[triple >> 18];
+            out[1] = alphabet[(triple >> 12) & 63];
+            out[2] = alphabet[(triple >> 6) & 63];
+            out[3] = alphabet[triple & 63];
+        }
         strbuf_advance(w->out, groups * 4);
         src += groups * 3;
         n -= groups * 3;

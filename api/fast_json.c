@@ -12,12 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "number_shim.h"
 
 /* Bodies below this go straight to jansson. */
 #define FAST_MIN_BODY 2048
 /* Arrays with fewer numbers stay in the text. */
 #define FAST_MIN_NUMBERS 64
+/* Base64 strings with fewer characters stay in the text. */
+#define FAST_MIN_BASE64 1024
 #define FAST_MAX_DEPTH 128
 #define MARKER_PREFIX "#posenc-array:"
 /* Any JSON value parses (a non-object body is then a 400 invalid_request,
@@ -319,6 +322,20 @@ static bool scan_numeric(scanner *s, numeric *a, size_t depth)
     return a->dim[depth] == n;
 }
 
+/* Room for one more extracted array; false on allocation failure. */
+static bool reserve_array_slot(scanner *s)
+{
+    if (s->n_arrays < s->cap_arrays)
+        return true;
+    size_t cap = s->cap_arrays ? 2 * s->cap_arrays : 4;
+    extracted *grown = realloc(s->arrays, cap * sizeof *grown);
+    if (!grown)
+        return false;
+    s->arrays = grown;
+    s->cap_arrays = cap;
+    return true;
+}
+
 /* Try to take the numeric array at s->pos out of the text; true when it
  * was replaced by a marker (s->pos is then past it). */
 static bool try_extract(scanner *s)
@@ -329,15 +346,7 @@ static bool try_extract(scanner *s)
     if (scan_numeric(s, &a, 0) && a.count >= FAST_MIN_NUMBERS) {
         size_t size = sizeof(tensor_blob_header) + a.count * sizeof(float);
         char *blob = malloc(size);
-        if (s->n_arrays == s->cap_arrays) {
-            size_t cap = s->cap_arrays ? 2 * s->cap_arrays : 4;
-            extracted *grown = realloc(s->arrays, cap * sizeof *grown);
-            if (grown) {
-                s->arrays = grown;
-                s->cap_arrays = cap;
-            }
-        }
-        if (blob && s->n_arrays < s->cap_arrays) {
+        if (blob && reserve_array_slot(s)) {
             tensor_blob_header h = {.ndim = a.ndim};
             memcpy(h.magic, blob_magic, sizeof blob_magic);
             for (size_t i = 0; i < a.ndim; i++)
@@ -357,6 +366,43 @@ static bool try_extract(scanner *s)
     /* not a clean numeric array: scan it as plain JSON instead */
     s->pos = start;
     return false;
+}
+
+/* Take a long base64 string (no escapes) out of the text, decoded; the
+ * blob has ndim 0 ("flat": the sibling shape field gives the shape). A
+ * string that does not decode stays for the plain path to report. */
+static bool try_extract_base64(scanner *s)
+{
+    size_t start = s->pos;
+    const char *quote = memchr(s->text + start + 1, '"', s->len - start - 1);
+
+    if (!quote || memchr(s->text + start + 1, '\\', (size_t)(quote - s->text) - start - 1))
+        return false; /* unterminated, or escapes: the plain path decides */
+    size_t end = (size_t)(quote - s->text);
+    if (end - start - 1 < FAST_MIN_BASE64)
+        return false;
+    size_t n = 0;
+    const char *why = NULL;
+    uint8_t *bytes = base64_decode(s->text + start + 1, end - start - 1, &n, &why);
+    if (!bytes || n % sizeof(float) != 0 || !reserve_array_slot(s)) {
+        free(bytes);
+        return false;
+    }
+    char *blob = malloc(sizeof(tensor_blob_header) + n);
+    if (!blob) {
+        free(bytes);
+        s->failed = true;
+        return false;
+    }
+    tensor_blob_header h = {.ndim = 0};
+    memcpy(h.magic, blob_magic, sizeof blob_magic);
+    memcpy(blob, &h, sizeof h);
+    memcpy(blob + sizeof h, bytes, n);
+    free(bytes);
+    s->arrays[s->n_arrays++] = (extracted){.blob = blob, .size = sizeof h + n, .start = start,
+                                           .end = end + 1};
+    s->pos = end + 1;
+    return true;
 }
 
 /* ---- generic JSON ----------------------------------------------------- */
@@ -394,7 +440,9 @@ static bool scan_object(scanner *s, size_t depth, context ctx)
             return false;
         bool numeric_key = (ctx == CTX_TOP && key_is(s, kstart, kn, "embeddings")) ||
                            ctx == CTX_WEIGHTS;
-        bool taken = numeric_key && s->text[s->pos] == '[' && !s->failed && try_extract(s);
+        bool taken = numeric_key && !s->failed &&
+                     ((s->text[s->pos] == '[' && try_extract(s)) ||
+                      (s->text[s->pos] == '"' && try_extract_base64(s)));
         context child = ctx == CTX_TOP && key_is(s, kstart, kn, "model") ? CTX_MODEL
                         : ctx == CTX_MODEL && key_is(s, kstart, kn, "weights") ? CTX_WEIGHTS
                                                                                 : CTX_OTHER;
@@ -564,7 +612,7 @@ done:
     return root;
 }
 
-const float *fast_json_tensor(const json_t *v, size_t *ndim, size_t *dim)
+const float *fast_json_tensor(const json_t *v, size_t *ndim, size_t *dim, size_t *count)
 {
     tensor_blob_header h;
     size_t n = json_string_length(v);
@@ -573,12 +621,15 @@ const float *fast_json_tensor(const json_t *v, size_t *ndim, size_t *dim)
     if (!bytes || n < sizeof h || memcmp(bytes, blob_magic, sizeof blob_magic) != 0)
         return NULL;
     memcpy(&h, bytes, sizeof h);
-    size_t count = 1;
+    if (h.ndim > TENSOR_MAX_NDIM || (n - sizeof h) % sizeof(float) != 0)
+        return NULL;
+    *count = (n - sizeof h) / sizeof(float);
+    size_t shaped = 1;
     for (size_t i = 0; i < h.ndim; i++) {
         dim[i] = (size_t)h.dim[i];
-        count *= dim[i];
+        shaped *= dim[i];
     }
-    if (h.ndim == 0 || h.ndim > TENSOR_MAX_NDIM || n != sizeof h + count * sizeof(float))
+    if (h.ndim > 0 && shaped != *count)
         return NULL;
     *ndim = (size_t)h.ndim;
     return (const float *)(const void *)(bytes + sizeof h);

@@ -92,12 +92,15 @@ int shape_from_json(const json_t *v, const char *field, size_t min_ndim,
 
 /* ---- base64 ---------------------------------------------------------- */
 
-static int tensor_from_base64(const json_t *value, const char *field,
-                              const json_t *shape, const char *shape_field,
-                              size_t min_ndim, size_t max_ndim, tensor *out,
-                              api_error *err)
+/* Float32 values given flat (decoded base64), shaped by the sibling shape
+ * field. `bytes` may be NULL, meaning "decode `value` now"; otherwise it is
+ * the already decoded data of `value` (fast_json.c), borrowed. */
+static int tensor_from_flat(const json_t *value, const uint8_t *bytes, size_t bytes_len,
+                            const char *field, const json_t *shape, const char *shape_field,
+                            size_t min_ndim, size_t max_ndim, tensor *out, api_error *err)
 {
-    size_t ndim, dim[TENSOR_MAX_NDIM], count = 1, bytes_len = 0;
+    size_t ndim, dim[TENSOR_MAX_NDIM], count = 1;
+    uint8_t *decoded = NULL;
     const char *why = NULL;
     char want_text[96];
 
@@ -109,26 +112,36 @@ static int tensor_from_base64(const json_t *value, const char *field,
     for (size_t i = 0; i < ndim; i++)
         if (mul_size(count, dim[i], &count) || count > TENSOR_MAX_ELEMENTS)
             return api_fail(err, API_E_TOO_LARGE, shape_field, "%s is too large", shape_field);
-    uint8_t *bytes = base64_decode(json_string_value(value), json_string_length(value),
-                                   &bytes_len, &why);
     if (!bytes) {
-        if (!why)
-            return api_fail(err, API_E_INTERNAL, NULL, "out of memory decoding %s", field);
-        return api_fail(err, API_E_INVALID_REQUEST, field, "%s: invalid base64 (%s)", field, why);
+        decoded = base64_decode(json_string_value(value), json_string_length(value), &bytes_len,
+                                &why);
+        if (!decoded) {
+            if (!why)
+                return api_fail(err, API_E_INTERNAL, NULL, "out of memory decoding %s", field);
+            return api_fail(err, API_E_INVALID_REQUEST, field, "%s: invalid base64 (%s)", field,
+                            why);
+        }
     }
     if (bytes_len % 4 != 0) {
-        free(bytes);
+        free(decoded);
         return api_fail(err, API_E_INVALID_REQUEST, field,
                         "%s: invalid base64 (%zu bytes is not a whole number of float32)",
                         field, bytes_len);
     }
     if (bytes_len / 4 != count) {
-        free(bytes);
+        free(decoded);
         shape_text(dim, ndim, want_text, sizeof want_text);
         return api_fail(err, API_E_INVALID_SHAPE, field, "%s holds %zu float32 but %s %s needs %zu",
                         field, bytes_len / 4, shape_field, want_text, count);
     }
-    out->data = (float *)(void *)bytes; /* malloc'd: suitably aligned */
+    if (decoded) {
+        out->data = (float *)(void *)decoded; /* malloc'd: suitably aligned */
+    } else {
+        out->data = malloc(count ? count * sizeof(float) : 1);
+        if (!out->data)
+            return api_fail(err, API_E_INTERNAL, NULL, "out of memory decoding %s", field);
+        memcpy(out->data, bytes, count * sizeof(float));
+    }
     out->ndim = ndim;
     memcpy(out->dim, dim, sizeof dim);
     for (size_t i = 0; i < count; i++)
@@ -275,9 +288,16 @@ int tensor_from_json(const json_t *value, const char *field,
     fill_state st;
 
     memset(out, 0, sizeof *out);
-    const float *parsed = json_is_string(value) ? fast_json_tensor(value, &ndim, dim) : NULL;
+    size_t fast_count = 0;
+    const float *parsed =
+        json_is_string(value) ? fast_json_tensor(value, &ndim, dim, &fast_count) : NULL;
+    if (parsed && ndim == 0) /* base64 the fast path decoded already */
+        return tensor_from_flat(value, (const uint8_t *)(const void *)parsed,
+                                fast_count * sizeof(float), field, shape, shape_field, min_ndim,
+                                max_ndim, out, err);
     if (json_is_string(value) && !parsed)
-        return tensor_from_base64(value, field, shape, shape_field, min_ndim, max_ndim, out, err);
+        return tensor_from_flat(value, NULL, 0, field, shape, shape_field, min_ndim, max_ndim,
+                                out, err);
     if (!parsed && !json_is_array(value))
         return api_fail(err, API_E_INVALID_REQUEST, field,
                         "%s must be an array of numbers or a base64 string", field);

@@ -291,8 +291,8 @@ static void test_fast_numbers(void)
     strbuf_puts(&sb, "]]}");
     json_error_t jerr;
     json_t *root = fast_json_load(sb.data, sb.len, &jerr);
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM], wrong = 0;
-    const float *got = fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim);
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM], wrong = 0, count = 0;
+    const float *got = fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim, &count);
     CHECK(got && ndim == 2 && dim[1] == N, "fast path parsed the numbers");
     for (size_t i = 0; got && i < N; i++)
         if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
@@ -300,6 +300,78 @@ static void test_fast_numbers(void)
     CHECK(wrong == 0, "%zu of %d numbers differ from strtof", wrong, N);
     json_decref(root);
     strbuf_free(&sb);
+}
+
+/* A body whose embeddings are `rows` x 64 floats in base64 (with `shape`
+ * unless shape_text is given), optionally damaged at character `damage`. */
+static char *base64_body(size_t rows, const char *shape_text, long damage, char with,
+                         float *values)
+{
+    strbuf sb = {0};
+    base64_writer w = {.out = &sb};
+    uint64_t state = 11;
+
+    strbuf_puts(&sb, "{\"scheme\":\"none\",\"embeddings\":\"");
+    size_t at = sb.len;
+    for (size_t i = 0; i < rows * 64; i++) {
+        float v = (float)test_uniform(&state, -2.0, 2.0);
+        values[i] = v;
+        base64_write(&w, &v, sizeof v);
+    }
+    base64_finish(&w);
+    if (damage >= 0)
+        sb.data[at + (size_t)damage] = with;
+    strbuf_printf(&sb, "\"%s}", shape_text ? shape_text : "");
+    return strbuf_detach(&sb, NULL);
+}
+
+static void test_fast_base64(void)
+{
+    api_limits limits = {0};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+    static float values[32 * 64];
+    api_response r;
+    json_error_t jerr;
+
+    if (!svc)
+        return;
+    char *body = base64_body(32, ",\"shape\":[32,64],\"encoding\":\"base64\"", -1, 0, values);
+    json_t *root = fast_json_load(body, strlen(body), &jerr);
+    size_t ndim = 9, dim[TENSOR_MAX_NDIM], count = 0;
+    CHECK(fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim, &count) &&
+              ndim == 0 && count == 32 * 64,
+          "the fast path decoded the base64 embeddings");
+    json_decref(root);
+    api_encode(svc, body, strlen(body), &r);
+    CHECK(r.status == 200, "base64 fast path status %d", r.status);
+    json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
+    size_t n = 0;
+    const char *why = NULL;
+    const char *text = json_string_value(json_object_get(doc, "encoded"));
+    uint8_t *echo = text ? base64_decode(text, strlen(text), &n, &why) : NULL;
+    CHECK(echo && n == sizeof values && memcmp(echo, values, n) == 0,
+          "base64 in, base64 out: bit-exact echo");
+    free(echo);
+    json_decref(doc);
+    api_response_free(&r);
+    free(body);
+
+    body = base64_body(32, NULL, -1, 0, values);
+    expect_error(svc, false, body, 400, "invalid_request", "shape");
+    free(body);
+    body = base64_body(32, ",\"shape\":[32,64]", 100, '*', values);
+    expect_error(svc, false, body, 400, "invalid_request", "embeddings");
+    free(body);
+    body = base64_body(32, ",\"shape\":[32,63]", -1, 0, values);
+    expect_error(svc, false, body, 422, "invalid_shape", "embeddings");
+    free(body);
+    /* "//////" decodes to 0xFF bytes: the first float is a NaN */
+    body = base64_body(32, ",\"shape\":[32,64]", -1, 0, values);
+    memset(strstr(body, "embeddings\":\"") + strlen("embeddings\":\""), '/', 6);
+    expect_error(svc, false, body, 422, "non_finite", "embeddings");
+    free(body);
+    api_service_free(svc);
 }
 
 /* The fast numeric-array path (fast_json.c) must give exactly what the
@@ -317,9 +389,9 @@ static void test_fast_arrays(void)
     char *body = big_body(40, 24, NULL, NULL, values);
     json_error_t jerr;
     json_t *fast = fast_json_load(body, strlen(body), &jerr);
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM];
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count = 0;
     const json_t *emb = json_object_get(fast, "embeddings");
-    CHECK(emb && fast_json_tensor(emb, &ndim, dim) && ndim == 2 && dim[0] == 40 && dim[1] == 24,
+    CHECK(emb && fast_json_tensor(emb, &ndim, dim, &count) && ndim == 2 && dim[0] == 40 && dim[1] == 24,
           "the fast path took the embeddings");
     json_decref(fast);
     api_encode(svc, body, strlen(body), &r);
@@ -379,6 +451,7 @@ int main(void)
     test_handlers();
     test_fast_arrays();
     test_fast_numbers();
+    test_fast_base64();
     test_safetensors();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
