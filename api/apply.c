@@ -16,9 +16,9 @@
 
 #include "api.h"
 #include "array_writer.h"
-#include "float_text.h"
 #include "json_fields.h"
 #include "relative.h"
+#include "respond.h"
 #include "request.h"
 #include "strbuf.h"
 
@@ -305,25 +305,16 @@ void api_apply(const api_service *svc, const char *body, size_t len,
     strbuf_puts(&sb, ",\"scheme\":");
     strbuf_put_json_string(&sb, scheme_names[rq.scheme.kind]);
     write_shape(&sb, &rq);
-    if (scheme_reports_attention_factor(&rq.scheme)) {
-        char text[FLOAT_TEXT_MAX];
-        float_to_text((float)r.rope.attention_factor, text);
-        strbuf_printf(&sb, ",\"attention_factor\":%s", text);
-    }
+    if (scheme_reports_attention_factor(&rq.scheme))
+        json_write_float_field(&sb, "attention_factor", r.rope.attention_factor);
     for (size_t i = 0; i < o.count; i++) {
         array_view v = view_of(&rq, o.order[i], &r);
         strbuf_putc(&sb, ',');
         array_write(&sb, output_names[o.order[i]], &v, rq.base64);
     }
     strbuf_putc(&sb, '}');
-    out->body = strbuf_detach(&sb, &out->body_len);
-    if (!out->body) {
-        api_fail(&err, API_E_INTERNAL, NULL, "out of memory writing the response");
+    if (respond_json(out, &sb, request_rows(&rq), &err))
         goto fail;
-    }
-    out->status = 200;
-    out->content_type = "application/json";
-    out->tokens = request_rows(&rq);
     goto done;
 fail:
     strbuf_free(&sb);

@@ -160,6 +160,17 @@ static void write_nested(strbuf *sb, const array_view *a)
     free(parts);
 }
 
+void json_write_float_field(strbuf *sb, const char *name, double value)
+{
+    char text[FLOAT_TEXT_MAX];
+
+    float_to_text((float)value, text);
+    strbuf_putc(sb, ',');
+    strbuf_put_json_string(sb, name);
+    strbuf_putc(sb, ':');
+    strbuf_puts(sb, text);
+}
+
 void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
 {
     strbuf_put_json_string(sb, name);

@@ -32,6 +32,9 @@ size_t array_count(const array_view *a);
  * NaN or infinite (a finite input can still overflow float32). */
 int array_check_finite(const array_view *a, const char *name, api_error *err);
 
+/* Append `,"name":<number>`, a float32 scalar result in shortest text. */
+void json_write_float_field(strbuf *sb, const char *name, double value);
+
 /* Append `"name":<array>` (and `,"name_shape":[...]` for base64). */
 void array_write(strbuf *sb, const char *name, const array_view *a, bool base64);
 

@@ -9,8 +9,8 @@
 
 #include "api.h"
 #include "array_writer.h"
-#include "float_text.h"
 #include "relative.h"
+#include "respond.h"
 #include "request.h"
 #include "strbuf.h"
 
@@ -101,20 +101,11 @@ void api_encode(const api_service *svc, const char *body, size_t len,
     write_header(&sb, &rq);
     strbuf_putc(&sb, ',');
     array_write(&sb, name, &view, rq.base64);
-    if (scheme_reports_attention_factor(&rq.scheme)) {
-        char text[FLOAT_TEXT_MAX];
-        float_to_text((float)plan.attention_factor, text);
-        strbuf_printf(&sb, ",\"attention_factor\":%s", text);
-    }
+    if (scheme_reports_attention_factor(&rq.scheme))
+        json_write_float_field(&sb, "attention_factor", plan.attention_factor);
     strbuf_putc(&sb, '}');
-    out->body = strbuf_detach(&sb, &out->body_len);
-    if (!out->body) {
-        api_fail(&err, API_E_INTERNAL, NULL, "out of memory writing the response");
+    if (respond_json(out, &sb, rows, &err))
         goto fail;
-    }
-    out->status = 200;
-    out->content_type = "application/json";
-    out->tokens = rows;
     goto done;
 fail:
     strbuf_free(&sb);

@@ -413,6 +413,17 @@ typedef enum context { CTX_ROOT, CTX_TOP, CTX_MODEL, CTX_WEIGHTS, CTX_OTHER } co
 
 static bool scan_value(scanner *s, size_t depth, context ctx);
 
+/* After a member or element: 1 when a ',' follows (another one comes), 0
+ * when the closing `close` does (consumed), -1 on anything else. */
+static int next_item(scanner *s, char close)
+{
+    skip_ws(s);
+    if (s->pos >= s->len)
+        return -1;
+    char c = s->text[s->pos++];
+    return c == ',' ? 1 : c == close ? 0 : -1;
+}
+
 static bool key_is(const scanner *s, size_t start, size_t n, const char *word)
 {
     return n == strlen(word) && memcmp(s->text + start, word, n) == 0;
@@ -448,17 +459,9 @@ static bool scan_object(scanner *s, size_t depth, context ctx)
                                                                                 : CTX_OTHER;
         if (!taken && !scan_value(s, depth + 1, child))
             return false;
-        skip_ws(s);
-        if (s->pos >= s->len)
-            return false;
-        if (s->text[s->pos] == ',') {
-            s->pos++;
-            continue;
-        }
-        if (s->text[s->pos] != '}')
-            return false;
-        s->pos++;
-        return true;
+        int more = next_item(s, '}');
+        if (more <= 0)
+            return more == 0;
     }
 }
 
@@ -474,17 +477,9 @@ static bool scan_array(scanner *s, size_t depth)
         skip_ws(s);
         if (!scan_value(s, depth + 1, CTX_OTHER))
             return false;
-        skip_ws(s);
-        if (s->pos >= s->len)
-            return false;
-        if (s->text[s->pos] == ',') {
-            s->pos++;
-            continue;
-        }
-        if (s->text[s->pos] != ']')
-            return false;
-        s->pos++;
-        return true;
+        int more = next_item(s, ']');
+        if (more <= 0)
+            return more == 0;
     }
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "respond.h"
 #include "service.h"
 #include "strbuf.h"
 
@@ -68,6 +69,7 @@ void api_info(const api_service *svc, const api_server_facts *facts,
               api_response *out)
 {
     strbuf sb = {0};
+    api_error err;
 
     strbuf_puts(&sb, "{\"name\":\"posenc\",\"version\":");
     strbuf_put_json_string(&sb, facts->version ? facts->version : POSENC_VERSION);
@@ -91,11 +93,6 @@ void api_info(const api_service *svc, const api_server_facts *facts,
     }
     strbuf_puts(&sb, "]}");
     memset(out, 0, sizeof *out);
-    out->body = strbuf_detach(&sb, &out->body_len);
-    if (!out->body) {
-        api_respond_errorf(out, API_E_INTERNAL, NULL, "out of memory");
-        return;
-    }
-    out->status = 200;
-    out->content_type = "application/json";
+    if (respond_json(out, &sb, 0, &err))
+        api_respond_error(out, &err);
 }

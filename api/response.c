@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "respond.h"
 #include "strbuf.h"
 
 /* Served when even the error body cannot be allocated. */
@@ -58,4 +59,18 @@ void api_respond_errorf(api_response *out, api_error_kind kind,
     va_end(ap);
     snprintf(err.field, sizeof err.field, "%s", field ? field : "");
     api_respond_error(out, &err);
+}
+
+int respond_json(api_response *out, strbuf *sb, size_t tokens, api_error *err)
+{
+    char *body = strbuf_detach(sb, &out->body_len);
+
+    if (!body)
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory writing the response");
+    free(out->body);
+    out->body = body;
+    out->status = 200;
+    out->content_type = "application/json";
+    out->tokens = tokens;
+    return 0;
 }
