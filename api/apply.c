@@ -104,7 +104,8 @@ static int gather_tokens(request *rq, const json_t *ids_value, api_error *err)
 
 /* z = norm(embed_norm(embed_scale*x + PE + input_bias)), rounded to
  * float32 once. */
-static int attention_input(const request *rq, float *z, api_error *err)
+static int attention_input(const api_service *svc, const request *rq, float *z,
+                           api_error *err)
 {
     const model *m = rq->model;
     pe_norm norm = {.kind = m->norm, .eps = m->norm_eps,
@@ -116,7 +117,7 @@ static int attention_input(const request *rq, float *z, api_error *err)
     pe_absolute pe;
     size_t bad = 0;
 
-    if (absolute_plan(rq, &pe, err))
+    if (absolute_plan(svc, rq, &pe, err))
         return -1;
     /* embed_scale applies to the absolute schemes only */
     pe_input in = {.pe = &pe, .embed_scale = pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale,
@@ -198,7 +199,7 @@ static int compute(const api_service *svc, const request *rq, const outputs *o, 
     r->qkv = malloc(rows * width * sizeof *r->qkv);
     if (!r->z || !r->qkv)
         return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-    if (attention_input(rq, r->z, err))
+    if (attention_input(svc, rq, r->z, err))
         return -1;
     pe_project_qkv(&m->qkv, r->z, rows, r->qkv);
     if (rq->scheme.kind == SCHEME_ROPE) {

@@ -19,12 +19,13 @@ static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "para
                                           NULL};
 
 /* PE added to embed_scale*x (sinusoidal, learned). */
-static int encode_absolute(const request *rq, float *out, api_error *err)
+static int encode_absolute(const api_service *svc, const request *rq, float *out,
+                           api_error *err)
 {
     pe_absolute pe;
     size_t bad = 0;
 
-    if (absolute_plan(rq, &pe, err))
+    if (absolute_plan(svc, rq, &pe, err))
         return -1;
     pe_status st = pe_encode_absolute(&pe, NULL, rq->embed_scale, rq->x.data, rq->positions,
                                       request_rows(rq), rq->d, out, &bad);
@@ -86,7 +87,7 @@ void api_encode(const api_service *svc, const char *body, size_t len,
                 memcpy(values, rq.x.data, rows * rq.d * sizeof *values);
             else
                 memset(values, 0, rows * rq.d * sizeof *values);
-        } else if (encode_absolute(&rq, values, &err)) {
+        } else if (encode_absolute(svc, &rq, values, &err)) {
             goto fail;
         }
         size_t n = 0;

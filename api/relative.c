@@ -12,12 +12,15 @@ static const char *model_label(const request *rq)
     return rq->model ? rq->model->name : "the request (no model)";
 }
 
-int absolute_plan(const request *rq, pe_absolute *pe, api_error *err)
+int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
+                  api_error *err)
 {
     *pe = (pe_absolute){.kind = PE_ABS_NONE};
     if (rq->scheme.kind == SCHEME_SINUSOIDAL) {
         *pe = (pe_absolute){.kind = PE_ABS_SINUSOIDAL, .base = rq->scheme.base,
                             .layout = rq->scheme.sin_layout};
+        pe->cache = pe_cache_sinusoidal(svc->pe_cache, pe->base, pe->layout, rq->d,
+                                        &pe->cache_rows);
     } else if (rq->scheme.kind == SCHEME_LEARNED) {
         const tensor *table = rq->model ? &rq->model->weights[W_POSITION_TABLE] : NULL;
         if (!table || !table->data)

@@ -15,7 +15,8 @@
 /* The absolute encoding a request adds: sinusoidal or learned (checking
  * that the model holds a table of the right width), PE_ABS_NONE for the
  * other schemes. */
-int absolute_plan(const request *rq, pe_absolute *pe, api_error *err);
+int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
+                  api_error *err);
 
 /* Turn a failed pe_encode_absolute() into the contract's error. */
 int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st,

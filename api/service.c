@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "model_dir.h"
 
 api_service *api_service_new(const api_limits *limits, api_error *err)
@@ -38,13 +40,17 @@ api_service *api_service_new_with_models(const api_limits *limits,
 
     if (!svc)
         goto nomem;
+    /* jansson's hash seed is its one global; set it before any thread
+     * parses (jansson doc/threadsafety.rst) */
+    json_object_seed(0);
     svc->limits = *limits;
     if (svc->limits.max_tokens == 0)
         svc->limits.max_tokens = API_DEFAULT_MAX_TOKENS;
     if (svc->limits.max_output_elements == 0)
         svc->limits.max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS;
     svc->models = calloc(n + 1, sizeof *svc->models);
-    if (!svc->models)
+    svc->pe_cache = pe_cache_new();
+    if (!svc->models || !svc->pe_cache)
         goto nomem;
     for (size_t i = 0; i < n; i++)
         named_default |= strcmp(specs[i].name, "default") == 0;
@@ -74,6 +80,7 @@ void api_service_free(api_service *svc)
     for (size_t i = 0; i < svc->n_models; i++)
         model_free(svc->models[i]);
     free(svc->models);
+    pe_cache_free(svc->pe_cache);
     free(svc);
 }
 

@@ -6,12 +6,14 @@
 
 #include "api.h"
 #include "model.h"
+#include "pe_cache.h"
 
 struct api_service {
     api_limits limits;
     model **models; /* owned, n_models entries; the one named "default" serves
                        requests that name no model */
     size_t n_models;
+    pe_cache *pe_cache; /* owned; the one mutable part (see pe_cache.h) */
 };
 
 /* The model called `name`, or NULL. */

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -34,7 +35,10 @@ static size_t encode_row(const abs_job *job, size_t r, double *z)
 
     switch (job->pe ? job->pe->kind : PE_ABS_NONE) {
     case PE_ABS_SINUSOIDAL:
-        pe_sinusoidal_row_freqs(job->freqs, job->pe->layout, p, d, z);
+        if ((uint64_t)p < job->pe->cache_rows)
+            memcpy(z, job->pe->cache + (size_t)p * d, d * sizeof *z);
+        else
+            pe_sinusoidal_row_freqs(job->freqs, job->pe->layout, p, d, z);
         break;
     case PE_ABS_LEARNED: {
         const float *trow = job->pe->table + (size_t)p * d;

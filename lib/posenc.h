@@ -102,7 +102,19 @@ typedef struct pe_absolute {
     pe_sin_layout layout; /* sinusoidal */
     const float *table;   /* learned: borrowed [table_rows][d] */
     size_t table_rows;    /* learned: max_positions */
+    /* sinusoidal, optional: borrowed rows PE[0 .. cache_rows) in double, as
+     * pe_sinusoidal_table() makes them for the same base, layout and d;
+     * positions below cache_rows are copied from it instead of recomputed.
+     * NULL (the zero value) computes every row. */
+    const double *cache;
+    size_t cache_rows;
 } pe_absolute;
+
+/* The sinusoidal table rows[n][d] = PE[0 .. n) in double, for use as
+ * pe_absolute.cache (bit-identical to what is computed without it). Rows
+ * are computed in parallel. base > 0. */
+void pe_sinusoidal_table(double base, pe_sin_layout layout, size_t d,
+                         size_t n, double *rows);
 
 /* One sinusoidal row in double precision: row[d] = PE[position]. For odd d
  * the extra frequency contributes a sine only (last column interleaved,

@@ -3,6 +3,7 @@
  * or split, in double precision.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
@@ -51,4 +52,21 @@ void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
 
     for (size_t i = 0; i < nf; i++)
         place(layout, d, i, p * pe_inv_freq(base, i, d), row);
+}
+
+void pe_sinusoidal_table(double base, pe_sin_layout layout, size_t d,
+                         size_t n, double *rows)
+{
+    double *freqs = malloc((d + 1) / 2 * sizeof *freqs);
+
+    if (!freqs) { /* no room for the frequencies: compute them per element */
+        for (size_t p = 0; p < n; p++)
+            pe_sinusoidal_row(base, layout, (int64_t)p, d, rows + p * d);
+        return;
+    }
+    pe_sinusoidal_freqs(base, d, freqs);
+#pragma omp parallel for schedule(static) if (n * d >= PE_PARALLEL_MIN_WORK)
+    for (size_t p = 0; p < n; p++)
+        pe_sinusoidal_row_freqs(freqs, layout, (int64_t)p, d, rows + p * d);
+    free(freqs);
 }

@@ -49,7 +49,7 @@ static void with_norms(void)
     float x[N * D], w[D], b[D], out[N * D];
     double want[N * D];
     double scale = sqrt((double)D);
-    pe_absolute pe = {PE_ABS_SINUSOIDAL, 10000.0, PE_SIN_INTERLEAVED, NULL, 0};
+    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
 
     for (size_t e = 0; e < N * D; e++)
         x[e] = (float)test_uniform(&rng, -1, 1);
@@ -83,8 +83,8 @@ static void learned_and_none(void)
     enum { ROWS = 6, D = 4 };
     float table[ROWS * D], out[3 * D], x[3 * D];
     static const int64_t pos[3] = {5, 0, 2};
-    pe_absolute learned = {PE_ABS_LEARNED, 0, PE_SIN_INTERLEAVED, table, ROWS};
-    pe_absolute none = {PE_ABS_NONE, 0, PE_SIN_INTERLEAVED, NULL, 0};
+    pe_absolute learned = {.kind = PE_ABS_LEARNED, .layout = PE_SIN_INTERLEAVED, .table = table, .table_rows = ROWS};
+    pe_absolute none = {.kind = PE_ABS_NONE, .layout = PE_SIN_INTERLEAVED};
     bool exact = true;
 
     for (size_t e = 0; e < ROWS * D; e++)
@@ -140,7 +140,7 @@ static void parallel_matches_serial(void)
     for (size_t r = 0; r < N; r++)
         pos[r] = (int64_t)(r * 37 % 5000);
     pe_norm rms = {PE_NORM_RMS, 1e-6, w, NULL};
-    pe_absolute pe = {PE_ABS_SINUSOIDAL, 10000.0, PE_SIN_SPLIT, NULL, 0};
+    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_SPLIT};
     pe_encode_absolute(&pe, &rms, 8.0, x, pos, N, D, all, NULL);
     for (size_t r = 0; r < N; r++) {
         pe_encode_absolute(&pe, &rms, 8.0, x + r * D, pos + r, 1, D, one, NULL);
@@ -158,7 +158,7 @@ static void errors(void)
 {
     float table[4 * 2] = {0}, out[5 * 4];
     static const int64_t pos[5] = {0, 1, 5, 2, 7};
-    pe_absolute learned = {PE_ABS_LEARNED, 0, PE_SIN_INTERLEAVED, table, 4};
+    pe_absolute learned = {.kind = PE_ABS_LEARNED, .layout = PE_SIN_INTERLEAVED, .table = table, .table_rows = 4};
     size_t bad = 99;
 
     CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 5, 2, out, &bad) ==
@@ -172,8 +172,7 @@ static void errors(void)
     /* 10 * 3e38 overflows float32: flat index 1*4+2 = 6 comes first. */
     float x[3 * 4] = {1, 1, 1, 1, 1, 1, 3e38f, 1, -3e38f, 1, 1, 1};
     static const int64_t p3[3] = {0, 1, 2};
-    pe_absolute sin_pe = {PE_ABS_SINUSOIDAL, 10000.0, PE_SIN_INTERLEAVED, NULL,
-                          0};
+    pe_absolute sin_pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
     bad = 99;
     CHECK(pe_encode_absolute(&sin_pe, NULL, 10.0, x, p3, 3, 4, out, &bad) ==
               PE_ENONFINITE,
@@ -194,8 +193,7 @@ static void errors(void)
     CHECK(pe_encode_absolute(&sin_pe, NULL, 1.0, NULL, &p0, 1, SIZE_MAX / 4,
                              big, NULL) == PE_ENOMEM,
           "scratch size overflow: PE_ENOMEM, nothing written");
-    pe_absolute bad_base = {PE_ABS_SINUSOIDAL, 0.0, PE_SIN_INTERLEAVED, NULL,
-                            0};
+    pe_absolute bad_base = {.kind = PE_ABS_SINUSOIDAL, .base = 0.0, .layout = PE_SIN_INTERLEAVED};
     CHECK(pe_encode_absolute(&bad_base, NULL, 1.0, NULL, &p0, 1, 4, out,
                              NULL) == PE_EINVAL,
           "base 0: PE_EINVAL");
@@ -242,7 +240,7 @@ static void input_stage(void)
         w2[j] = (float)test_uniform(&rng, 0.5, 2);
         b2[j] = (float)test_uniform(&rng, -1, 1);
     }
-    pe_absolute learned = {PE_ABS_LEARNED, 0, PE_SIN_INTERLEAVED, table, 32};
+    pe_absolute learned = {.kind = PE_ABS_LEARNED, .layout = PE_SIN_INTERLEAVED, .table = table, .table_rows = 32};
     pe_norm ln1 = {PE_NORM_LAYER, 1e-12, w1, b1}, ln2 = {PE_NORM_LAYER, 1e-5, w2, b2};
 
     /* BERT-like: LN(x + table[p] + add) */

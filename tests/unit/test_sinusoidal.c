@@ -4,6 +4,7 @@
  * positions in the millions.
  */
 #include <math.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -40,7 +41,7 @@ static void anchor_vectors(void)
     for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
         double row[8];
         float out[8];
-        pe_absolute pe = {PE_ABS_SINUSOIDAL, 10000.0, cases[c].layout, NULL, 0};
+        pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = cases[c].layout};
 
         pe_sinusoidal_row(10000.0, cases[c].layout, cases[c].pos, cases[c].d,
                           row);
@@ -108,7 +109,7 @@ static void recurrence(void)
             s[i] = sn;
         }
     }
-    pe_absolute pe = {PE_ABS_SINUSOIDAL, 10000.0, PE_SIN_INTERLEAVED, NULL, 0};
+    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
     CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, pos, N, D, out, NULL) ==
               PE_OK,
           "recurrence table returns PE_OK");
@@ -126,7 +127,7 @@ static void large_positions(void)
 {
     enum { D = 128 };
     static const int64_t positions[] = {1000000, 10000000};
-    pe_absolute pe = {PE_ABS_SINUSOIDAL, 10000.0, PE_SIN_INTERLEAVED, NULL, 0};
+    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
 
     for (size_t k = 0; k < ARRAY_LEN(positions); k++) {
         int64_t p = positions[k];
@@ -154,8 +155,36 @@ static void large_positions(void)
     }
 }
 
+/* A cached table (pe_absolute.cache) gives bit-identical rows, below and
+ * past its last row, in both layouts and for odd d. */
+static void cached_table(void)
+{
+    enum { D = 37, ROWS = 50, N = 6 };
+    static double table[ROWS * D];
+    const int64_t positions[N] = {0, 1, 49, 50, 123456, 7};
+    float with[N * D], without[N * D], x[N * D];
+    uint64_t state = 5;
+
+    for (size_t i = 0; i < N * D; i++)
+        x[i] = (float)test_uniform(&state, -1, 1);
+    for (int layout = 0; layout < 2; layout++) {
+        pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 500.0,
+                          .layout = (pe_sin_layout)layout};
+        pe_sinusoidal_table(pe.base, pe.layout, D, ROWS, table);
+        CHECK(pe_encode_absolute(&pe, NULL, 1.5, x, positions, N, D, without, NULL) == PE_OK,
+              "uncached");
+        pe.cache = table;
+        pe.cache_rows = ROWS;
+        CHECK(pe_encode_absolute(&pe, NULL, 1.5, x, positions, N, D, with, NULL) == PE_OK,
+              "cached");
+        CHECK(memcmp(with, without, sizeof with) == 0, "cached rows equal computed rows (layout %d)",
+              layout);
+    }
+}
+
 void test_sinusoidal(void)
 {
+    cached_table();
     anchor_vectors();
     odd_width();
     recurrence();

@@ -27,7 +27,7 @@ typedef struct result {
 
 static void run_request(const shared *s, result *r)
 {
-    pe_absolute pe = {PE_ABS_SINUSOIDAL, 10000.0, PE_SIN_INTERLEAVED, NULL, 0};
+    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
     pe_rope rope;
     double inv[HD / 2], att;
 
