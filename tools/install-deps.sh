@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian packages posenc needs to build, run and test, if any
 # are missing. Runs apt-get as root, or through sudo; does nothing when all
-# are present. Usage: tools/install-deps.sh [build|test|fuzz|bench]
+# are present. Usage: tools/install-deps.sh [build|test|fuzz|bench|docker]
 set -eu
 
 build_pkgs="gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
@@ -10,12 +10,18 @@ test_pkgs="libcurl4-openssl-dev python3-numpy valgrind"
 fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev"
 bench_pkgs="wrk gnuplot-nox python3-fastapi python3-uvicorn python3-httptools
 python3-numpy"
+# make test-docker: rootful podman with no Docker engine and no registry
+# (the base image comes from debootstrap); dnsname lets compose services
+# find each other by name.
+docker_pkgs="podman runc catatonit uidmap slirp4netns fuse-overlayfs debootstrap
+podman-compose golang-github-containernetworking-plugin-dnsname curl python3-yaml"
 
 want=$build_pkgs
 case "${1:-build}" in
 test) want="$build_pkgs $test_pkgs" ;;
 fuzz) want="$build_pkgs $fuzz_pkgs" ;;
 bench) want="$build_pkgs $bench_pkgs" ;;
+docker) want="$docker_pkgs" ;;
 esac
 
 missing=""

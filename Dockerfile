@@ -1,0 +1,48 @@
+# posenc server image: docker build -t posenc .   (see "Deployment" in README.md)
+#
+# Two stages on Debian 12. The build stage installs the -dev packages with
+# the project's own tools/install-deps.sh (one list for the machine and the
+# image) and runs make; the runtime stage gets only the shared libraries the
+# binary links against, the binary, and a non-root user. Nothing is
+# downloaded but Debian packages.
+
+FROM debian:bookworm AS build
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+COPY tools/install-deps.sh tools/
+RUN tools/install-deps.sh build && rm -rf /var/lib/apt/lists/*
+# The sources make reads (Makefile, lib/, api/, server/, web/, tools/; see
+# .dockerignore for what stays out).
+COPY . .
+RUN make -j"$(nproc)" build/posenc-server && strip build/posenc-server \
+    && build/posenc-server --version
+
+FROM debian:bookworm
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+       libmicrohttpd12 libjansson4 libopenblas0-openmp libgomp1 libstdc++6 \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
+    && useradd --system --uid 10001 --user-group --no-create-home \
+       --home-dir /nonexistent --shell /usr/sbin/nologin posenc \
+    && mkdir -p /models
+COPY --from=build /src/build/posenc-server /usr/local/bin/posenc-server
+# Fails the build if a runtime library is missing.
+RUN /usr/local/bin/posenc-server --version
+
+# Every flag has a POSENC_* variable (posenc-server --help); set them with
+# `docker run -e`. Change the port with POSENC_PORT, not --port, so that the
+# HEALTHCHECK below probes the port the server listens on.
+ENV POSENC_HOST=0.0.0.0 \
+    POSENC_PORT=8080
+EXPOSE 8080
+# Model directories (--model NAME=/models/NAME) are mounted here.
+VOLUME ["/models"]
+USER 10001:10001
+# The binary probes its own /healthz: no curl in the image.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
+    CMD ["/usr/local/bin/posenc-server", "--check"]
+# Exec form, no shell in between: SIGTERM from `docker stop` reaches the
+# server, which drains and exits 0 (keep POSENC_DRAIN_TIMEOUT, default 8 s,
+# under the stop timeout, 10 s in Docker).
+ENTRYPOINT ["/usr/local/bin/posenc-server"]
