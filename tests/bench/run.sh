@@ -1,0 +1,14 @@
+#!/bin/sh
+# tests/bench/run.sh - the posenc benchmark suite (make bench runs it after
+# building). Needs build/posenc-server and build/bench/{ceiling,sgemm_bench,
+# jansson_bench}, wrk, gnuplot and the peer's Python packages
+# (tools/install-deps.sh bench). Knobs: see the docstring of bench.py.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+for tool in wrk /usr/bin/python3; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "bench: $tool missing (tools/install-deps.sh bench)" >&2
+        exit 1
+    }
+done
+exec /usr/bin/python3 "$here/bench.py" "$@"
