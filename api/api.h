@@ -17,14 +17,28 @@
 
 #define POSENC_VERSION "1.0.0"
 
-/* Limits the API enforces on decoded requests. */
+/* Limits the API enforces on decoded requests. A field left 0 takes its
+ * default. Past a limit a request is a 422 too_large. */
 typedef struct api_limits {
     size_t max_tokens;          /* batch x tokens per request (default 65536) */
     size_t max_output_elements; /* any single output array (default 2^26) */
+    size_t max_batch;           /* the batch axis of a request (default 1024) */
+    size_t max_dim;             /* d, d_model, head_dim and rope head_dim that a
+                                   request gives (default and most 65536) */
+    size_t max_heads;           /* heads and kv_heads of an inline model, alibi
+                                   heads (default 1024, most 65536) */
+    size_t max_json_depth;      /* nesting of arrays and objects in a body
+                                   (default 32, most 2048: jansson's own) */
 } api_limits;
 
 #define API_DEFAULT_MAX_TOKENS ((size_t)65536)
 #define API_DEFAULT_MAX_OUTPUT_ELEMENTS ((size_t)1 << 26)
+#define API_DEFAULT_MAX_BATCH ((size_t)1024)
+#define API_DEFAULT_MAX_DIM ((size_t)65536) /* also the most max_dim may be */
+#define API_DEFAULT_MAX_HEADS ((size_t)1024)
+#define API_MAX_HEADS ((size_t)65536)
+#define API_DEFAULT_MAX_JSON_DEPTH ((size_t)32)
+#define API_MAX_JSON_DEPTH ((size_t)2048) /* jansson's JSON_PARSER_MAX_DEPTH */
 
 /* The models being served plus limits. Opaque, immutable once built. */
 typedef struct api_service api_service;
@@ -95,6 +109,11 @@ typedef struct api_server_facts {
     size_t max_body_bytes;
     unsigned max_connections;
     bool api_key_required;
+    unsigned max_inflight;    /* /encode and /apply admitted at once */
+    unsigned workers;         /* threads computing /encode and /apply */
+    unsigned timeout_s;       /* idle connection timeout */
+    unsigned request_timeout_s; /* to receive a request, and to send its answer */
+    size_t connection_memory; /* per-connection buffer for headers */
 } api_server_facts;
 
 /* GET /info: version, build, threads, limits and the models. */

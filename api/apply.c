@@ -70,7 +70,8 @@ static int parse_outputs(const json_t *root, outputs *o, api_error *err)
 }
 
 /* token_ids -> embeddings rows of the model's token_embedding table. */
-static int gather_tokens(request *rq, const json_t *ids_value, api_error *err)
+static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_value,
+                         api_error *err)
 {
     const tensor *table = &rq->model->weights[W_TOKEN_EMBEDDING];
     int_array ids;
@@ -88,6 +89,14 @@ static int gather_tokens(request *rq, const json_t *ids_value, api_error *err)
                             API_E_OUT_OF_RANGE, &ids, err))
         return -1;
     size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
+    /* The token and batch limits, before the gathered rows are allocated
+     * (request_common checks them again on the result). */
+    if (n > svc->limits.max_tokens || (ids.ndim == 2 && ids.dim[0] > svc->limits.max_batch)) {
+        int_array_free(&ids);
+        return api_fail(err, API_E_TOO_LARGE, "token_ids",
+                        "token_ids holds %zu tokens; the limits are %zu tokens and a batch "
+                        "of %zu", n, svc->limits.max_tokens, svc->limits.max_batch);
+    }
     rq->x.data = malloc(n * d * sizeof *rq->x.data);
     if (!rq->x.data) {
         int_array_free(&ids);
@@ -259,7 +268,7 @@ void api_apply(const api_service *svc, const char *body, size_t len,
     strbuf sb = {0};
 
     memset(out, 0, sizeof *out);
-    if (request_parse(body, len, apply_keys, &rq, &err) ||
+    if (request_parse(svc, body, len, apply_keys, &rq, &err) ||
         request_model(svc, &rq, "default", &err))
         goto fail;
     for (weight_id w = W_WQ; w <= W_WV && !rq.model->qkv.w_qkv; w++)
@@ -278,7 +287,7 @@ void api_apply(const api_service *svc, const char *body, size_t len,
         api_fail(&err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
         goto fail;
     }
-    if ((ids && gather_tokens(&rq, ids, &err)) || request_common(svc, &rq, &err) ||
+    if ((ids && gather_tokens(svc, &rq, ids, &err)) || request_common(svc, &rq, &err) ||
         parse_outputs(rq.root, &o, &err))
         goto fail;
     if (rq.d != rq.model->d_model) {

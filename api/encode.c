@@ -55,7 +55,7 @@ void api_encode(const api_service *svc, const char *body, size_t len,
     const char *name = "encoded";
 
     memset(out, 0, sizeof *out);
-    if (request_parse(body, len, encode_keys, &rq, &err) ||
+    if (request_parse(svc, body, len, encode_keys, &rq, &err) ||
         request_model(svc, &rq, NULL, &err) || request_common(svc, &rq, &err))
         goto fail;
     size_t rows = request_rows(&rq);

@@ -18,28 +18,28 @@ static const char digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* Digits of n (n < 10^10), most significant first; returns their count.
- * Two digits per division, written from the right (the classic table
- * trick): this runs once per number of every JSON response. */
-static size_t decimal_digits(uint32_t n, char *out)
+/* The nine digits of n < 10^9, zero-padded, into out[0..9): one division by
+ * 10^8 and four table lookups of two digits. */
+static void nine_digits(uint32_t n, char *out)
 {
-    size_t len = n >= 1000000000u ? 10 : n >= 100000000u ? 9 : n >= 10000000u ? 8
-               : n >= 1000000u ? 7 : n >= 100000u ? 6 : n >= 10000u ? 5
-               : n >= 1000u ? 4 : n >= 100u ? 3 : n >= 10u ? 2 : 1;
-    char *p = out + len;
-    while (n >= 100) {
-        uint32_t pair = (n % 100) * 2;
-        n /= 100;
-        *--p = digit_pairs[pair + 1];
-        *--p = digit_pairs[pair];
+    out[0] = (char)('0' + n / 100000000u);
+    n %= 100000000u;
+    for (int i = 7; i >= 1; i -= 2) {
+        uint32_t pair = (n % 100u) * 2;
+        n /= 100u;
+        out[i] = digit_pairs[pair];
+        out[i + 1] = digit_pairs[pair + 1];
     }
-    if (n >= 10) {
-        *--p = digit_pairs[n * 2 + 1];
-        *--p = digit_pairs[n * 2];
-    } else {
-        *--p = (char)('0' + n);
-    }
-    return len;
+}
+
+static unsigned digit_count(uint32_t n)
+{
+    static const uint32_t powers[9] = {10u, 100u, 1000u, 10000u, 100000u,
+                                       1000000u, 10000000u, 100000000u, 1000000000u};
+    unsigned k = 1;
+    while (k < 10 && n >= powers[k - 1])
+        k++;
+    return k;
 }
 
 static size_t write_exponent(int e, char *out)
@@ -50,51 +50,62 @@ static size_t write_exponent(int e, char *out)
         out[n++] = '-';
         e = -e;
     }
-    return n + decimal_digits((uint32_t)e, out + n);
+    if (e >= 10)
+        out[n++] = (char)('0' + e / 10);
+    out[n++] = (char)('0' + e % 10);
+    return n;
 }
 
 size_t float_to_text(float v, char *buf)
 {
-    char digits[10];
-    size_t n = 0;
-    uint32_t significand;
+    /* nine digits, then room so that fixed 16-byte copies can read past them */
+    char nine[32] = {0};
+    char *p = buf;
+    uint32_t significand, bits;
     int exponent;
 
-    if (signbit(v))
-        buf[n++] = '-';
-    if (v == 0.0f) {
-        buf[n++] = '0';
-        buf[n] = '\0';
-        return n;
+    memcpy(&bits, &v, sizeof bits);
+    if (bits >> 31)
+        *p++ = '-';
+    if ((bits & 0x7fffffffu) == 0) {
+        *p++ = '0';
+        *p = '\0';
+        return (size_t)(p - buf);
     }
     shortest_decimal_f32(v, &significand, &exponent);
-    size_t nd = decimal_digits(significand, digits);
+    unsigned nd = digit_count(significand);
+    nine_digits(significand, nine);
+    const char *digits = nine + 9 - nd;
     /* value = 0.d1 d2 ... dnd * 10^point */
     int point = (int)nd + exponent;
     if (point > 0 && point <= 9) {
-        for (int i = 0; i < point; i++)
-            buf[n++] = (size_t)i < nd ? digits[i] : '0';
-        if ((size_t)point < nd) {
-            buf[n++] = '.';
-            for (size_t i = (size_t)point; i < nd; i++)
-                buf[n++] = digits[i];
+        /* Fixed-size copies (the compiler makes them single stores); the
+         * bytes past the number are overwritten by what follows. */
+        if ((unsigned)point >= nd) { /* an integer: digits, then zeros */
+            memcpy(p, digits, 16);
+            memset(p + nd, '0', 16);
+            p += point;
+        } else {
+            memcpy(p, digits, 16);
+            p += point;
+            *p++ = '.';
+            memcpy(p, digits + point, 16);
+            p += nd - (unsigned)point;
         }
     } else if (point <= 0 && point > -5) {
-        buf[n++] = '0';
-        buf[n++] = '.';
-        for (int i = point; i < 0; i++)
-            buf[n++] = '0';
-        memcpy(buf + n, digits, nd);
-        n += nd;
+        memcpy(p, "0.000000", 8);
+        p += 2 - point;
+        memcpy(p, digits, 16);
+        p += nd;
     } else {
-        buf[n++] = digits[0];
+        *p++ = digits[0];
         if (nd > 1) {
-            buf[n++] = '.';
-            memcpy(buf + n, digits + 1, nd - 1);
-            n += nd - 1;
+            *p++ = '.';
+            memcpy(p, digits + 1, 16);
+            p += nd - 1;
         }
-        n += write_exponent(point - 1, buf + n);
+        p += write_exponent(point - 1, p);
     }
-    buf[n] = '\0';
-    return n;
+    *p = '\0';
+    return (size_t)(p - buf);
 }

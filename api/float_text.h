@@ -6,8 +6,10 @@
 
 #include <stddef.h>
 
-/* Longest text float_to_text() writes, with room for the NUL. */
-#define FLOAT_TEXT_MAX 24
+/* Room float_to_text() needs at buf: the longest text is 15 characters and
+ * the NUL, but it stores in fixed 16-byte blocks (bytes past the returned
+ * length are scratch). */
+#define FLOAT_TEXT_MAX 40
 
 /* Write the shortest decimal that reads back (strtof) as exactly `v`, as a
  * JSON number, into buf (>= FLOAT_TEXT_MAX bytes, NUL-terminated). v must be

@@ -76,13 +76,19 @@ void api_info(const api_service *svc, const api_server_facts *facts,
     strbuf_puts(&sb, ",\"build\":{\"compiler\":");
     strbuf_put_json_string(&sb, facts->build ? facts->build : "");
     strbuf_puts(&sb, ",\"openmp\":true,\"blas\":\"openblas\"}");
-    strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"omp\":%u}", facts->http_threads,
-                  facts->omp_threads);
+    strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"workers\":%u,\"omp\":%u}",
+                  facts->http_threads, facts->workers, facts->omp_threads);
     strbuf_printf(&sb, ",\"limits\":{\"max_body_bytes\":%zu,\"max_tokens\":%zu,"
                        "\"max_output_elements\":%zu,\"max_connections\":%u,"
-                       "\"max_position\":9007199254740991,\"max_dim\":65536}",
+                       "\"max_position\":9007199254740991,\"max_dim\":%zu,"
+                       "\"max_heads\":%zu,\"max_batch\":%zu,\"max_json_depth\":%zu,"
+                       "\"max_inflight\":%u,\"workers\":%u,\"timeout_s\":%u,"
+                       "\"request_timeout_s\":%u,\"connection_memory_bytes\":%zu}",
                   facts->max_body_bytes, svc->limits.max_tokens,
-                  svc->limits.max_output_elements, facts->max_connections);
+                  svc->limits.max_output_elements, facts->max_connections,
+                  svc->limits.max_dim, svc->limits.max_heads, svc->limits.max_batch,
+                  svc->limits.max_json_depth, facts->max_inflight, facts->workers,
+                  facts->timeout_s, facts->request_timeout_s, facts->connection_memory);
     strbuf_printf(&sb, ",\"auth\":%s", facts->api_key_required ? "true" : "false");
     strbuf_puts(&sb, ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
     strbuf_puts(&sb, ",\"models\":[");

@@ -10,18 +10,77 @@
 #include "fast_json.h"
 #include "json_fields.h"
 
-int request_parse(const char *body, size_t len, const char *const *allowed,
-                  request *rq, api_error *err)
+/* Whether v nests no deeper than `left` more arrays or objects. A numeric
+ * array taken out by the fast path (a binary tensor string) counts as the
+ * nested arrays it was, so the answer does not depend on which path parsed
+ * the body. Recursion is bounded by the limit (at most 2048, jansson's). */
+static bool depth_within(const json_t *v, size_t left)
+{
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count;
+
+    if (json_is_string(v))
+        return !fast_json_tensor(v, &ndim, dim, &count) || ndim <= left;
+    if (!json_is_array(v) && !json_is_object(v))
+        return true;
+    if (left == 0)
+        return false;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (!depth_within(json_array_get(v, i), left - 1))
+                return false;
+        return true;
+    }
+    const char *key;
+    const json_t *child;
+    json_object_foreach((json_t *)(uintptr_t)v, key, child) {
+        if (!depth_within(child, left - 1))
+            return false;
+    }
+    return true;
+}
+
+int request_parse(const api_service *svc, const char *body, size_t len,
+                  const char *const *allowed, request *rq, api_error *err)
 {
     json_error_t jerr;
+    size_t max_depth = svc->limits.max_json_depth;
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
     rq->root = fast_json_load(body, len, &jerr);
+    /* jansson stops at its own depth limit (2048), which is past ours */
+    if (!rq->root && json_error_code(&jerr) == json_error_stack_overflow)
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "the JSON nests arrays and objects deeper than the limit of %zu "
+                        "levels (line %d column %d)", max_depth, jerr.line, jerr.column);
     if (!rq->root)
         return api_fail(err, API_E_INVALID_JSON, NULL, "malformed JSON at line %d column %d: %s",
                         jerr.line, jerr.column, jerr.text);
+    if (!depth_within(rq->root, max_depth))
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
+                        max_depth);
     return jf_check_object(rq->root, "", allowed, err);
+}
+
+/* The sizes an inline model declares, against the limits. */
+static int check_model_limits(const api_service *svc, const model *m, api_error *err)
+{
+    const api_limits *lim = &svc->limits;
+
+    if (m->d_model > lim->max_dim)
+        return api_fail(err, API_E_TOO_LARGE, "model.d_model",
+                        "d_model %zu exceeds the limit of %zu", m->d_model, lim->max_dim);
+    if (m->head_dim > lim->max_dim)
+        return api_fail(err, API_E_TOO_LARGE, "model.head_dim",
+                        "head_dim %zu exceeds the limit of %zu", m->head_dim, lim->max_dim);
+    if (m->heads > lim->max_heads)
+        return api_fail(err, API_E_TOO_LARGE, "model.heads",
+                        "heads %zu exceeds the limit of %zu", m->heads, lim->max_heads);
+    if (m->kv_heads > lim->max_heads)
+        return api_fail(err, API_E_TOO_LARGE, "model.kv_heads",
+                        "kv_heads %zu exceeds the limit of %zu", m->kv_heads, lim->max_heads);
+    return 0;
 }
 
 int request_model(const api_service *svc, request *rq,
@@ -45,7 +104,7 @@ int request_model(const api_service *svc, request *rq,
     if (json_is_object(v)) {
         rq->owned_model = model_from_json(v, "model", err);
         rq->model = rq->owned_model;
-        return rq->model ? 0 : -1;
+        return rq->model ? check_model_limits(svc, rq->model, err) : -1;
     }
     return api_fail(err, API_E_INVALID_REQUEST, "model",
                     "model must be a model name or an inline model object");
@@ -155,6 +214,13 @@ int request_common(const api_service *svc, request *rq, api_error *err)
 
     if (decode_scheme(rq, err))
         return -1;
+    if (rq->scheme.heads > svc->limits.max_heads)
+        return api_fail(err, API_E_TOO_LARGE, "params.heads", "heads %zu exceeds the limit of %zu",
+                        rq->scheme.heads, svc->limits.max_heads);
+    if (rq->scheme.head_dim > svc->limits.max_dim)
+        return api_fail(err, API_E_TOO_LARGE, "params.head_dim",
+                        "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
+                        svc->limits.max_dim);
     if (!rq->x.data && embeddings) {
         if (tensor_from_json(embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, err))
             return -1;
@@ -175,13 +241,17 @@ int request_common(const api_service *svc, request *rq, api_error *err)
     rq->d = dim[ndim - 1];
     size_t rows, elements;
     const char *size_field = rq->x.data ? "embeddings" : "shape";
+    if (rq->batch > svc->limits.max_batch)
+        return api_fail(err, API_E_TOO_LARGE, size_field,
+                        "a batch of %zu exceeds the limit of %zu", rq->batch,
+                        svc->limits.max_batch);
     if (mul_size(rq->batch, rq->tokens, &rows) || rows > svc->limits.max_tokens)
         return api_fail(err, API_E_TOO_LARGE, size_field,
                         "%zu x %zu tokens exceed the limit of %zu tokens per request",
                         rq->batch, rq->tokens, svc->limits.max_tokens);
-    if (rq->d > SCHEME_MAX_DIM)
-        return api_fail(err, API_E_TOO_LARGE, size_field, "d = %zu exceeds the limit of %d",
-                        rq->d, SCHEME_MAX_DIM);
+    if (rq->d > svc->limits.max_dim)
+        return api_fail(err, API_E_TOO_LARGE, size_field, "d = %zu exceeds the limit of %zu",
+                        rq->d, svc->limits.max_dim);
     if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
         return -1;
     if (jf_number(rq->root, "", "embed_scale", false, &present, &rq->embed_scale, err) ||

@@ -32,9 +32,10 @@ typedef struct request {
     bool base64;
 } request;
 
-/* Parse the body as a JSON object whose keys are in `allowed`. */
-int request_parse(const char *body, size_t len, const char *const *allowed,
-                  request *rq, api_error *err);
+/* Parse the body as a JSON object whose keys are in `allowed`, nested no
+ * deeper than the service's max_json_depth (else 422 too_large). */
+int request_parse(const api_service *svc, const char *body, size_t len,
+                  const char *const *allowed, request *rq, api_error *err);
 
 /* Resolve the `model` field: a name, an inline object, or absent (then the
  * model called default_name, or none when default_name is NULL). */

@@ -48,6 +48,18 @@ api_service *api_service_new_with_models(const api_limits *limits,
         svc->limits.max_tokens = API_DEFAULT_MAX_TOKENS;
     if (svc->limits.max_output_elements == 0)
         svc->limits.max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS;
+    if (svc->limits.max_batch == 0)
+        svc->limits.max_batch = API_DEFAULT_MAX_BATCH;
+    if (svc->limits.max_dim == 0 || svc->limits.max_dim > API_DEFAULT_MAX_DIM)
+        svc->limits.max_dim = API_DEFAULT_MAX_DIM;
+    if (svc->limits.max_heads == 0)
+        svc->limits.max_heads = API_DEFAULT_MAX_HEADS;
+    if (svc->limits.max_heads > API_MAX_HEADS)
+        svc->limits.max_heads = API_MAX_HEADS;
+    if (svc->limits.max_json_depth == 0)
+        svc->limits.max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
+    if (svc->limits.max_json_depth > API_MAX_JSON_DEPTH)
+        svc->limits.max_json_depth = API_MAX_JSON_DEPTH;
     svc->models = calloc(n + 1, sizeof *svc->models);
     svc->pe_cache = pe_cache_new();
     if (!svc->models || !svc->pe_cache)

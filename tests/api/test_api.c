@@ -266,8 +266,9 @@ static char *big_body(size_t rows, size_t cols, const char *extra, const char *t
     return strbuf_detach(&sb, NULL);
 }
 
-/* Short decimals take the Clinger fast path of the array parser: check it
- * against strtof on numbers of 1 to 9 digits and exponents around it. */
+/* Decimals of up to 15 digits take the exact fast paths of the array
+ * parser: check it against strtof on 1 to 17 digits, exponents from -30 to
+ * 30, float midpoints and the ends of the float range. */
 static void test_fast_numbers(void)
 {
     enum { N = 4096 };
@@ -278,11 +279,17 @@ static void test_fast_numbers(void)
     strbuf_puts(&sb, "{\"embeddings\":[[");
     for (size_t i = 0; i < N; i++) {
         char text[48];
-        int digits = 1 + (int)test_uniform(&state, 0, 9);
-        int exponent = (int)test_uniform(&state, -14, 14);
+        static const char *const midpoints[] = {
+            /* exactly halfway between two floats: ties to even */
+            "16777217", "16777219", "-33554434", "33554438", "0.5000000298023223876953125",
+            "1e-45", "7e-46", "3.4028235e38", "1.17549435e-38", "1.1754942e-38"};
+        int digits = 1 + (int)test_uniform(&state, 0, 17);
+        int exponent = (int)test_uniform(&state, -30, 30);
         double mantissa = test_uniform(&state, -10, 10);
-        if (i % 3 == 0) /* plain notation, as people write by hand */
-            snprintf(text, sizeof text, "%.*f", digits, mantissa);
+        if (i < ARRAY_LEN(midpoints))
+            snprintf(text, sizeof text, "%s", midpoints[i]);
+        else if (i % 3 == 0) /* plain notation, as people write by hand */
+            snprintf(text, sizeof text, "%.*f", digits % 10, mantissa);
         else
             snprintf(text, sizeof text, "%.*e", digits - 1, mantissa * pow(10, exponent));
         want[i] = strtof(text, NULL);
