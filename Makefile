@@ -140,7 +140,8 @@ test-valgrind: test-deps
 # to build-fuzz/corpus, never into the checked-in seed corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-             -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS)
+             -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS) \
+             -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128
 
 build-fuzz/number_shim.o: api/number_shim.cc
 	@mkdir -p $(dir $@)

@@ -13,12 +13,21 @@
 #include <string.h>
 
 #include "base64.h"
+#include "json_number.h"
+#include "json_rows.h"
 #include "number_shim.h"
 
-/* Bodies below this go straight to jansson. */
+/* Bodies below this go straight to jansson (lowered in the fuzz build). */
+#ifndef FAST_MIN_BODY
 #define FAST_MIN_BODY 2048
+#endif
 /* Arrays with fewer numbers stay in the text. */
 #define FAST_MIN_NUMBERS 64
+/* Arrays that may be this long are tried with the parallel row parser
+ * (the fuzz build lowers it, so that small inputs reach that parser too). */
+#ifndef PARALLEL_MIN_BYTES
+#define PARALLEL_MIN_BYTES ((size_t)256 << 10)
+#endif
 /* Base64 strings with fewer characters stay in the text. */
 #define FAST_MIN_BASE64 1024
 #define FAST_MAX_DEPTH 128
@@ -155,110 +164,6 @@ static bool scan_literal(scanner *s, const char *word)
 
 /* ---- numeric arrays --------------------------------------------------- */
 
-/* Powers of ten exact in float32 (5^10 < 2^24) and in double (5^22 < 2^53). */
-static const float exact_powers_f[] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
-                                       1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
-static const double exact_powers_d[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* m * 10^exp10 rounded to float32, when it can be done exactly and fast:
- * - m < 10^7 and |exp10| <= 10: both factors are exact floats, so one float
- *   multiplication or division is the correctly rounded result (Clinger);
- * - m < 10^15 and |exp10| <= 22: both are exact doubles, so d = m*10^e is
- *   the correctly rounded double, within half a double ulp of the exact
- *   value. No float rounding boundary (a midpoint between two floats, itself
- *   a double) can lie strictly between them unless d is that midpoint, so
- *   unless d's 29 bits below float precision read exactly half, (float)d is
- *   the correctly rounded float.
- * Returns false when neither applies (the caller asks fast_float). */
-static bool fast_decimal_to_float(uint64_t m, int digits, int exp10, float *out)
-{
-    if (m == 0) {
-        *out = 0.0f;
-        return true;
-    }
-    if (digits <= 7 && exp10 >= -10 && exp10 <= 10) {
-        float v = (float)m;
-        *out = exp10 < 0 ? v / exact_powers_f[-exp10] : v * exact_powers_f[exp10];
-        return true;
-    }
-    if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
-        double d = exp10 < 0 ? (double)m / exact_powers_d[-exp10]
-                             : (double)m * exact_powers_d[exp10];
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
-        if ((bits & 0x1FFFFFFFu) == 0x10000000u)
-            return false; /* exactly on a float midpoint: decide exactly */
-        *out = (float)d; /* d >= 1e-22: never a subnormal float */
-        return true;
-    }
-    return false;
-}
-
-/* Parse one JSON number at p to float32, checking the JSON grammar in the
- * same pass; returns its end, or NULL. Significant digits past the 19th
- * only move the exponent (the slow path then rereads the text). */
-static const char *parse_json_float(const char *p, const char *end, float *out)
-{
-    const char *start = p;
-    uint64_t m = 0;
-    int digits = 0, exp10 = 0;
-    bool negative = false;
-
-    if (p < end && *p == '-') {
-        negative = true;
-        p++;
-    }
-    if (p >= end || !is_digit(*p))
-        return NULL;
-    if (*p == '0') {
-        p++;
-    } else {
-        for (; p < end && is_digit(*p); p++) {
-            if (digits < 19)
-                m = m * 10 + (uint64_t)(*p - '0');
-            else
-                exp10++;
-            digits++;
-        }
-    }
-    if (p < end && *p == '.') {
-        p++;
-        if (p >= end || !is_digit(*p))
-            return NULL;
-        for (; p < end && is_digit(*p); p++) {
-            if (m == 0 && *p == '0') {
-                exp10--; /* a leading zero is not a significant digit */
-                continue;
-            }
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*p - '0');
-                exp10--;
-            }
-            digits++;
-        }
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        int sign = 1, e = 0;
-        p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            sign = *p++ == '-' ? -1 : 1;
-        if (p >= end || !is_digit(*p))
-            return NULL;
-        for (; p < end && is_digit(*p); p++)
-            if (e < 100000)
-                e = e * 10 + (*p - '0');
-        exp10 += sign * e;
-    }
-    float v;
-    if (fast_decimal_to_float(m, digits, exp10, &v)) {
-        *out = negative ? -v : v;
-        return p;
-    }
-    return parse_f32(start, p, out) == p ? p : NULL;
-}
-
 typedef struct numeric {
     size_t ndim;
     size_t dim[TENSOR_MAX_NDIM];
@@ -293,7 +198,7 @@ static bool scan_leaf_row(scanner *s, numeric *a, size_t *n_out)
         float v;
         while (p < end && is_space(*p))
             p++;
-        p = parse_json_float(p, end, &v);
+        p = json_number_to_float(p, end, &v);
         if (!p || !isfinite(v) || !push_value(a, v))
             return false;
         n++;
@@ -376,6 +281,27 @@ static bool try_extract(scanner *s)
 {
     size_t start = s->pos;
     numeric a = {0};
+    json_rows_result big;
+
+    /* Big arrays: parsed by the OpenMP team straight into the blob. */
+    if (s->len - start >= PARALLEL_MIN_BYTES &&
+        json_rows_parse(s->text, s->len, start, sizeof(tensor_blob_header), &big)) {
+        if (!reserve_array_slot(s)) {
+            free(big.block);
+            s->failed = true;
+            return false;
+        }
+        tensor_blob_header h = {.ndim = big.ndim};
+        memcpy(h.magic, blob_magic, sizeof blob_magic);
+        for (size_t i = 0; i < big.ndim; i++)
+            h.dim[i] = big.dim[i];
+        memcpy(big.block, &h, sizeof h);
+        s->arrays[s->n_arrays++] =
+            (extracted){.blob = big.block, .size = sizeof h + big.count * sizeof(float),
+                        .start = start, .end = big.end};
+        s->pos = big.end;
+        return true;
+    }
 
     if (scan_numeric(s, &a, 0) && a.count >= FAST_MIN_NUMBERS) {
         size_t size = sizeof(tensor_blob_header) + a.count * sizeof(float);

@@ -450,6 +450,46 @@ static void test_fast_arrays(void)
     api_service_free(svc);
 }
 
+/* Bodies past 256 KiB take the parallel row parser (json_rows.c): the same
+ * values as strtof gives, and irregular arrays fall back to the exact
+ * errors of the plain path. */
+static void test_parallel_rows(void)
+{
+    enum { ROWS = 700, COLS = 48 };
+    static float values[ROWS * COLS];
+    api_limits limits = {0};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+    json_error_t jerr;
+
+    if (!svc)
+        return;
+    char *body = big_body(ROWS, COLS, NULL, NULL, values);
+    CHECK(strlen(body) > (256u << 10), "the body is big enough for the parallel parser");
+    json_t *root = fast_json_load(body, strlen(body), &jerr);
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count = 0;
+    const float *got = fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim, &count);
+    CHECK(got && ndim == 2 && dim[0] == ROWS && dim[1] == COLS &&
+              memcmp(got, values, sizeof values) == 0,
+          "parallel rows: shape and bit-exact values");
+    json_decref(root);
+    free(body);
+
+    /* a short row late in the array, and a bad number in the last row */
+    body = big_body(ROWS, COLS, NULL, NULL, values);
+    char *last = strrchr(body, '[');
+    char *comma = strchr(last, ',');
+    memcpy(comma, "]]}", 4); /* the last row now has one number */
+    expect_error(svc, false, body, 422, "invalid_shape", "embeddings[699]");
+    free(body);
+    body = big_body(ROWS, COLS, NULL, NULL, values);
+    last = strrchr(body, '[');
+    last[1] = 'x';
+    expect_error(svc, false, body, 400, "invalid_json", NULL);
+    free(body);
+    api_service_free(svc);
+}
+
 int main(void)
 {
     test_float_text();
@@ -459,6 +499,7 @@ int main(void)
     test_fast_arrays();
     test_fast_numbers();
     test_fast_base64();
+    test_parallel_rows();
     test_safetensors();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
