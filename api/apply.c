@@ -212,7 +212,7 @@ static int compute(const api_service *svc, const request *rq, const outputs *o, 
         return -1;
     pe_project_qkv(&m->qkv, r->z, rows, r->qkv);
     if (rq->scheme.kind == SCHEME_ROPE) {
-        if (rope_plan_init(rq, qd, m->head_dim, &r->rope, err))
+        if (rope_plan_init(svc, rq, qd, m->head_dim, &r->rope, err))
             return -1;
         pe_rope_apply(&r->rope.rope, r->rope.inv_freq, r->rope.attention_factor, rq->positions,
                       rows, qd, r->qkv, width, r->qkv, width);

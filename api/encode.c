@@ -77,7 +77,7 @@ void api_encode(const api_service *svc, const char *body, size_t len,
             goto fail;
         }
         if (rq.scheme.kind == SCHEME_ROPE) {
-            if (rope_plan_init(&rq, rq.d, 0, &plan, &err))
+            if (rope_plan_init(svc, &rq, rq.d, 0, &plan, &err))
                 goto fail;
             pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
                           rq.d, rq.x.data, rq.d, values, rq.d);

@@ -1,10 +1,12 @@
 /*
- * pe_cache.h - sinusoidal tables computed once and shared by requests.
+ * pe_cache.h - encoding tables computed once and shared by requests.
  *
  * A request's sinusoidal encoding depends on (base, layout, d) and its
- * positions; the first positions of the most used combinations are kept as
- * double rows (pe_absolute.cache), so a request reads them instead of
- * calling sin and cos per element. Results are bit-identical either way.
+ * positions, and a RoPE's cos/sin on its inverse frequencies and attention
+ * factor; for the first positions of the most used of these, double rows
+ * are kept (pe_absolute.cache, pe_rope.cache), so that a request reads them
+ * instead of calling sin and cos per element. Results are bit-identical
+ * either way.
  *
  * The cache is the service's one piece of mutable state after start-up: a
  * fixed set of slots, each filled once under a mutex and published with a
@@ -31,5 +33,12 @@ void pe_cache_free(pe_cache *cache);
 const double *pe_cache_sinusoidal(pe_cache *cache, double base,
                                   pe_sin_layout layout, size_t d,
                                   size_t *rows);
+
+/* The cached cos/sin rows ([rows][half][2], see pe_rope.cache) for these
+ * inverse frequencies and attention factor, computed on first use like the
+ * sinusoidal tables; NULL when not cached. */
+const double *pe_cache_rope(pe_cache *cache, const double *inv_freq,
+                            size_t half, double attention_factor,
+                            size_t *rows);
 
 #endif /* PE_CACHE_H */

@@ -52,8 +52,8 @@ int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st,
     return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
 }
 
-int rope_plan_init(const request *rq, size_t width, size_t fixed_head_dim,
-                   rope_plan *plan, api_error *err)
+int rope_plan_init(const api_service *svc, const request *rq, size_t width,
+                   size_t fixed_head_dim, rope_plan *plan, api_error *err)
 {
     const scheme *s = &rq->scheme;
     size_t head_dim, rotary;
@@ -107,6 +107,8 @@ int rope_plan_init(const request *rq, size_t width, size_t fixed_head_dim,
                             &plan->attention_factor) != PE_OK)
         return api_fail(err, API_E_INVALID_REQUEST, "params.scaling",
                         "params.scaling cannot be computed for rotary_dim %zu", rotary);
+    plan->rope.cache = pe_cache_rope(svc->pe_cache, plan->inv_freq, rotary / 2,
+                                     plan->attention_factor, &plan->rope.cache_rows);
     return 0;
 }
 

@@ -32,9 +32,10 @@ typedef struct rope_plan {
 /* Resolve head_dim and rotary_dim for a width (the embeddings' d for
  * /encode, heads*head_dim for /apply) and compute the frequencies.
  * fixed_head_dim is the model's head size for /apply (params.head_dim must
- * then agree), or 0 for /encode. */
-int rope_plan_init(const request *rq, size_t width, size_t fixed_head_dim,
-                   rope_plan *plan, api_error *err);
+ * then agree), or 0 for /encode. The cos/sin of the first positions come
+ * from the service's shared tables when they fit. */
+int rope_plan_init(const api_service *svc, const request *rq, size_t width,
+                   size_t fixed_head_dim, rope_plan *plan, api_error *err);
 void rope_plan_free(rope_plan *plan);
 
 /* The alibi or t5 bias of the request: bias [batch][heads][t][t] (one block

@@ -219,7 +219,20 @@ typedef struct pe_rope {
     size_t rotary_dim;
     pe_rope_layout layout;
     pe_rope_scaling scaling;
+    /* Optional: borrowed rows [cache_rows][rotary_dim/2][2] holding
+     * cos(p*inv_freq[i])*attention_factor, sin(...)*attention_factor for
+     * positions p < cache_rows, as pe_rope_table() makes them for the same
+     * inv_freq and attention factor passed to pe_rope_apply. NULL (the zero
+     * value) computes every cos and sin. */
+    const double *cache;
+    size_t cache_rows;
 } pe_rope;
+
+/* The cos/sin table rows[n][half][2] for positions 0 .. n-1 (see
+ * pe_rope.cache), computed in parallel; bit-identical to what
+ * pe_rope_apply computes without it. */
+void pe_rope_table(const double *inv_freq, size_t half, double attention_factor,
+                   size_t n, double *rows);
 
 /* The inverse frequencies and attention factor of a configuration, with
  * Hugging Face's arithmetic term by term in double.

@@ -28,6 +28,35 @@ static void rotate_pairs(pe_rope_layout layout, size_t half, size_t i0,
     }
 }
 
+/* c[k], s[k] = cos and sin of p*inv_freq[k], times attention_factor. */
+static void cos_sin(const double *inv_freq, size_t m, double attention_factor, double p,
+                    double *c, double *s)
+{
+    for (size_t k = 0; k < m; k++) {
+        double theta = p * inv_freq[k];
+        c[k] = cos(theta) * attention_factor;
+        s[k] = sin(theta) * attention_factor;
+    }
+}
+
+void pe_rope_table(const double *inv_freq, size_t half, double attention_factor,
+                   size_t n, double *rows)
+{
+#pragma omp parallel for schedule(static) if (n * half >= PE_PARALLEL_MIN_WORK)
+    for (size_t p = 0; p < n; p++) {
+        double c[PAIR_CHUNK], s[PAIR_CHUNK];
+        double *row = rows + p * half * 2;
+        for (size_t i0 = 0; i0 < half; i0 += PAIR_CHUNK) {
+            size_t m = half - i0 < PAIR_CHUNK ? half - i0 : PAIR_CHUNK;
+            cos_sin(inv_freq + i0, m, attention_factor, (double)p, c, s);
+            for (size_t k = 0; k < m; k++) {
+                row[2 * (i0 + k)] = c[k];
+                row[2 * (i0 + k) + 1] = s[k];
+            }
+        }
+    }
+}
+
 static void rope_row(const pe_rope *rope, const double *inv_freq,
                      double attention_factor, double p, size_t width,
                      const float *x, float *out)
@@ -38,13 +67,18 @@ static void rope_row(const pe_rope *rope, const double *inv_freq,
     size_t half = rot / 2;
     double c[PAIR_CHUNK], s[PAIR_CHUNK];
 
+    const double *cached = p < (double)rope->cache_rows
+                               ? rope->cache + (size_t)p * half * 2 : NULL;
+
     for (size_t i0 = 0; i0 < half; i0 += PAIR_CHUNK) {
         size_t m = half - i0 < PAIR_CHUNK ? half - i0 : PAIR_CHUNK;
-        for (size_t k = 0; k < m; k++) {
-            double theta = p * inv_freq[i0 + k];
-            c[k] = cos(theta) * attention_factor;
-            s[k] = sin(theta) * attention_factor;
-        }
+        if (cached)
+            for (size_t k = 0; k < m; k++) {
+                c[k] = cached[2 * (i0 + k)];
+                s[k] = cached[2 * (i0 + k) + 1];
+            }
+        else
+            cos_sin(inv_freq + i0, m, attention_factor, p, c, s);
         for (size_t h0 = 0; h0 + hd <= width; h0 += hd)
             rotate_pairs(rope->layout, half, i0, m, c, s, x ? x + h0 : NULL,
                          out + h0);
