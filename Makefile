@@ -3,6 +3,10 @@
 #   make run        install missing Debian packages, build, start on :8080
 #   make test       install missing packages, build, run the whole suite
 #   make test-asan  the suite again under AddressSanitizer + UBSan
+#   make test-valgrind  the suite with the server under valgrind (memcheck)
+#   make test-soak  wrk + fault injection against the ASan server, RSS check,
+#                   SIGTERM under load (tests/soak/run.sh, about 45 s)
+#   make fuzz       libFuzzer over the request decoding (FUZZ_SECONDS=60)
 #   make test-docker  build and run the container images (root, podman)
 #   make            build build/posenc-server and build/libposenc.a
 #
@@ -54,7 +58,7 @@ SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
-.PHONY: all deps test-deps run test test-asan test-valgrind fuzz clean
+.PHONY: all deps test-deps run test test-asan test-valgrind test-soak fuzz clean
 
 all: $(SERVER) $(LIBPOSENC)
 
@@ -134,6 +138,15 @@ test-asan:
 test-valgrind: test-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) VALGRIND=1 tests/run.sh
+
+# Soak and fault test (tests/soak/run.sh): the ASan + UBSan server under
+# wrk and misbehaving clients for SOAK_SECONDS (25), then SIGTERM under
+# load. Builds build-asan/ if needed.
+SOAK_SECONDS ?= 25
+test-soak:
+	@tools/install-deps.sh soak
+	@$(MAKE) --no-print-directory SANITIZE=1 all
+	BUILD=build-asan SOAK_SECONDS=$(SOAK_SECONDS) tests/soak/run.sh
 
 # libFuzzer over the request decoding (clang, ASan + UBSan), bounded in
 # time; a crash, sanitizer report or leak fails it. New inputs it finds go

@@ -48,8 +48,12 @@ static const opt_spec OPTIONS[] = {
     {"--port", "POSENC_PORT", "PORT", T_UINT, FIELD(port), 0, 65535,
      "TCP port; 0 picks a free one (the listening line shows it)"},
     {"--threads", "POSENC_THREADS", "N", T_UINT, FIELD(threads), 1, 256,
-     "HTTP worker threads; requests compute on them, so a few more than\n"
-     "cores keeps probes answered while long requests run"},
+     "HTTP threads: they read requests and send responses (and answer\n"
+     "probes and 503s at once, however busy the workers are)"},
+    {"--workers", "POSENC_WORKERS", "N", T_UINT, FIELD(workers), 0, 1024,
+     "requests that compute (/encode, /apply) at once, on worker\n"
+     "threads; further admitted requests wait in a queue (see\n"
+     "--max-inflight). 0: as many as --threads"},
     {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads),
      0, 1024, "OpenMP threads per request; 0 keeps OpenMP's default\n"
               "(OMP_NUM_THREADS, else one per core)"},
@@ -64,14 +68,42 @@ static const opt_spec OPTIONS[] = {
      "largest request body; bigger ones get 413"},
     {"--max-tokens", "POSENC_MAX_TOKENS", "N", T_SIZE, FIELD(max_tokens), 1,
      MAX_SIZE_VALUE, "cap on batch x tokens per request; more gets 422"},
+    {"--max-batch", "POSENC_MAX_BATCH", "N", T_SIZE, FIELD(max_batch), 1,
+     MAX_SIZE_VALUE, "cap on the batch axis of a request; more gets 422"},
+    {"--max-dim", "POSENC_MAX_DIM", "N", T_SIZE, FIELD(max_dim), 1,
+     API_DEFAULT_MAX_DIM,
+     "cap on d, d_model and head_dim in a request; more gets 422"},
+    {"--max-heads", "POSENC_MAX_HEADS", "N", T_SIZE, FIELD(max_heads), 1,
+     API_MAX_HEADS,
+     "cap on heads and kv_heads in a request (inline models, alibi);\n"
+     "more gets 422"},
+    {"--max-output-elements", "POSENC_MAX_OUTPUT_ELEMENTS", "N", T_SIZE,
+     FIELD(max_output_elements), 1, MAX_SIZE_VALUE,
+     "cap on the elements of any one input or output array; more gets 422"},
+    {"--max-json-depth", "POSENC_MAX_JSON_DEPTH", "N", T_SIZE,
+     FIELD(max_json_depth), 1, API_MAX_JSON_DEPTH,
+     "cap on nested arrays and objects in a body; deeper gets 422\n"
+     "(requests need at most 5)"},
     {"--max-inflight", "POSENC_MAX_INFLIGHT", "N", T_UINT,
      FIELD(max_inflight), 1, 1000000,
-     "/encode and /apply requests admitted at once; more get 503"},
+     "/encode and /apply requests admitted at once (receiving, queued\n"
+     "or computing); more get 503 with Retry-After at once"},
     {"--max-connections", "POSENC_MAX_CONNECTIONS", "N", T_UINT,
      FIELD(max_connections), 1, 1000000,
-     "open connections; more wait in the listen backlog"},
+     "open connections; a few more are accepted only to be answered\n"
+     "503 (probes are still served) and closed"},
+    {"--connection-memory", "POSENC_CONNECTION_MEMORY", "BYTES", T_SIZE,
+     FIELD(connection_memory), 4096, (size_t)16 << 20,
+     "memory per connection for the request line, headers and reads;\n"
+     "a bigger header block gets 431"},
     {"--timeout", "POSENC_TIMEOUT", "SECONDS", T_UINT, FIELD(timeout_s), 0,
      86400, "close connections idle this long; 0 = never"},
+    {"--request-timeout", "POSENC_REQUEST_TIMEOUT", "SECONDS", T_UINT,
+     FIELD(request_timeout_s), 0, 86400,
+     "close a connection that has not sent its whole request this long\n"
+     "after it opened (or after its previous response), or whose\n"
+     "response is not taken this long after it is ready: slow\n"
+     "clients (slowloris) lose their connection; 0 = never"},
     {"--drain-timeout", "POSENC_DRAIN_TIMEOUT", "SECONDS", T_UINT,
      FIELD(drain_timeout_s), 0, 3600,
      "on SIGTERM/SIGINT, wait this long for running requests\n"
@@ -94,12 +126,20 @@ static void config_defaults(server_config *cfg)
     cfg->host = "127.0.0.1";
     cfg->port = 8080;
     cfg->threads = 4;
+    cfg->workers = 0; /* as many as --threads */
     cfg->omp_threads = 0;
     cfg->max_body_bytes = (size_t)64 << 20;
     cfg->max_tokens = API_DEFAULT_MAX_TOKENS;
+    cfg->max_batch = API_DEFAULT_MAX_BATCH;
+    cfg->max_dim = API_DEFAULT_MAX_DIM;
+    cfg->max_heads = API_DEFAULT_MAX_HEADS;
+    cfg->max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
+    cfg->max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS;
     cfg->max_inflight = 64;
     cfg->max_connections = 1024;
+    cfg->connection_memory = (size_t)64 * 1024;
     cfg->timeout_s = 30;
+    cfg->request_timeout_s = 60;
     cfg->drain_timeout_s = 8;
     cfg->api_key = NULL;
     cfg->log_format = LOG_TEXT;
@@ -419,6 +459,8 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
             return CONFIG_ERROR;
     }
 
+    if (cfg->workers == 0)
+        cfg->workers = cfg->threads;
     if (cfg->max_connections < cfg->threads) {
         fprintf(stderr,
                 "posenc: --max-connections (%u) must be at least --threads "

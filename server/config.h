@@ -31,13 +31,22 @@ typedef struct config_model {
 typedef struct server_config {
     const char *host;         /* borrowed from argv or the environment */
     unsigned port;            /* 0 = pick a free port */
-    unsigned threads;         /* libmicrohttpd worker threads */
+    unsigned threads;         /* libmicrohttpd threads: network I/O */
+    unsigned workers;         /* threads computing /encode and /apply */
     unsigned omp_threads;     /* 0 = OpenMP's own default */
     size_t max_body_bytes;
     size_t max_tokens;
+    size_t max_batch;
+    size_t max_dim;
+    size_t max_heads;
+    size_t max_json_depth;
+    size_t max_output_elements;
     unsigned max_inflight;    /* /encode and /apply admitted at once */
     unsigned max_connections;
+    size_t connection_memory; /* per-connection buffer (headers, reads) */
     unsigned timeout_s;       /* idle connection timeout, 0 = never */
+    unsigned request_timeout_s; /* to receive a whole request, and again to
+                                   send its response; 0 = never */
     unsigned drain_timeout_s; /* how long SIGTERM waits for requests */
     const char *api_key;      /* NULL = no key; borrowed; never logged */
     log_format log_format;

@@ -26,15 +26,30 @@
 
 #include "access_log.h"
 #include "auth.h"
+#include "conn_guard.h"
 #include "request_id.h"
 #include "routes.h"
+#include "work_pool.h"
 
-#define CONNECTION_MEMORY_LIMIT ((size_t)64 * 1024) /* headers + read buffer */
-#define BODY_INITIAL_CAP ((size_t)16 * 1024)        /* chunked bodies */
+#define BODY_INITIAL_CAP ((size_t)16 * 1024) /* chunked bodies */
+/* Connections libmicrohttpd may hold beyond --max-connections: those are
+ * answered 503 (probes are served) and closed, rather than left waiting in
+ * the listen backlog with no answer. Past these, new connections wait. */
+#define CONNECTION_OVERFLOW 16u
+/* A request or response this big asks for freed heap to go back to the
+ * system afterwards (see conn_guard_request_trim). */
+#define TRIM_AFTER_BYTES ((uint64_t)4 << 20)
+/* A compute request with a body up to this size may compute on the HTTP
+ * thread that read it (saving the hand-over to a worker, about 50 us),
+ * when a compute permit is free and another HTTP thread stays idle. Bigger
+ * bodies mean long computations: they always go to the workers. */
+#define INLINE_MAX_BODY ((size_t)64 * 1024)
 
 /* One HTTP request, from its headers to its completion callback. */
 typedef struct request {
     server_ctx *srv;
+    struct MHD_Connection *conn;
+    conn_entry *ce;              /* the connection's guard entry, or NULL */
     const route *route;          /* NULL: unknown path (404) */
     char method[16];             /* printable copy for the log */
     char id[REQUEST_ID_MAX + 1]; /* X-Request-Id, echoed and logged */
@@ -49,6 +64,11 @@ typedef struct request {
     bool has_body;               /* the headers announce a body */
     bool body_done;              /* the body has been read in full */
     bool over_limit;             /* the body passed --max-body-bytes */
+    bool queued;                 /* handed to the workers; suspended */
+    bool refused;                /* a 503 decided, sent once the body is in */
+    char refusal[160];           /* its message */
+    atomic_bool computed;        /* a worker has filled `reply` */
+    route_reply reply;           /* what a worker computed */
     /* What was answered, for the access log and metrics. */
     int status;
     uint64_t bytes_out;
@@ -77,6 +97,11 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
     if (req == NULL)
         return NULL;
     req->srv = srv;
+    req->conn = conn;
+    atomic_init(&req->computed, false);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->ce = ci != NULL ? ci->socket_context : NULL;
     clock_gettime(CLOCK_MONOTONIC, &req->start);
     req->route = routes_find(url);
 
@@ -145,8 +170,9 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
              MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     /* Draining: let clients reconnect elsewhere. Answered before the body
      * was read: do not read up to --max-body-bytes just to keep the
-     * connection. */
-    if (atomic_load(&srv->draining) || (req->has_body && !req->body_done))
+     * connection. Over the connection limit: free the slot. */
+    if (atomic_load(&srv->draining) || (req->has_body && !req->body_done) ||
+        (req->ce != NULL && req->ce->over_limit))
         ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
                                            "close");
 
@@ -155,6 +181,15 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
         r = MHD_queue_response(conn, (unsigned)a->status, resp);
     MHD_destroy_response(resp);
     if (r == MHD_YES) {
+        /* The work is done: free the --max-inflight slot before the first
+         * byte goes out, so that a client's next request never finds its
+         * previous one still holding it. */
+        if (req->admitted) {
+            atomic_fetch_sub(&srv->admitted, 1);
+            req->admitted = false;
+        }
+        /* The client has --request-timeout to take the response. */
+        conn_guard_arm(srv->guard, req->ce);
         req->answered = true;
         req->status = a->status;
         req->bytes_out = strcmp(req->method, "HEAD") == 0 ? 0 : len;
@@ -241,6 +276,29 @@ static void printable(char *out, size_t cap, const char *s)
     out[n] = '\0';
 }
 
+/* Refuses with 503 (draining, over capacity, too many connections). With
+ * a body coming, the answer waits until the body is in (dropped as it
+ * arrives): answering first and closing would reset the connection under
+ * a client still sending, which then never sees the 503 and cannot tell
+ * whether its request ran. */
+static enum MHD_Result refuse(request *req, struct MHD_Connection *conn,
+                              const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum MHD_Result refuse(request *req, struct MHD_Connection *conn,
+                              const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(req->refusal, sizeof req->refusal, fmt, ap);
+    va_end(ap);
+    if (req->has_body && !req->body_done) {
+        req->refused = true;
+        return MHD_YES;
+    }
+    return send_error(req, conn, API_E_UNAVAILABLE, "%s", req->refusal);
+}
+
 /* The checks that need only the headers, in the order of daemon.h.
  * Answering before the body is read makes MHD skip it (and we close the
  * connection, see send_reply). */
@@ -285,18 +343,24 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
         return send_error(req, conn, API_E_UNSUPPORTED_MEDIA_TYPE,
                           "the body must be application/json, not %s", type);
     }
+    /* A connection beyond --max-connections gets its answer and is
+     * closed; the open probes are still served on it, so that liveness
+     * checks pass while clients crowd the server. */
+    if (req->ce != NULL && req->ce->over_limit && r->needs_auth)
+        return refuse(req, conn,
+                      "too many connections (limit %u); retry shortly",
+                      srv->cfg.max_connections);
 
     if (r->compute) {
         if (atomic_load(&srv->draining))
-            return send_error(req, conn, API_E_UNAVAILABLE,
-                              "the server is shutting down");
+            return refuse(req, conn, "the server is shutting down");
         unsigned before = atomic_fetch_add(&srv->admitted, 1);
         if (before >= srv->cfg.max_inflight) {
             atomic_fetch_sub(&srv->admitted, 1);
-            return send_error(req, conn, API_E_UNAVAILABLE,
-                              "too many requests in flight (limit %u); "
-                              "retry shortly",
-                              srv->cfg.max_inflight);
+            return refuse(req, conn,
+                          "too many requests in flight (limit %u); retry "
+                          "shortly",
+                          srv->cfg.max_inflight);
         }
         req->admitted = true;
     }
@@ -330,7 +394,15 @@ static enum MHD_Result receive(request *req, const char *data, size_t n)
 
     req->bytes_in += n;
     if (req->answered || req->route == NULL || !req->route->json_body)
-        return MHD_YES; /* rejected early, or a body on a GET: drop it */
+        return MHD_YES; /* answered early, or a body on a GET: drop it */
+    if (req->refused) {
+        /* dropped until it ends, but not without end */
+        if (req->bytes_in <= (uint64_t)max + discard_allowance(max))
+            return MHD_YES;
+        req->status = MHD_HTTP_SERVICE_UNAVAILABLE; /* for the log */
+        req->error_code = "unavailable";
+        return MHD_NO;
+    }
     if (!req->over_limit && n > max - req->body_len) {
         req->over_limit = true;
         free(req->body);
@@ -362,31 +434,110 @@ static enum MHD_Result receive(request *req, const char *data, size_t n)
     return MHD_YES;
 }
 
-/* Last call: the whole body is in; run the handler and answer. */
+/* Runs the route's handler on the body into req->reply, then frees the
+ * body (not needed while sending). */
+static void compute_reply(request *req)
+{
+    route_reply *rep = &req->reply;
+    memset(rep, 0, sizeof *rep);
+    req->route->handler(req->srv, req->body ? req->body : "", req->body_len,
+                        rep);
+    if (rep->api.status < 100 || rep->api.status > 599) {
+        int bad = rep->api.status;
+        api_response_free(&rep->api);
+        memset(rep, 0, sizeof *rep);
+        api_respond_errorf(&rep->api, API_E_INTERNAL, NULL,
+                           "the handler of %s set no valid status (%d)",
+                           req->route->path, bad);
+    }
+    free(req->body);
+    req->body = NULL;
+    req->body_cap = 0;
+}
+
+/* A worker's job: compute, then hand the connection back to MHD, which
+ * calls on_access again to send req->reply. req may be freed as soon as
+ * the connection is resumed, so that is the last thing done with it. */
+static void job_run(void *arg)
+{
+    request *req = arg;
+    struct MHD_Connection *conn = req->conn;
+    compute_reply(req);
+    atomic_store_explicit(&req->computed, true, memory_order_release);
+    MHD_resume_connection(conn);
+}
+
+/* The pool stopped before this job ran (drain timeout): answer 503. */
+static void job_cancel(void *arg)
+{
+    request *req = arg;
+    struct MHD_Connection *conn = req->conn;
+    memset(&req->reply, 0, sizeof req->reply);
+    api_respond_errorf(&req->reply.api, API_E_UNAVAILABLE, NULL,
+                       "the server is shutting down");
+    atomic_store_explicit(&req->computed, true, memory_order_release);
+    MHD_resume_connection(conn);
+}
+
+/* Whether this HTTP thread may compute req itself: a small body, a free
+ * compute permit, nothing queued, and at least one other HTTP thread not
+ * computing (so that probes, metrics and 503s are always answered). On
+ * true, the caller computes and then calls inline_end. */
+static bool inline_begin(request *req)
+{
+    server_ctx *srv = req->srv;
+    unsigned n = atomic_load(&srv->inline_computing);
+
+    if (req->body_len > INLINE_MAX_BODY)
+        return false;
+    do {
+        if (n + 1 >= srv->cfg.threads)
+            return false;
+    } while (!atomic_compare_exchange_weak(&srv->inline_computing, &n, n + 1));
+    if (work_pool_try_claim(srv->pool))
+        return true;
+    atomic_fetch_sub(&srv->inline_computing, 1);
+    return false;
+}
+
+static void inline_end(server_ctx *srv)
+{
+    work_pool_release(srv->pool);
+    atomic_fetch_sub(&srv->inline_computing, 1);
+}
+
+/* Last call: the whole body is in. Compute routes compute here (small
+ * ones, see inline_begin) or go to the workers (the connection is
+ * suspended meanwhile); the others answer at once. */
 static enum MHD_Result finish(request *req, struct MHD_Connection *conn)
 {
     req->body_done = true;
+    conn_guard_disarm(req->ce); /* the server's turn to work */
+    if (req->refused)
+        return send_error(req, conn, API_E_UNAVAILABLE, "%s", req->refusal);
     if (req->over_limit)
         return send_error(req, conn, API_E_PAYLOAD_TOO_LARGE,
                           "the request body is over the limit of %zu bytes",
                           req->srv->cfg.max_body_bytes);
 
-    route_reply rep;
-    memset(&rep, 0, sizeof rep);
-    req->route->handler(req->srv, req->body ? req->body : "",
-                        req->body_len, &rep);
-    if (rep.api.status < 100 || rep.api.status > 599) {
-        int bad = rep.api.status;
-        api_response_free(&rep.api);
-        memset(&rep, 0, sizeof rep);
-        api_respond_errorf(&rep.api, API_E_INTERNAL, NULL,
-                           "the handler of %s set no valid status (%d)",
-                           req->route->path, bad);
+    if (req->route->compute && inline_begin(req)) {
+        compute_reply(req);
+        inline_end(req->srv);
+        return send_reply(req, conn, &req->reply);
     }
-    free(req->body); /* the memory is not needed while sending */
-    req->body = NULL;
-    req->body_cap = 0;
-    return send_reply(req, conn, &rep);
+    if (req->route->compute) {
+        work_job job = {job_run, job_cancel, req};
+        /* Suspend first: a worker may resume the connection at once. The
+         * pool refuses jobs only once it is stopping; then the answer is
+         * a 503, sent the same way as a computed one. */
+        MHD_suspend_connection(conn);
+        req->queued = true;
+        if (!work_pool_submit(req->srv->pool, &job))
+            job_cancel(req);
+        return MHD_YES;
+    }
+    compute_reply(req);
+    return send_reply(req, conn, &req->reply);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
@@ -416,6 +567,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
     }
     if (req->answered)
         return MHD_YES;
+    if (req->queued) {
+        /* Resumed by a worker (or a spurious call before: keep waiting). */
+        if (!atomic_load_explicit(&req->computed, memory_order_acquire))
+            return MHD_YES;
+        req->queued = false;
+        return send_reply(req, conn, &req->reply);
+    }
     if (!req->checked) {
         enum MHD_Result r = admit(req, conn, url, method);
         if (r != MHD_YES || req->answered)
@@ -455,6 +613,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     int status = delivered || (!req->answered && req->status != 0)
                      ? req->status
                      : unanswered_status(toe);
+    if (!req->answered && req->ce != NULL && atomic_load(&req->ce->timed_out))
+        status = MHD_HTTP_REQUEST_TIMEOUT; /* the watchdog closed it */
     int ri = route_index(req->route);
     metrics_sample s = {
         .route = ri,
@@ -479,10 +639,34 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 
     if (req->admitted)
         atomic_fetch_sub(&srv->admitted, 1);
+    /* The next request on this connection must arrive in time. */
+    conn_guard_arm(srv->guard, req->ce);
+    if (s.bytes_in + s.bytes_out >= TRIM_AFTER_BYTES)
+        conn_guard_request_trim(srv->guard);
+    api_response_free(&req->reply.api);
     free(req->body);
     free(req);
     atomic_fetch_sub_explicit(&srv->metrics.in_flight, 1,
                               memory_order_release);
+}
+
+/* Connections come and go: register them with the guard (deadlines and
+ * the connection count). */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    server_ctx *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context =
+            ci != NULL ? conn_guard_open(srv->guard, (int)ci->connect_fd)
+                       : NULL;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_guard_close(srv->guard, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -513,7 +697,7 @@ int daemon_start(server_ctx *srv)
     }
 
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned backlog = cfg->max_connections < 128 ? 128 : cfg->max_connections;
@@ -524,21 +708,44 @@ int daemon_start(server_ctx *srv)
         {MHD_OPTION_END, 0, NULL},
     };
 
+    /* The queue never holds more than the requests admitted at once. */
+    srv->guard = conn_guard_new(cfg->max_connections, cfg->request_timeout_s,
+                                cfg->log_format);
+    srv->pool = srv->guard != NULL
+                    ? work_pool_new(cfg->workers, cfg->max_inflight,
+                                    server_use_omp_threads_cb, srv)
+                    : NULL;
+    if (srv->pool == NULL) {
+        freeaddrinfo(ai);
+        log_msg(cfg->log_format, "error", "cannot start the worker threads");
+        conn_guard_free(srv->guard);
+        srv->guard = NULL;
+        return DAEMON_EXIT_FAILURE;
+    }
+    unsigned limit = cfg->max_connections > UINT_MAX - CONNECTION_OVERFLOW
+                         ? UINT_MAX
+                         : cfg->max_connections + CONNECTION_OVERFLOW;
+
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, srv,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_LIMIT, limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_LIMIT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (srv->daemon == NULL) {
         log_msg(cfg->log_format, "error", "cannot listen on %s port %u",
                 cfg->host, cfg->port);
+        work_pool_free(srv->pool);
+        srv->pool = NULL;
+        conn_guard_free(srv->guard);
+        srv->guard = NULL;
         return DAEMON_EXIT_FAILURE;
     }
 
@@ -547,9 +754,10 @@ int daemon_start(server_ctx *srv)
     unsigned bound = info != NULL ? info->port : cfg->port;
     bool v6 = strchr(cfg->host, ':') != NULL;
     log_msg(cfg->log_format, "info",
-            "listening on %s%s%s:%u with %u threads, max %u connections",
+            "listening on %s%s%s:%u with %u HTTP threads, %u workers, max %u "
+            "connections",
             v6 ? "[" : "", cfg->host, v6 ? "]" : "", bound, cfg->threads,
-            cfg->max_connections);
+            cfg->workers, cfg->max_connections);
     printf("posenc listening on http://%s%s%s:%u\n", v6 ? "[" : "",
            cfg->host, v6 ? "]" : "", bound);
     fflush(stdout);
@@ -572,9 +780,16 @@ int daemon_quiesce(server_ctx *srv)
 
 void daemon_stop(server_ctx *srv, int listen_fd)
 {
+    /* Every suspended connection must be resumed before MHD stops: the
+     * running jobs finish, the queued ones are answered 503. */
+    work_pool_stop(srv->pool);
     if (srv->daemon != NULL)
         MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    work_pool_free(srv->pool);
+    srv->pool = NULL;
+    conn_guard_free(srv->guard); /* after MHD: it reports closed sockets */
+    srv->guard = NULL;
     if (listen_fd >= 0)
         close(listen_fd);
 }

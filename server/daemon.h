@@ -7,12 +7,22 @@
  * handler runs, the request passes, in this order: API key (401, when one
  * is set, for every path but /healthz and /readyz, unknown paths included:
  * the contract puts it before any other check), route (404), method (405),
- * declared body size (413), media type (415), then draining/capacity
- * (503). The body is then accumulated up to --max-body-bytes. A chunked
- * body that passes the limit is dropped from there on and answered with
- * 413 when it ends (libmicrohttpd 0.9.75 cannot answer in the middle of a
- * body); one that runs on past twice the limit (at least 1 MiB past it)
- * has its connection closed instead.
+ * declared body size (413), media type (415), then a connection past
+ * --max-connections (503; the open probes are still served on it),
+ * draining and capacity (503 with Retry-After). A 503 is sent once the
+ * body (dropped as it arrives) is in, so that a client still sending
+ * reads it instead of a reset. The body is otherwise accumulated up to
+ * --max-body-bytes. A chunked body that passes the limit is dropped from
+ * there on and answered with 413 when it ends (libmicrohttpd 0.9.75 cannot
+ * answer in the middle of a body); one that runs on past twice the limit
+ * (at least 1 MiB past it) has its connection closed instead.
+ *
+ * /encode and /apply then compute under one of --workers permits: small
+ * requests on the HTTP thread itself when a permit is free and another
+ * HTTP thread stays idle, the others on a worker thread while the
+ * connection is suspended (work_pool.h). Connections carry deadlines
+ * (conn_guard.h): a client that keeps the server waiting past
+ * --request-timeout loses its connection.
  */
 #ifndef SERVER_DAEMON_H
 #define SERVER_DAEMON_H
@@ -33,8 +43,9 @@ int daemon_start(server_ctx *srv);
  * by daemon_stop (-1 if MHD could not quiesce; stopping still works). */
 int daemon_quiesce(server_ctx *srv);
 
-/* Ends every connection, joins the worker threads (running handlers
- * finish first) and closes listen_fd when it is >= 0. */
+/* Ends every connection, joins the worker threads (running computations
+ * finish first; queued ones are answered 503) and closes listen_fd when it
+ * is >= 0. */
 void daemon_stop(server_ctx *srv, int listen_fd);
 
 /* The version of the libmicrohttpd in use, e.g. "0.9.75". */

@@ -136,7 +136,37 @@ static void render_errors(FILE *f, metrics *m)
         fprintf(f, "posenc_errors_total{code=\"other\"} %llu\n", other);
 }
 
-char *metrics_render(metrics *m, size_t *len)
+static void render_gauges(FILE *f, const metrics_gauges *g)
+{
+    fprintf(f,
+            "# HELP posenc_queue_depth /encode and /apply requests waiting "
+            "for a worker.\n"
+            "# TYPE posenc_queue_depth gauge\n"
+            "posenc_queue_depth %u\n"
+            "# HELP posenc_workers_busy Workers computing a request.\n"
+            "# TYPE posenc_workers_busy gauge\n"
+            "posenc_workers_busy %u\n"
+            "# HELP posenc_workers Worker threads (--workers).\n"
+            "# TYPE posenc_workers gauge\n"
+            "posenc_workers %u\n"
+            "# HELP posenc_open_connections Open client connections.\n"
+            "# TYPE posenc_open_connections gauge\n"
+            "posenc_open_connections %u\n"
+            "# HELP posenc_connections_timed_out_total Connections closed "
+            "because the client kept the server waiting past "
+            "--request-timeout.\n"
+            "# TYPE posenc_connections_timed_out_total counter\n"
+            "posenc_connections_timed_out_total %llu\n"
+            "# HELP posenc_connections_over_limit_total Connections "
+            "accepted past --max-connections (answered 503 and closed).\n"
+            "# TYPE posenc_connections_over_limit_total counter\n"
+            "posenc_connections_over_limit_total %llu\n",
+            g->queued, g->computing, g->workers, g->connections,
+            (unsigned long long)g->connections_timed_out,
+            (unsigned long long)g->connections_over_limit);
+}
+
+char *metrics_render(metrics *m, const metrics_gauges *g, size_t *len)
 {
     char *buf = NULL;
     size_t size = 0;
@@ -173,6 +203,8 @@ char *metrics_render(metrics *m, size_t *len)
             load(&m->request_bytes), load(&m->response_bytes),
             load(&m->tokens));
     render_errors(f, m);
+    if (g != NULL)
+        render_gauges(f, g);
 
     if (ferror(f)) {
         fclose(f);

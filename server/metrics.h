@@ -45,6 +45,17 @@ typedef struct metrics_sample {
     const char *error_code; /* NULL on success */
 } metrics_sample;
 
+/* Values kept elsewhere (the worker pool, the connection guard), read
+ * when /metrics is rendered. */
+typedef struct metrics_gauges {
+    unsigned queued;               /* compute jobs waiting for a worker */
+    unsigned computing;            /* compute jobs running */
+    unsigned workers;              /* --workers */
+    unsigned connections;          /* open connections */
+    uint64_t connections_timed_out; /* closed by --request-timeout */
+    uint64_t connections_over_limit; /* accepted past --max-connections */
+} metrics_gauges;
+
 /* Zero every counter. */
 void metrics_init(metrics *m);
 
@@ -53,6 +64,6 @@ void metrics_record(metrics *m, const metrics_sample *s);
 
 /* Render every metric as Prometheus text into a new malloc'd buffer (the
  * caller frees it); returns NULL when out of memory. */
-char *metrics_render(metrics *m, size_t *len);
+char *metrics_render(metrics *m, const metrics_gauges *g, size_t *len);
 
 #endif /* SERVER_METRICS_H */

@@ -43,7 +43,11 @@ api_service *models_load(const server_config *cfg)
     }
     api_limits limits = {
         .max_tokens = cfg->max_tokens,
-        .max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS,
+        .max_output_elements = cfg->max_output_elements,
+        .max_batch = cfg->max_batch,
+        .max_dim = cfg->max_dim,
+        .max_heads = cfg->max_heads,
+        .max_json_depth = cfg->max_json_depth,
     };
     clock_gettime(CLOCK_MONOTONIC, &t0);
     svc = api_service_new_with_models(&limits, specs, n, &err);

@@ -11,8 +11,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "conn_guard.h"
 #include "metrics.h"
 #include "server.h"
+#include "work_pool.h"
 
 #define JSON_TYPE "application/json"
 
@@ -75,7 +77,19 @@ static void handle_metrics(server_ctx *srv, const char *body, size_t len,
 {
     (void)body, (void)len;
     size_t n = 0;
-    char *text = metrics_render(&srv->metrics, &n);
+    metrics_gauges g = {.workers = srv->cfg.workers};
+    if (srv->pool != NULL) {
+        g.queued = work_pool_queued(srv->pool);
+        g.computing = work_pool_running(srv->pool);
+    }
+    if (srv->guard != NULL) {
+        conn_guard_stats cs;
+        conn_guard_get_stats(srv->guard, &cs);
+        g.connections = cs.open;
+        g.connections_timed_out = cs.timed_out;
+        g.connections_over_limit = cs.over_limit;
+    }
+    char *text = metrics_render(&srv->metrics, &g, &n);
     if (text == NULL) {
         api_respond_errorf(&out->api, API_E_INTERNAL, NULL,
                            "out of memory rendering metrics");

@@ -57,6 +57,7 @@ server_ctx *server_new(const server_config *cfg, api_service *svc)
     metrics_init(&srv->metrics);
     atomic_init(&srv->draining, false);
     atomic_init(&srv->admitted, 0);
+    atomic_init(&srv->inline_computing, 0);
     atomic_init(&srv->next_request_id, 0);
     srv->request_id_seed = request_id_seed();
 
@@ -78,14 +79,24 @@ server_ctx *server_new(const server_config *cfg, api_service *svc)
         .max_body_bytes = cfg->max_body_bytes,
         .max_connections = cfg->max_connections,
         .api_key_required = cfg->api_key != NULL,
+        .max_inflight = cfg->max_inflight,
+        .workers = cfg->workers,
+        .timeout_s = cfg->timeout_s,
+        .request_timeout_s = cfg->request_timeout_s,
+        .connection_memory = cfg->connection_memory,
     };
+    /* Every setting but the key itself, which is never logged. */
     log_msg(cfg->log_format, "info",
-            "posenc %s (%s): omp_threads=%u max_body_bytes=%zu "
-            "max_tokens=%zu max_inflight=%u timeout=%us drain_timeout=%us "
-            "api_key=%s",
-            POSENC_VERSION, srv->build, srv->facts.omp_threads,
-            cfg->max_body_bytes, cfg->max_tokens, cfg->max_inflight,
-            cfg->timeout_s, cfg->drain_timeout_s,
+            "posenc %s (%s): workers=%u omp_threads=%u max_body_bytes=%zu "
+            "max_tokens=%zu max_batch=%zu max_dim=%zu max_heads=%zu "
+            "max_output_elements=%zu max_json_depth=%zu max_inflight=%u "
+            "connection_memory=%zu timeout=%us request_timeout=%us "
+            "drain_timeout=%us api_key=%s",
+            POSENC_VERSION, srv->build, cfg->workers, srv->facts.omp_threads,
+            cfg->max_body_bytes, cfg->max_tokens, cfg->max_batch, cfg->max_dim,
+            cfg->max_heads, cfg->max_output_elements, cfg->max_json_depth,
+            cfg->max_inflight, cfg->connection_memory, cfg->timeout_s,
+            cfg->request_timeout_s, cfg->drain_timeout_s,
             cfg->api_key ? "required" : "none");
     return srv;
 }
@@ -96,6 +107,11 @@ void server_free(server_ctx *srv)
         return;
     api_service_free(srv->svc);
     free(srv);
+}
+
+void server_use_omp_threads_cb(const void *srv)
+{
+    server_use_omp_threads(srv);
 }
 
 void server_use_omp_threads(const server_ctx *srv)

@@ -19,6 +19,8 @@
 #include "metrics.h"
 
 struct MHD_Daemon;
+struct work_pool;
+struct conn_guard;
 
 typedef struct server_ctx {
     server_config cfg;          /* frozen after startup */
@@ -26,9 +28,12 @@ typedef struct server_ctx {
     api_server_facts facts;     /* for GET /info; strings point below */
     char build[192];
     struct MHD_Daemon *daemon;  /* NULL until started */
+    struct work_pool *pool;     /* compute workers, with the daemon */
+    struct conn_guard *guard;   /* connections and deadlines, with the daemon */
     metrics metrics;
     atomic_bool draining;       /* set once on SIGTERM/SIGINT */
     atomic_uint admitted;       /* compute requests admitted right now */
+    atomic_uint inline_computing; /* HTTP threads computing a request */
     atomic_uint_fast64_t next_request_id;
     uint64_t request_id_seed;   /* random, fixed at startup */
 } server_ctx;
@@ -47,5 +52,8 @@ void server_free(server_ctx *srv);
  * worker threads, so each worker calls this before computing. It sets the
  * same frozen value every time and costs a compare when already set. */
 void server_use_omp_threads(const server_ctx *srv);
+
+/* The same, as a worker thread's start hook (arg: the server_ctx). */
+void server_use_omp_threads_cb(const void *srv);
 
 #endif /* SERVER_SERVER_H */

@@ -1,13 +1,15 @@
 #!/bin/sh
 # Install the Debian packages posenc needs to build, run and test, if any
 # are missing. Runs apt-get as root, or through sudo; does nothing when all
-# are present. Usage: tools/install-deps.sh [build|test|fuzz|bench|docker]
+# are present. Usage: tools/install-deps.sh [build|test|fuzz|soak|bench|docker]
 set -eu
 
 build_pkgs="gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
 libopenblas-openmp-dev libdragonbox-dev libfast-float-dev python3-yaml"
 test_pkgs="libcurl4-openssl-dev python3-numpy valgrind"
 fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev"
+# make test-soak: wrk drives the ASan server; curl for the known-answer checks
+soak_pkgs="wrk curl"
 bench_pkgs="wrk gnuplot-nox python3-fastapi python3-uvicorn python3-httptools
 python3-numpy"
 # make test-docker: rootful podman with no Docker engine and no registry
@@ -20,6 +22,7 @@ want=$build_pkgs
 case "${1:-build}" in
 test) want="$build_pkgs $test_pkgs" ;;
 fuzz) want="$build_pkgs $fuzz_pkgs" ;;
+soak) want="$build_pkgs $test_pkgs $soak_pkgs" ;;
 bench) want="$build_pkgs $bench_pkgs" ;;
 docker) want="$docker_pkgs" ;;
 esac

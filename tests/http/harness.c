@@ -347,6 +347,66 @@ void server_stop(server *s)
     s->started = false;
 }
 
+void server_signal(const server *s, int sig)
+{
+    if (s->started && s->pid > 0)
+        kill(s->pid, sig);
+}
+
+bool server_wait_exit(server *s, double timeout_s, int *status)
+{
+    *status = 0;
+    if (s->pid <= 0)
+        return false;
+    double deadline = now_s() + timeout_s;
+    pid_t w = 0;
+    while ((w = waitpid(s->pid, status, WNOHANG)) == 0 && now_s() < deadline) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    bool exited = w == s->pid;
+    if (!exited) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, status, 0);
+    }
+    s->pid = 0;
+    s->started = false;
+    return exited;
+}
+
+char *server_read_log(const server *s)
+{
+    FILE *f = fopen(s->log_path, "r");
+    if (!f) {
+        char *empty = xmalloc(1);
+        empty[0] = '\0';
+        return empty;
+    }
+    size_t cap = 65536, len = 0;
+    char *buf = xmalloc(cap);
+    size_t k;
+    while ((k = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += k;
+        if (cap - len < 4096) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                fprintf(stderr, "test_http: out of memory\n");
+                abort();
+            }
+            buf = nb;
+        }
+    }
+    buf[len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+double mono_now(void)
+{
+    return now_s();
+}
+
 /* ---------------------------------------------------------------------- */
 /* HTTP                                                                    */
 /* ---------------------------------------------------------------------- */

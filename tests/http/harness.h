@@ -62,6 +62,20 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
  * report or a valgrind error count as failures; the log tail is printed). */
 void server_stop(server *s);
 
+/* Send sig to the running server and return at once. */
+void server_signal(const server *s, int sig);
+
+/* Wait up to timeout_s for the server to exit (SIGKILL after that). Fills
+ * *status with the waitpid status and returns true when it exited by
+ * itself. The server counts as stopped afterwards. No check recorded. */
+bool server_wait_exit(server *s, double timeout_s, int *status);
+
+/* The server's log (its stderr) so far, NUL-terminated, malloc'd. */
+char *server_read_log(const server *s);
+
+/* Seconds on a monotonic clock. */
+double mono_now(void);
+
 /* ---------------------------------------------------------------------- */
 /* HTTP                                                                    */
 /* ---------------------------------------------------------------------- */

@@ -6,7 +6,9 @@
  *
  *   build/test_http                 all groups
  *   build/test_http encode apply    only these groups (service, encode,
- *                                   apply, errors, concurrency, auth, limits)
+ *                                   apply, errors, concurrency, auth, limits,
+ *                                   reqlimits, slowclient, connlimit,
+ *                                   overload, drain, observe)
  *
  * Env: POSENC_SERVER, VALGRIND=1 (server under valgrind), POSENC_TEST_LOGDIR
  * (server logs, default <server dir>/test-logs), POSENC_DEFAULT_SEED.
@@ -78,6 +80,18 @@ int main(int argc, char **argv)
         test_auth();
     if (want_group(argc, argv, "limits"))
         test_limits();
+    if (want_group(argc, argv, "reqlimits"))
+        test_reqlimits();
+    if (want_group(argc, argv, "slowclient"))
+        test_slowclient();
+    if (want_group(argc, argv, "connlimit"))
+        test_connlimit();
+    if (want_group(argc, argv, "overload"))
+        test_overload();
+    if (want_group(argc, argv, "drain"))
+        test_drain();
+    if (want_group(argc, argv, "observe"))
+        test_observe();
 
     curl_global_cleanup();
     long p = checks_passed(), f = checks_failed();

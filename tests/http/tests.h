@@ -42,6 +42,14 @@ void test_concurrency(const server *s, const default_model *dm);
 /* Groups that start their own servers (api key, body limit, token limit). */
 void test_auth(void);
 void test_limits(void);
+/* test_robust.c: protections against misbehaving clients, each on servers
+ * with the flags it needs. */
+void test_reqlimits(void);
+void test_slowclient(void);
+void test_connlimit(void);
+void test_overload(void);
+void test_drain(void);
+void test_observe(void);
 
 /* The default model's seed: /info when it says, else POSENC_DEFAULT_SEED,
  * else the documented default. */

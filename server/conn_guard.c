@@ -1,0 +1,204 @@
+/*
+ * conn_guard.c - connection registry, deadlines and the watchdog thread
+ * (see conn_guard.h).
+ */
+#include "conn_guard.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "access_log.h"
+
+#define WATCH_PERIOD_NS 100000000L /* the watchdog looks every 100 ms */
+
+struct conn_guard {
+    pthread_mutex_t lock;      /* the list, open count, stopping */
+    pthread_cond_t wake;       /* stop request */
+    conn_entry *head;
+    unsigned open;
+    unsigned max_connections;
+    int64_t timeout_ns;        /* 0 = no deadlines */
+    log_format fmt;
+    bool stopping;
+    bool thread_started;
+    pthread_t thread;
+    atomic_bool trim_wanted;
+    _Atomic uint64_t timed_out;
+    _Atomic uint64_t over_limit;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Shuts down every socket past its deadline. Under the lock: an entry in
+ * the list has a descriptor libmicrohttpd has not closed yet. */
+static unsigned expire(conn_guard *g, int64_t now)
+{
+    unsigned n = 0;
+    for (conn_entry *e = g->head; e != NULL; e = e->next) {
+        int64_t d = atomic_load_explicit(&e->deadline_ns, memory_order_relaxed);
+        if (d == 0 || now < d || atomic_load(&e->timed_out))
+            continue;
+        atomic_store(&e->timed_out, true);
+        shutdown(e->fd, SHUT_RDWR);
+        n++;
+    }
+    return n;
+}
+
+static void *watchdog_main(void *arg)
+{
+    conn_guard *g = arg;
+
+    pthread_mutex_lock(&g->lock);
+    while (!g->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += WATCH_PERIOD_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        if (g->stopping)
+            break;
+        if (rc != 0 && rc != ETIMEDOUT)
+            continue;
+        unsigned n = g->timeout_ns > 0 ? expire(g, now_ns()) : 0;
+        pthread_mutex_unlock(&g->lock);
+
+        if (n > 0) {
+            atomic_fetch_add(&g->timed_out, n);
+            log_msg(g->fmt, "warn",
+                    "closed %u connection%s that kept the server waiting past "
+                    "--request-timeout (%lld s)",
+                    n, n == 1 ? "" : "s", (long long)(g->timeout_ns / 1000000000LL));
+        }
+        /* glibc keeps freed memory of big requests in its arenas; hand it
+         * back (TEI does this every 100 ms; here only after big requests). */
+        if (atomic_exchange(&g->trim_wanted, false))
+            malloc_trim(0);
+        pthread_mutex_lock(&g->lock);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
+                           log_format fmt)
+{
+    conn_guard *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return NULL;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    g->max_connections = max_connections;
+    g->timeout_ns = (int64_t)request_timeout_s * 1000000000LL;
+    g->fmt = fmt;
+    atomic_init(&g->trim_wanted, false);
+    atomic_init(&g->timed_out, 0);
+    atomic_init(&g->over_limit, 0);
+    if (pthread_create(&g->thread, NULL, watchdog_main, g) != 0) {
+        conn_guard_free(g);
+        return NULL;
+    }
+    g->thread_started = true;
+    return g;
+}
+
+void conn_guard_free(conn_guard *g)
+{
+    if (g == NULL)
+        return;
+    pthread_mutex_lock(&g->lock);
+    g->stopping = true;
+    pthread_cond_broadcast(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+    if (g->thread_started)
+        pthread_join(g->thread, NULL);
+    while (g->head != NULL) { /* none, once the daemon has stopped */
+        conn_entry *e = g->head;
+        g->head = e->next;
+        free(e);
+    }
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->wake);
+    free(g);
+}
+
+conn_entry *conn_guard_open(conn_guard *g, int fd)
+{
+    conn_entry *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    e->fd = fd;
+    atomic_init(&e->timed_out, false);
+    atomic_init(&e->deadline_ns, 0);
+    conn_guard_arm(g, e);
+    pthread_mutex_lock(&g->lock);
+    e->over_limit = g->open >= g->max_connections;
+    g->open++;
+    e->next = g->head;
+    if (g->head != NULL)
+        g->head->prev = e;
+    g->head = e;
+    pthread_mutex_unlock(&g->lock);
+    if (e->over_limit)
+        atomic_fetch_add(&g->over_limit, 1);
+    return e;
+}
+
+void conn_guard_close(conn_guard *g, conn_entry *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&g->lock);
+    if (e->prev != NULL)
+        e->prev->next = e->next;
+    else
+        g->head = e->next;
+    if (e->next != NULL)
+        e->next->prev = e->prev;
+    g->open--;
+    pthread_mutex_unlock(&g->lock);
+    free(e);
+}
+
+void conn_guard_arm(conn_guard *g, conn_entry *e)
+{
+    if (e != NULL && g->timeout_ns > 0)
+        atomic_store_explicit(&e->deadline_ns, now_ns() + g->timeout_ns,
+                              memory_order_relaxed);
+}
+
+void conn_guard_disarm(conn_entry *e)
+{
+    if (e != NULL)
+        atomic_store_explicit(&e->deadline_ns, 0, memory_order_relaxed);
+}
+
+void conn_guard_request_trim(conn_guard *g)
+{
+    atomic_store(&g->trim_wanted, true);
+}
+
+void conn_guard_get_stats(conn_guard *g, conn_guard_stats *out)
+{
+    pthread_mutex_lock(&g->lock);
+    out->open = g->open;
+    pthread_mutex_unlock(&g->lock);
+    out->timed_out = atomic_load(&g->timed_out);
+    out->over_limit = atomic_load(&g->over_limit);
+}

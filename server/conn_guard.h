@@ -1,0 +1,80 @@
+/*
+ * conn_guard.h - every open connection, its deadline, and the thread that
+ * enforces deadlines (slow clients) and the connection limit.
+ *
+ * libmicrohttpd's own timeout (--timeout) is an idle timeout: a client
+ * that sends one byte every few seconds (slowloris) never trips it and
+ * keeps its connection, and its slot under --max-connections, forever.
+ * Here each connection carries a deadline, armed while the server waits
+ * for the client (for the whole next request; for the client to take a
+ * response) and disarmed while the server itself works (computing). A
+ * watchdog thread shuts down the socket of any connection past its
+ * deadline; libmicrohttpd then sees the connection end and cleans it up.
+ *
+ * The same registry counts connections: one beyond --max-connections is
+ * marked over the limit (libmicrohttpd is allowed a few more, so that such
+ * a client gets a 503 instead of hanging in the listen backlog).
+ *
+ * Thread safety: open/close/arm/disarm may be called from any thread; an
+ * entry is only touched by the watchdog under the registry lock, and
+ * libmicrohttpd closes a socket only after conn_guard_close returns, so
+ * the watchdog never shuts down a descriptor that was reused.
+ */
+#ifndef SERVER_CONN_GUARD_H
+#define SERVER_CONN_GUARD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef struct conn_guard conn_guard;
+
+/* One connection. Fields are private to conn_guard.c except through the
+ * functions below. */
+typedef struct conn_entry {
+    struct conn_entry *prev, *next; /* registry list, under the lock */
+    int fd;
+    _Atomic int64_t deadline_ns;    /* CLOCK_MONOTONIC; 0 = none */
+    atomic_bool timed_out;          /* the watchdog closed it */
+    bool over_limit;                /* beyond --max-connections */
+} conn_entry;
+
+/* What the watchdog reports to metrics. */
+typedef struct conn_guard_stats {
+    unsigned open;          /* connections open now */
+    uint64_t timed_out;     /* closed for a missed deadline, ever */
+    uint64_t over_limit;    /* accepted beyond --max-connections, ever */
+} conn_guard_stats;
+
+/* New registry and watchdog for max_connections and request_timeout_s
+ * (0 = no deadlines). NULL when out of memory or the thread cannot
+ * start. */
+conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
+                           log_format fmt);
+
+/* Stops the watchdog and frees the registry; accepts NULL. Every
+ * connection must have been closed (the daemon stopped). */
+void conn_guard_free(conn_guard *g);
+
+/* A connection opened on socket fd: new entry, deadline armed. NULL when
+ * out of memory (the connection is then neither counted nor guarded). */
+conn_entry *conn_guard_open(conn_guard *g, int fd);
+
+/* The connection is closing; frees e (accepts NULL). */
+void conn_guard_close(conn_guard *g, conn_entry *e);
+
+/* Waiting for the client from now on: deadline = now + request timeout. */
+void conn_guard_arm(conn_guard *g, conn_entry *e);
+
+/* The server is working (the request is complete): no deadline. */
+void conn_guard_disarm(conn_entry *e);
+
+/* Asks the watchdog to return free heap memory to the system soon (after
+ * a large request: glibc keeps freed memory in its arenas otherwise). */
+void conn_guard_request_trim(conn_guard *g);
+
+void conn_guard_get_stats(conn_guard *g, conn_guard_stats *out);
+
+#endif /* SERVER_CONN_GUARD_H */
