@@ -712,8 +712,7 @@ int daemon_start(server_ctx *srv)
     srv->guard = conn_guard_new(cfg->max_connections, cfg->request_timeout_s,
                                 cfg->log_format);
     srv->pool = srv->guard != NULL
-                    ? work_pool_new(cfg->workers, cfg->max_inflight,
-                                    server_use_omp_threads_cb, srv)
+                    ? work_pool_new(cfg->workers, cfg->max_inflight, NULL, srv)
                     : NULL;
     if (srv->pool == NULL) {
         freeaddrinfo(ai);

@@ -30,15 +30,17 @@ static void set_static(route_reply *out, int status, const char *type,
 static void handle_encode(server_ctx *srv, const char *body, size_t len,
                           route_reply *out)
 {
-    server_use_omp_threads(srv);
+    server_compute_begin(srv);
     api_encode(srv->svc, body, len, &out->api);
+    server_compute_end(srv);
 }
 
 static void handle_apply(server_ctx *srv, const char *body, size_t len,
                          route_reply *out)
 {
-    server_use_omp_threads(srv);
+    server_compute_begin(srv);
     api_apply(srv->svc, body, len, &out->api);
+    server_compute_end(srv);
 }
 
 /* Liveness: answering at all is the whole check. */

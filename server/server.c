@@ -109,14 +109,14 @@ void server_free(server_ctx *srv)
     free(srv);
 }
 
-void server_use_omp_threads_cb(const void *srv)
+void server_compute_begin(server_ctx *srv)
 {
-    server_use_omp_threads(srv);
+    unsigned busy = atomic_fetch_add_explicit(&srv->computing, 1, memory_order_relaxed) + 1;
+    unsigned team = srv->facts.omp_threads / busy;
+    omp_set_num_threads(team > 0 ? (int)team : 1);
 }
 
-void server_use_omp_threads(const server_ctx *srv)
+void server_compute_end(server_ctx *srv)
 {
-    int n = (int)srv->cfg.omp_threads;
-    if (n > 0 && omp_get_max_threads() != n)
-        omp_set_num_threads(n);
+    atomic_fetch_sub_explicit(&srv->computing, 1, memory_order_relaxed);
 }

@@ -34,6 +34,7 @@ typedef struct server_ctx {
     atomic_bool draining;       /* set once on SIGTERM/SIGINT */
     atomic_uint admitted;       /* compute requests admitted right now */
     atomic_uint inline_computing; /* HTTP threads computing a request */
+    atomic_uint computing;      /* requests inside api_encode/api_apply now */
     atomic_uint_fast64_t next_request_id;
     uint64_t request_id_seed;   /* random, fixed at startup */
 } server_ctx;
@@ -47,13 +48,13 @@ server_ctx *server_new(const server_config *cfg, api_service *svc);
  * have been stopped. */
 void server_free(server_ctx *srv);
 
-/* Apply --omp-threads to the calling thread. libgomp keeps the thread
- * count per thread: omp_set_num_threads() in main does not reach MHD's
- * worker threads, so each worker calls this before computing. It sets the
- * same frozen value every time and costs a compare when already set. */
-void server_use_omp_threads(const server_ctx *srv);
-
-/* The same, as a worker thread's start hook (arg: the server_ctx). */
-void server_use_omp_threads_cb(const void *srv);
+/* Around each computation: share the cores between the requests computing
+ * at once. A request's OpenMP team (and OpenBLAS's threads, which follow
+ * it) is max(1, omp_threads / requests computing now), set on the calling
+ * thread only (libgomp keeps the count per thread; nothing global changes).
+ * One request alone uses every core; under load each computes on about one,
+ * instead of N teams of omp_threads threads oversubscribing the machine. */
+void server_compute_begin(server_ctx *srv);
+void server_compute_end(server_ctx *srv);
 
 #endif /* SERVER_SERVER_H */
