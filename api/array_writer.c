@@ -171,6 +171,46 @@ void json_write_float_field(strbuf *sb, const char *name, double value)
     strbuf_puts(sb, text);
 }
 
+/* Rows [r0, r1) as base64 of their float32 bytes, at dst. */
+static void encode_rows(char *dst, const array_view *a, size_t r0, size_t r1)
+{
+    size_t cols = a->dim[a->ndim - 1];
+    base64_writer w = {.out = dst};
+
+    if (a->row_stride == cols) {
+        base64_write(&w, a->data + r0 * cols, (r1 - r0) * cols * sizeof(float));
+    } else {
+        for (size_t r = r0; r < r1; r++)
+            base64_write(&w, a->data + r * a->row_stride, cols * sizeof(float));
+    }
+    base64_finish(&w);
+}
+
+/* The array as one base64 string, sized exactly up front. Big arrays are
+ * encoded by the OpenMP team in chunks of whole rows, each a multiple of 3
+ * rows long (so of 3 bytes: 12*cols), which makes every chunk's text
+ * independent and its place in the output known. */
+static void write_base64(strbuf *sb, const array_view *a)
+{
+    size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
+    size_t len = base64_encoded_len(rows * cols * sizeof(float));
+    char *dst = strbuf_reserve(sb, len + 2);
+
+    if (!dst)
+        return;
+    dst[0] = '"';
+    int team = rows * cols >= PARALLEL_MIN_ELEMENTS ? omp_get_max_threads() : 1;
+    size_t per = team > 1 ? 3 * (rows / (3 * (size_t)team * 4) + 1) : rows;
+    size_t chunks = (rows + per - 1) / per;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (chunks > 1)
+    for (size_t c = 0; c < chunks; c++) {
+        size_t r0 = c * per, r1 = r0 + per < rows ? r0 + per : rows;
+        encode_rows(dst + 1 + r0 * cols * sizeof(float) / 3 * 4, a, r0, r1);
+    }
+    dst[len + 1] = '"';
+    strbuf_advance(sb, len + 2);
+}
+
 void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
 {
     strbuf_put_json_string(sb, name);
@@ -179,17 +219,7 @@ void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
         write_nested(sb, a);
         return;
     }
-    size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
-    base64_writer w = {.out = sb};
-    strbuf_putc(sb, '"');
-    if (a->row_stride == cols) {
-        base64_write(&w, a->data, rows * cols * sizeof(float));
-    } else {
-        for (size_t r = 0; r < rows; r++)
-            base64_write(&w, a->data + r * a->row_stride, cols * sizeof(float));
-    }
-    base64_finish(&w);
-    strbuf_putc(sb, '"');
+    write_base64(sb, a);
     strbuf_printf(sb, ",\"%s_shape\":[", name);
     for (size_t i = 0; i < a->ndim; i++)
         strbuf_printf(sb, "%s%zu", i ? "," : "", a->dim[i]);

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strbuf.h"
 
 /* Decode `len` characters of base64 into a new buffer (caller frees with
  * free()). Returns NULL on invalid input (bad alphabet, bad or missing
@@ -18,10 +17,13 @@
 uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
                        const char **why);
 
-/* Streaming encoder: feed bytes in any chunks, then finish. Output goes to
- * a strbuf. */
+/* Length of the base64 text of n bytes (with padding). */
+size_t base64_encoded_len(size_t n);
+
+/* Streaming encoder into a buffer the caller sized with base64_encoded_len
+ * of the total: feed bytes in any chunks, then finish. `out` advances. */
 typedef struct base64_writer {
-    strbuf *out;
+    char *out;
     uint8_t carry[3];
     size_t ncarry;
 } base64_writer;

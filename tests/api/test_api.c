@@ -111,14 +111,14 @@ static void test_base64(void)
               "decode %s", vectors[i].text);
         free(got);
         for (size_t split = 0; split <= strlen(vectors[i].plain); split++) {
-            strbuf sb = {0};
-            base64_writer w = {.out = &sb};
+            char text[16] = {0};
+            base64_writer w = {.out = text};
             base64_write(&w, vectors[i].plain, split);
             base64_write(&w, vectors[i].plain + split, strlen(vectors[i].plain) - split);
             base64_finish(&w);
-            CHECK(strcmp(sb.data ? sb.data : "", vectors[i].text) == 0,
-                  "encode \"%s\" split at %zu gave %s", vectors[i].plain, split, sb.data);
-            strbuf_free(&sb);
+            CHECK(strcmp(text, vectors[i].text) == 0 &&
+                      (size_t)(w.out - text) == base64_encoded_len(strlen(vectors[i].plain)),
+                  "encode \"%s\" split at %zu gave %s", vectors[i].plain, split, text);
         }
     }
     for (size_t i = 0; i < ARRAY_LEN(invalid); i++) {
@@ -315,17 +315,18 @@ static char *base64_body(size_t rows, const char *shape_text, long damage, char 
                          float *values)
 {
     strbuf sb = {0};
-    base64_writer w = {.out = &sb};
     uint64_t state = 11;
 
     strbuf_puts(&sb, "{\"scheme\":\"none\",\"embeddings\":\"");
-    size_t at = sb.len;
+    size_t at = sb.len, len = base64_encoded_len(rows * 64 * sizeof(float));
+    base64_writer w = {.out = strbuf_reserve(&sb, len)};
     for (size_t i = 0; i < rows * 64; i++) {
         float v = (float)test_uniform(&state, -2.0, 2.0);
         values[i] = v;
         base64_write(&w, &v, sizeof v);
     }
     base64_finish(&w);
+    strbuf_advance(&sb, len);
     if (damage >= 0)
         sb.data[at + (size_t)damage] = with;
     strbuf_printf(&sb, "\"%s}", shape_text ? shape_text : "");
@@ -490,6 +491,79 @@ static void test_parallel_rows(void)
     api_service_free(svc);
 }
 
+/* Base64 answers past 65536 elements are encoded in parallel chunks
+ * (array_writer.c): a dense echo must be bit-exact, and the strided Q, K, V
+ * of /apply must equal their JSON rendering number for number. */
+static void test_parallel_base64_out(void)
+{
+    enum { ROWS = 900, COLS = 96 }; /* 86400 floats; 900 is not a multiple of 4*3*team */
+    static float values[ROWS * 64 > ROWS * COLS ? ROWS * 64 : ROWS * COLS];
+    api_limits limits = {0};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+    api_response r;
+
+    if (!svc)
+        return;
+    char *body = base64_body(ROWS * COLS / 64, ",\"shape\":[900,96],\"encoding\":\"base64\"",
+                             -1, 0, values);
+    api_encode(svc, body, strlen(body), &r);
+    json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
+    const char *text = json_string_value(json_object_get(doc, "encoded"));
+    size_t n = 0;
+    const char *why = NULL;
+    uint8_t *echo = text ? base64_decode(text, strlen(text), &n, &why) : NULL;
+    CHECK(echo && n == ROWS * COLS * sizeof(float) && memcmp(echo, values, n) == 0,
+          "parallel base64 writer: bit-exact echo of %d floats", ROWS * COLS);
+    free(echo);
+    json_decref(doc);
+    api_response_free(&r);
+    free(body);
+
+    /* 160 tokens of the default model: q is 160 x 512 = 81920 floats, a
+     * strided view into the fused projection */
+    strbuf sb = {0};
+    strbuf_puts(&sb, "{\"return\":[\"q\",\"v\"],\"embeddings\":[");
+    for (size_t t = 0; t < 160; t++) {
+        strbuf_puts(&sb, t ? ",[" : "[");
+        for (size_t j = 0; j < 512; j++)
+            strbuf_printf(&sb, "%s%d", j ? "," : "", (int)((t * 7 + j * 3) % 11) - 5);
+        strbuf_putc(&sb, ']');
+    }
+    strbuf_puts(&sb, "]");
+    size_t mark = sb.len;
+    strbuf_puts(&sb, "}");
+    api_response as_json, as_b64;
+    api_apply(svc, sb.data, sb.len, &as_json);
+    sb.len = mark;
+    strbuf_puts(&sb, ",\"encoding\":\"base64\"}");
+    api_apply(svc, sb.data, sb.len, &as_b64);
+    json_t *dj = json_loadb(as_json.body, as_json.body_len, 0, NULL);
+    json_t *db = json_loadb(as_b64.body, as_b64.body_len, 0, NULL);
+    size_t mismatches = 0, checked = 0;
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? "v" : "q";
+        const char *b64 = json_string_value(json_object_get(db, name));
+        uint8_t *raw = b64 ? base64_decode(b64, strlen(b64), &n, &why) : NULL;
+        const float *f = (const float *)(const void *)raw;
+        for (size_t i = 0; raw && i < n / 4; i++, checked++) {
+            json_t *row = json_array_get(json_object_get(dj, name), i / 512);
+            if ((float)json_number_value(json_array_get(row, i % 512)) != f[i])
+                mismatches++;
+        }
+        free(raw);
+    }
+    CHECK(checked == 2 * 160 * 512 && mismatches == 0,
+          "strided base64 q, v equal their JSON text (%zu checked, %zu differ)", checked,
+          mismatches);
+    json_decref(dj);
+    json_decref(db);
+    api_response_free(&as_json);
+    api_response_free(&as_b64);
+    strbuf_free(&sb);
+    api_service_free(svc);
+}
+
 int main(void)
 {
     test_float_text();
@@ -500,6 +574,7 @@ int main(void)
     test_fast_numbers();
     test_fast_base64();
     test_parallel_rows();
+    test_parallel_base64_out();
     test_safetensors();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
