@@ -11,11 +11,12 @@
 
 /* How many tables are kept, how many positions each holds, and the most
  * memory one table may take (rows shrink for wide tables to stay within
- * it: 4096 rows x 256 dims, 1024 x 1024, 256 x 4096). */
+ * it: 2048 rows x 256 dims, 512 x 1024, 128 x 4096), so that all of them
+ * together stay under 64 MiB. */
 #define CACHE_SLOTS 16
 #define CACHE_MAX_ROWS 4096
 #define CACHE_MIN_ROWS 64
-#define CACHE_TABLE_BYTES ((size_t)8 << 20)
+#define CACHE_TABLE_BYTES ((size_t)4 << 20)
 
 typedef enum table_kind { TABLE_SINUSOIDAL, TABLE_ROPE } table_kind;
 
