@@ -175,7 +175,7 @@ fuzz:
 
 # Benchmark suite (tests/bench/README.md): starts posenc, the FastAPI peer
 # and a libmicrohttpd "ceiling" on free loopback ports, drives them with wrk
-# and writes tests/bench/results/. Not part of make test; takes ~10 minutes.
+# and writes tests/bench/results/. Not part of make test; takes ~5 minutes.
 BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jansson_bench
 
 $(BUILD)/bench/%: tests/bench/%.c
