@@ -20,6 +20,7 @@ podman-compose golang-github-containernetworking-plugin-dnsname curl python3-yam
 
 want=$build_pkgs
 case "${1:-build}" in
+packages) shift; want="$*" ;; # the packages named after it (tests/browser)
 test) want="$build_pkgs $test_pkgs" ;;
 fuzz) want="$build_pkgs $fuzz_pkgs" ;;
 soak) want="$build_pkgs $test_pkgs $soak_pkgs" ;;

@@ -13,17 +13,6 @@ node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0
 [ "$node_major" -ge 18 ] || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
-
-echo "posenc: installing Debian packages:$missing" >&2
-if [ "$(id -u)" -eq 0 ]; then
-    run=""
-elif command -v sudo >/dev/null 2>&1; then
-    run="sudo"
-else
-    echo "posenc: need root or sudo to install:$missing" >&2
-    exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-$run apt-get update -qq
+here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2086
-$run apt-get install -y -qq --no-install-recommends $missing >/dev/null
+exec "$here/../../tools/install-deps.sh" packages $missing
