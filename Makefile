@@ -178,7 +178,7 @@ fuzz:
 # and writes tests/bench/results/. Not part of make test; takes ~5 minutes.
 BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jansson_bench
 
-$(BUILD)/bench/%: tests/bench/%.c
+$(BUILD)/bench/%: tests/bench/%.c tests/bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
 

@@ -17,20 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define MAX_REPS 1000
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static float *filled(size_t n, unsigned seed)
 {
