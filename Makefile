@@ -32,7 +32,7 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CPPFLAGS += -D_DEFAULT_SOURCE -Ilib -Iapi -I$(BUILD)/gen
 CFLAGS += -std=c11 $(OPT) $(WARN) -fopenmp $(SANFLAGS) $(PKG_CFLAGS)
-# The one C++ file, api/number_shim.cc, wraps two header-only libraries.
+# The one C++ file, api/json/number_shim.cc, wraps two header-only libraries.
 CXX ?= g++
 CXXFLAGS += -std=c++17 $(OPT) -Wall -Wextra -Werror -fno-exceptions -fno-rtti $(SANFLAGS) \
             -I/usr/include/dragonbox-1.1.3
@@ -40,8 +40,8 @@ LDFLAGS += -fopenmp $(SANFLAGS)
 LDLIBS += $(PKG_LIBS) -lstdc++ -lm
 
 LIB_SRC = $(wildcard lib/*.c)
-API_SRC = $(wildcard api/*.c)
-API_CXX_SRC = $(wildcard api/*.cc)
+API_SRC = $(wildcard api/*.c api/json/*.c api/models/*.c)
+API_CXX_SRC = $(wildcard api/json/*.cc)
 SERVER_SRC = $(wildcard server/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 HTTP_SRC = $(wildcard tests/http/*.c)
@@ -58,7 +58,7 @@ SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
-.PHONY: all deps test-deps run test test-asan test-valgrind test-soak fuzz clean
+.PHONY: all deps test-deps run test test-asan test-valgrind test-soak fuzz clean check-layers
 
 all: $(SERVER) $(LIBPOSENC)
 
@@ -132,6 +132,11 @@ test: test-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) tests/run.sh
 
+# Includes must follow the layers (lib <- api/json <- api/models <- api <-
+# server) and no modules may include each other around a loop.
+check-layers:
+	@/usr/bin/python3 tools/check-layers.py
+
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
 
@@ -156,7 +161,7 @@ FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-r
              -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS) \
              -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128
 
-build-fuzz/number_shim.o: api/number_shim.cc
+build-fuzz/number_shim.o: api/json/number_shim.cc
 	@mkdir -p $(dir $@)
 	clang++ -std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-exceptions \
 	    -I/usr/include/dragonbox-1.1.3 -c $< -o $@
@@ -209,4 +214,4 @@ test-docker:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d $(BUILD)/*/*/*/*.d)

@@ -15,12 +15,12 @@
 #include <string.h>
 
 #include "api.h"
-#include "array_writer.h"
-#include "json_fields.h"
+#include "json/array_writer.h"
+#include "json/json_fields.h"
 #include "relative.h"
 #include "respond.h"
 #include "request.h"
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
                                          "params", "model", "offset", "positions",

@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "api.h"
-#include "array_writer.h"
+#include "json/array_writer.h"
 #include "relative.h"
 #include "respond.h"
 #include "request.h"
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
                                           "offset", "positions", "encoding", "embed_scale",

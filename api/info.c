@@ -7,7 +7,7 @@
 #include "api.h"
 #include "respond.h"
 #include "service.h"
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
 

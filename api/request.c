@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fast_json.h"
-#include "json_fields.h"
+#include "json/fast_json.h"
+#include "json/json_fields.h"
 
 /* Whether v nests no deeper than `left` more arrays or objects. A numeric
  * array taken out by the fast path (a binary tensor string) counts as the

@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 #include "api_error.h"
-#include "model.h"
-#include "scheme.h"
+#include "models/model.h"
+#include "models/scheme.h"
 #include "service.h"
-#include "tensor.h"
+#include "json/tensor.h"
 
 typedef struct request {
     json_t *root;          /* owned: the parsed body */

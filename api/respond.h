@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "api.h"
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 /* Hand the finished text of *sb to *out as a 200 application/json answer
  * that processed `tokens` tokens. On allocation failure (sb failed) returns

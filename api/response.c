@@ -8,7 +8,7 @@
 
 #include "api.h"
 #include "respond.h"
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 /* Served when even the error body cannot be allocated. */
 static const char out_of_memory_body[] =

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "model_dir.h"
+#include "models/model_dir.h"
 
 api_service *api_service_new(const api_limits *limits, api_error *err)
 {

@@ -5,7 +5,7 @@
 #define SERVICE_H
 
 #include "api.h"
-#include "model.h"
+#include "models/model.h"
 #include "pe_cache.h"
 
 struct api_service {

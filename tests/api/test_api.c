@@ -12,10 +12,10 @@
 
 #include "../unit/check.h"
 #include "api.h"
-#include "base64.h"
-#include "fast_json.h"
-#include "float_text.h"
-#include "strbuf.h"
+#include "json/base64.h"
+#include "json/fast_json.h"
+#include "json/float_text.h"
+#include "json/strbuf.h"
 #include "test_safetensors.h"
 
 /* Reference for the shortest digits: try every precision from 1 up with

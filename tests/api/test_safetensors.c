@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "../unit/check.h"
-#include "model_dir.h"
-#include "safetensors.h"
+#include "models/model_dir.h"
+#include "models/safetensors.h"
 #include "test_safetensors.h"
 
 static void conversions(void)

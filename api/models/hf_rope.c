@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hf.h"
-#include "scheme.h"
+#include "models/hf.h"
+#include "models/scheme.h"
 
 /* The rope types, indexed by rope_type. */
 typedef enum rope_type {

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hf.h"
-#include "json_fields.h"
+#include "models/hf.h"
+#include "json/json_fields.h"
 
 #define NAME_MAX_LEN 256
 

@@ -23,7 +23,7 @@
  */
 #include <string.h>
 
-#include "hf.h"
+#include "models/hf.h"
 
 /* Undo the per-head interleave: Wq, Wk, Wv as [in][heads*head_dim]. */
 static int split_qkv(hf_load *h, size_t d, api_error *err)

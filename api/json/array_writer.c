@@ -1,7 +1,7 @@
 /*
  * array_writer.c - result arrays as JSON text or base64 (see array_writer.h).
  */
-#include "array_writer.h"
+#include "json/array_writer.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "float_text.h"
+#include "json/base64.h"
+#include "json/float_text.h"
 
 array_view array_dense(const float *data, size_t ndim, const size_t *dim)
 {

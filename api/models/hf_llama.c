@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "hf.h"
+#include "models/hf.h"
 
 int hf_llama_load(hf_load *h, api_error *err)
 {

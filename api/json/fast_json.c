@@ -3,7 +3,7 @@
  * on any doubt it gives up on the fast path and jansson parses the original
  * text, so the fast path can change speed but never the answer.
  */
-#include "fast_json.h"
+#include "json/fast_json.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "json_number.h"
-#include "json_rows.h"
-#include "number_shim.h"
+#include "json/base64.h"
+#include "json/json_number.h"
+#include "json/json_rows.h"
+#include "json/number_shim.h"
 
 /* Bodies below this go straight to jansson (lowered in the fuzz build). */
 #ifndef FAST_MIN_BODY

@@ -6,14 +6,14 @@
  * its alias `rope_type`; required keys per type; an explicit yarn factor
  * wins.
  */
-#include "scheme.h"
+#include "models/scheme.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_fields.h"
-#include "tensor.h"
+#include "json/json_fields.h"
+#include "json/tensor.h"
 
 const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi",
                                     "t5", "none", NULL};

@@ -1,7 +1,7 @@
 /*
  * tensor.c - numeric arrays from JSON or base64 (see tensor.h).
  */
-#include "tensor.h"
+#include "json/tensor.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "fast_json.h"
-#include "json_fields.h"
+#include "json/base64.h"
+#include "json/fast_json.h"
+#include "json/json_fields.h"
 
 int mul_size(size_t a, size_t b, size_t *out)
 {

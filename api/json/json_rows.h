@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tensor.h"
+#include "json/tensor.h"
 
 /* A parsed array: shape and values. */
 typedef struct json_rows_result {

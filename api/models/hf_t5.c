@@ -17,7 +17,7 @@
  * encoder.block.L.layer.0.SelfAttention.{q,k,v}.weight,
  * encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight.
  */
-#include "hf.h"
+#include "models/hf.h"
 
 #define ATTN "encoder.block.%zu.layer.0.SelfAttention."
 

@@ -27,8 +27,8 @@
 
 #include "api_error.h"
 #include "posenc.h"
-#include "scheme.h"
-#include "tensor.h"
+#include "models/scheme.h"
+#include "json/tensor.h"
 
 typedef enum weight_id {
     W_WQ = 0, W_WK, W_WV, W_BQ, W_BK, W_BV, W_NORM_WEIGHT, W_NORM_BIAS,

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "tensor.h"
+#include "json/tensor.h"
 
 /* Parse a request body (len bytes, not necessarily NUL-terminated). Returns
  * a new reference, or NULL with *jerr filled as json_loadb() does. */

@@ -19,8 +19,8 @@
 #include <stdint.h>
 
 #include "api_error.h"
-#include "model.h"
-#include "safetensors.h"
+#include "models/model.h"
+#include "models/safetensors.h"
 
 /* A Hugging Face checkpoint being loaded. */
 typedef struct hf_load {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "api_error.h"
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 /* A read-only view of a result: logical shape dim[0..ndim), rows of the
  * last dimension `row_stride` floats apart (row_stride == last dim when

@@ -1,7 +1,7 @@
 /*
  * strbuf.c - growable byte buffer (see strbuf.h).
  */
-#include "strbuf.h"
+#include "json/strbuf.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -30,7 +30,7 @@
 #include <stddef.h>
 
 #include "api_error.h"
-#include "tensor.h"
+#include "json/tensor.h"
 
 /* Largest header accepted (the safetensors library's own limit). */
 #define ST_MAX_HEADER_BYTES ((size_t)100 << 20)

@@ -2,13 +2,13 @@
  * json_number.c - JSON number text to float32, fast and correctly rounded
  * (see json_number.h).
  */
-#include "json_number.h"
+#include "json/json_number.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "number_shim.h"
+#include "json/number_shim.h"
 
 static bool is_digit(char c)
 {

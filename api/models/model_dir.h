@@ -21,7 +21,7 @@
 #include <stddef.h>
 
 #include "api_error.h"
-#include "model.h"
+#include "models/model.h"
 
 /* Load the model in `dir` under `name`. has_layer: a layer was given
  * (allowed for Hugging Face checkpoints only). Returns a new model, or

@@ -1,7 +1,7 @@
 // number_shim.cc - C entry points to Dragonbox (shortest float text) and
 // fast_float (correctly rounded parsing). Kept to these two functions so
 // that the rest of posenc stays C11; see number_shim.h.
-#include "number_shim.h"
+#include "json/number_shim.h"
 
 #include <system_error>
 

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "hf.h"
+#include "models/hf.h"
 
 /* Columns [c0, c0 + width) of src [rows][cols] into a new tensor. */
 static int columns(const tensor *src, size_t c0, size_t width, tensor *out, api_error *err)

@@ -6,12 +6,12 @@
  * as a JSON number: plain notation for moderate exponents ("0.00123",
  * "123456"), exponent notation beyond ("1.5e-7", "3e38").
  */
-#include "float_text.h"
+#include "json/float_text.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "number_shim.h"
+#include "json/number_shim.h"
 
 static const char digit_pairs[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"

@@ -1,7 +1,7 @@
 /*
  * base64.c - RFC 4648 base64, standard alphabet, strict padding.
  */
-#include "base64.h"
+#include "json/base64.h"
 
 #include <stdlib.h>
 #include <string.h>

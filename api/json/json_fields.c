@@ -1,7 +1,7 @@
 /*
  * json_fields.c - typed access to JSON object fields (see json_fields.h).
  */
-#include "json_fields.h"
+#include "json/json_fields.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * safetensors.c - mapped, validated safetensors files and sharded sets
  * (see safetensors.h).
  */
-#include "safetensors.h"
+#include "models/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>

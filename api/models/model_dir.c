@@ -4,16 +4,16 @@
  * the projection and release what the fused copy replaces (see
  * model_dir.h).
  */
-#include "model_dir.h"
+#include "models/model_dir.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "hf.h"
-#include "safetensors.h"
-#include "scheme.h"
+#include "models/hf.h"
+#include "models/safetensors.h"
+#include "models/scheme.h"
 
 static const struct {
     const char *model_type;

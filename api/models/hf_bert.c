@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hf.h"
+#include "models/hf.h"
 
 /* The embedding LayerNorm under its current or its TF-era name. */
 static int embed_norm(hf_load *h, size_t d, api_error *err)

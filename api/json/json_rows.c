@@ -1,7 +1,7 @@
 /*
  * json_rows.c - parallel parsing of big numeric JSON arrays (json_rows.h).
  */
-#include "json_rows.h"
+#include "json/json_rows.h"
 
 #include <math.h>
 #include <omp.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_number.h"
+#include "json/json_number.h"
 
 typedef struct row_span {
     size_t start, end; /* the numbers of one innermost row; end is its ']' */

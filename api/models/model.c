@@ -1,13 +1,13 @@
 /*
  * model.c - built-in and inline models (see model.h).
  */
-#include "model.h"
+#include "models/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_fields.h"
+#include "json/json_fields.h"
 
 /* The default model of the contract: d_model 512, 8 heads of 64,
  * sinusoidal (base 10000, interleaved), no biases, no norm, weights from
