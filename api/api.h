@@ -70,6 +70,35 @@ api_service *api_service_new_with_models(const api_limits *limits,
 /* Frees the service and its models; accepts NULL. */
 void api_service_free(api_service *svc);
 
+/* The server-wide memory budget, as the API sees it (--max-memory). The
+ * server owns it; a request reserves what it will hold (decoded input,
+ * working buffers, the part of the answer held at once) after its plan and
+ * before any arithmetic, and releases it when done. */
+typedef enum api_budget_answer {
+    API_BUDGET_GRANTED = 0, /* reserved: go on */
+    API_BUDGET_BUSY,        /* not now: answer 503 unavailable + Retry-After */
+    API_BUDGET_NEVER        /* more than the whole budget: 422 too_large */
+} api_budget_answer;
+
+typedef struct api_budget {
+    void *owner; /* the server's; passed back to both calls */
+    api_budget_answer (*reserve)(void *owner, size_t bytes);
+    void (*release)(void *owner, size_t bytes);
+} api_budget;
+
+/* A body written while it is sent, for answers too large to hold whole.
+ * The server calls read() until it returns 0, then free(); on a client
+ * that went away it calls free() alone. */
+#define API_STREAM_FAILED ((size_t)-1)
+typedef struct api_body_stream {
+    void *state; /* owned by the stream, freed by free() */
+    /* Write up to cap (> 0) bytes of the body at buf; return how many, 0 at
+     * the end, or API_STREAM_FAILED (the server then closes the
+     * connection: the status line is already sent). */
+    size_t (*read)(void *state, char *buf, size_t cap);
+    void (*free)(void *state);
+} api_body_stream;
+
 /* A response: status, body and a few facts for logs and metrics. */
 typedef struct api_response {
     int status;
@@ -80,6 +109,8 @@ typedef struct api_response {
     const char *content_type;     /* static string */
     const char *error_code;       /* static, NULL on success */
     size_t tokens;                /* tokens processed (batch x tokens) */
+    api_body_stream stream;       /* owned when stream.read != NULL: the body
+                                     is streamed and body is NULL */
 } api_response;
 
 /* Frees out->body and resets the struct; accepts NULL. */
@@ -94,11 +125,12 @@ void api_respond_errorf(api_response *out, api_error_kind kind,
     __attribute__((format(printf, 4, 5)));
 
 /* POST /encode and POST /apply: body is the raw request (len bytes, need
- * not be NUL-terminated). Always fills *out (a 2xx result or an error). */
-void api_encode(const api_service *svc, const char *body, size_t len,
-                api_response *out);
-void api_apply(const api_service *svc, const char *body, size_t len,
-               api_response *out);
+ * not be NUL-terminated). budget may be NULL (no budget). Always fills
+ * *out (a 2xx result or an error). */
+void api_encode(const api_service *svc, const api_budget *budget,
+                const char *body, size_t len, api_response *out);
+void api_apply(const api_service *svc, const api_budget *budget,
+               const char *body, size_t len, api_response *out);
 
 /* What the server knows about itself, for GET /info. Strings borrowed. */
 typedef struct api_server_facts {

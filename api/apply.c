@@ -258,9 +258,10 @@ static void write_shape(strbuf *sb, const request *rq)
                   rq->tokens, m->d_model, m->heads, m->kv_heads, m->head_dim);
 }
 
-void api_apply(const api_service *svc, const char *body, size_t len,
-               api_response *out)
+void api_apply(const api_service *svc, const api_budget *budget,
+               const char *body, size_t len, api_response *out)
 {
+    (void)budget; /* not charged yet */
     request rq;
     api_error err;
     outputs o;

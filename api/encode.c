@@ -42,9 +42,10 @@ static void write_header(strbuf *sb, const request *rq)
         strbuf_printf(sb, ",\"shape\":[%zu,%zu]", rq->tokens, rq->d);
 }
 
-void api_encode(const api_service *svc, const char *body, size_t len,
-                api_response *out)
+void api_encode(const api_service *svc, const api_budget *budget,
+                const char *body, size_t len, api_response *out)
 {
+    (void)budget; /* not charged yet */
     request rq;
     api_error err;
     rope_plan plan = {0};

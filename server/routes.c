@@ -31,7 +31,7 @@ static void handle_encode(server_ctx *srv, const char *body, size_t len,
                           route_reply *out)
 {
     server_compute_begin(srv);
-    api_encode(srv->svc, body, len, &out->api);
+    api_encode(srv->svc, NULL, body, len, &out->api);
     server_compute_end(srv);
 }
 
@@ -39,7 +39,7 @@ static void handle_apply(server_ctx *srv, const char *body, size_t len,
                          route_reply *out)
 {
     server_compute_begin(srv);
-    api_apply(srv->svc, body, len, &out->api);
+    api_apply(srv->svc, NULL, body, len, &out->api);
     server_compute_end(srv);
 }
 

@@ -135,9 +135,9 @@ static json_t *call(const api_service *svc, bool apply, const char *body, int *s
 {
     api_response r;
     if (apply)
-        api_apply(svc, body, strlen(body), &r);
+        api_apply(svc, NULL, body, strlen(body), &r);
     else
-        api_encode(svc, body, strlen(body), &r);
+        api_encode(svc, NULL, body, strlen(body), &r);
     *status = r.status;
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     api_response_free(&r);
@@ -188,7 +188,7 @@ static void test_handlers(void)
     /* scheme none echoes its input bit for bit, -0.0 and subnormals too */
     api_response r;
     const char *none = "{\"scheme\":\"none\",\"embeddings\":[[-0.0,1e-45,0.1]]}";
-    api_encode(svc, none, strlen(none), &r);
+    api_encode(svc, NULL, none, strlen(none), &r);
     CHECK(r.status == 200 && r.body && strstr(r.body, "[[-0,1e-45,0.1]]") != NULL,
           "scheme none echo: %.*s", (int)r.body_len, r.body);
     api_response_free(&r);
@@ -351,7 +351,7 @@ static void test_fast_base64(void)
               ndim == 0 && count == 32 * 64,
           "the fast path decoded the base64 embeddings");
     json_decref(root);
-    api_encode(svc, body, strlen(body), &r);
+    api_encode(svc, NULL, body, strlen(body), &r);
     CHECK(r.status == 200, "base64 fast path status %d", r.status);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     size_t n = 0;
@@ -402,7 +402,7 @@ static void test_fast_arrays(void)
     CHECK(emb && fast_json_tensor(emb, &ndim, dim, &count) && ndim == 2 && dim[0] == 40 && dim[1] == 24,
           "the fast path took the embeddings");
     json_decref(fast);
-    api_encode(svc, body, strlen(body), &r);
+    api_encode(svc, NULL, body, strlen(body), &r);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     json_t *enc = json_object_get(doc, "encoded");
     size_t mismatches = 0;
@@ -441,7 +441,7 @@ static void test_fast_arrays(void)
             json_t *plain = json_loads(body, JSON_REJECT_DUPLICATES, &jerr);
             json_decref(plain);
             snprintf(want, sizeof want, "line %d column %d", jerr.line, jerr.column);
-            api_encode(svc, body, strlen(body), &r);
+            api_encode(svc, NULL, body, strlen(body), &r);
             CHECK(r.body && strstr(r.body, want) != NULL, "error position: want %s in %.*s", want,
                   (int)r.body_len, r.body);
             api_response_free(&r);
@@ -507,7 +507,7 @@ static void test_parallel_base64_out(void)
         return;
     char *body = base64_body(ROWS * COLS / 64, ",\"shape\":[900,96],\"encoding\":\"base64\"",
                              -1, 0, values);
-    api_encode(svc, body, strlen(body), &r);
+    api_encode(svc, NULL, body, strlen(body), &r);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     const char *text = json_string_value(json_object_get(doc, "encoded"));
     size_t n = 0;
@@ -534,10 +534,10 @@ static void test_parallel_base64_out(void)
     size_t mark = sb.len;
     strbuf_puts(&sb, "}");
     api_response as_json, as_b64;
-    api_apply(svc, sb.data, sb.len, &as_json);
+    api_apply(svc, NULL, sb.data, sb.len, &as_json);
     sb.len = mark;
     strbuf_puts(&sb, ",\"encoding\":\"base64\"}");
-    api_apply(svc, sb.data, sb.len, &as_b64);
+    api_apply(svc, NULL, sb.data, sb.len, &as_b64);
     json_t *dj = json_loadb(as_json.body, as_json.body_len, 0, NULL);
     json_t *db = json_loadb(as_b64.body, as_b64.body_len, 0, NULL);
     size_t mismatches = 0, checked = 0;

@@ -45,10 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     api_service *svc = fuzz_service();
     api_response r;
 
-    api_encode(svc, (const char *)data, size, &r);
+    api_encode(svc, NULL, (const char *)data, size, &r);
     check_response(&r);
     api_response_free(&r);
-    api_apply(svc, (const char *)data, size, &r);
+    api_apply(svc, NULL, (const char *)data, size, &r);
     check_response(&r);
     api_response_free(&r);
     return 0;
