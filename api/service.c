@@ -3,6 +3,8 @@
  */
 #include "service.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,19 +17,39 @@ api_service *api_service_new(const api_limits *limits, api_error *err)
     return api_service_new_with_models(limits, NULL, 0, err);
 }
 
-/* Loads specs[i] into the next slot; err->message names the model. */
+/* A loader warning: one line on stderr, in the text log's form. */
+static void warn_line(void *ctx, const char *message)
+{
+    fprintf(stderr, "posenc: warning: model '%s': %s\n", (const char *)ctx, message);
+}
+
+/* Loads specs[i] into the next slot; err->message names the model. The
+ * loader's message is whole; when it is longer than an api_error holds,
+ * it goes to stderr whole first, so that nothing of it is lost. */
 static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *err)
 {
-    api_error inner;
+    model_warner warn = {.fn = warn_line, .ctx = (void *)(uintptr_t)spec->name};
+    model_error *inner;
+    model *m;
 
     if (service_find_model(svc, spec->name))
         return api_fail(err, API_E_INVALID_REQUEST, NULL,
                         "model '%s': the name is given twice", spec->name);
-    svc->models[svc->n_models] =
-        model_load_dir(spec->name, spec->dir, spec->has_layer, spec->layer, &inner);
-    if (!svc->models[svc->n_models])
-        return api_fail(err, inner.kind, NULL, "model '%s': %s", spec->name, inner.message);
-    svc->n_models++;
+    if (!(inner = malloc(sizeof *inner))) /* owned: freed below */
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading model '%s'",
+                        spec->name);
+    m = model_load_dir(spec->name, spec->dir, spec->has_layer, spec->layer, &warn, inner);
+    if (!m) {
+        api_error_kind kind = inner->kind == MODEL_E_NOMEM ? API_E_INTERNAL
+                                                           : API_E_INVALID_REQUEST;
+        if (strlen(inner->message) + strlen(spec->name) + 16 >= API_MESSAGE_MAX)
+            fprintf(stderr, "posenc: error: model '%s': %s\n", spec->name, inner->message);
+        api_fail(err, kind, NULL, "model '%s': %s", spec->name, inner->message);
+        free(inner);
+        return -1;
+    }
+    free(inner);
+    svc->models[svc->n_models++] = m;
     return 0;
 }
 

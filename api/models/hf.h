@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api_error.h"
 #include "models/model.h"
+#include "models/model_error.h"
 #include "models/safetensors.h"
 
 /* A Hugging Face checkpoint being loaded. */
@@ -30,15 +30,16 @@ typedef struct hf_load {
     size_t layer;            /* the chosen layer */
     char prefix[32];         /* tensor-name prefix, "" or e.g. "model." */
     model *m;                /* being filled; freed by the caller on error */
+    const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;
 
 /* One architecture: its model_type values and its loader. */
-typedef int (*hf_loader)(hf_load *h, api_error *err);
-int hf_llama_load(hf_load *h, api_error *err);
-int hf_gpt2_load(hf_load *h, api_error *err);
-int hf_bert_load(hf_load *h, api_error *err);
-int hf_bloom_load(hf_load *h, api_error *err);
-int hf_t5_load(hf_load *h, api_error *err);
+typedef int (*hf_loader)(hf_load *h, model_error *err);
+int hf_llama_load(hf_load *h, model_error *err);
+int hf_gpt2_load(hf_load *h, model_error *err);
+int hf_bert_load(hf_load *h, model_error *err);
+int hf_bloom_load(hf_load *h, model_error *err);
+int hf_t5_load(hf_load *h, model_error *err);
 
 /* ---- config.json --------------------------------------------------------- */
 
@@ -49,35 +50,42 @@ const json_t *hf_get(const hf_load *h, const char *const *keys, const char **whi
 /* An integer in [lo, hi] under one of `keys`; absent: dflt, or an error
  * when required. */
 int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt,
-           int64_t lo, int64_t hi, int64_t *out, api_error *err);
+           int64_t lo, int64_t hi, int64_t *out, model_error *err);
 
 /* A number (JSON integer or real); absent: dflt. positive: must be > 0. */
 int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
-              double *out, api_error *err);
+              double *out, model_error *err);
 
 /* A boolean; absent: dflt. */
-int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, api_error *err);
+int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error *err);
 
 /* A string; absent: dflt (may be NULL). Borrowed from the config. */
 int hf_string(const hf_load *h, const char *key, const char *dflt, const char **out,
-              api_error *err);
+              model_error *err);
 
 /* The layer must be < the layer count under `keys` (when present). */
-int hf_check_layer(const hf_load *h, const char *const *keys, api_error *err);
+int hf_check_layer(const hf_load *h, const char *const *keys, model_error *err);
 
 /* `d` must equal heads*head_dim: "<what> %zu is not divisible by ...". */
 int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t heads,
-                size_t *head_dim, api_error *err);
+                size_t *head_dim, model_error *err);
 
-/* Fail naming the config file: "<config_path>: <message>". */
-int hf_config_fail(const hf_load *h, api_error *err, const char *fmt, ...)
+/* Fail naming the config file: "<config_path>: <message>". A key that is
+ * missing or of the wrong type (MODEL_E_KEY)... */
+int hf_config_fail(const hf_load *h, model_error *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* ...or a value posenc cannot take or does not model (MODEL_E_VALUE). */
+int hf_value_fail(const hf_load *h, model_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* One warning line "<config_path>: <message>" to h->warn. */
+void hf_warn(const hf_load *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- tensors --------------------------------------------------------------- */
 
 /* Choose h->prefix: the first of `prefixes` under which the tensor named by
  * the format (given the layer) exists. None: an error naming the tensor. */
-int hf_pick_prefix(hf_load *h, const char *const *prefixes, api_error *err,
+int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Whether prefix+name exists. */
@@ -85,21 +93,21 @@ bool hf_has(const hf_load *h, const char *fmt, ...) __attribute__((format(printf
 
 /* Read prefix+name into m->weights[w] as is: shape [d0] (ndim 1) or
  * [d0][d1] (ndim 2); a 0 accepts any size. Records the dtype. */
-int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, api_error *err,
+int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, model_error *err,
               const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* Read an nn.Linear weight stored [out][in] into m->weights[w] as
  * [in][out] (the contract's orientation). */
 int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features,
-              api_error *err, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+              model_error *err, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Read prefix+name (any float dtype) as a plain tensor of the given shape
  * (0 = any), for loaders that split or reorder it. *dtype as st_set_read. */
 int hf_tensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out, const char **dtype,
-              api_error *err, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+              model_error *err, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
 /* A new [rows][cols] tensor (uninitialised) for loaders that build a weight. */
-int hf_new_matrix(tensor *t, size_t rows, size_t cols, api_error *err);
+int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);
 
 /* ---- RoPE ---------------------------------------------------------------- */
 
@@ -108,7 +116,7 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, api_error *err);
  * `rope_scaling` or `rope_parameters` with Hugging Face's defaults made
  * explicit (see hf_rope.c). head_dim is the model's. New reference in
  * *params. */
-int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error *err);
+int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, model_error *err);
 
 #define HF_KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 

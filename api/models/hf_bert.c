@@ -23,7 +23,7 @@
 #include "models/hf.h"
 
 /* The embedding LayerNorm under its current or its TF-era name. */
-static int embed_norm(hf_load *h, size_t d, api_error *err)
+static int embed_norm(hf_load *h, size_t d, model_error *err)
 {
     bool old = !hf_has(h, "embeddings.LayerNorm.weight") && hf_has(h, "embeddings.LayerNorm.gamma");
 
@@ -34,7 +34,7 @@ static int embed_norm(hf_load *h, size_t d, api_error *err)
 }
 
 /* Row 0 of token_type_embeddings as input_bias. */
-static int token_type0(hf_load *h, size_t d, api_error *err)
+static int token_type0(hf_load *h, size_t d, model_error *err)
 {
     model *m = h->m;
     tensor table, *t = &m->weights[W_INPUT_BIAS];
@@ -44,7 +44,7 @@ static int token_type0(hf_load *h, size_t d, api_error *err)
         return -1;
     if (table.dim[0] == 0) {
         tensor_free(&table);
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor %sembeddings."
+        return model_fail(err, MODEL_E_TENSOR, "%s: tensor %sembeddings."
                         "token_type_embeddings.weight has no rows (posenc serves token type 0)",
                         st_set_source(h->weights), h->prefix);
     }
@@ -56,7 +56,7 @@ static int token_type0(hf_load *h, size_t d, api_error *err)
     return 0;
 }
 
-int hf_bert_load(hf_load *h, api_error *err)
+int hf_bert_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
     int64_t d, heads;
@@ -71,7 +71,7 @@ int hf_bert_load(hf_load *h, api_error *err)
         hf_head_dim(h, "hidden_size", (size_t)d, (size_t)heads, &head_dim, err))
         return -1;
     if (strcmp(pet, "absolute") != 0)
-        return hf_config_fail(h, err, "position_embedding_type '%.40s' is not supported (only "
+        return hf_value_fail(h, err, "position_embedding_type '%.40s' is not supported (only "
                               "absolute)", pet);
     m->d_model = (size_t)d;
     m->heads = m->kv_heads = (size_t)heads;
@@ -80,7 +80,7 @@ int hf_bert_load(hf_load *h, api_error *err)
     m->scheme = L == 0 ? SCHEME_LEARNED : SCHEME_NONE;
     m->params = json_object();
     if (!m->params)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
 
     size_t n = m->d_model;
     if (hf_pick_prefix(h, HF_KEYS("bert.", ""), err,

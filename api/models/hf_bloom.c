@@ -26,7 +26,7 @@
 #include "models/hf.h"
 
 /* Undo the per-head interleave: Wq, Wk, Wv as [in][heads*head_dim]. */
-static int split_qkv(hf_load *h, size_t d, api_error *err)
+static int split_qkv(hf_load *h, size_t d, model_error *err)
 {
     model *m = h->m;
     size_t hd = m->head_dim, heads = m->heads, width = heads * hd;
@@ -61,7 +61,7 @@ out:
     return rc;
 }
 
-int hf_bloom_load(hf_load *h, api_error *err)
+int hf_bloom_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
     int64_t d, heads;
@@ -84,7 +84,7 @@ int hf_bloom_load(hf_load *h, api_error *err)
     m->scheme = SCHEME_ALIBI;
     m->params = json_pack("{s:s}", "form", "bloom");
     if (!m->params)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
 
     size_t n = m->d_model;
     if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err,

@@ -13,15 +13,47 @@
 
 #define NAME_MAX_LEN 256
 
-int hf_config_fail(const hf_load *h, api_error *err, const char *fmt, ...)
+__attribute__((format(printf, 4, 0)))
+static int vconfig_fail(const hf_load *h, model_error *err, model_error_kind kind,
+                        const char *fmt, va_list ap)
 {
-    char msg[API_MESSAGE_MAX];
+    int n = snprintf(err->message, sizeof err->message, "%s: ", h->config_path);
+
+    err->kind = kind;
+    if (n >= 0 && (size_t)n < sizeof err->message)
+        vsnprintf(err->message + n, sizeof err->message - (size_t)n, fmt, ap);
+    return -1;
+}
+
+int hf_config_fail(const hf_load *h, model_error *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vconfig_fail(h, err, MODEL_E_KEY, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int hf_value_fail(const hf_load *h, model_error *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vconfig_fail(h, err, MODEL_E_VALUE, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void hf_warn(const hf_load *h, const char *fmt, ...)
+{
+    char msg[MODEL_MESSAGE_MAX];
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", h->config_path, msg);
+    model_warn(h->warn, "%s: %s", h->config_path, msg);
 }
 
 /* ---- config.json ------------------------------------------------------- */
@@ -42,7 +74,7 @@ const json_t *hf_get(const hf_load *h, const char *const *keys, const char **whi
 }
 
 int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt,
-           int64_t lo, int64_t hi, int64_t *out, api_error *err)
+           int64_t lo, int64_t hi, int64_t *out, model_error *err)
 {
     const char *key;
     const json_t *v = hf_get(h, keys, &key);
@@ -60,14 +92,14 @@ int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dfl
     }
     json_int_t n = json_integer_value(v);
     if (n < lo || n > hi)
-        return hf_config_fail(h, err, "%s = %lld is out of range [%lld, %lld]", key,
+        return hf_value_fail(h, err, "%s = %lld is out of range [%lld, %lld]", key,
                               (long long)n, (long long)lo, (long long)hi);
     *out = n;
     return 0;
 }
 
 int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
-              double *out, api_error *err)
+              double *out, model_error *err)
 {
     const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
 
@@ -82,13 +114,13 @@ int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
     }
     double x = json_number_value(v);
     if (!isfinite(x) || (positive && !(x > 0)))
-        return hf_config_fail(h, err, "%s = %g must be %s", key, x,
+        return hf_value_fail(h, err, "%s = %g must be %s", key, x,
                               positive ? "a finite number > 0" : "finite");
     *out = x;
     return 0;
 }
 
-int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, api_error *err)
+int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error *err)
 {
     const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
 
@@ -103,7 +135,7 @@ int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, api_error *
 }
 
 int hf_string(const hf_load *h, const char *key, const char *dflt, const char **out,
-              api_error *err)
+              model_error *err)
 {
     const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
 
@@ -117,7 +149,7 @@ int hf_string(const hf_load *h, const char *key, const char *dflt, const char **
     return 0;
 }
 
-int hf_check_layer(const hf_load *h, const char *const *keys, api_error *err)
+int hf_check_layer(const hf_load *h, const char *const *keys, model_error *err)
 {
     const char *key;
     int64_t n;
@@ -126,16 +158,16 @@ int hf_check_layer(const hf_load *h, const char *const *keys, api_error *err)
         return -1;
     hf_get(h, keys, &key);
     if (n >= 0 && h->layer >= (size_t)n)
-        return hf_config_fail(h, err, "layer %zu does not exist: %s is %lld (layers count from 0)",
+        return hf_value_fail(h, err, "layer %zu does not exist: %s is %lld (layers count from 0)",
                               h->layer, key, (long long)n);
     return 0;
 }
 
 int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t heads,
-                size_t *head_dim, api_error *err)
+                size_t *head_dim, model_error *err)
 {
     if (hidden % heads != 0)
-        return hf_config_fail(h, err, "%s %zu is not divisible by the %zu attention heads",
+        return hf_value_fail(h, err, "%s %zu is not divisible by the %zu attention heads",
                               hidden_key, hidden, heads);
     *head_dim = hidden / heads;
     return 0;
@@ -143,9 +175,9 @@ int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t 
 
 /* ---- tensors -------------------------------------------------------------- */
 
-static int oom(api_error *err)
+static int oom(model_error *err)
 {
-    return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading weights");
+    return model_nomem(err, "weights");
 }
 
 /* prefix + formatted name into buf (NAME_MAX_LEN); -1 when too long. */
@@ -158,7 +190,7 @@ static int vname(const hf_load *h, char *buf, const char *fmt, va_list ap)
     return n < 0 || (size_t)n >= NAME_MAX_LEN - p ? -1 : 0;
 }
 
-int hf_pick_prefix(hf_load *h, const char *const *prefixes, api_error *err,
+int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err,
                    const char *fmt, ...)
 {
     char name[NAME_MAX_LEN], first[NAME_MAX_LEN] = "";
@@ -170,14 +202,14 @@ int hf_pick_prefix(hf_load *h, const char *const *prefixes, api_error *err,
         int rc = vname(h, name, fmt, ap);
         va_end(ap);
         if (rc)
-            return api_fail(err, API_E_INVALID_REQUEST, NULL, "tensor name too long");
+            return model_fail(err, MODEL_E_TENSOR, "tensor name too long");
         if (st_set_has(h->weights, name))
             return 0;
         if (!first[0])
             memcpy(first, name, sizeof first);
     }
     h->prefix[0] = '\0';
-    return api_fail(err, API_E_INVALID_REQUEST, NULL,
+    return model_fail(err, MODEL_E_TENSOR,
                     "%s: no tensor %s (missing tensor; is layer %zu in this checkpoint?)",
                     st_set_source(h->weights), first, h->layer);
 }
@@ -195,18 +227,18 @@ bool hf_has(const hf_load *h, const char *fmt, ...)
 
 __attribute__((format(printf, 8, 0)))
 static int vtensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out,
-                   const char **dtype, api_error *err, const char *fmt, va_list ap)
+                   const char **dtype, model_error *err, const char *fmt, va_list ap)
 {
     char name[NAME_MAX_LEN];
     size_t dims[2] = {d0, d1};
 
     if (vname(h, name, fmt, ap))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "tensor name too long");
+        return model_fail(err, MODEL_E_TENSOR, "tensor name too long");
     return st_set_read(h->weights, name, ndim, dims, out, dtype, err);
 }
 
 int hf_tensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out, const char **dtype,
-              api_error *err, const char *fmt, ...)
+              model_error *err, const char *fmt, ...)
 {
     va_list ap;
 
@@ -216,7 +248,7 @@ int hf_tensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out, const 
     return rc;
 }
 
-int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, api_error *err,
+int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, model_error *err,
               const char *fmt, ...)
 {
     va_list ap;
@@ -228,7 +260,7 @@ int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, api_er
     return rc;
 }
 
-int hf_new_matrix(tensor *t, size_t rows, size_t cols, api_error *err)
+int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err)
 {
     size_t n;
 
@@ -243,7 +275,7 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, api_error *err)
 }
 
 int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features,
-              api_error *err, const char *fmt, ...)
+              model_error *err, const char *fmt, ...)
 {
     tensor stored, *t = &h->m->weights[w];
     const char *dtype = NULL;

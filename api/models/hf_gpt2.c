@@ -24,7 +24,7 @@
 #include "models/hf.h"
 
 /* Columns [c0, c0 + width) of src [rows][cols] into a new tensor. */
-static int columns(const tensor *src, size_t c0, size_t width, tensor *out, api_error *err)
+static int columns(const tensor *src, size_t c0, size_t width, tensor *out, model_error *err)
 {
     size_t rows = src->dim[0], cols = src->dim[1];
 
@@ -36,7 +36,7 @@ static int columns(const tensor *src, size_t c0, size_t width, tensor *out, api_
 }
 
 /* Entries [c0, c0 + width) of a vector into a new 1-D tensor. */
-static int slice(const tensor *src, size_t c0, size_t width, tensor *out, api_error *err)
+static int slice(const tensor *src, size_t c0, size_t width, tensor *out, model_error *err)
 {
     if (hf_new_matrix(out, 1, width, err))
         return -1;
@@ -46,7 +46,7 @@ static int slice(const tensor *src, size_t c0, size_t width, tensor *out, api_er
     return 0;
 }
 
-static int split_c_attn(hf_load *h, size_t d, api_error *err)
+static int split_c_attn(hf_load *h, size_t d, model_error *err)
 {
     model *m = h->m;
     tensor w = {0}, b = {0};
@@ -69,7 +69,7 @@ out:
     return rc;
 }
 
-int hf_gpt2_load(hf_load *h, api_error *err)
+int hf_gpt2_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
     int64_t d, heads;
@@ -92,12 +92,12 @@ int hf_gpt2_load(hf_load *h, api_error *err)
     m->scheme = L == 0 ? SCHEME_LEARNED : SCHEME_NONE;
     m->params = json_object();
     if (!m->params)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     if (!scale_weights || by_layer) {
         double scale = (scale_weights ? 1.0 / sqrt((double)head_dim) : 1.0) /
                        (by_layer ? (double)(L + 1) : 1.0);
         if (json_object_set_new(m->params, "score_scale", json_real(scale)))
-            return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+            return model_nomem(err, "the model");
     }
     size_t n = m->d_model;
     if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err, "h.%zu.attn.c_attn.weight", L) ||

@@ -18,7 +18,7 @@
 
 #include "models/hf.h"
 
-int hf_llama_load(hf_load *h, api_error *err)
+int hf_llama_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
     const char *arch = m->architecture;
@@ -35,7 +35,7 @@ int hf_llama_load(hf_load *h, api_error *err)
         hf_bool(h, "attention_bias", strcmp(arch, "qwen2") == 0, &bias, err))
         return -1;
     if (heads % kv_heads != 0)
-        return hf_config_fail(h, err, "num_attention_heads %lld is not a multiple of "
+        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
                               "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
     if (hf_int(h, HF_KEYS("head_dim"), false, 0, 1, SCHEME_MAX_DIM, &head_dim, err))
         return -1;

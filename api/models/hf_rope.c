@@ -44,7 +44,7 @@ static bool nonempty_object(const json_t *v)
 /* Copy block[key] into sc when present: a number (or, with is_bool, a
  * boolean). required: absent is an error. */
 static int copy_key(const hf_load *h, const char *bkey, const json_t *block, const char *key,
-                    bool required, bool is_bool, json_t *sc, api_error *err)
+                    bool required, bool is_bool, json_t *sc, model_error *err)
 {
     const json_t *v = json_object_get(block, key);
 
@@ -58,13 +58,13 @@ static int copy_key(const hf_load *h, const char *bkey, const json_t *block, con
         return hf_config_fail(h, err, "%s.%s must be %s", bkey, key,
                               is_bool ? "true or false" : "a number");
     if (json_object_set_new(sc, key, json_deep_copy(v)))
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     return 0;
 }
 
 /* A list of numbers of length n (longrope short/long factors). */
 static int copy_list(const hf_load *h, const char *bkey, const json_t *block, const char *key,
-                     size_t n, json_t *sc, api_error *err)
+                     size_t n, json_t *sc, model_error *err)
 {
     const json_t *v = json_object_get(block, key), *item;
     size_t i;
@@ -76,24 +76,24 @@ static int copy_list(const hf_load *h, const char *bkey, const json_t *block, co
         if (!json_is_number(item))
             return hf_config_fail(h, err, "%s.%s[%zu] is not a number", bkey, key, i);
     if (json_array_size(v) != n)
-        return hf_config_fail(h, err, "%s.%s has %zu entries; rotary_dim/2 = %zu", bkey, key,
+        return hf_value_fail(h, err, "%s.%s has %zu entries; rotary_dim/2 = %zu", bkey, key,
                               json_array_size(v), n);
     if (json_object_set_new(sc, key, json_deep_copy(v)))
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     return 0;
 }
 
-static int set_number(json_t *obj, const char *key, double v, api_error *err)
+static int set_number(json_t *obj, const char *key, double v, model_error *err)
 {
     if (json_object_set_new(obj, key, json_real(v)))
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     return 0;
 }
 
 /* original_max_position_embeddings and max_position_embeddings, as HF
  * resolves them (see the file comment). 0 = absent. */
 static int context_lengths(const hf_load *h, const char *bkey, const json_t *block,
-                           rope_type type, int64_t *orig, int64_t *max_pos, api_error *err)
+                           rope_type type, int64_t *orig, int64_t *max_pos, model_error *err)
 {
     const json_t *in_block = json_object_get(block, "original_max_position_embeddings");
 
@@ -124,16 +124,16 @@ static int context_lengths(const hf_load *h, const char *bkey, const json_t *blo
 }
 
 static int build_scaling(const hf_load *h, const char *bkey, const json_t *block,
-                         rope_type type, size_t rotary_dim, json_t *sc, api_error *err)
+                         rope_type type, size_t rotary_dim, json_t *sc, model_error *err)
 {
     int64_t orig = 0, max_pos = 0;
 
     if (json_object_set_new(sc, "type", json_string(scaling_types[type])))
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     if (type != RT_LINEAR && context_lengths(h, bkey, block, type, &orig, &max_pos, err))
         return -1;
     if (orig && json_object_set_new(sc, "original_max_position_embeddings", json_integer(orig)))
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     bool has_factor = json_is_number(json_object_get(block, "factor"));
     switch (type) {
     case RT_DEFAULT:
@@ -170,7 +170,7 @@ static int build_scaling(const hf_load *h, const char *bkey, const json_t *block
 
 /* The frequencies must be computable: for longrope with both factor lists. */
 static int check_frequencies(const hf_load *h, const json_t *params, size_t head_dim,
-                             size_t rotary_dim, api_error *err)
+                             size_t rotary_dim, model_error *err)
 {
     scheme s;
     api_error inner;
@@ -178,22 +178,22 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
     int rc = -1;
 
     if (scheme_parse(SCHEME_ROPE, params, "rope", &s, &inner))
-        return hf_config_fail(h, err, "%s", inner.message);
+        return hf_value_fail(h, err, "%s", inner.message);
     pe_rope rope = {.base = s.base, .head_dim = head_dim, .rotary_dim = rotary_dim,
                     .layout = s.rope_layout, .scaling = s.scaling};
     if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > head_dim) {
-        hf_config_fail(h, err, "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
+        hf_value_fail(h, err, "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
                        "be even and in [2, head_dim]", rotary_dim, head_dim);
         goto out;
     }
     if (!(inv_freq = malloc(rotary_dim / 2 * sizeof *inv_freq))) {
-        api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        model_nomem(err, "the model");
         goto out;
     }
     double orig = s.scaling.original_max_position_embeddings;
     if (pe_rope_frequencies(&rope, 1.0, inv_freq, &att) != PE_OK ||
         pe_rope_frequencies(&rope, orig + 2.0, inv_freq, &att) != PE_OK) {
-        hf_config_fail(h, err, "the rope parameters cannot be computed (rope_theta, factor, "
+        hf_value_fail(h, err, "the rope parameters cannot be computed (rope_theta, factor, "
                        "original_max_position_embeddings and the type's own keys must be "
                        "positive; dynamic needs a rotary width > 2)");
         goto out;
@@ -205,7 +205,7 @@ out:
     return rc;
 }
 
-int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error *err)
+int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
     const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
@@ -217,7 +217,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error
 
     *params = NULL;
     if (!p)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
     if (rs && !json_is_object(rs))
         goto not_object;
     if (block && !json_is_object(block))
@@ -226,7 +226,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error
     const json_t *v;
     json_object_foreach((json_t *)(uintptr_t)block, key, v)
         if (json_is_object(v)) {
-            hf_config_fail(h, err, "%s.%s: rope parameters per layer type are not supported",
+            hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported",
                            bkey, key);
             goto fail;
         }
@@ -234,7 +234,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error
     const json_t *bt = json_object_get(block, "rope_theta");
     if (bt && !json_is_null(bt)) {
         if (!json_is_number(bt) || !(json_number_value(bt) > 0)) {
-            hf_config_fail(h, err, "%s.rope_theta must be a number > 0", bkey);
+            hf_value_fail(h, err, "%s.rope_theta must be a number > 0", bkey);
             goto fail;
         }
         theta = json_number_value(bt);
@@ -247,7 +247,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error
     const json_t *pv = pt ? pt : (pb && !json_is_null(pb)) ? pb : NULL;
     if (pv) {
         if (!json_is_number(pv) || !(json_number_value(pv) > 0) || json_number_value(pv) > 1) {
-            hf_config_fail(h, err, "%s must be a number in (0, 1]",
+            hf_value_fail(h, err, "%s must be a number in (0, 1]",
                            pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor");
             goto fail;
         }
@@ -267,7 +267,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error
             if (strcmp(scaling_types[type], json_string_value(t)) == 0)
                 break;
         if (!scaling_types[type]) {
-            hf_config_fail(h, err, "%s: rope type '%.40s' is not supported (default, linear, "
+            hf_value_fail(h, err, "%s: rope type '%.40s' is not supported (default, linear, "
                            "dynamic, yarn, llama3, longrope)", bkey, json_string_value(t));
             goto fail;
         }
@@ -278,7 +278,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, api_error
         goto fail;
     if (type != RT_DEFAULT) {
         if (!(sc = json_object()) || json_object_set_new(p, "scaling", sc)) {
-            api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+            model_nomem(err, "the model");
             goto fail;
         }
         if (build_scaling(h, bkey, block, (rope_type)type, rotary_dim, sc, err))

@@ -21,7 +21,7 @@
 
 #define ATTN "encoder.block.%zu.layer.0.SelfAttention."
 
-int hf_t5_load(hf_load *h, api_error *err)
+int hf_t5_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
     int64_t d, heads, d_kv, buckets, max_distance;
@@ -39,7 +39,7 @@ int hf_t5_load(hf_load *h, api_error *err)
         return -1;
     /* The exact range of the bidirectional buckets is num_buckets/4. */
     if (max_distance <= buckets / 4)
-        return hf_config_fail(h, err, "relative_attention_max_distance %lld must exceed "
+        return hf_value_fail(h, err, "relative_attention_max_distance %lld must exceed "
                               "relative_attention_num_buckets/4 = %lld", (long long)max_distance,
                               (long long)(buckets / 4));
     m->d_model = (size_t)d;
@@ -51,7 +51,7 @@ int hf_t5_load(hf_load *h, api_error *err)
                           "max_distance", (json_int_t)max_distance, "bidirectional", 1,
                           "score_scale", 1.0);
     if (!m->params)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return model_nomem(err, "the model");
 
     size_t n = m->d_model, inner = m->heads * m->head_dim;
     if (hf_linear(h, W_WQ, inner, n, err, ATTN "q.weight", L) ||

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "models/hf.h"
+#include "models/model_file.h"
 #include "models/safetensors.h"
 #include "models/scheme.h"
 
@@ -25,15 +26,23 @@ static const struct {
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
-static int nomem(api_error *err)
+static int nomem(model_error *err)
 {
-    return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading the model");
+    return model_nomem(err, "the model");
+}
+
+/* A failure of a model.h or scheme.h function (which still speak the API's
+ * error type), rewrapped as the loader's: "<where>: <message>". */
+static int rewrap(model_error *err, model_error_kind kind, const char *where,
+                  const api_error *inner)
+{
+    return model_fail(err, kind, "%s: %s", where, inner->message);
 }
 
 /* ---- posenc's own format ----------------------------------------------- */
 
 /* The contract's weights present in the file, with their expected shapes. */
-static int read_contract_weights(model *m, st_set *w, api_error *err)
+static int read_contract_weights(model *m, st_set *w, model_error *err)
 {
     size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
     const struct {
@@ -50,7 +59,7 @@ static int read_contract_weights(model *m, st_set *w, api_error *err)
         size_t dims[2] = {want[k].d0, want[k].d1};
         if (!st_set_has(w, name)) {
             if (k <= W_WV)
-                return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor %s (a "
+                return model_fail(err, MODEL_E_TENSOR, "%s: no tensor %s (a "
                                 "posenc-format model needs wq, wk and wv)", st_set_source(w), name);
             continue;
         }
@@ -63,31 +72,31 @@ static int read_contract_weights(model *m, st_set *w, api_error *err)
 /* What a weight table is for must match the config: a norm and its
  * weights go together; the model's own scheme has its table. */
 static int check_contract_weights(const model *m, const char *cfg_path, const char *src,
-                                  api_error *err)
+                                  model_error *err)
 {
     if (m->norm == PE_NORM_NONE && (model_has(m, W_NORM_WEIGHT) || model_has(m, W_NORM_BIAS)))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor %s is given but %s has no "
+        return model_fail(err, MODEL_E_TENSOR, "%s: tensor %s is given but %s has no "
                         "norm", src, model_has(m, W_NORM_WEIGHT) ? "norm_weight" : "norm_bias",
                         cfg_path);
     if (m->norm != PE_NORM_NONE && !model_has(m, W_NORM_WEIGHT))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor norm_weight, which the "
+        return model_fail(err, MODEL_E_TENSOR, "%s: no tensor norm_weight, which the "
                         "norm of %s needs", src, cfg_path);
     if (m->norm == PE_NORM_RMS && model_has(m, W_NORM_BIAS))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor norm_bias: rmsnorm takes "
+        return model_fail(err, MODEL_E_TENSOR, "%s: tensor norm_bias: rmsnorm takes "
                         "no bias", src);
     if (m->scheme == SCHEME_LEARNED && !model_has(m, W_POSITION_TABLE))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor position_table, which "
+        return model_fail(err, MODEL_E_TENSOR, "%s: no tensor position_table, which "
                         "scheme learned (%s) needs", src, cfg_path);
     if (m->scheme == SCHEME_T5) {
         scheme s;
         api_error inner;
         if (!model_has(m, W_T5_BIAS))
-            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: no tensor t5_bias, which "
+            return model_fail(err, MODEL_E_TENSOR, "%s: no tensor t5_bias, which "
                             "scheme t5 (%s) needs", src, cfg_path);
         if (scheme_parse(SCHEME_T5, m->params, "params", &s, &inner))
-            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", cfg_path, inner.message);
+            return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
         if (s.num_buckets != m->weights[W_T5_BIAS].dim[0])
-            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: tensor t5_bias has %zu rows but "
+            return model_fail(err, MODEL_E_TENSOR, "%s: tensor t5_bias has %zu rows but "
                             "params.num_buckets is %zu", src, m->weights[W_T5_BIAS].dim[0],
                             s.num_buckets);
     }
@@ -95,12 +104,12 @@ static int check_contract_weights(const model *m, const char *cfg_path, const ch
 }
 
 static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
-                       api_error *err)
+                       model_error *err)
 {
     api_error inner;
 
     if (model_parse_description(cfg, "", false, m, &inner))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", cfg_path, inner.message);
+        return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
     return read_contract_weights(m, w, err) ||
            check_contract_weights(m, cfg_path, st_set_source(w), err) ? -1 : 0;
 }
@@ -108,15 +117,16 @@ static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set
 /* ---- Hugging Face ----------------------------------------------------------- */
 
 static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w, size_t layer,
-                   api_error *err)
+                   const model_warner *warn, model_error *err)
 {
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
-    hf_load h = {.config_path = cfg_path, .config = cfg, .weights = w, .layer = layer, .m = m};
+    hf_load h = {.config_path = cfg_path, .config = cfg, .weights = w, .layer = layer, .m = m,
+                 .warn = warn};
     api_error inner;
     scheme check;
 
     if (!type)
-        return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: model_type must be a string",
+        return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string",
                         cfg_path);
     for (size_t i = 0; i < N_ARCHS; i++) {
         if (strcmp(archs[i].model_type, type) != 0)
@@ -129,16 +139,16 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
             return -1;
         /* The bound of inline models: keeps every BLAS size within an int. */
         if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24)
-            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: (heads + 2*kv_heads)*head_dim "
+            return model_fail(err, MODEL_E_VALUE, "%s: (heads + 2*kv_heads)*head_dim "
                             "= %zu is too large", cfg_path,
                             (m->heads + 2 * m->kv_heads) * m->head_dim);
         /* The loaders build params themselves; check them like any model's. */
         if (scheme_parse(m->scheme, m->params, "params", &check, &inner))
-            return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s", cfg_path, inner.message);
+            return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
         scheme_free(&check);
         return 0;
     }
-    return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: model_type '%.60s' is not supported "
+    return model_fail(err, MODEL_E_VALUE, "%s: model_type '%.60s' is not supported "
                     "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5; a config "
                     "without model_type is posenc's own format)", cfg_path, type);
 }
@@ -147,10 +157,12 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
 
 /* The projection is fused once; the separate copies go, their shapes stay
  * for /info. The dtype on disk is the weights' common one, or "mixed". */
-static int finish(model *m, api_error *err)
+static int finish(model *m, const char *where, model_error *err)
 {
-    if (model_fuse(m, err))
-        return -1;
+    api_error inner;
+
+    if (model_fuse(m, &inner))
+        return rewrap(err, MODEL_E_NOMEM, where, &inner);
     for (weight_id w = W_WQ; w <= W_BV; w++) {
         free(m->weights[w].data);
         m->weights[w].data = NULL;
@@ -172,14 +184,13 @@ static int finish(model *m, api_error *err)
 }
 
 model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t layer,
-                      api_error *err)
+                      const model_warner *warn, model_error *err)
 {
     size_t n = strlen(dir);
     char *cfg_path = malloc(n + sizeof "/config.json");
     json_t *cfg = NULL;
     st_set *w = NULL;
     model *m = NULL;
-    json_error_t jerr;
     int rc = -1;
 
     if (!cfg_path) {
@@ -188,20 +199,16 @@ model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t 
     }
     memcpy(cfg_path, dir, n);
     memcpy(cfg_path + n, "/config.json", sizeof "/config.json");
-    cfg = json_load_file(cfg_path, 0, &jerr);
-    if (!cfg) {
-        api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: %s (line %d column %d)", cfg_path,
-                 jerr.text, jerr.line, jerr.column);
+    if (!(cfg = model_file_json(cfg_path, 0, err)))
         goto out;
-    }
     if (!json_is_object(cfg)) {
-        api_fail(err, API_E_INVALID_REQUEST, NULL, "%s: not a JSON object", cfg_path);
+        model_fail(err, MODEL_E_FILE, "%s: not a JSON object", cfg_path);
         goto out;
     }
     const json_t *type = json_object_get(cfg, "model_type");
     bool hf = type && !json_is_null(type);
     if (has_layer && !hf) {
-        api_fail(err, API_E_INVALID_REQUEST, NULL, "%s has no model_type, so it is posenc's own "
+        model_fail(err, MODEL_E_VALUE, "%s has no model_type, so it is posenc's own "
                  "format: :LAYER is only for Hugging Face checkpoints", cfg_path);
         goto out;
     }
@@ -211,9 +218,10 @@ model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t 
         nomem(err);
         goto out;
     }
-    if (hf ? load_hf(m, cfg, cfg_path, w, layer, err) : load_posenc(m, cfg, cfg_path, w, err))
+    if (hf ? load_hf(m, cfg, cfg_path, w, layer, warn, err)
+           : load_posenc(m, cfg, cfg_path, w, err))
         goto out;
-    rc = finish(m, err);
+    rc = finish(m, dir, err);
 out:
     st_set_close(w);
     json_decref(cfg);

@@ -20,14 +20,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
 #include "models/model.h"
+#include "models/model_error.h"
 
 /* Load the model in `dir` under `name`. has_layer: a layer was given
- * (allowed for Hugging Face checkpoints only). Returns a new model, or
+ * (allowed for Hugging Face checkpoints only). warn (may be NULL) hears
+ * what is accepted but suspicious (a rope_scaling key Hugging Face does not
+ * know, a key its code ignores), one line each. Returns a new model, or
  * NULL with *err saying which file, which key or tensor, and what is
  * wrong. */
 model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t layer,
-                      api_error *err);
+                      const model_warner *warn, model_error *err);
 
 #endif /* MODEL_DIR_H */

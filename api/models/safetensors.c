@@ -5,7 +5,6 @@
 #include "models/safetensors.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -17,6 +16,8 @@
 #include <unistd.h>
 
 #include <jansson.h>
+
+#include "models/model_file.h"
 
 #define ST_MAX_NDIM 8
 
@@ -83,20 +84,33 @@ static char *path_join(const char *dir, const char *file)
 
 /* A file that is not what it claims to be: an error, never a crash. */
 __attribute__((format(printf, 2, 3)))
-static int bad(api_error *err, const char *fmt, ...)
+static int bad(model_error *err, const char *fmt, ...)
 {
-    char msg[API_MESSAGE_MAX];
     va_list ap;
 
+    err->kind = MODEL_E_FILE;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
-    return api_fail(err, API_E_INVALID_REQUEST, NULL, "%s", msg);
+    return -1;
 }
 
-static int oom(api_error *err)
+/* The same about one tensor of a file. */
+__attribute__((format(printf, 2, 3)))
+static int bad_tensor(model_error *err, const char *fmt, ...)
 {
-    return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading weights");
+    va_list ap;
+
+    err->kind = MODEL_E_TENSOR;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int oom(model_error *err)
+{
+    return model_nomem(err, "weights");
 }
 
 static uint64_t le64(const unsigned char *b)
@@ -161,27 +175,26 @@ static void st_file_close(st_file *f)
 
 /* Checks one header entry `name` against the data section. */
 static int parse_entry(const st_file *f, const char *name, const json_t *v, st_entry *e,
-                       api_error *err)
+                       model_error *err)
 {
     const json_t *dt = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
     const json_t *offs = json_object_get(v, "data_offsets");
     const char *p = f->path;
 
     if (!json_is_object(v))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL,
-                        "%s: tensor %s: the header entry is not an object", p, name);
+        return bad_tensor(err, "%s: tensor %s: the header entry is not an object", p, name);
     if (!json_is_string(dt))
-        return bad(err, "%s: tensor %s: dtype is missing or "
+        return bad_tensor(err, "%s: tensor %s: dtype is missing or "
                         "not a string", p, name);
     e->dtype = N_DTYPES;
     for (size_t k = 0; k < N_DTYPES; k++)
         if (strcmp(dtypes[k].name, json_string_value(dt)) == 0)
             e->dtype = k;
     if (e->dtype == N_DTYPES)
-        return bad(err, "%s: tensor %s: unknown dtype '%.40s'",
+        return bad_tensor(err, "%s: tensor %s: unknown dtype '%.40s'",
                         p, name, json_string_value(dt));
     if (!json_is_array(shape) || json_array_size(shape) > ST_MAX_NDIM)
-        return bad(err, "%s: tensor %s: shape must be a list of "
+        return bad_tensor(err, "%s: tensor %s: shape must be a list of "
                         "at most %d non-negative integers", p, name, ST_MAX_NDIM);
     uint64_t numel = 1;
     bool overflow = false;
@@ -189,7 +202,7 @@ static int parse_entry(const st_file *f, const char *name, const json_t *v, st_e
     for (size_t i = 0; i < e->ndim; i++) {
         const json_t *d = json_array_get(shape, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0)
-            return bad(err, "%s: tensor %s: shape must be a "
+            return bad_tensor(err, "%s: tensor %s: shape must be a "
                             "list of non-negative integers", p, name);
         e->dim[i] = (uint64_t)json_integer_value(d);
         if (e->dim[i] != 0 && numel > UINT64_MAX / 64 / e->dim[i])
@@ -201,26 +214,26 @@ static int parse_entry(const st_file *f, const char *name, const json_t *v, st_e
         !json_is_integer(json_array_get(offs, 0)) || !json_is_integer(json_array_get(offs, 1)) ||
         json_integer_value(json_array_get(offs, 0)) < 0 ||
         json_integer_value(json_array_get(offs, 1)) < 0)
-        return bad(err, "%s: tensor %s: data_offsets must be "
+        return bad_tensor(err, "%s: tensor %s: data_offsets must be "
                         "[begin, end], two non-negative integers", p, name);
     e->begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
     e->end = (uint64_t)json_integer_value(json_array_get(offs, 1));
     char shp[160];
     shape_text(e->dim, e->ndim, false, shp, sizeof shp);
     if (e->begin > e->end || e->end > f->data_len)
-        return bad(err, "%s: tensor %s: data_offsets [%llu, %llu] "
+        return bad_tensor(err, "%s: tensor %s: data_offsets [%llu, %llu] "
                         "are out of range: the data section holds %llu bytes (truncated file?)",
                         p, name, (unsigned long long)e->begin, (unsigned long long)e->end,
                         (unsigned long long)f->data_len);
     if (overflow)
-        return bad(err, "%s: tensor %s: shape %s is too large",
+        return bad_tensor(err, "%s: tensor %s: shape %s is too large",
                         p, name, shp);
     uint64_t bits = numel * dtypes[e->dtype].bits;
     if (bits % 8 != 0)
-        return bad(err, "%s: tensor %s: %s %s is not a whole "
+        return bad_tensor(err, "%s: tensor %s: %s %s is not a whole "
                         "number of bytes", p, name, dtypes[e->dtype].name, shp);
     if (e->end - e->begin != bits / 8)
-        return bad(err, "%s: tensor %s: data_offsets [%llu, %llu] "
+        return bad_tensor(err, "%s: tensor %s: data_offsets [%llu, %llu] "
                         "hold %llu bytes, but %s %s needs %llu", p, name,
                         (unsigned long long)e->begin, (unsigned long long)e->end,
                         (unsigned long long)(e->end - e->begin), dtypes[e->dtype].name, shp,
@@ -238,7 +251,7 @@ static int by_begin(const void *a, const void *b)
 }
 
 /* No two non-empty byte ranges may share a byte. */
-static int check_overlap(const st_file *f, api_error *err)
+static int check_overlap(const st_file *f, model_error *err)
 {
     const st_entry **order = malloc((f->n ? f->n : 1) * sizeof *order);
     const st_entry *prev = NULL;
@@ -254,7 +267,7 @@ static int check_overlap(const st_file *f, api_error *err)
         if (e->begin == e->end)
             continue;
         if (prev && e->begin < prev->end)
-            rc = bad(err, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's "
+            rc = bad_tensor(err, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's "
                      "[%llu, %llu]", f->path, e->name, (unsigned long long)e->begin,
                      (unsigned long long)e->end, prev->name, (unsigned long long)prev->begin,
                      (unsigned long long)prev->end);
@@ -264,7 +277,7 @@ static int check_overlap(const st_file *f, api_error *err)
     return rc;
 }
 
-static int parse_header(st_file *f, api_error *err)
+static int parse_header(st_file *f, model_error *err)
 {
     uint64_t n = le64(f->map);
     json_error_t jerr;
@@ -313,10 +326,10 @@ out:
     return rc;
 }
 
-static int st_file_open(const char *path, st_file **out, api_error *err)
+static int st_file_open(const char *path, st_file **out, model_error *err)
 {
     st_file *f = calloc(1, sizeof *f);
-    struct stat st;
+    off_t size;
     int fd = -1, rc = -1;
 
     *out = NULL;
@@ -324,27 +337,20 @@ static int st_file_open(const char *path, st_file **out, api_error *err)
         free(f);
         return oom(err);
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        bad(err, "%s: %s", path, strerror(errno));
+    if (model_file_open(path, &fd, &size, err))
         goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        bad(err, "%s: not a regular file", path);
-        goto out;
-    }
-    if (st.st_size < 8) {
+    if (size < 8) {
         bad(err, "%s: truncated: %lld bytes, too short for the "
-                 "8-byte header length", path, (long long)st.st_size);
+                 "8-byte header length", path, (long long)size);
         goto out;
     }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
         bad(err, "%s: cannot map: %s", path, strerror(errno));
         goto out;
     }
     f->map = map;
-    f->map_len = (size_t)st.st_size;
+    f->map_len = (size_t)size;
     rc = parse_header(f, err);
 out:
     if (fd >= 0)
@@ -393,7 +399,7 @@ static float element(st_kind kind, const unsigned char *b, size_t i)
 }
 
 static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const size_t *dims,
-                      tensor *out, api_error *err)
+                      tensor *out, model_error *err)
 {
     st_kind kind = dtypes[e->dtype].kind;
     uint64_t want[ST_MAX_NDIM];
@@ -402,7 +408,7 @@ static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const si
 
     memset(out, 0, sizeof *out);
     if (kind == K_OTHER)
-        return bad(err, "%s: tensor %s has dtype %s; posenc "
+        return bad_tensor(err, "%s: tensor %s has dtype %s; posenc "
                         "reads F32, F16, BF16 or F64", f->path, e->name, dtypes[e->dtype].name);
     for (size_t i = 0; i < ndim && i < ST_MAX_NDIM; i++) {
         want[i] = dims[i];
@@ -412,7 +418,7 @@ static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const si
         char got[160], exp[160];
         shape_text(e->dim, e->ndim, false, got, sizeof got);
         shape_text(want, ndim < ST_MAX_NDIM ? ndim : ST_MAX_NDIM, true, exp, sizeof exp);
-        return bad(err, "%s: tensor %s has shape %s, expected %s",
+        return bad_tensor(err, "%s: tensor %s has shape %s, expected %s",
                         f->path, e->name, got, exp);
     }
     for (size_t i = 0; i < ndim; i++) {
@@ -435,7 +441,7 @@ static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const si
     }
     if (first_bad != SIZE_MAX) {
         tensor_free(out);
-        return bad(err, "%s: tensor %s: element %zu is not a "
+        return bad_tensor(err, "%s: tensor %s: element %zu is not a "
                         "finite float32", f->path, e->name, first_bad);
     }
     return 0;
@@ -469,28 +475,25 @@ static bool plain_file_name(const char *name)
            strcmp(name, "..") != 0;
 }
 
-static int open_index(st_set *s, api_error *err)
+static int open_index(st_set *s, model_error *err)
 {
-    json_error_t jerr;
     const char *key;
     const json_t *v;
 
-    s->index = json_load_file(s->source, 0, &jerr);
-    if (!s->index)
-        return bad(err, "%s: %s (line %d column %d)", s->source,
-                        jerr.text, jerr.line, jerr.column);
+    if (!(s->index = model_file_json(s->source, 0, err)))
+        return -1;
     s->weight_map = json_object_get(s->index, "weight_map");
     if (!json_is_object(s->index) || !json_is_object(s->weight_map))
         return bad(err, "%s: no \"weight_map\" object",
                         s->source);
     json_object_foreach((json_t *)(uintptr_t)s->weight_map, key, v)
         if (!json_is_string(v) || !plain_file_name(json_string_value(v)))
-            return bad(err, "%s: weight_map entry for tensor %s "
+            return bad_tensor(err, "%s: weight_map entry for tensor %s "
                             "must name a file in the same directory", s->source, key);
     return 0;
 }
 
-int st_set_open(const char *dir, st_set **out, api_error *err)
+int st_set_open(const char *dir, st_set **out, model_error *err)
 {
     st_set *s = calloc(1, sizeof *s);
     struct stat st;
@@ -532,14 +535,14 @@ bool st_set_has(const st_set *s, const char *name)
 }
 
 /* The shard holding `name` (opening it on first use), or NULL + *err. */
-static st_file *shard_for(st_set *s, const char *name, api_error *err)
+static st_file *shard_for(st_set *s, const char *name, model_error *err)
 {
     const char *file = json_string_value(json_object_get(s->weight_map, name));
     char *path;
     st_file *f;
 
     if (!file) {
-        bad(err, "%s: no tensor %s in weight_map", s->source,
+        bad_tensor(err, "%s: no tensor %s in weight_map", s->source,
                  name);
         return NULL;
     }
@@ -572,7 +575,7 @@ static st_file *shard_for(st_set *s, const char *name, api_error *err)
 }
 
 int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims,
-                tensor *out, const char **dtype, api_error *err)
+                tensor *out, const char **dtype, model_error *err)
 {
     st_file *f = s->single ? s->single : shard_for(s, name, err);
     const st_entry *e;
@@ -583,8 +586,8 @@ int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims,
     e = find_entry(f, name);
     if (!e) {
         if (s->single)
-            return bad(err, "%s: no tensor %s", f->path, name);
-        return bad(err, "%s: no tensor %s, though %s lists it "
+            return bad_tensor(err, "%s: no tensor %s", f->path, name);
+        return bad_tensor(err, "%s: no tensor %s, though %s lists it "
                         "in this file", f->path, name, s->source);
     }
     if (read_entry(f, e, ndim, dims, out, err))

@@ -29,8 +29,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
 #include "json/tensor.h"
+#include "models/model_error.h"
 
 /* Largest header accepted (the safetensors library's own limit). */
 #define ST_MAX_HEADER_BYTES ((size_t)100 << 20)
@@ -42,7 +42,7 @@ typedef struct st_set st_set;
  * exists, else dir/model.safetensors.index.json (whose shards are opened,
  * and checked, when a tensor in them is first read). On failure *out is
  * NULL and *err says which file and what is wrong. */
-int st_set_open(const char *dir, st_set **out, api_error *err);
+int st_set_open(const char *dir, st_set **out, model_error *err);
 
 /* Frees the set and unmaps every file; accepts NULL. */
 void st_set_close(st_set *s);
@@ -64,7 +64,7 @@ bool st_set_has(const st_set *s, const char *name);
  * shape differs, a value is not finite in float32, out of memory. On
  * failure *out is empty. */
 int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims,
-                tensor *out, const char **dtype, api_error *err);
+                tensor *out, const char **dtype, model_error *err);
 
 /* One IEEE binary16 or bfloat16 value, given as its 16 bits, as float
  * (exact: both widen without rounding). Exposed for tests. */

@@ -102,7 +102,7 @@ static void reads(void)
     unsigned char data[64];
     size_t n = good_data(data);
     st_set *s = NULL;
-    api_error err;
+    model_error err;
     tensor t;
     const char *dtype = NULL;
 
@@ -168,7 +168,7 @@ static void refused(void)
 
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         st_set *s = (st_set *)(uintptr_t)1;
-        api_error err = {0};
+        model_error err = {0};
         write_file(bad[i].header, data, bad[i].data_len);
         int rc = st_set_open(dir, &s, &err);
         CHECK(rc != 0 && s == NULL && strstr(err.message, "model.safetensors") &&
@@ -188,7 +188,7 @@ static void refused(void)
         fclose(f);
     }
     st_set *s = NULL;
-    api_error err;
+    model_error err;
     CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "header length 1000"),
           "header length past the end: %s", err.message);
     f = fopen(path, "wb");
@@ -207,7 +207,7 @@ static void refused(void)
 static void loader_errors(void)
 {
     char path[128];
-    api_error err;
+    model_error err;
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (!f)
@@ -216,16 +216,16 @@ static void loader_errors(void)
     fclose(f);
     unsigned char data[16] = {0};
     write_file("{\"wk\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", data, 16);
-    CHECK(model_load_dir("m", dir, false, 0, &err) == NULL && strstr(err.message, "no tensor wq"),
+    CHECK(model_load_dir("m", dir, false, 0, NULL, &err) == NULL && strstr(err.message, "no tensor wq"),
           "posenc format without wq: %s", err.message);
-    CHECK(model_load_dir("m", dir, true, 1, &err) == NULL && strstr(err.message, ":LAYER"),
+    CHECK(model_load_dir("m", dir, true, 1, NULL, &err) == NULL && strstr(err.message, ":LAYER"),
           "posenc format with a layer: %s", err.message);
     f = fopen(path, "w");
     if (f) {
         fputs("{\"model_type\": \"llama\", \"hidden_size\": 2}", f);
         fclose(f);
     }
-    CHECK(model_load_dir("m", dir, false, 0, &err) == NULL &&
+    CHECK(model_load_dir("m", dir, false, 0, NULL, &err) == NULL &&
               strstr(err.message, "config.json: missing key 'num_attention_heads'"),
           "llama config without heads: %s", err.message);
     unlink(path);

@@ -1,0 +1,57 @@
+/*
+ * model_file.c - regular files of a model directory, opened without
+ * blocking (model_file.h).
+ */
+#include "models/model_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int model_file_open(const char *path, int *fd, off_t *size, model_error *err)
+{
+    struct stat st;
+
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (*fd < 0)
+        return model_fail(err, MODEL_E_FILE, "%s: %s", path, strerror(errno));
+    if (fstat(*fd, &st) != 0) {
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        return model_fail(err, MODEL_E_FILE, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return model_fail(err, MODEL_E_FILE, "%s: not a regular file (%s)", path,
+                          S_ISFIFO(st.st_mode)  ? "a FIFO"
+                          : S_ISDIR(st.st_mode) ? "a directory"
+                                                : "a device or socket");
+    }
+    /* Regular files ignore O_NONBLOCK; clear it anyway for plain reads. */
+    int flags = fcntl(*fd, F_GETFL);
+    if (flags >= 0)
+        (void)fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK);
+    *size = st.st_size;
+    return 0;
+}
+
+json_t *model_file_json(const char *path, size_t flags, model_error *err)
+{
+    json_error_t jerr;
+    json_t *root;
+    off_t size;
+    int fd;
+
+    if (model_file_open(path, &fd, &size, err))
+        return NULL;
+    root = json_loadfd(fd, flags, &jerr);
+    close(fd);
+    if (!root)
+        model_fail(err, MODEL_E_FILE, "%s: %s (line %d column %d)", path, jerr.text, jerr.line,
+                   jerr.column);
+    return root;
+}
