@@ -114,9 +114,15 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);
 /* The rope params object of a Llama-family config: base (rope_theta),
  * layout "half", partial_rotary_factor and the scaling block from
  * `rope_scaling` or `rope_parameters` with Hugging Face's defaults made
- * explicit (see hf_rope.c). head_dim is the model's. New reference in
+ * explicit (see hf_rope.c). head_dim is the model's. partial: the
+ * architecture rotates int(head_dim * partial_rotary_factor) channels
+ * (GPT-NeoX, Phi, Phi-3); otherwise (Llama) the factor is ignored with a
+ * warning for the default rope and refused for a scaled one, as Hugging
+ * Face's Llama would fail there. Keys of the scaling block that Hugging
+ * Face does not know for its type are warned about. New reference in
  * *params. */
-int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, model_error *err);
+int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **params,
+                   model_error *err);
 
 #define HF_KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 

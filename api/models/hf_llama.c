@@ -5,8 +5,11 @@
  * Hugging Face's LlamaModel: h = embed_tokens[ids] (no scaling); layer L
  * computes z = input_layernorm(h) (RMSNorm, rms_norm_eps), then q/k/v_proj
  * (nn.Linear, stored [out][in], biases when attention_bias, always for
- * qwen2), then rotates q and k per head with the rope of rope_theta /
- * rope_scaling / partial_rotary_factor in the half (rotate_half) layout.
+ * qwen2 whatever the key says), then rotates q and k per head with the rope
+ * of rope_theta / rope_scaling in the half (rotate_half) layout over the
+ * whole head: LlamaRotaryEmbedding ignores partial_rotary_factor for the
+ * default rope (posenc warns), and a scaled rope with a factor < 1 fails
+ * in Hugging Face (cos/sin narrower than the head), so it is refused.
  * The rope applies at every layer, so layer L differs from layer 0 only in
  * its input (the hidden state) and its weights.
  *
@@ -32,8 +35,12 @@ int hf_llama_load(hf_load *h, model_error *err)
                err) ||
         hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
         hf_number(h, "rms_norm_eps", 1e-6, true, &m->norm_eps, err) ||
-        hf_bool(h, "attention_bias", strcmp(arch, "qwen2") == 0, &bias, err))
+        hf_bool(h, "attention_bias", false, &bias, err))
         return -1;
+    /* Qwen2Attention builds q/k/v_proj with bias=True and never reads
+     * attention_bias (modeling_qwen2.py); the others follow the key. */
+    if (strcmp(arch, "qwen2") == 0)
+        bias = true;
     if (heads % kv_heads != 0)
         return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
                               "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
@@ -51,7 +58,7 @@ int hf_llama_load(hf_load *h, model_error *err)
     m->head_dim = (size_t)head_dim;
     m->scheme = SCHEME_ROPE;
     m->norm = PE_NORM_RMS;
-    if (hf_rope_params(h, m->head_dim, &m->params, err))
+    if (hf_rope_params(h, m->head_dim, false, &m->params, err))
         return -1;
 
     size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;

@@ -35,6 +35,47 @@ typedef enum rope_type {
 static const char *const scaling_types[] = {"default", "linear", "dynamic", "yarn", "llama3",
                                             "longrope", NULL};
 
+/* The keys Hugging Face reads for each type (modeling_rope_utils.py, the
+ * _validate_*_rope_parameters functions: required and optional keys), after
+ * the ones every block may hold. Anything else gets HF's warning. */
+static const char *const common_keys[] = {"rope_type", "type", "rope_theta",
+                                          "partial_rotary_factor", NULL};
+static const char *const *const type_keys[] = {
+    [RT_DEFAULT] = (const char *const[]){NULL},
+    [RT_LINEAR] = (const char *const[]){"factor", NULL},
+    [RT_DYNAMIC] = (const char *const[]){"factor", "original_max_position_embeddings", NULL},
+    [RT_YARN] = (const char *const[]){"factor", "attention_factor", "beta_fast", "beta_slow",
+                                      "mscale", "mscale_all_dim",
+                                      "original_max_position_embeddings", "truncate", NULL},
+    [RT_LLAMA3] = (const char *const[]){"factor", "low_freq_factor", "high_freq_factor",
+                                        "original_max_position_embeddings", NULL},
+    [RT_LONGROPE] = (const char *const[]){"short_factor", "long_factor", "factor",
+                                          "attention_factor",
+                                          "original_max_position_embeddings", NULL},
+};
+
+static bool listed(const char *const *keys, const char *key)
+{
+    for (; *keys; keys++)
+        if (strcmp(*keys, key) == 0)
+            return true;
+    return false;
+}
+
+/* One warning line per key of the block that HF does not read for the type
+ * (HF logs "Unrecognized keys in `rope_scaling`" and goes on). */
+static void warn_unknown_keys(const hf_load *h, const char *bkey, const json_t *block,
+                              rope_type type)
+{
+    const char *key;
+    const json_t *v;
+
+    json_object_foreach((json_t *)(uintptr_t)block, key, v)
+        if (!listed(common_keys, key) && !listed(type_keys[type], key))
+            hf_warn(h, "%s.%s is not a key of rope type '%s'; ignored, as Hugging Face "
+                       "ignores it", bkey, key, scaling_types[type]);
+}
+
 /* A non-empty object (HF tests the block's truthiness). */
 static bool nonempty_object(const json_t *v)
 {
@@ -198,6 +239,16 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
                        "positive; dynamic needs a rotary width > 2)");
         goto out;
     }
+    /* yarn's factor from mscale/mscale_all_dim, get_mscale(f, mscale) /
+     * get_mscale(f, mscale_all_dim), can come out <= 0 (or infinite) for
+     * negative values: cos and sin would flip sign. (An explicit
+     * attention_factor <= 0 is already refused by scheme_parse.) */
+    if (s.scaling.type == PE_ROPE_SCALING_YARN && !(att > 0 && isfinite(att))) {
+        hf_value_fail(h, err, "rope yarn: the attention factor derived from mscale %g and "
+                      "mscale_all_dim %g (factor %g) is %g; it must be > 0",
+                      s.scaling.mscale, s.scaling.mscale_all_dim, s.scaling.factor, att);
+        goto out;
+    }
     rc = 0;
 out:
     free(inv_freq);
@@ -205,7 +256,8 @@ out:
     return rc;
 }
 
-int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, model_error *err)
+int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **params,
+                   model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
     const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
@@ -248,12 +300,12 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, model_err
     if (pv) {
         if (!json_is_number(pv) || !(json_number_value(pv) > 0) || json_number_value(pv) > 1) {
             hf_value_fail(h, err, "%s must be a number in (0, 1]",
-                           pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor");
+                          pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor");
             goto fail;
         }
         prf = json_number_value(pv);
     }
-    size_t rotary_dim = pv ? (size_t)((double)head_dim * prf) : head_dim;
+    const char *pkey = pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor";
     /* the type: rope_type, else type, else default */
     const json_t *t = json_object_get(block, "rope_type");
     if (!t || json_is_null(t))
@@ -272,6 +324,24 @@ int hf_rope_params(const hf_load *h, size_t head_dim, json_t **params, model_err
             goto fail;
         }
     }
+    if (pv && !partial) {
+        /* Llama: the default rope ignores the factor; a scaled one fails in
+         * HF (its cos/sin would be narrower than the heads they multiply). */
+        if (type != RT_DEFAULT && prf != 1.0) {
+            hf_value_fail(h, err, "%s = %g with rope type '%s': Hugging Face's %s does not "
+                          "rotate part of a head (its rotation fails for a scaled rope); "
+                          "posenc refuses rather than answer differently", pkey, prf,
+                          scaling_types[type], h->m->architecture);
+            goto fail;
+        }
+        if (prf != 1.0)
+            hf_warn(h, "%s = %g is ignored: Hugging Face's %s rotates the whole head", pkey,
+                    prf, h->m->architecture);
+        pv = NULL;
+    }
+    size_t rotary_dim = pv ? (size_t)((double)head_dim * prf) : head_dim;
+    if (block)
+        warn_unknown_keys(h, bkey, block, (rope_type)type);
     if (set_number(p, "base", theta, err) ||
         json_object_set_new(p, "layout", json_string("half")) ||
         (pv && set_number(p, "partial_rotary_factor", prf, err)))

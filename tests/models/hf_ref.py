@@ -28,16 +28,20 @@ def rms_norm(x, w, eps):
 
 
 # ----------------------------------------------------------------------- rope
-def rope_init(cfg, seq_len):
+def rope_init(cfg, seq_len, partial=True):
     """(inv_freq, attention_scaling) as modeling_rope_utils.py computes them
     for the config's rope type (newest semantics: standardize_rope_params,
-    then the _compute_*_parameters function)."""
+    then the _compute_*_parameters function). partial=False is Llama's
+    LlamaRotaryEmbedding.compute_default_rope_parameters, which takes the
+    whole head and never reads partial_rotary_factor."""
     rs = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
     rp = dict(rs)
     rp.setdefault("rope_type", rp.get("type", "default"))
     rp.setdefault("rope_theta", cfg.get("rope_theta", 10000.0))
     if cfg.get("partial_rotary_factor") is not None:
         rp["partial_rotary_factor"] = cfg["partial_rotary_factor"]
+    if not partial:
+        rp.pop("partial_rotary_factor", None)
     if rp["rope_type"] in ("llama3", "yarn", "longrope"):
         if "original_max_position_embeddings" in cfg:
             rp["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
@@ -145,9 +149,10 @@ def llama(cfg, w, x, positions, layer, prefix="model."):
     hd = cfg.get("head_dim") or cfg["hidden_size"] // H
     z = rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-6))
     q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
-    if cfg.get("attention_bias", cfg["model_type"] == "qwen2"):
+    # Qwen2Attention: q/k/v_proj always have bias=True (attention_bias unread)
+    if cfg["model_type"] == "qwen2" or cfg.get("attention_bias", False):
         q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
-    inv, att = rope_init(cfg, int(positions.max()) + 1)
+    inv, att = rope_init(cfg, int(positions.max()) + 1, partial=False)
     T = x.shape[0]
     q = apply_rope(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1)
     k = apply_rope(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1)

@@ -215,8 +215,12 @@ def rope_cases():
         ("rope_params", {"rope_theta": None,
                          "rope_parameters": {"rope_type": "linear", "factor": 2.0,
                                              "rope_theta": 5000.0}}, [short]),
-        ("rope_partial", {"partial_rotary_factor": 0.5,
-                          "rope_scaling": {"type": "linear", "factor": 2.0}}, [short]),
+        # Llama ignores partial_rotary_factor for the default rope (issue 14
+        # item 13): the whole head rotates; posenc warns.
+        ("rope_partial", {"partial_rotary_factor": 0.5}, [short, long_]),
+        # keys HF does not read for the type: served, one warning each (item 15)
+        ("rope_extra_keys", {"rope_scaling": {"type": "linear", "factor": 2.0,
+                                              "low_freq_factor": 1.0, "zeta": 3}}, [short]),
     ]
 
 
@@ -238,6 +242,20 @@ def rope_checks(srv, cases):
                         f"{want['attention_factor']}")
             elif want["attention_factor"] != 1.0:
                 C.check(False, f"{what}: no attention_factor reported")
+
+
+def warning_checks(stderr):
+    """Start-up warnings: one line per ignored key, naming model and key."""
+    lines = stderr.splitlines()
+
+    def one_line(*words):
+        hits = [ln for ln in lines if "warning" in ln and all(w in ln for w in words)]
+        return C.check(len(hits) == 1, f"one warning line with {words}: {hits or stderr[-600:]}")
+    one_line("rope_extra_keys", "rope_scaling.zeta")
+    one_line("rope_extra_keys", "rope_scaling.low_freq_factor")
+    one_line("rope_partial", "partial_rotary_factor", "ignored")
+    C.check(not any("warning" in ln and "'rope_linear'" in ln for ln in lines),
+            "no warning for a rope_scaling with only known keys")
 
 
 # ------------------------------------------------------------------ malformed
@@ -371,6 +389,17 @@ def malformed_cases(root):
          ["config.json", "num_key_value_heads"]),
         ("config: wrong type", dict(base.config, num_attention_heads="four"),
          ["config.json", "num_attention_heads"]),
+        # HF's Llama fails for a scaled rope on part of the head (item 13)
+        ("config: llama partial_rotary_factor with a scaled rope",
+         dict(base.config, partial_rotary_factor=0.5,
+              rope_scaling={"type": "linear", "factor": 2.0}),
+         ["config.json", "partial_rotary_factor", "0.5", "linear"]),
+        # get_mscale(4, -20) / get_mscale(4, 1) < 0 (item 15)
+        ("config: yarn attention factor from mscale <= 0",
+         dict(base.config, rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                         "original_max_position_embeddings": 16,
+                                         "mscale": -20.0, "mscale_all_dim": 1.0}),
+         ["config.json", "mscale", "-20", "> 0"]),
     ]
     for label, cfg, want in cfg_bad:
         d = os.path.join(root, label.replace(" ", "_").replace(":", ""))
@@ -384,8 +413,36 @@ def malformed_cases(root):
     return out
 
 
+def fifo_cases(root):
+    """A FIFO where a file should be must not block start-up (item 9)."""
+    out = []
+    for label, name, shards in (("config.json", "config.json", 0),
+                                ("model.safetensors", "model.safetensors", 0),
+                                ("index", "model.safetensors.index.json", 2),
+                                ("shard", "model-00001-of-00002.safetensors", 2)):
+        d = os.path.join(root, "fifo_" + label.replace(".", "_"))
+        ck.llama(seed=7, layers=1).write(d, shards=shards)
+        os.remove(os.path.join(d, name))
+        os.mkfifo(os.path.join(d, name))
+        out.append((f"FIFO as {label}", d, [name, "not a regular file", "FIFO"]))
+    return out
+
+
+def long_path_case(root):
+    """A message longer than the API's 512-byte error text arrives whole."""
+    d = root
+    while len(d) < 700:
+        d = os.path.join(d, "a-rather-long-directory-name-for-a-model-checkpoint")
+    base = ck.llama(seed=7, layers=1)
+    base.tensors = [t for t in base.tensors if t[0] != "model.layers.0.self_attn.v_proj.weight"]
+    base.write(d)
+    return ("message past 512 bytes", d,
+            [os.path.join(d, "model.safetensors") + ": no tensor "
+             "model.layers.0.self_attn.v_proj.weight"])
+
+
 def malformed_checks(root):
-    for label, d, want in malformed_cases(root):
+    for label, d, want in malformed_cases(root) + fifo_cases(root) + [long_path_case(root)]:
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
@@ -415,6 +472,11 @@ def main():
             "qwen2": Case("qwen2", ck.llama(seed=11, dtype="F16", prefix="", model_type="qwen2",
                                              head_dim=12, bias=True), hf_ref.llama, prefix="",
                           shards=3),
+            # Qwen2Attention has q/k/v biases whatever attention_bias says (item 12)
+            "qwen2_biaskey": Case("qwen2_biaskey",
+                                  ck.llama(seed=13, prefix="model.", model_type="qwen2",
+                                           bias=True, attention_bias=False),
+                                  hf_ref.llama),
             "llama_bf16": Case("llama_bf16", ck.llama(seed=12, dtype="BF16", prefix="", bias=True,
                                                       kv_heads=1), hf_ref.llama, prefix=""),
             "gpt2": Case("gpt2", ck.gpt2(), hf_ref.gpt2, prefix=""),
@@ -476,6 +538,7 @@ def main():
             status = srv.stop()
             C.check(status == 0, f"server exits 0 after SIGTERM (got {status})")
             C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+            warning_checks(srv.stderr())
 
         env = dict(os.environ, POSENC_MODEL=f"a={dirs['gpt2']},b={dirs['bert']}:1")
         with Server([], env=env) as srv:
