@@ -40,6 +40,11 @@ int hf_gpt2_load(hf_load *h, model_error *err);
 int hf_bert_load(hf_load *h, model_error *err);
 int hf_bloom_load(hf_load *h, model_error *err);
 int hf_t5_load(hf_load *h, model_error *err);
+int hf_gpt_neox_load(hf_load *h, model_error *err);
+int hf_phi_load(hf_load *h, model_error *err);
+int hf_phi3_load(hf_load *h, model_error *err);
+int hf_starcoder2_load(hf_load *h, model_error *err);
+int hf_gemma_load(hf_load *h, model_error *err);
 
 /* ---- config.json --------------------------------------------------------- */
 
@@ -55,6 +60,10 @@ int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dfl
 /* A number (JSON integer or real); absent: dflt. positive: must be > 0. */
 int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
               double *out, model_error *err);
+
+/* The same under the first present of `keys` (aliases in precedence order). */
+int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool positive,
+                 double *out, model_error *err);
 
 /* A boolean; absent: dflt. */
 int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error *err);
@@ -111,18 +120,41 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);
 
 /* ---- RoPE ---------------------------------------------------------------- */
 
-/* The rope params object of a Llama-family config: base (rope_theta),
- * layout "half", partial_rotary_factor and the scaling block from
- * `rope_scaling` or `rope_parameters` with Hugging Face's defaults made
- * explicit (see hf_rope.c). head_dim is the model's. partial: the
- * architecture rotates int(head_dim * partial_rotary_factor) channels
- * (GPT-NeoX, Phi, Phi-3); otherwise (Llama) the factor is ignored with a
- * warning for the default rope and refused for a scaled one, as Hugging
- * Face's Llama would fail there. Keys of the scaling block that Hugging
- * Face does not know for its type are warned about. New reference in
- * *params. */
-int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **params,
-                   model_error *err);
+/* Where an architecture keeps its rope settings in config.json. */
+typedef struct hf_rope_keys {
+    const char *const *theta;   /* rope_theta's aliases, in order (NULL: "rope_theta") */
+    /* partial_rotary_factor's aliases: the architecture rotates
+     * int(head_dim * factor) channels of each head (GPT-NeoX, Phi, Phi-3).
+     * NULL: it rotates whole heads (Llama, Starcoder2, Gemma); then a
+     * top-level or block partial_rotary_factor is ignored with a warning
+     * for the default rope and refused for a scaled one, where Hugging
+     * Face's own rotation would fail (cos/sin narrower than the head). */
+    const char *const *partial;
+    double partial_default;     /* when no alias is present (with partial) */
+} hf_rope_keys;
+
+/* The rope params object of a config: base (rope_theta), layout "half",
+ * partial_rotary_factor and the scaling block from `rope_scaling` or
+ * `rope_parameters` with Hugging Face's defaults made explicit (see
+ * hf_rope.c). head_dim is the model's; keys NULL is Llama's. Keys of the
+ * scaling block that Hugging Face does not read for its type are warned
+ * about. New reference in *params. */
+int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
+                   json_t **params, model_error *err);
+
+/* ---- fused projections ---------------------------------------------------- */
+
+/* How a fused nn.Linear [rows][in] stacks Q, K and V in its rows. */
+typedef enum hf_fused_layout {
+    HF_FUSED_PER_HEAD, /* per head: q, k, v blocks of head_dim (BLOOM, GPT-NeoX) */
+    HF_FUSED_STACKED   /* all of q, then k, then v (Phi-3's qkv_proj) */
+} hf_fused_layout;
+
+/* Read the fused weight `weight_name` (and `bias_name`, NULL for none;
+ * both with the prefix) and split it into W_WQ/W_WK/W_WV (and the biases)
+ * in the contract's orientation. PER_HEAD needs kv_heads == heads. */
+int hf_split_fused(hf_load *h, hf_fused_layout layout, const char *weight_name,
+                   const char *bias_name, model_error *err);
 
 #define HF_KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 

@@ -21,44 +21,18 @@
  * [transformer.]h.L.input_layernorm.{weight,bias},
  * [transformer.]h.L.self_attention.query_key_value.{weight,bias}.
  */
-#include <string.h>
+#include <stdio.h>
 
 #include "models/hf.h"
 
 /* Undo the per-head interleave: Wq, Wk, Wv as [in][heads*head_dim]. */
-static int split_qkv(hf_load *h, size_t d, model_error *err)
+static int split_qkv(hf_load *h, model_error *err)
 {
-    model *m = h->m;
-    size_t hd = m->head_dim, heads = m->heads, width = heads * hd;
-    tensor w = {0}, b = {0};
-    const char *dtype = NULL;
-    int rc = -1;
+    char w[64], b[64];
 
-    if (hf_tensor(h, 2, 3 * width, d, &w, &dtype, err,
-                  "h.%zu.self_attention.query_key_value.weight", h->layer) ||
-        hf_tensor(h, 1, 3 * width, 0, &b, NULL, err, "h.%zu.self_attention.query_key_value.bias",
-                  h->layer))
-        goto out;
-    for (int j = 0; j < 3; j++) {
-        tensor *wt = &m->weights[W_WQ + j], *bt = &m->weights[W_BQ + j];
-        if (hf_new_matrix(wt, d, width, err) || hf_new_matrix(bt, 1, width, err))
-            goto out;
-        bt->ndim = 1;
-        bt->dim[0] = width;
-        for (size_t head = 0; head < heads; head++)
-            for (size_t c = 0; c < hd; c++) {
-                size_t row = (head * 3 + (size_t)j) * hd + c, col = head * hd + c;
-                for (size_t i = 0; i < d; i++)
-                    wt->data[i * width + col] = w.data[row * d + i];
-                bt->data[col] = b.data[row];
-            }
-        m->weight_dtype[W_WQ + j] = m->weight_dtype[W_BQ + j] = dtype;
-    }
-    rc = 0;
-out:
-    tensor_free(&w);
-    tensor_free(&b);
-    return rc;
+    snprintf(w, sizeof w, "h.%zu.self_attention.query_key_value.weight", h->layer);
+    snprintf(b, sizeof b, "h.%zu.self_attention.query_key_value.bias", h->layer);
+    return hf_split_fused(h, HF_FUSED_PER_HEAD, w, b, err);
 }
 
 int hf_bloom_load(hf_load *h, model_error *err)
@@ -89,7 +63,7 @@ int hf_bloom_load(hf_load *h, model_error *err)
     size_t n = m->d_model;
     if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err,
                        "h.%zu.self_attention.query_key_value.weight", L) ||
-        split_qkv(h, n, err) ||
+        split_qkv(h, err) ||
         hf_weight(h, W_NORM_WEIGHT, 1, n, 0, err, "h.%zu.input_layernorm.weight", L) ||
         hf_weight(h, W_NORM_BIAS, 1, n, 0, err, "h.%zu.input_layernorm.bias", L))
         return -1;

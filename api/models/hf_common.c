@@ -101,7 +101,14 @@ int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dfl
 int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
               double *out, model_error *err)
 {
-    const json_t *v = hf_get(h, (const char *const[]){key, NULL}, NULL);
+    return hf_number_of(h, (const char *const[]){key, NULL}, dflt, positive, out, err);
+}
+
+int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool positive,
+                 double *out, model_error *err)
+{
+    const char *key;
+    const json_t *v = hf_get(h, keys, &key);
 
     if (!v) {
         *out = dflt;
@@ -299,4 +306,61 @@ int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features,
     tensor_free(&stored);
     h->m->weight_dtype[w] = dtype;
     return 0;
+}
+
+/* ---- fused projections ------------------------------------------------------ */
+
+/* Stored row of output column c of part j (0 q, 1 k, 2 v). */
+static size_t fused_row(hf_fused_layout layout, const model *m, int j, size_t c)
+{
+    size_t hd = m->head_dim, qd = m->heads * hd, kvd = m->kv_heads * hd;
+
+    if (layout == HF_FUSED_PER_HEAD)
+        return (c / hd * 3 + (size_t)j) * hd + c % hd;
+    return j == 0 ? c : j == 1 ? qd + c : qd + kvd + c;
+}
+
+int hf_split_fused(hf_load *h, hf_fused_layout layout, const char *weight_name,
+                   const char *bias_name, model_error *err)
+{
+    model *m = h->m;
+    size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    size_t rows = qd + 2 * kvd, width[3] = {qd, kvd, kvd};
+    tensor w = {0}, b = {0}; /* owned: the fused tensors as stored */
+    const char *dtype = NULL;
+    int rc = -1;
+
+    if (layout == HF_FUSED_PER_HEAD && m->kv_heads != m->heads)
+        return model_fail(err, MODEL_E_VALUE, "per-head fused q/k/v needs kv_heads == heads");
+    if (hf_tensor(h, 2, rows, d, &w, &dtype, err, "%s", weight_name) ||
+        (bias_name && hf_tensor(h, 1, rows, 0, &b, NULL, err, "%s", bias_name)))
+        goto out;
+    for (int j = 0; j < 3; j++) {
+        tensor *wt = &m->weights[W_WQ + j], *bt = &m->weights[W_BQ + j];
+        size_t n = width[j];
+        tensor_free(wt);
+        if (hf_new_matrix(wt, d, n, err))
+            goto out;
+        for (size_t c = 0; c < n; c++) {
+            const float *src = w.data + fused_row(layout, m, j, c) * d;
+            for (size_t i = 0; i < d; i++)
+                wt->data[i * n + c] = src[i];
+        }
+        m->weight_dtype[W_WQ + j] = dtype;
+        if (!bias_name)
+            continue;
+        tensor_free(bt);
+        if (hf_new_matrix(bt, 1, n, err))
+            goto out;
+        bt->ndim = 1;
+        bt->dim[0] = n;
+        for (size_t c = 0; c < n; c++)
+            bt->data[c] = b.data[fused_row(layout, m, j, c)];
+        m->weight_dtype[W_BQ + j] = dtype;
+    }
+    rc = 0;
+out:
+    tensor_free(&w);
+    tensor_free(&b);
+    return rc;
 }

@@ -58,7 +58,7 @@ int hf_llama_load(hf_load *h, model_error *err)
     m->head_dim = (size_t)head_dim;
     m->scheme = SCHEME_ROPE;
     m->norm = PE_NORM_RMS;
-    if (hf_rope_params(h, m->head_dim, false, &m->params, err))
+    if (hf_rope_params(h, m->head_dim, NULL, &m->params, err))
         return -1;
 
     size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;

@@ -256,8 +256,8 @@ out:
     return rc;
 }
 
-int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **params,
-                   model_error *err)
+int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
+                   json_t **params, model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
     const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
@@ -290,22 +290,31 @@ int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **par
             goto fail;
         }
         theta = json_number_value(bt);
-    } else if (hf_number(h, "rope_theta", 10000.0, true, &theta, err)) {
+    } else if (hf_number_of(h, keys && keys->theta ? keys->theta : HF_KEYS("rope_theta"),
+                            10000.0, true, &theta, err)) {
         goto fail;
     }
+    bool partial = keys && keys->partial;
     /* partial_rotary_factor: the top level's wins */
-    const json_t *pt = hf_get(h, HF_KEYS("partial_rotary_factor"), NULL);
+    const char *ptkey = "partial_rotary_factor";
+    const json_t *pt = hf_get(h, partial ? keys->partial : HF_KEYS("partial_rotary_factor"),
+                              &ptkey);
     const json_t *pb = json_object_get(block, "partial_rotary_factor");
     const json_t *pv = pt ? pt : (pb && !json_is_null(pb)) ? pb : NULL;
     if (pv) {
         if (!json_is_number(pv) || !(json_number_value(pv) > 0) || json_number_value(pv) > 1) {
             hf_value_fail(h, err, "%s must be a number in (0, 1]",
-                          pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor");
+                          pt ? ptkey : "rope block's partial_rotary_factor");
             goto fail;
         }
         prf = json_number_value(pv);
     }
-    const char *pkey = pt ? "partial_rotary_factor" : "rope block's partial_rotary_factor";
+    const char *pkey = pt ? ptkey : "rope block's partial_rotary_factor";
+    bool has_prf = pv != NULL;
+    if (!has_prf && partial) { /* the architecture's default (GPT-NeoX 0.25, Phi 0.5) */
+        prf = keys->partial_default;
+        has_prf = prf != 1.0;
+    }
     /* the type: rope_type, else type, else default */
     const json_t *t = json_object_get(block, "rope_type");
     if (!t || json_is_null(t))
@@ -324,7 +333,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **par
             goto fail;
         }
     }
-    if (pv && !partial) {
+    if (has_prf && !partial) {
         /* Llama: the default rope ignores the factor; a scaled one fails in
          * HF (its cos/sin would be narrower than the heads they multiply). */
         if (type != RT_DEFAULT && prf != 1.0) {
@@ -337,14 +346,14 @@ int hf_rope_params(const hf_load *h, size_t head_dim, bool partial, json_t **par
         if (prf != 1.0)
             hf_warn(h, "%s = %g is ignored: Hugging Face's %s rotates the whole head", pkey,
                     prf, h->m->architecture);
-        pv = NULL;
+        has_prf = false;
     }
-    size_t rotary_dim = pv ? (size_t)((double)head_dim * prf) : head_dim;
+    size_t rotary_dim = has_prf ? (size_t)((double)head_dim * prf) : head_dim;
     if (block)
         warn_unknown_keys(h, bkey, block, (rope_type)type);
     if (set_number(p, "base", theta, err) ||
         json_object_set_new(p, "layout", json_string("half")) ||
-        (pv && set_number(p, "partial_rotary_factor", prf, err)))
+        (has_prf && set_number(p, "partial_rotary_factor", prf, err)))
         goto fail;
     if (type != RT_DEFAULT) {
         if (!(sc = json_object()) || json_object_set_new(p, "scaling", sc)) {
