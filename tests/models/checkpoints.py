@@ -195,3 +195,169 @@ def posenc_format(seed=6, d=16, heads=4, kv_heads=2):
     g.add("token_embedding", (30, d), 1.0)
     g.add("unrelated.extra", (3,))
     return Checkpoint(cfg, g.out)
+
+
+def gpt_neox(seed=8, dtype="F32", prefix="gpt_neox.", layers=2, d=64, heads=4, vocab=50, **extra):
+    """Pythia-70m's config keys and tensor names (GPTNeoXForCausalLM)."""
+    cfg = {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": d,
+           "num_attention_heads": heads, "num_hidden_layers": layers, "intermediate_size": 4 * d,
+           "layer_norm_eps": 1e-5, "max_position_embeddings": 2048, "rotary_emb_base": 10000,
+           "rotary_pct": 0.25, "use_parallel_residual": True, "vocab_size": vocab,
+           "hidden_act": "gelu", "tie_word_embeddings": False, "bos_token_id": 0,
+           "eos_token_id": 0, "initializer_range": 0.02, "use_cache": True,
+           "torch_dtype": "float16", "transformers_version": "4.24.0"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_in.weight", (vocab, d), 1.0)
+    hd = d // heads
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "input_layernorm.bias", (d,), 0.1)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.bias", (d,), 0.1)
+        # buffers older checkpoints carry (stored in the checkpoint's dtype)
+        g.raw(p + "attention.bias", "U8", np.tril(np.ones((1, 1, 16, 16), np.uint8)))
+        g.raw(p + "attention.masked_bias", dtype, np.array(-1e4, np.float32))
+        g.raw(p + "attention.rotary_emb.inv_freq", dtype,
+              (1.0 / 10000 ** (np.arange(0, hd // 4, 2) / (hd // 4))).astype(np.float32))
+        g.add(p + "attention.query_key_value.weight", (3 * d, d))
+        g.add(p + "attention.query_key_value.bias", (3 * d,), 0.2)
+        g.add(p + "attention.dense.weight", (d, d))
+        g.add(p + "attention.dense.bias", (d,))
+        g.add(p + "mlp.dense_h_to_4h.weight", (4 * d, d))
+        g.add(p + "mlp.dense_4h_to_h.weight", (d, 4 * d))
+    g.add(prefix + "final_layer_norm.weight", (d,), 0.1, 1.0)
+    g.add("embed_out.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)
+
+
+def phi(seed=9, dtype="F32", prefix="model.", layers=2, d=40, heads=4, kv_heads=None, vocab=50,
+        **extra):
+    """phi-2's config keys and tensor names (PhiForCausalLM)."""
+    kv_heads = kv_heads or heads
+    cfg = {"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_size": d,
+           "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+           "num_hidden_layers": layers, "intermediate_size": 4 * d, "layer_norm_eps": 1e-5,
+           "max_position_embeddings": 2048, "partial_rotary_factor": 0.4, "qk_layernorm": False,
+           "rope_scaling": None, "rope_theta": 10000.0, "vocab_size": vocab,
+           "hidden_act": "gelu_new", "attention_dropout": 0.0, "embd_pdrop": 0.0,
+           "resid_pdrop": 0.1, "tie_word_embeddings": False, "torch_dtype": "float16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "input_layernorm.bias", (d,), 0.1)
+        for n, out in (("q", d), ("k", kv_heads * d // heads), ("v", kv_heads * d // heads)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.dense.weight", (d, d))
+        g.add(p + "self_attn.dense.bias", (d,))
+        g.add(p + "mlp.fc1.weight", (4 * d, d))
+        g.add(p + "mlp.fc1.bias", (4 * d,))
+        g.add(p + "mlp.fc2.weight", (d, 4 * d))
+    g.add(prefix + "final_layernorm.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "final_layernorm.bias", (d,), 0.1)
+    g.add("lm_head.weight", (vocab, d))
+    g.add("lm_head.bias", (vocab,))
+    return Checkpoint(cfg, g.out)
+
+
+def phi3(seed=10, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=4, vocab=50,
+         partial=None, **extra):
+    """Phi-3-mini-128k's config keys and tensor names (Phi3ForCausalLM):
+    longrope with short/long factors and original_max_position_embeddings at
+    the top level. partial: Phi-4-mini's partial_rotary_factor."""
+    hd = d // heads
+    rot = int(hd * (partial or 1.0))
+    rng = np.random.default_rng(seed + 1000)
+    cfg = {"architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_size": d,
+           "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+           "num_hidden_layers": layers, "intermediate_size": 2 * d, "rms_norm_eps": 1e-5,
+           "max_position_embeddings": 128, "original_max_position_embeddings": 16,
+           "rope_theta": 10000.0, "attention_bias": False, "sliding_window": 262144,
+           "rope_scaling": {"type": "longrope",
+                            "short_factor": [float(v) for v in 1 + rng.random(rot // 2)],
+                            "long_factor": [float(v) for v in 1 + 8 * rng.random(rot // 2)]},
+           "vocab_size": vocab, "hidden_act": "silu", "tie_word_embeddings": False,
+           "pad_token_id": 0, "torch_dtype": "bfloat16"}
+    if partial:
+        cfg["partial_rotary_factor"] = partial
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "self_attn.qkv_proj.weight", (heads * hd + 2 * kv_heads * hd, d))
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        g.add(p + "mlp.gate_up_proj.weight", (4 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 2 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)
+
+
+def starcoder2(seed=14, dtype="F32", prefix="model.", layers=2, d=48, heads=6, kv_heads=2,
+               vocab=50, bias=True, **extra):
+    """starcoder2-3b's config keys and tensor names (Starcoder2ForCausalLM)."""
+    hd = d // heads
+    cfg = {"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
+           "hidden_size": d, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+           "num_hidden_layers": layers, "intermediate_size": 4 * d, "norm_epsilon": 1e-5,
+           "max_position_embeddings": 16384, "rope_theta": 999999.4420358813,
+           "sliding_window": 4096, "use_bias": bias, "vocab_size": vocab,
+           "hidden_act": "gelu_pytorch_tanh", "attention_dropout": 0.1,
+           "residual_dropout": 0.1, "embedding_dropout": 0.1, "mlp_type": "default",
+           "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "input_layernorm.bias", (d,), 0.1)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        for n, out in (("q", heads * hd), ("k", kv_heads * hd), ("v", kv_heads * hd)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            if bias:
+                g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        g.add(p + "mlp.c_fc.weight", (4 * d, d))
+        g.add(p + "mlp.c_proj.weight", (d, 4 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "norm.bias", (d,), 0.1)
+    return Checkpoint(cfg, g.out)
+
+
+def gemma(seed=15, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=1,
+          head_dim=16, vocab=50, **extra):
+    """gemma-2b's config keys and tensor names (GemmaForCausalLM): head_dim
+    from the config (not hidden/heads), multi-query, norms stored as w of
+    x*(1 + w)."""
+    cfg = {"architectures": ["GemmaForCausalLM"], "model_type": "gemma", "hidden_size": d,
+           "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim,
+           "num_hidden_layers": layers, "intermediate_size": 4 * d, "rms_norm_eps": 1e-6,
+           "max_position_embeddings": 8192, "rope_theta": 10000.0, "rope_scaling": None,
+           "attention_bias": False, "attention_dropout": 0.0, "hidden_act": "gelu",
+           "vocab_size": vocab, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1,
+           "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 0.05)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.3)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.3)
+        for n, out in (("q", heads * head_dim), ("k", kv_heads * head_dim),
+                       ("v", kv_heads * head_dim)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+        g.add(p + "self_attn.o_proj.weight", (d, heads * head_dim))
+        g.add(p + "mlp.gate_proj.weight", (4 * d, d))
+        g.add(p + "mlp.up_proj.weight", (4 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 4 * d))
+    g.add(prefix + "norm.weight", (d,), 0.3)
+    return Checkpoint(cfg, g.out)

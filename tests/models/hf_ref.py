@@ -257,3 +257,130 @@ def t5(cfg, w, x, positions, layer):
     table = w["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
     bias = np.transpose(table[b], (2, 0, 1))
     return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, 1.0, bias)}
+
+
+# ------------------------------------------------ issue 13 architectures
+def _rope_qk(q, k, positions, cfg, H, KV, hd, partial=True):
+    inv, att = rope_init(cfg, int(positions.max()) + 1, partial=partial)
+    T = q.shape[0]
+    return (apply_rope(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1),
+            apply_rope(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1), att)
+
+
+def gpt_neox(cfg, w, x, positions, layer, prefix="gpt_neox."):
+    """modeling_gpt_neox.py: GPTNeoXLayer.forward (input_layernorm), then
+    GPTNeoXAttention.forward: query_key_value viewed [T][heads][3*head_dim]
+    and chunked into q, k, v; apply_rotary_pos_emb on the first
+    int(head_dim * rotary_pct) channels (GPTNeoXConfig: rope_theta =
+    rotary_emb_base, partial_rotary_factor = rotary_pct)."""
+    p = f"{prefix}layers.{layer}."
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    z = layer_norm(x, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"],
+                   cfg.get("layer_norm_eps", 1e-5))
+    qkv = z @ w[p + "attention.query_key_value.weight"].T
+    if cfg.get("attention_bias", True):
+        qkv = qkv + w[p + "attention.query_key_value.bias"]
+    T = x.shape[0]
+    qkv = qkv.reshape(T, H, 3 * hd)
+    q, k, v = (qkv[:, :, j * hd:(j + 1) * hd].reshape(T, d) for j in range(3))
+    rc = dict(cfg, rope_theta=cfg.get("rotary_emb_base", 10000),
+              partial_rotary_factor=cfg.get("rotary_pct", 0.25))
+    rc.pop("rotary_emb_base", None)
+    q, k, att = _rope_qk(q, k, positions, rc, H, H, hd)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, H, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def phi(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_phi.py: PhiDecoderLayer.forward (input_layernorm, a
+    LayerNorm), PhiAttention.forward: biased q/k/v_proj, query_rot /
+    query_pass split at int(head_dim * partial_rotary_factor)."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    z = layer_norm(x, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"],
+                   cfg.get("layer_norm_eps", 1e-5))
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T + w[p + f"self_attn.{n}_proj.bias"]
+               for n in "qkv")
+    rc = dict(cfg, partial_rotary_factor=cfg.get("partial_rotary_factor", 0.5))
+    q, k, att = _rope_qk(q, k, positions, rc, H, KV, hd)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def phi3(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_phi3.py: Phi3DecoderLayer.forward (input_layernorm,
+    Phi3RMSNorm), Phi3Attention.forward: qkv_proj sliced at heads*head_dim
+    and + kv_heads*head_dim; apply_rotary_pos_emb rotates the first
+    cos.shape[-1] channels (longrope from modeling_rope_utils.py)."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    z = rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-5))
+    qkv = z @ w[p + "self_attn.qkv_proj.weight"].T
+    q, k, v = qkv[:, :H * hd], qkv[:, H * hd:(H + KV) * hd], qkv[:, (H + KV) * hd:]
+    q, k, att = _rope_qk(q, k, positions, cfg, H, KV, hd)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def starcoder2(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_starcoder2.py: Starcoder2DecoderLayer.forward
+    (input_layernorm, nn.LayerNorm with norm_epsilon), Starcoder2Attention:
+    q/k/v_proj with bias=use_bias, the Llama rotation over head_dim."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    z = layer_norm(x, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"],
+                   cfg.get("norm_epsilon", 1e-5))
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("use_bias", True):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    q, k, att = _rope_qk(q, k, positions, cfg, H, KV, hd, partial=False)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def _round_to(a, dtype):
+    """torch's rounding of a float32 array to dtype (F32: none)."""
+    a = np.asarray(a, np.float32)
+    shape = a.shape
+    a = np.atleast_1d(a)
+    if dtype == "F16":
+        out = a.astype(np.float16).astype(np.float64)
+    elif dtype == "BF16":  # round to nearest even on the top 16 bits
+        u = a.view(np.uint32).astype(np.uint64)
+        one, half = np.uint64(1), np.uint64(0x7FFF)
+        bits = (((u + half + ((u >> np.uint64(16)) & one)) >> np.uint64(16)) << np.uint64(16))
+        out = bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    else:
+        out = a.astype(np.float64)
+    return out.reshape(shape)
+
+
+def gemma(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="F32"):
+    """modeling_gemma.py: GemmaModel.forward multiplies the embeddings by
+    normalizer = tensor(hidden_size ** 0.5, dtype=hidden_states.dtype)
+    (token embeddings: the product in the embedding dtype); GemmaRMSNorm:
+    x * rsqrt(mean(x^2) + eps) * (1.0 + w.float()); GemmaAttention: head_dim
+    from the config, the Llama rotation."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim", 256)
+    h = x
+    if layer == 0:
+        s = float(_round_to(np.float32(math.sqrt(cfg["hidden_size"])), dtype))
+        h = _round_to((x * s).astype(np.float32), dtype) if from_ids else x * s
+    one_plus_w = (np.float32(1.0) + w[p + "input_layernorm.weight"].astype(np.float32))
+    z = rms_norm(h, one_plus_w.astype(np.float64), cfg.get("rms_norm_eps", 1e-6))
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    q, k, att = _rope_qk(q, k, positions, dict(cfg, head_dim=hd), H, KV, hd, partial=False)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
