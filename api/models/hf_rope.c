@@ -27,6 +27,7 @@
 
 #include "models/hf.h"
 #include "models/scheme.h"
+#include "json/json_fields.h"
 
 /* The rope types, indexed by rope_type. */
 typedef enum rope_type {
@@ -303,8 +304,10 @@ int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
     const json_t *pv = pt ? pt : (pb && !json_is_null(pb)) ? pb : NULL;
     if (pv) {
         if (!json_is_number(pv) || !(json_number_value(pv) > 0) || json_number_value(pv) > 1) {
-            hf_value_fail(h, err, "%s must be a number in (0, 1]",
-                          pt ? ptkey : "rope block's partial_rotary_factor");
+            char got[64];
+            jf_describe(pv, got, sizeof got);
+            hf_value_fail(h, err, "%s must be a number in (0, 1], got %s",
+                          pt ? ptkey : "rope block's partial_rotary_factor", got);
             goto fail;
         }
         prf = json_number_value(pv);

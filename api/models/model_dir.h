@@ -11,8 +11,12 @@
  *   and wv are required; other tensors in the file are ignored.
  * - Hugging Face's, recognised by its `model_type`: llama, mistral,
  *   mixtral, qwen2 (hf_llama.c), gpt2, bert, bloom, t5 and mt5 (the
- *   encoder). One attention layer is served (`layer`, default 0); only the
- *   tensors it needs are read.
+ *   encoder), gpt_neox, phi, phi3, starcoder2, gemma (hf_<type>.c). One
+ *   attention layer is served (`layer`, default 0); only the tensors it
+ *   needs are read.
+ *
+ * Every file is opened as a regular file without blocking (model_file.h);
+ * errors are the loader's own (model_error.h).
  */
 #ifndef MODEL_DIR_H
 #define MODEL_DIR_H

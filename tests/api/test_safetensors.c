@@ -132,7 +132,8 @@ static void reads(void)
     CHECK(st_set_read(s, "a", 2, (size_t[]){2, 3}, &t, NULL, &err) != 0 &&
               strstr(err.message, "[2, 2], expected [2, 3]") && t.data == NULL,
           "shape mismatch names both shapes: %s", err.message);
-    CHECK(st_set_read(s, "zz", 1, &one, &t, NULL, &err) != 0 && strstr(err.message, "no tensor zz"),
+    CHECK(st_set_read(s, "zz", 1, &one, &t, NULL, &err) != 0 && strstr(err.message, "no tensor zz") &&
+              err.kind == MODEL_E_TENSOR,
           "missing tensor: %s", err.message);
     st_set_close(s);
 }
@@ -199,7 +200,8 @@ static void refused(void)
     CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "truncated"),
           "5-byte file: %s", err.message);
     unlink(path);
-    CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "neither"),
+    CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "neither") &&
+              err.kind == MODEL_E_FILE,
           "no weights at all: %s", err.message);
 }
 
@@ -226,7 +228,8 @@ static void loader_errors(void)
         fclose(f);
     }
     CHECK(model_load_dir("m", dir, false, 0, NULL, &err) == NULL &&
-              strstr(err.message, "config.json: missing key 'num_attention_heads'"),
+              strstr(err.message, "config.json: missing key 'num_attention_heads'") &&
+              err.kind == MODEL_E_KEY,
           "llama config without heads: %s", err.message);
     unlink(path);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);

@@ -494,6 +494,55 @@ def malformed_cases(root):
     return out
 
 
+def new_arch_malformed(root):
+    """A malformed value of each key the new loaders read: exit 2 naming it."""
+    out = []
+
+    def case(label, ckpt, want, **over):
+        d = os.path.join(root, "bad_" + label.replace(" ", "_").replace(":", ""))
+        cfg = {kk: v for kk, v in dict(ckpt.config, **over).items() if v is not None}
+        ckpt.write(d, config=cfg)
+        out.append((label, d, ["config.json"] + want))
+
+    neox, phi, phi3 = ck.gpt_neox(layers=1), ck.phi(layers=1), ck.phi3(layers=1)
+    sc2, gem = ck.starcoder2(layers=1), ck.gemma(layers=1)
+    case("gpt_neox: rotary_pct 0", neox, ["rotary_pct", "(0, 1]"], rotary_pct=0)
+    case("gpt_neox: rotary_pct 1.5", neox, ["rotary_pct", "(0, 1]"], rotary_pct=1.5)
+    case("gpt_neox: rotary_pct a string", neox, ["rotary_pct"], rotary_pct="quarter")
+    case("gpt_neox: rotary_emb_base 0", neox, ["rotary_emb_base", "0"], rotary_emb_base=0)
+    case("gpt_neox: attention_bias not a boolean", neox, ["attention_bias"], attention_bias=1)
+    case("gpt_neox: heads not dividing hidden_size", neox, ["hidden_size", "5"],
+         num_attention_heads=5)
+    case("phi: qk_layernorm true", phi, ["qk_layernorm", "true", "not supported"],
+         qk_layernorm=True)
+    case("phi: odd rotary width", phi, ["rotary width", "5", "partial_rotary_factor"],
+         partial_rotary_factor=0.5)
+    case("phi: layer_norm_eps negative", phi, ["layer_norm_eps", "-1"], layer_norm_eps=-1.0)
+    case("phi3: short_factor of the wrong length", phi3, ["short_factor", "3 entries", "4"],
+         rope_scaling=dict(phi3.config["rope_scaling"], short_factor=[1.0, 1.0, 1.0]))
+    case("phi3: rope type su", phi3, ["rope type 'su'", "not supported"],
+         rope_scaling=dict(phi3.config["rope_scaling"], type="su"))
+    case("phi3: long_factor missing", phi3, ["long_factor"],
+         rope_scaling={"type": "longrope", "short_factor": [1.0] * 4})
+    case("phi3: partial_rotary_factor 2", phi3, ["partial_rotary_factor", "(0, 1]"],
+         partial_rotary_factor=2.0)
+    case("starcoder2: use_bias not a boolean", sc2, ["use_bias", "true or false"], use_bias="yes")
+    case("starcoder2: norm_epsilon 0", sc2, ["norm_epsilon", "> 0"], norm_epsilon=0)
+    case("starcoder2: kv heads not dividing", sc2, ["num_key_value_heads", "4"],
+         num_key_value_heads=4)
+    case("gemma: head_dim 0", gem, ["head_dim", "0", "out of range"], head_dim=0)
+    case("gemma: rms_norm_eps a string", gem, ["rms_norm_eps"], rms_norm_eps="tiny")
+    # an embedding that overflows float16 once multiplied by sqrt(hidden_size)
+    big = ck.gemma(layers=1, dtype="F16")
+    big.tensors = [(n, dt, np.full_like(a, 30000.0) if n == "model.embed_tokens.weight" else a)
+                   for n, dt, a in big.tensors]
+    d = os.path.join(root, "bad_gemma_overflow")
+    big.write(d)
+    out.append(("gemma: normalized embedding overflows F16", d,
+                ["config.json", "embed_tokens.weight", "overflows F16"]))
+    return out
+
+
 def fifo_cases(root):
     """A FIFO where a file should be must not block start-up (item 9)."""
     out = []
@@ -523,7 +572,8 @@ def long_path_case(root):
 
 
 def malformed_checks(root):
-    for label, d, want in malformed_cases(root) + fifo_cases(root) + [long_path_case(root)]:
+    for label, d, want in (malformed_cases(root) + new_arch_malformed(root) + fifo_cases(root) +
+                           [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
