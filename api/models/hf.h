@@ -1,8 +1,9 @@
 /*
- * hf.h - what the Hugging Face architecture loaders (hf_llama.c, hf_gpt2.c,
- * hf_bert.c, hf_bloom.c, hf_t5.c) share: the load in progress, config.json
- * readers and tensor readers whose errors name the file and the key or
- * tensor.
+ * hf.h - what the Hugging Face architecture loaders (hf_<model_type>.c:
+ * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma)
+ * share: the load in progress, config.json readers and tensor readers
+ * whose errors (model_error.h) name the file and the key or tensor, the
+ * rope parameters and the splitting of fused projections.
  *
  * Each loader maps one architecture's config keys and tensors onto a model
  * (model.h) so that /apply reproduces that architecture's path from token
