@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """Model directories over HTTP: for each architecture (Llama family, GPT-2,
-BERT, BLOOM, T5), each dtype (F32, F16, BF16), single and sharded files,
+BERT, BLOOM, T5; GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma in a second
+server), each dtype (F32, F16, BF16), single and sharded files,
 layer 0 and a later layer, token_ids and embeddings, /apply must return the
 Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
 hf_ref.py; every Hugging Face rope scaling type is checked the same way;
 /info must describe each model; and every malformed checkpoint must stop
 the server at startup with exit status 2 and a message naming the file and
-the tensor or key.
+the tensor or key (FIFOs in place of files included, and messages longer
+than the API's 512-byte error text); accepted oddities (rope_scaling keys
+Hugging Face does not read, Llama's ignored partial_rotary_factor) give one
+warning line each.
 
 Usage: BUILD=build tests/models/test_models.py   (prints "N passed, M failed")
 """
