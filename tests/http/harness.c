@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,34 +30,6 @@ extern char **environ;
 /* ---------------------------------------------------------------------- */
 /* Checks                                                                  */
 /* ---------------------------------------------------------------------- */
-
-static atomic_long g_passed;
-static atomic_long g_failed;
-static pthread_mutex_t g_print_lock = PTHREAD_MUTEX_INITIALIZER;
-
-bool check_at(bool ok, const char *file, int line, const char *label,
-              const char *fmt, ...)
-{
-    if (ok) {
-        atomic_fetch_add(&g_passed, 1);
-        return true;
-    }
-    atomic_fetch_add(&g_failed, 1);
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *base = strrchr(file, '/');
-    pthread_mutex_lock(&g_print_lock);
-    printf("FAIL %s: %s  (%s:%d)\n", label, msg, base ? base + 1 : file, line);
-    fflush(stdout);
-    pthread_mutex_unlock(&g_print_lock);
-    return false;
-}
-
-long checks_passed(void) { return atomic_load(&g_passed); }
-long checks_failed(void) { return atomic_load(&g_failed); }
 
 bool under_valgrind(void)
 {
@@ -219,7 +190,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     int pfd[2];
     if (pipe(pfd) != 0) {
         free(envp);
-        return CHECK(false, label, "pipe: %s", strerror(errno));
+        return CHECK_FAIL(label, "pipe: %s", strerror(errno));
     }
     fflush(stdout);
     fflush(stderr);
@@ -228,7 +199,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
         free(envp);
         close(pfd[0]);
         close(pfd[1]);
-        return CHECK(false, label, "fork: %s", strerror(errno));
+        return CHECK_FAIL(label, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
         dup2(pfd[1], 1);
@@ -294,9 +265,8 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
         if (used == sizeof line - 1)
             used = 0; /* a very long line without newline: drop it */
     }
-    if (!found) {
-        CHECK(false, label, "no \"posenc listening on http://HOST:PORT\" line on stdout "
-              "(server %s)", argv[under_valgrind() ? 4 : 0]);
+    if (!CHECK(found, label, "no \"posenc listening on http://HOST:PORT\" line on stdout "
+               "(server %s)", argv[under_valgrind() ? 5 : 0])) {
         kill(s->pid, SIGKILL);
         int st;
         waitpid(s->pid, &st, 0);
@@ -310,7 +280,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     if (pthread_create(&th, NULL, drain_thread, (void *)(intptr_t)s->out_fd) == 0)
         pthread_detach(th);
     s->started = true;
-    return CHECK(true, label, "started");
+    return true;
 }
 
 void server_stop(server *s)
@@ -327,22 +297,20 @@ void server_stop(server *s)
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    char why[160] = "";
     if (w == 0) {
         kill(s->pid, SIGKILL);
         waitpid(s->pid, &st, 0);
-        CHECK(false, label, "server did not exit after SIGTERM; killed");
-        print_log_tail(s, 30);
+        snprintf(why, sizeof why, "server did not exit after SIGTERM; killed");
     } else if (WIFSIGNALED(st)) {
-        CHECK(false, label, "server died of signal %d (%s)", WTERMSIG(st),
-              strsignal(WTERMSIG(st)));
-        print_log_tail(s, 40);
+        snprintf(why, sizeof why, "server died of signal %d (%s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
     } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-        CHECK(false, label, "server exited with status %d%s", WEXITSTATUS(st),
-              WEXITSTATUS(st) == 99 ? " (valgrind found errors or leaks)" : "");
-        print_log_tail(s, 40);
-    } else {
-        CHECK(true, label, "exit 0");
+        snprintf(why, sizeof why, "server exited with status %d%s", WEXITSTATUS(st),
+                 WEXITSTATUS(st) == 99 ? " (valgrind found errors or leaks)" : "");
     }
+    if (!CHECK(why[0] == '\0', label, "%s", why))
+        print_log_tail(s, w == 0 ? 30 : 40);
     s->pid = 0;
     s->started = false;
 }
@@ -961,7 +929,7 @@ bool get_farr(const char *label, const http_resp *r, const char *key, farr *a)
 {
     memset(a, 0, sizeof *a);
     if (!r->body || r->status != 200)
-        return CHECK(false, label, "no 200 response to read \"%s\" from (status %ld)", key,
+        return CHECK_FAIL(label, "no 200 response to read \"%s\" from (status %ld)", key,
                      r->status);
     const char *v = find_top_key(r->body, r->len, key);
     if (!CHECK(v != NULL, label, "response has no field \"%s\"", key))
@@ -1094,12 +1062,12 @@ bool check_close(const char *label, const char *what, const farr *a,
         if (!(err <= tol) && bad++ == 0)
             first = i;
     }
-    if (bad == 0)
-        return CHECK(true, label, "ok");
-    char idx[96];
-    index_text(idx, sizeof idx, a, first);
-    return CHECK(false, label, "%s: %zu of %zu values off; first %s got %.9g want %.9g; max |err| %.3g",
-                 what, bad, n, idx, (double)a->v[first], want[first], maxerr);
+    char idx[96] = "";
+    if (bad)
+        index_text(idx, sizeof idx, a, first);
+    return CHECK(bad == 0, label,
+                 "%s: %zu of %zu values off; first %s got %.9g, want %.9g; max |err| %.3g", what,
+                 bad, n, idx, bad ? (double)a->v[first] : 0.0, bad ? want[first] : 0.0, maxerr);
 }
 
 bool check_close_rownorm(const char *label, const char *what, const farr *a,
@@ -1124,13 +1092,13 @@ bool check_close_rownorm(const char *label, const char *what, const farr *a,
                 first = i;
         }
     }
-    if (bad == 0)
-        return CHECK(true, label, "ok");
-    char idx[96];
-    index_text(idx, sizeof idx, a, first);
-    return CHECK(false, label,
-                 "%s: %zu of %zu values off; first %s got %.9g want %.9g; max err/rownorm %.3g",
-                 what, bad, n, idx, (double)a->v[first], want[first], maxrel);
+    char idx[96] = "";
+    if (bad)
+        index_text(idx, sizeof idx, a, first);
+    return CHECK(bad == 0, label,
+                 "%s: %zu of %zu values off; first %s got %.9g, want %.9g; max err/rownorm %.3g",
+                 what, bad, n, idx, bad ? (double)a->v[first] : 0.0, bad ? want[first] : 0.0,
+                 maxrel);
 }
 
 bool check_exact(const char *label, const char *what, const farr *a,
@@ -1143,12 +1111,12 @@ bool check_exact(const char *label, const char *what, const farr *a,
         if (memcmp(&a->v[i], &want[i], sizeof(float)) != 0 && bad++ == 0)
             first = i;
     }
-    if (bad == 0)
-        return CHECK(true, label, "ok");
-    char idx[96];
-    index_text(idx, sizeof idx, a, first);
-    return CHECK(false, label, "%s: %zu of %zu values not bit-identical; first %s got %.9g want %.9g",
-                 what, bad, n, idx, (double)a->v[first], (double)want[first]);
+    char idx[96] = "";
+    if (bad)
+        index_text(idx, sizeof idx, a, first);
+    return CHECK(bad == 0, label,
+                 "%s: %zu of %zu values not bit-identical; first %s got %.9g, want %.9g", what,
+                 bad, n, idx, bad ? (double)a->v[first] : 0.0, bad ? (double)want[first] : 0.0);
 }
 
 /* ---------------------------------------------------------------------- */
