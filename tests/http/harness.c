@@ -557,7 +557,7 @@ bool http_header(const http_resp *r, const char *name, char *buf, size_t n)
     return false;
 }
 
-static const char *find_nocase(const char *hay, const char *needle)
+const char *find_nocase(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
     for (; *hay; hay++)

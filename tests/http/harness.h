@@ -212,6 +212,10 @@ void trng_seed(trng *r, uint64_t seed);
 float trng_uniform(trng *r, float lo, float hi);
 void trng_fill(trng *r, float *v, size_t n, float lo, float hi);
 
+/* strcasestr without _GNU_SOURCE: the first place of needle in hay,
+ * ignoring case, or NULL. */
+const char *find_nocase(const char *hay, const char *needle);
+
 /* Integer/string members of a JSON object (NULL/-1 when absent). */
 const char *jstr(const json_t *obj, const char *key);
 long long jint(const json_t *obj, const char *key, long long absent);
