@@ -1047,27 +1047,53 @@ static double ulp_f32(double want)
     return (double)up - (double)f;
 }
 
+/* What a comparison of a response array with a reference found. */
+typedef struct mismatch {
+    size_t bad;             /* elements outside the tolerance */
+    size_t first;           /* the first of them */
+    double want_first;      /* its reference value */
+    const char *worst_name; /* "max |err|" etc., or NULL: no worst figure */
+    double worst;
+} mismatch;
+
+/* Count one check of the comparison: pass when nothing was off, else
+ * "what: B of N values <off>; first [i][j] got G, want W; <worst>". */
+static bool report_values(const char *label, const char *what, const farr *a, size_t n,
+                          const mismatch *m, const char *off)
+{
+    char idx[96] = "", worst[64] = "";
+    if (m->bad)
+        index_text(idx, sizeof idx, a, m->first);
+    if (m->worst_name)
+        snprintf(worst, sizeof worst, "; %s %.3g", m->worst_name, m->worst);
+    return CHECK(m->bad == 0, label, "%s: %zu of %zu values %s; first %s got %.9g, want %.9g%s",
+                 what, m->bad, n, off, idx, m->bad ? (double)a->v[m->first] : 0.0,
+                 m->want_first, worst);
+}
+
+static void note_bad(mismatch *m, size_t i, double want)
+{
+    if (m->bad++ == 0) {
+        m->first = i;
+        m->want_first = want;
+    }
+}
+
 bool check_close(const char *label, const char *what, const farr *a,
                  const double *want, size_t n, double abs_tol, double rel_ulps)
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
-    size_t bad = 0, first = 0;
-    double maxerr = 0;
+    mismatch m = {.worst_name = "max |err|"};
     for (size_t i = 0; i < n; i++) {
         double err = fabs((double)a->v[i] - want[i]);
         double tol = abs_tol + rel_ulps * ulp_f32(want[i]);
-        if (err > maxerr || isnan(err))
-            maxerr = err;
-        if (!(err <= tol) && bad++ == 0)
-            first = i;
+        if (err > m.worst || isnan(err))
+            m.worst = err;
+        if (!(err <= tol))
+            note_bad(&m, i, want[i]);
     }
-    char idx[96] = "";
-    if (bad)
-        index_text(idx, sizeof idx, a, first);
-    return CHECK(bad == 0, label,
-                 "%s: %zu of %zu values off; first %s got %.9g, want %.9g; max |err| %.3g", what,
-                 bad, n, idx, bad ? (double)a->v[first] : 0.0, bad ? want[first] : 0.0, maxerr);
+    return report_values(label, what, a, n, &m, "off");
 }
 
 bool check_close_rownorm(const char *label, const char *what, const farr *a,
@@ -1076,8 +1102,7 @@ bool check_close_rownorm(const char *label, const char *what, const farr *a,
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
-    size_t bad = 0, first = 0;
-    double maxrel = 0;
+    mismatch m = {.worst_name = "max err/rownorm"};
     for (size_t r0 = 0; r0 < n; r0 += row) {
         double norm = 0;
         for (size_t i = r0; i < r0 + row && i < n; i++)
@@ -1086,19 +1111,13 @@ bool check_close_rownorm(const char *label, const char *what, const farr *a,
         for (size_t i = r0; i < r0 + row && i < n; i++) {
             double err = fabs((double)a->v[i] - want[i]);
             double tol = rel * norm + abs_tol;
-            if (norm > 0 && err / norm > maxrel)
-                maxrel = err / norm;
-            if (!(err <= tol) && bad++ == 0)
-                first = i;
+            if (norm > 0 && err / norm > m.worst)
+                m.worst = err / norm;
+            if (!(err <= tol))
+                note_bad(&m, i, want[i]);
         }
     }
-    char idx[96] = "";
-    if (bad)
-        index_text(idx, sizeof idx, a, first);
-    return CHECK(bad == 0, label,
-                 "%s: %zu of %zu values off; first %s got %.9g, want %.9g; max err/rownorm %.3g",
-                 what, bad, n, idx, bad ? (double)a->v[first] : 0.0, bad ? want[first] : 0.0,
-                 maxrel);
+    return report_values(label, what, a, n, &m, "off");
 }
 
 bool check_exact(const char *label, const char *what, const farr *a,
@@ -1106,17 +1125,11 @@ bool check_exact(const char *label, const char *what, const farr *a,
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (memcmp(&a->v[i], &want[i], sizeof(float)) != 0 && bad++ == 0)
-            first = i;
-    }
-    char idx[96] = "";
-    if (bad)
-        index_text(idx, sizeof idx, a, first);
-    return CHECK(bad == 0, label,
-                 "%s: %zu of %zu values not bit-identical; first %s got %.9g, want %.9g", what,
-                 bad, n, idx, bad ? (double)a->v[first] : 0.0, bad ? (double)want[first] : 0.0);
+    mismatch m = {0};
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a->v[i], &want[i], sizeof(float)) != 0)
+            note_bad(&m, i, (double)want[i]);
+    return report_values(label, what, a, n, &m, "not bit-identical");
 }
 
 /* ---------------------------------------------------------------------- */
