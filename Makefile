@@ -44,7 +44,7 @@ API_SRC = $(wildcard api/*.c api/json/*.c api/models/*.c)
 API_CXX_SRC = $(wildcard api/json/*.cc)
 SERVER_SRC = $(wildcard server/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
-HTTP_SRC = $(wildcard tests/http/*.c)
+HTTP_SRC = $(wildcard tests/http/*.c) tests/unit/check.c
 API_TEST_SRC = $(wildcard tests/api/*.c) tests/unit/check.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)

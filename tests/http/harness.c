@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,34 +30,6 @@ extern char **environ;
 /* ---------------------------------------------------------------------- */
 /* Checks                                                                  */
 /* ---------------------------------------------------------------------- */
-
-static atomic_long g_passed;
-static atomic_long g_failed;
-static pthread_mutex_t g_print_lock = PTHREAD_MUTEX_INITIALIZER;
-
-bool check_at(bool ok, const char *file, int line, const char *label,
-              const char *fmt, ...)
-{
-    if (ok) {
-        atomic_fetch_add(&g_passed, 1);
-        return true;
-    }
-    atomic_fetch_add(&g_failed, 1);
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *base = strrchr(file, '/');
-    pthread_mutex_lock(&g_print_lock);
-    printf("FAIL %s: %s  (%s:%d)\n", label, msg, base ? base + 1 : file, line);
-    fflush(stdout);
-    pthread_mutex_unlock(&g_print_lock);
-    return false;
-}
-
-long checks_passed(void) { return atomic_load(&g_passed); }
-long checks_failed(void) { return atomic_load(&g_failed); }
 
 bool under_valgrind(void)
 {
@@ -219,7 +190,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     int pfd[2];
     if (pipe(pfd) != 0) {
         free(envp);
-        return CHECK(false, label, "pipe: %s", strerror(errno));
+        return CHECK_FAIL(label, "pipe: %s", strerror(errno));
     }
     fflush(stdout);
     fflush(stderr);
@@ -228,7 +199,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
         free(envp);
         close(pfd[0]);
         close(pfd[1]);
-        return CHECK(false, label, "fork: %s", strerror(errno));
+        return CHECK_FAIL(label, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
         dup2(pfd[1], 1);
@@ -294,9 +265,8 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
         if (used == sizeof line - 1)
             used = 0; /* a very long line without newline: drop it */
     }
-    if (!found) {
-        CHECK(false, label, "no \"posenc listening on http://HOST:PORT\" line on stdout "
-              "(server %s)", argv[under_valgrind() ? 4 : 0]);
+    if (!CHECK(found, label, "no \"posenc listening on http://HOST:PORT\" line on stdout "
+               "(server %s)", argv[under_valgrind() ? 5 : 0])) {
         kill(s->pid, SIGKILL);
         int st;
         waitpid(s->pid, &st, 0);
@@ -310,7 +280,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     if (pthread_create(&th, NULL, drain_thread, (void *)(intptr_t)s->out_fd) == 0)
         pthread_detach(th);
     s->started = true;
-    return CHECK(true, label, "started");
+    return true;
 }
 
 void server_stop(server *s)
@@ -327,22 +297,20 @@ void server_stop(server *s)
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    char why[160] = "";
     if (w == 0) {
         kill(s->pid, SIGKILL);
         waitpid(s->pid, &st, 0);
-        CHECK(false, label, "server did not exit after SIGTERM; killed");
-        print_log_tail(s, 30);
+        snprintf(why, sizeof why, "server did not exit after SIGTERM; killed");
     } else if (WIFSIGNALED(st)) {
-        CHECK(false, label, "server died of signal %d (%s)", WTERMSIG(st),
-              strsignal(WTERMSIG(st)));
-        print_log_tail(s, 40);
+        snprintf(why, sizeof why, "server died of signal %d (%s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
     } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-        CHECK(false, label, "server exited with status %d%s", WEXITSTATUS(st),
-              WEXITSTATUS(st) == 99 ? " (valgrind found errors or leaks)" : "");
-        print_log_tail(s, 40);
-    } else {
-        CHECK(true, label, "exit 0");
+        snprintf(why, sizeof why, "server exited with status %d%s", WEXITSTATUS(st),
+                 WEXITSTATUS(st) == 99 ? " (valgrind found errors or leaks)" : "");
     }
+    if (!CHECK(why[0] == '\0', label, "%s", why))
+        print_log_tail(s, w == 0 ? 30 : 40);
     s->pid = 0;
     s->started = false;
 }
@@ -589,7 +557,7 @@ bool http_header(const http_resp *r, const char *name, char *buf, size_t n)
     return false;
 }
 
-static const char *find_nocase(const char *hay, const char *needle)
+const char *find_nocase(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
     for (; *hay; hay++)
@@ -961,7 +929,7 @@ bool get_farr(const char *label, const http_resp *r, const char *key, farr *a)
 {
     memset(a, 0, sizeof *a);
     if (!r->body || r->status != 200)
-        return CHECK(false, label, "no 200 response to read \"%s\" from (status %ld)", key,
+        return CHECK_FAIL(label, "no 200 response to read \"%s\" from (status %ld)", key,
                      r->status);
     const char *v = find_top_key(r->body, r->len, key);
     if (!CHECK(v != NULL, label, "response has no field \"%s\"", key))
@@ -1079,27 +1047,53 @@ static double ulp_f32(double want)
     return (double)up - (double)f;
 }
 
+/* What a comparison of a response array with a reference found. */
+typedef struct mismatch {
+    size_t bad;             /* elements outside the tolerance */
+    size_t first;           /* the first of them */
+    double want_first;      /* its reference value */
+    const char *worst_name; /* "max |err|" etc., or NULL: no worst figure */
+    double worst;
+} mismatch;
+
+/* Count one check of the comparison: pass when nothing was off, else
+ * "what: B of N values <off>; first [i][j] got G, want W; <worst>". */
+static bool report_values(const char *label, const char *what, const farr *a, size_t n,
+                          const mismatch *m, const char *off)
+{
+    char idx[96] = "", worst[64] = "";
+    if (m->bad)
+        index_text(idx, sizeof idx, a, m->first);
+    if (m->worst_name)
+        snprintf(worst, sizeof worst, "; %s %.3g", m->worst_name, m->worst);
+    return CHECK(m->bad == 0, label, "%s: %zu of %zu values %s; first %s got %.9g, want %.9g%s",
+                 what, m->bad, n, off, idx, m->bad ? (double)a->v[m->first] : 0.0,
+                 m->want_first, worst);
+}
+
+static void note_bad(mismatch *m, size_t i, double want)
+{
+    if (m->bad++ == 0) {
+        m->first = i;
+        m->want_first = want;
+    }
+}
+
 bool check_close(const char *label, const char *what, const farr *a,
                  const double *want, size_t n, double abs_tol, double rel_ulps)
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
-    size_t bad = 0, first = 0;
-    double maxerr = 0;
+    mismatch m = {.worst_name = "max |err|"};
     for (size_t i = 0; i < n; i++) {
         double err = fabs((double)a->v[i] - want[i]);
         double tol = abs_tol + rel_ulps * ulp_f32(want[i]);
-        if (err > maxerr || isnan(err))
-            maxerr = err;
-        if (!(err <= tol) && bad++ == 0)
-            first = i;
+        if (err > m.worst || isnan(err))
+            m.worst = err;
+        if (!(err <= tol))
+            note_bad(&m, i, want[i]);
     }
-    if (bad == 0)
-        return CHECK(true, label, "ok");
-    char idx[96];
-    index_text(idx, sizeof idx, a, first);
-    return CHECK(false, label, "%s: %zu of %zu values off; first %s got %.9g want %.9g; max |err| %.3g",
-                 what, bad, n, idx, (double)a->v[first], want[first], maxerr);
+    return report_values(label, what, a, n, &m, "off");
 }
 
 bool check_close_rownorm(const char *label, const char *what, const farr *a,
@@ -1108,8 +1102,7 @@ bool check_close_rownorm(const char *label, const char *what, const farr *a,
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
-    size_t bad = 0, first = 0;
-    double maxrel = 0;
+    mismatch m = {.worst_name = "max err/rownorm"};
     for (size_t r0 = 0; r0 < n; r0 += row) {
         double norm = 0;
         for (size_t i = r0; i < r0 + row && i < n; i++)
@@ -1118,19 +1111,13 @@ bool check_close_rownorm(const char *label, const char *what, const farr *a,
         for (size_t i = r0; i < r0 + row && i < n; i++) {
             double err = fabs((double)a->v[i] - want[i]);
             double tol = rel * norm + abs_tol;
-            if (norm > 0 && err / norm > maxrel)
-                maxrel = err / norm;
-            if (!(err <= tol) && bad++ == 0)
-                first = i;
+            if (norm > 0 && err / norm > m.worst)
+                m.worst = err / norm;
+            if (!(err <= tol))
+                note_bad(&m, i, want[i]);
         }
     }
-    if (bad == 0)
-        return CHECK(true, label, "ok");
-    char idx[96];
-    index_text(idx, sizeof idx, a, first);
-    return CHECK(false, label,
-                 "%s: %zu of %zu values off; first %s got %.9g want %.9g; max err/rownorm %.3g",
-                 what, bad, n, idx, (double)a->v[first], want[first], maxrel);
+    return report_values(label, what, a, n, &m, "off");
 }
 
 bool check_exact(const char *label, const char *what, const farr *a,
@@ -1138,17 +1125,11 @@ bool check_exact(const char *label, const char *what, const farr *a,
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (memcmp(&a->v[i], &want[i], sizeof(float)) != 0 && bad++ == 0)
-            first = i;
-    }
-    if (bad == 0)
-        return CHECK(true, label, "ok");
-    char idx[96];
-    index_text(idx, sizeof idx, a, first);
-    return CHECK(false, label, "%s: %zu of %zu values not bit-identical; first %s got %.9g want %.9g",
-                 what, bad, n, idx, (double)a->v[first], (double)want[first]);
+    mismatch m = {0};
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a->v[i], &want[i], sizeof(float)) != 0)
+            note_bad(&m, i, (double)want[i]);
+    return report_values(label, what, a, n, &m, "not bit-identical");
 }
 
 /* ---------------------------------------------------------------------- */

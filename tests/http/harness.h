@@ -3,11 +3,11 @@
  * server, send requests with libcurl, read float arrays out of responses
  * exactly, and count checks.
  *
- * Every check prints nothing when it passes and one line when it fails:
- *     FAIL <label>: <what>  (file:line)
+ * Checks are those of every C harness (tests/unit/check_core.h): nothing
+ * when they pass, one line when they fail,
+ *     FAIL <file>:<line>: <label>: <what>
  * where <label> names the request (method, path and a short description),
- * so that a failure can be reproduced by hand. Counters are atomic: checks
- * may run in several threads at once.
+ * so that a failure can be reproduced by hand.
  */
 #ifndef POSENC_TEST_HARNESS_H
 #define POSENC_TEST_HARNESS_H
@@ -19,18 +19,16 @@
 
 #include <jansson.h>
 
+#include "../unit/check_core.h"
+
 /* ---------------------------------------------------------------------- */
 /* Checks                                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* Record one check; on failure print "FAIL label: fmt... (file:line)".
- * Returns ok so that callers can stop a test that cannot go on. */
-bool check_at(bool ok, const char *file, int line, const char *label,
-              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Record one check of the request `label` (check_at of check_core.h);
+ * returns ok so that callers can stop a test that cannot go on.
+ * CHECK_INT_EQ, CHECK_STR_EQ and CHECK_FAIL come from check_core.h. */
 #define CHECK(ok, label, ...) check_at((ok), __FILE__, __LINE__, (label), __VA_ARGS__)
-
-long checks_passed(void);
-long checks_failed(void);
 
 /* Timeouts are long under valgrind (env VALGRIND=1). */
 bool under_valgrind(void);
@@ -213,6 +211,10 @@ typedef struct trng {
 void trng_seed(trng *r, uint64_t seed);
 float trng_uniform(trng *r, float lo, float hi);
 void trng_fill(trng *r, float *v, size_t n, float lo, float hi);
+
+/* strcasestr without _GNU_SOURCE: the first place of needle in hay,
+ * ignoring case, or NULL. */
+const char *find_nocase(const char *hay, const char *needle);
 
 /* Integer/string members of a JSON object (NULL/-1 when absent). */
 const char *jstr(const json_t *obj, const char *key);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cases.h"
 #include "refs.h"
 #include "tests.h"
 
@@ -272,15 +273,101 @@ static void apply_check(const server *s, const char *label, const char *body, co
     http_resp_free(&r);
 }
 
-/* "embeddings": x with the given shape. */
-static void put_x(sbuf *b, const float *x, size_t batch, size_t t, size_t d)
+/* ---------------------------------------------------------------------- */
+/* /apply cases as data                                                     */
+/* ---------------------------------------------------------------------- */
+
+/* Which model a case's body names. */
+typedef enum {
+    MODEL_IMPLICIT,     /* no "model": the default model */
+    MODEL_NAMED_DEFAULT, /* "model":"default" */
+    MODEL_INLINE        /* "model": the case's tmodel as JSON */
+} model_form;
+
+/* How a case's body carries its input. */
+typedef enum {
+    INPUT_JSON,   /* "embeddings": nested numbers */
+    INPUT_BASE64, /* "embeddings": base64, with "shape" */
+    INPUT_IN_TAIL /* none here: the tail carries "token_ids" */
+} input_form;
+
+/* One /apply request and what it must compute. The body is
+ * {model, input, tail} (the parts present, in this order). */
+typedef struct apply_case {
+    const char *name;
+    model_form model;
+    input_form input;
+    const char *tail;        /* the other members, e.g. "\"offset\":2"; NULL: none */
+    aref ref;                /* the model (ref.m), the input and how to compute the answer */
+    const char *want_scheme; /* the "scheme" the answer names */
+    const char *want_arrays; /* the arrays it carries (comma list), and no others */
+} apply_case;
+
+static void put_input(sbuf *b, const apply_case *c)
 {
-    size_t sh[3] = {batch, t, d};
+    const aref *a = &c->ref;
+    size_t d = a->m->d, sh[3] = {a->batch, a->t, d};
     sb_puts(b, "\"embeddings\":");
-    if (batch)
-        sb_farray(b, x, 3, sh);
-    else
-        sb_farray(b, x, 2, sh + 1);
+    if (c->input == INPUT_BASE64) {
+        sb_base64_floats(b, a->x, rows_of(a) * d);
+        if (a->batch)
+            sb_printf(b, ",\"shape\":[%zu,%zu,%zu]", a->batch, a->t, d);
+        else
+            sb_printf(b, ",\"shape\":[%zu,%zu]", a->t, d);
+    } else if (a->batch) {
+        sb_farray(b, a->x, 3, sh);
+    } else {
+        sb_farray(b, a->x, 2, sh + 1);
+    }
+}
+
+static void apply_body(sbuf *b, const apply_case *c)
+{
+    bool comma = false;
+    sb_puts(b, "{");
+    if (c->model == MODEL_NAMED_DEFAULT) {
+        sb_puts(b, "\"model\":\"default\"");
+        comma = true;
+    } else if (c->model == MODEL_INLINE) {
+        sb_puts(b, "\"model\":");
+        tmodel_json(b, c->ref.m);
+        comma = true;
+    }
+    if (c->input != INPUT_IN_TAIL) {
+        sb_puts(b, comma ? "," : "");
+        put_input(b, c);
+        comma = true;
+    }
+    if (c->tail) {
+        sb_puts(b, comma ? "," : "");
+        sb_puts(b, c->tail);
+    }
+    sb_puts(b, "}");
+}
+
+/* Compute each case's reference, POST its body and compare the answer. */
+static void run_apply_cases(const server *s, apply_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        apply_case *c = &cases[i];
+        aref_compute(&c->ref);
+        sbuf b;
+        sb_init(&b);
+        apply_body(&b, c);
+        apply_check(s, c->name, b.s, &c->ref, c->model == MODEL_INLINE ? "inline" : "default",
+                    c->want_scheme, c->want_arrays);
+        sb_free(&b);
+        aref_free(&c->ref);
+    }
+}
+
+#define RUN_APPLY_CASES(s, table) run_apply_cases((s), (table), sizeof(table) / sizeof((table)[0]))
+
+static float *rand_vec(trng *g, size_t n, float lo, float hi)
+{
+    float *v = xmalloc(n * sizeof *v);
+    trng_fill(g, v, n, lo, hi);
+    return v;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -331,103 +418,58 @@ static void apply_default(const server *s, const default_model *dm)
     tmodel m = default_tmodel(dm);
     trng g;
     trng_seed(&g, 41);
-    /* unbatched, offset 2, default return q,k,v */
-    {
-        size_t t = 5;
-        float *x = xmalloc(t * DEFAULT_D * sizeof *x);
-        trng_fill(&g, x, t * DEFAULT_D, -1, 1);
-        int64_t pos[] = {2, 3, 4, 5, 6};
-        aref a = {.m = &m, .t = t, .x = x, .pos = pos, .embed_scale = 1, .scheme = SC_SIN,
-                  .base = 10000, .score_scale = 1.0 / 8};
-        aref_compute(&a);
-        sbuf b;
-        sb_init(&b);
-        sb_puts(&b, "{");
-        put_x(&b, x, 0, t, DEFAULT_D);
-        sb_puts(&b, ",\"offset\":2}");
-        apply_check(s, "POST /apply default model [5,512] offset 2", b.s, &a, "default",
-                    "sinusoidal", "q,k,v");
-        sb_free(&b);
+    float *x5 = rand_vec(&g, 5 * DEFAULT_D, -1, 1);
+    float *x23 = rand_vec(&g, 2 * 3 * DEFAULT_D, -1, 1);
+    float *x2 = rand_vec(&g, 2 * DEFAULT_D, -2, 2);
+    int64_t p5[] = {2, 3, 4, 5, 6}, p23[] = {0, 1, 2, 7, 3, 100}, p2[] = {1000000, 1000001};
+    char scaled[200];
+    snprintf(scaled, sizeof scaled,
+             "\"positions\":[[0,1,2],[7,3,100]],\"embed_scale\":%.17g,"
+             "\"params\":{\"score_scale\":0.25},\"encoding\":\"base64\","
+             "\"return\":[\"q\",\"scores\",\"encoded\"]",
+             sqrt(512.0));
+    apply_case cases[] = {
+        /* unbatched, offset 2, default return q,k,v */
+        {.name = "POST /apply default model [5,512] offset 2", .tail = "\"offset\":2",
+         .ref = {.m = &m, .t = 5, .x = x5, .pos = p5, .embed_scale = 1, .scheme = SC_SIN,
+                 .base = 10000, .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal", .want_arrays = "q,k,v"},
         /* the same, naming the model and asking for encoded too */
-        sb_init(&b);
-        sb_puts(&b, "{\"model\":\"default\",");
-        put_x(&b, x, 0, t, DEFAULT_D);
-        sb_puts(&b, ",\"positions\":[2,3,4,5,6],\"return\":[\"encoded\",\"v\"]}");
-        apply_check(s, "POST /apply model \"default\" positions, return encoded,v", b.s, &a,
-                    "default", "sinusoidal", "encoded,v");
-        sb_free(&b);
-        aref_free(&a);
-        free(x);
-    }
-    /* batched with per-row positions, every return choice */
-    {
-        size_t bt = 2, t = 3;
-        float *x = xmalloc(bt * t * DEFAULT_D * sizeof *x);
-        trng_fill(&g, x, bt * t * DEFAULT_D, -1, 1);
-        int64_t pos[] = {0, 1, 2, 7, 3, 100};
-        aref a = {.m = &m, .batch = bt, .t = t, .x = x, .pos = pos, .embed_scale = 1,
-                  .scheme = SC_SIN, .base = 10000, .score_scale = 1.0 / 8};
-        aref_compute(&a);
-        sbuf b;
-        sb_init(&b);
-        sb_puts(&b, "{");
-        put_x(&b, x, bt, t, DEFAULT_D);
-        sb_puts(&b, ",\"positions\":[[0,1,2],[7,3,100]],"
-                    "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"bias\",\"scores\"]}");
-        apply_check(s, "POST /apply default batch [2,3,512] per-row positions, all returns", b.s,
-                    &a, "default", "sinusoidal", "q,k,v,encoded,bias,scores");
-        sb_free(&b);
-        aref_free(&a);
-
+        {.name = "POST /apply model \"default\" positions, return encoded,v",
+         .model = MODEL_NAMED_DEFAULT,
+         .tail = "\"positions\":[2,3,4,5,6],\"return\":[\"encoded\",\"v\"]",
+         .ref = {.m = &m, .t = 5, .x = x5, .pos = p5, .embed_scale = 1, .scheme = SC_SIN,
+                 .base = 10000, .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal", .want_arrays = "encoded,v"},
+        /* batched with per-row positions, every return choice */
+        {.name = "POST /apply default batch [2,3,512] per-row positions, all returns",
+         .tail = "\"positions\":[[0,1,2],[7,3,100]],"
+                 "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"bias\",\"scores\"]",
+         .ref = {.m = &m, .batch = 2, .t = 3, .x = x23, .pos = p23, .embed_scale = 1,
+                 .scheme = SC_SIN, .base = 10000, .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal", .want_arrays = "q,k,v,encoded,bias,scores"},
         /* explicit score_scale, embed_scale sqrt(512), base64 out */
-        aref a2 = {.m = &m, .batch = bt, .t = t, .x = x, .pos = pos, .embed_scale = sqrt(512.0),
-                   .scheme = SC_SIN, .base = 10000, .score_scale = 0.25};
-        aref_compute(&a2);
-        sb_init(&b);
-        sb_puts(&b, "{");
-        put_x(&b, x, bt, t, DEFAULT_D);
-        sb_printf(&b, ",\"positions\":[[0,1,2],[7,3,100]],\"embed_scale\":%.17g,"
-                      "\"params\":{\"score_scale\":0.25},\"encoding\":\"base64\","
-                      "\"return\":[\"q\",\"scores\",\"encoded\"]}",
-                  sqrt(512.0));
-        apply_check(s, "POST /apply default embed_scale sqrt(512) score_scale 0.25 base64 out", b.s,
-                    &a2, "default", "sinusoidal", "q,scores,encoded");
-        sb_free(&b);
-        aref_free(&a2);
-        free(x);
-    }
-    /* base64 embeddings in */
-    {
-        size_t t = 2;
-        float *x = xmalloc(t * DEFAULT_D * sizeof *x);
-        trng_fill(&g, x, t * DEFAULT_D, -2, 2);
-        int64_t pos[] = {1000000, 1000001};
-        aref a = {.m = &m, .t = t, .x = x, .pos = pos, .embed_scale = 1, .scheme = SC_SIN,
-                  .base = 10000, .score_scale = 1.0 / 8};
-        aref_compute(&a);
-        sbuf b;
-        sb_init(&b);
-        sb_puts(&b, "{\"embeddings\":");
-        sb_base64_floats(&b, x, t * DEFAULT_D);
-        sb_puts(&b, ",\"shape\":[2,512],\"offset\":1000000,\"return\":[\"k\",\"encoded\"]}");
-        apply_check(s, "POST /apply default base64 in [2,512] offset 1e6", b.s, &a, "default",
-                    "sinusoidal", "k,encoded");
-        sb_free(&b);
-        aref_free(&a);
-        free(x);
-    }
+        {.name = "POST /apply default embed_scale sqrt(512) score_scale 0.25 base64 out",
+         .tail = scaled,
+         .ref = {.m = &m, .batch = 2, .t = 3, .x = x23, .pos = p23, .embed_scale = sqrt(512.0),
+                 .scheme = SC_SIN, .base = 10000, .score_scale = 0.25},
+         .want_scheme = "sinusoidal", .want_arrays = "q,scores,encoded"},
+        /* base64 embeddings in */
+        {.name = "POST /apply default base64 in [2,512] offset 1e6", .input = INPUT_BASE64,
+         .tail = "\"offset\":1000000,\"return\":[\"k\",\"encoded\"]",
+         .ref = {.m = &m, .t = 2, .x = x2, .pos = p2, .embed_scale = 1, .scheme = SC_SIN,
+                 .base = 10000, .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal", .want_arrays = "k,encoded"},
+    };
+    RUN_APPLY_CASES(s, cases);
+    free(x5);
+    free(x23);
+    free(x2);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Inline models                                                           */
 /* ---------------------------------------------------------------------- */
-
-static float *rand_vec(trng *g, size_t n, float lo, float hi)
-{
-    float *v = xmalloc(n * sizeof *v);
-    trng_fill(g, v, n, lo, hi);
-    return v;
-}
 
 static void apply_norms(const server *s)
 {
@@ -439,131 +481,100 @@ static void apply_norms(const server *s)
     float *bq = rand_vec(&g, 8, -1, 1), *bk = rand_vec(&g, 8, -1, 1), *bv = rand_vec(&g, 8, -1, 1);
     float *nw = rand_vec(&g, 8, 0.5f, 1.5f), *nbias = rand_vec(&g, 8, -0.5f, 0.5f);
     float *x = rand_vec(&g, 2 * 3 * d, -2, 2);
-
-    /* layernorm (default eps 1e-5), biases, sinusoidal split via params */
-    tmodel m = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "sinusoidal",
-                .params = "{\"layout\":\"split\"}", .norm = 1, .wq = wq, .wk = wk, .wv = wv,
-                .bq = bq, .bk = bk, .bv = bv, .nw = nw, .nb = nbias};
-    int64_t pos[] = {1, 2, 3};
-    aref a = {.m = &m, .t = 3, .x = x, .pos = pos, .embed_scale = 1.5, .scheme = SC_SIN,
-              .base = 10000, .split = true, .score_scale = 0.5};
-    aref_compute(&a);
-    sbuf b;
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &m);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"offset\":1,\"embed_scale\":1.5,"
-                "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"scores\"]}");
-    apply_check(s, "POST /apply inline layernorm+biases, split sinusoidal, embed_scale 1.5", b.s,
-                &a, "inline", "sinusoidal", "q,k,v,encoded,scores");
-    sb_free(&b);
-    aref_free(&a);
-
-    /* the same model with every weight in base64 */
-    m.base64 = true;
-    aref_compute(&a);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &m);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"offset\":1,\"embed_scale\":1.5,"
-                "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"scores\"]}");
-    apply_check(s, "POST /apply inline layernorm, weights as base64 with <name>_shape", b.s, &a,
-                "inline", "sinusoidal", "q,k,v,encoded,scores");
-    sb_free(&b);
-    aref_free(&a);
-    m.base64 = false;
-
-    /* rmsnorm, explicit eps, GQA 4 heads over 2 kv heads, rope (half) */
     float *wk2 = rand_vec(&g, 8 * 4, -0.5f, 0.5f), *wv2 = rand_vec(&g, 8 * 4, -0.5f, 0.5f);
-    tmodel r = {.d = d, .heads = 4, .kv_heads = 2, .hd = 2, .scheme = "rope", .norm = 2,
-                .eps = 1e-3, .wq = wq, .wk = wk2, .wv = wv2, .nw = nw};
-    int64_t pb[] = {0, 5, 9, 3, 4, 1000};
-    aref ar = {.m = &r, .batch = 2, .t = 3, .x = x, .pos = pb, .embed_scale = 1,
-               .scheme = SC_ROPE, .rope = {.base = 10000, .rotary_dim = 2},
-               .score_scale = 1 / sqrt(2.0)};
-    aref_compute(&ar);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &r);
-    sb_puts(&b, ",");
-    put_x(&b, x, 2, 3, d);
-    sb_puts(&b, ",\"positions\":[[0,5,9],[3,4,1000]],\"embed_scale\":7,"
-                "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"bias\",\"scores\"]}");
-    apply_check(s, "POST /apply inline rmsnorm eps 1e-3, GQA 4/2, rope half, batch (embed_scale "
-                   "ignored)",
-                b.s, &ar, "inline", "rope", "q,k,v,encoded,bias,scores");
-    sb_free(&b);
-    aref_free(&ar);
 
-    /* rope with head_dim 4, interleaved through the request's params,
-     * which override the model's key by key (base 100 stays). */
-    tmodel r2 = {.d = d, .heads = 2, .kv_heads = 1, .hd = 4, .scheme = "rope",
-                 .params = "{\"base\":100,\"layout\":\"half\"}", .wq = wq, .wk = wk2, .wv = wv2};
-    int64_t p3[] = {3, 8, 2};
-    aref a2 = {.m = &r2, .t = 3, .x = x, .pos = p3, .scheme = SC_ROPE,
-               .rope = {.base = 100, .rotary_dim = 4, .interleaved = true},
-               .score_scale = 0.5};
-    aref_compute(&a2);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &r2);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"positions\":[3,8,2],\"params\":{\"layout\":\"interleaved\"},"
-                "\"return\":[\"q\",\"k\",\"v\",\"scores\"]}");
-    apply_check(s, "POST /apply rope model base 100, request layout interleaved (key override)",
-                b.s, &a2, "inline", "rope", "q,k,v,scores");
-    sb_free(&b);
-    aref_free(&a2);
+    /* layernorm (default eps 1e-5), biases, sinusoidal split via params;
+     * then the same model with every weight in base64 */
+    tmodel ln = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "sinusoidal",
+                 .params = "{\"layout\":\"split\"}", .norm = 1, .wq = wq, .wk = wk, .wv = wv,
+                 .bq = bq, .bk = bk, .bv = bv, .nw = nw, .nb = nbias};
+    tmodel ln64 = ln;
+    ln64.base64 = true;
+    /* rmsnorm, explicit eps, GQA 4 heads over 2 kv heads, rope (half) */
+    tmodel gqa = {.d = d, .heads = 4, .kv_heads = 2, .hd = 2, .scheme = "rope", .norm = 2,
+                  .eps = 1e-3, .wq = wq, .wk = wk2, .wv = wv2, .nw = nw};
+    /* rope with head_dim 4, base 100 in the model's params */
+    tmodel rope100 = {.d = d, .heads = 2, .kv_heads = 1, .hd = 4, .scheme = "rope",
+                      .params = "{\"base\":100,\"layout\":\"half\"}", .wq = wq, .wk = wk2,
+                      .wv = wv2};
+    tmodel partial = rope100;
+    partial.params = "{\"rotary_dim\":2}";
+    int64_t p123[] = {1, 2, 3}, pb[] = {0, 5, 9, 3, 4, 1000}, p382[] = {3, 8, 2};
+    const char *ln_tail = "\"offset\":1,\"embed_scale\":1.5,"
+                          "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"scores\"]";
+    apply_case cases[] = {
+        {.name = "POST /apply inline layernorm+biases, split sinusoidal, embed_scale 1.5",
+         .model = MODEL_INLINE, .tail = ln_tail,
+         .ref = {.m = &ln, .t = 3, .x = x, .pos = p123, .embed_scale = 1.5, .scheme = SC_SIN,
+                 .base = 10000, .split = true, .score_scale = 0.5},
+         .want_scheme = "sinusoidal", .want_arrays = "q,k,v,encoded,scores"},
+        {.name = "POST /apply inline layernorm, weights as base64 with <name>_shape",
+         .model = MODEL_INLINE, .tail = ln_tail,
+         .ref = {.m = &ln64, .t = 3, .x = x, .pos = p123, .embed_scale = 1.5, .scheme = SC_SIN,
+                 .base = 10000, .split = true, .score_scale = 0.5},
+         .want_scheme = "sinusoidal", .want_arrays = "q,k,v,encoded,scores"},
+        {.name = "POST /apply inline rmsnorm eps 1e-3, GQA 4/2, rope half, batch (embed_scale "
+                 "ignored)",
+         .model = MODEL_INLINE,
+         .tail = "\"positions\":[[0,5,9],[3,4,1000]],\"embed_scale\":7,"
+                 "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"bias\",\"scores\"]",
+         .ref = {.m = &gqa, .batch = 2, .t = 3, .x = x, .pos = pb, .embed_scale = 1,
+                 .scheme = SC_ROPE, .rope = {.base = 10000, .rotary_dim = 2},
+                 .score_scale = 1 / sqrt(2.0)},
+         .want_scheme = "rope", .want_arrays = "q,k,v,encoded,bias,scores"},
+        /* the request's params override the model's key by key (base 100 stays) */
+        {.name = "POST /apply rope model base 100, request layout interleaved (key override)",
+         .model = MODEL_INLINE,
+         .tail = "\"positions\":[3,8,2],\"params\":{\"layout\":\"interleaved\"},"
+                 "\"return\":[\"q\",\"k\",\"v\",\"scores\"]",
+         .ref = {.m = &rope100, .t = 3, .x = x, .pos = p382, .scheme = SC_ROPE,
+                 .rope = {.base = 100, .rotary_dim = 4, .interleaved = true},
+                 .score_scale = 0.5},
+         .want_scheme = "rope", .want_arrays = "q,k,v,scores"},
+        /* partial rotary in /apply: rotary_dim 2 of head_dim 4 */
+        {.name = "POST /apply rope rotary_dim 2 of head_dim 4", .model = MODEL_INLINE,
+         .tail = "\"positions\":[3,8,2],\"return\":[\"q\",\"k\",\"v\"]",
+         .ref = {.m = &partial, .t = 3, .x = x, .pos = p382, .scheme = SC_ROPE,
+                 .rope = {.base = 10000, .rotary_dim = 2}, .score_scale = 0.5},
+         .want_scheme = "rope", .want_arrays = "q,k,v"},
+        /* a request scheme different from the model's starts from its own
+         * defaults: sinusoidal base 10000, not the rope model's base 100 */
+        {.name = "POST /apply rope model with request scheme sinusoidal (its defaults)",
+         .model = MODEL_INLINE,
+         .tail = "\"positions\":[3,8,2],\"scheme\":\"sinusoidal\",\"return\":[\"encoded\",\"q\"]",
+         .ref = {.m = &rope100, .t = 3, .x = x, .pos = p382, .embed_scale = 1,
+                 .scheme = SC_SIN, .base = 10000, .score_scale = 0.5},
+         .want_scheme = "sinusoidal", .want_arrays = "encoded,q"},
+    };
+    RUN_APPLY_CASES(s, cases);
 
-    /* partial rotary in /apply: rotary_dim 2 of head_dim 4 */
-    tmodel r3 = r2;
-    r3.params = "{\"rotary_dim\":2}";
-    aref a3 = {.m = &r3, .t = 3, .x = x, .pos = p3, .scheme = SC_ROPE,
-               .rope = {.base = 10000, .rotary_dim = 2}, .score_scale = 0.5};
-    aref_compute(&a3);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &r3);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"positions\":[3,8,2],\"return\":[\"q\",\"k\",\"v\"]}");
-    apply_check(s, "POST /apply rope rotary_dim 2 of head_dim 4", b.s, &a3, "inline", "rope",
-                "q,k,v");
-    sb_free(&b);
-    aref_free(&a3);
+    float *owned[] = {wk2, wv2, wq, wk, wv, bq, bk, bv, nw, nbias, x};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        free(owned[i]);
+}
 
-    /* a request scheme different from the model's starts from its own
-     * defaults: sinusoidal base 10000, not the rope model's base 100 */
-    aref a4 = {.m = &r2, .t = 3, .x = x, .pos = p3, .embed_scale = 1, .scheme = SC_SIN,
-               .base = 10000, .score_scale = 0.5};
-    aref_compute(&a4);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &r2);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"positions\":[3,8,2],\"scheme\":\"sinusoidal\",\"return\":[\"encoded\",\"q\"]}");
-    apply_check(s, "POST /apply rope model with request scheme sinusoidal (its defaults)", b.s,
-                &a4, "inline", "sinusoidal", "encoded,q");
-    sb_free(&b);
-    aref_free(&a4);
-
-    free(wk2);
-    free(wv2);
-    free(wq);
-    free(wk);
-    free(wv);
-    free(bq);
-    free(bk);
-    free(bv);
-    free(nw);
-    free(nbias);
-    free(x);
+/* token_ids out of range: 422 naming the index (and the id). */
+static void apply_token_id_errors(const server *s, const tmodel *me)
+{
+    static const char *const tails[] = {"\"token_ids\":[1,6,0]", "\"token_ids\":[[0,1],[2,-1]]"};
+    sbuf bodies[2];
+    for (size_t i = 0; i < 2; i++) {
+        sb_init(&bodies[i]);
+        sb_puts(&bodies[i], "{\"model\":");
+        tmodel_json(&bodies[i], me);
+        sb_printf(&bodies[i], ",%s}", tails[i]);
+    }
+    const http_case cases[] = {
+        {.name = "POST /apply token_ids [1,6,0] with vocab 6", .route = "/apply",
+         .body = bodies[0].s, .status = 422, .code = "out_of_range", .field = "token_ids[1]",
+         .msg_has = "6"},
+        {.name = "POST /apply token_ids [[0,1],[2,-1]] (negative id)", .route = "/apply",
+         .body = bodies[1].s, .status = 422, .code = "out_of_range",
+         .field = "token_ids[1][1]"},
+    };
+    RUN_HTTP_CASES(s, cases);
+    sb_free(&bodies[0]);
+    sb_free(&bodies[1]);
 }
 
 static void apply_relative_and_tables(const server *s)
@@ -574,172 +585,82 @@ static void apply_relative_and_tables(const server *s)
     float *wq = rand_vec(&g, 64, -0.5f, 0.5f), *wk = rand_vec(&g, 64, -0.5f, 0.5f),
           *wv = rand_vec(&g, 64, -0.5f, 0.5f);
     float *x = rand_vec(&g, 2 * 4 * d, -2, 2);
-    sbuf b;
+    float *wq6 = rand_vec(&g, 8 * 12, -0.5f, 0.5f), *wk6 = rand_vec(&g, 8 * 12, -0.5f, 0.5f),
+          *wv6 = rand_vec(&g, 8 * 12, -0.5f, 0.5f);
+    float *t5tab = rand_vec(&g, 32 * 2, -3, 3);
+    float *table = rand_vec(&g, 6 * d, -1, 1);
+    float *emb = rand_vec(&g, 6 * d, -1, 1);
 
     /* alibi model, 4 heads of 2 (non power of two handled in /encode) */
     tmodel ma = {.d = d, .heads = 4, .kv_heads = 4, .hd = 2, .scheme = "alibi",
                  .params = "{\"form\":\"bloom\"}", .wq = wq, .wk = wk, .wv = wv};
-    int64_t pa[] = {0, 1, 2, 3};
-    aref aa = {.m = &ma, .t = 4, .x = x, .pos = pa, .scheme = SC_ALIBI, .bloom = true,
-               .score_scale = 1 / sqrt(2.0)};
-    aref_compute(&aa);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &ma);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 4, d);
-    sb_puts(&b, ",\"return\":[\"bias\",\"scores\",\"q\"]}");
-    apply_check(s, "POST /apply alibi bloom model: bias and scores", b.s, &aa, "inline", "alibi",
-                "bias,scores,q");
-    sb_free(&b);
-    aref_free(&aa);
-
-    /* 6 heads alibi symmetric, batched */
-    float *wq6 = rand_vec(&g, 8 * 12, -0.5f, 0.5f), *wk6 = rand_vec(&g, 8 * 12, -0.5f, 0.5f),
-          *wv6 = rand_vec(&g, 8 * 12, -0.5f, 0.5f);
+    /* 6 heads alibi symmetric */
     tmodel m6 = {.d = d, .heads = 6, .kv_heads = 6, .hd = 2, .scheme = "alibi", .wq = wq6,
                  .wk = wk6, .wv = wv6};
-    int64_t p6[] = {0, 1, 2, 3, 10, 20, 30, 41};
-    aref a6 = {.m = &m6, .batch = 2, .t = 4, .x = x, .pos = p6, .scheme = SC_ALIBI,
-               .score_scale = 1 / sqrt(2.0)};
-    aref_compute(&a6);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &m6);
-    sb_puts(&b, ",");
-    put_x(&b, x, 2, 4, d);
-    sb_puts(&b, ",\"positions\":[[0,1,2,3],[10,20,30,41]],\"return\":[\"bias\",\"scores\"]}");
-    apply_check(s, "POST /apply alibi 6 heads symmetric, batch", b.s, &a6, "inline", "alibi",
-                "bias,scores");
-    sb_free(&b);
-    aref_free(&a6);
-    free(wq6);
-    free(wk6);
-    free(wv6);
-
-    /* t5: scores use scale 1 by default; explicit score_scale 0.5 */
-    float t5tab[32 * 2];
-    for (int i = 0; i < 64; i++)
-        t5tab[i] = trng_uniform(&g, -3, 3);
     tmodel mt = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "t5", .wq = wq, .wk = wk,
                  .wv = wv, .t5 = t5tab, .t5_buckets = 32};
-    int64_t pt[] = {0, 9, 40, 200};
-    aref at = {.m = &mt, .t = 4, .x = x, .pos = pt, .scheme = SC_T5, .bidir = true,
-               .num_buckets = 32, .max_distance = 128, .score_scale = 1};
-    aref_compute(&at);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &mt);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 4, d);
-    sb_puts(&b, ",\"positions\":[0,9,40,200],\"return\":[\"bias\",\"scores\",\"k\"]}");
-    apply_check(s, "POST /apply t5 model: scores with scale 1", b.s, &at, "inline", "t5",
-                "bias,scores,k");
-    sb_free(&b);
-    aref_free(&at);
-    at.score_scale = 0.5;
-    aref_compute(&at);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &mt);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 4, d);
-    sb_puts(&b, ",\"positions\":[0,9,40,200],\"params\":{\"score_scale\":0.5},"
-                "\"return\":[\"scores\"]}");
-    apply_check(s, "POST /apply t5 model: params.score_scale 0.5", b.s, &at, "inline", "t5",
-                "scores");
-    sb_free(&b);
-    aref_free(&at);
-
-    /* learned table model */
-    float *table = rand_vec(&g, 6 * d, -1, 1);
     tmodel ml = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "learned", .wq = wq,
                  .wk = wk, .wv = wv, .pos_table = table, .pt_rows = 6};
-    int64_t pl[] = {2, 3, 4};
-    aref al = {.m = &ml, .t = 3, .x = x, .pos = pl, .embed_scale = 1, .scheme = SC_LEARNED,
-               .score_scale = 0.5};
-    aref_compute(&al);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &ml);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"offset\":2,\"return\":[\"encoded\",\"q\",\"k\",\"v\"]}");
-    apply_check(s, "POST /apply learned model offset 2", b.s, &al, "inline", "learned",
-                "encoded,q,k,v");
-    sb_free(&b);
-    aref_free(&al);
-
-    /* none: z = x exactly */
     tmodel mn = ml;
     mn.scheme = "none";
     mn.pos_table = NULL;
-    aref an = {.m = &mn, .t = 3, .x = x, .pos = pl, .scheme = SC_NONE, .score_scale = 0.5};
-    aref_compute(&an);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &mn);
-    sb_puts(&b, ",");
-    put_x(&b, x, 0, 3, d);
-    sb_puts(&b, ",\"embed_scale\":3,\"return\":[\"encoded\",\"q\",\"scores\"]}");
-    apply_check(s, "POST /apply none model (embed_scale ignored)", b.s, &an, "inline", "none",
-                "encoded,q,scores");
-    sb_free(&b);
-    aref_free(&an);
-
-    /* token_ids with token_embedding, batched, embed_scale 2 */
-    float *emb = rand_vec(&g, 6 * d, -1, 1);
+    /* token_ids with token_embedding: x is the embedding rows of the ids */
     tmodel me = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "sinusoidal", .wq = wq,
                  .wk = wk, .wv = wv, .emb = emb, .vocab = 6};
     static const int ids[] = {1, 5, 0, 2, 2, 3};
     float xe[6 * 8];
     for (int i = 0; i < 6; i++)
         memcpy(xe + i * 8, emb + ids[i] * 8, 8 * sizeof(float));
-    int64_t pe[] = {0, 1, 2, 0, 1, 2};
-    aref ae = {.m = &me, .batch = 2, .t = 3, .x = xe, .pos = pe, .embed_scale = 2,
-               .scheme = SC_SIN, .base = 10000, .score_scale = 0.5};
-    aref_compute(&ae);
-    sb_init(&b);
-    sb_puts(&b, "{\"model\":");
-    tmodel_json(&b, &me);
-    sb_puts(&b, ",\"token_ids\":[[1,5,0],[2,2,3]],\"embed_scale\":2,"
-                "\"return\":[\"encoded\",\"q\",\"v\"]}");
-    apply_check(s, "POST /apply token_ids [[1,5,0],[2,2,3]] with token_embedding", b.s, &ae,
-                "inline", "sinusoidal", "encoded,q,v");
-    sb_free(&b);
-    aref_free(&ae);
+    int64_t pa[] = {0, 1, 2, 3}, p6[] = {0, 1, 2, 3, 10, 20, 30, 41}, pt[] = {0, 9, 40, 200};
+    int64_t pl[] = {2, 3, 4}, pe[] = {0, 1, 2, 0, 1, 2};
+    apply_case cases[] = {
+        {.name = "POST /apply alibi bloom model: bias and scores", .model = MODEL_INLINE,
+         .tail = "\"return\":[\"bias\",\"scores\",\"q\"]",
+         .ref = {.m = &ma, .t = 4, .x = x, .pos = pa, .scheme = SC_ALIBI, .bloom = true,
+                 .score_scale = 1 / sqrt(2.0)},
+         .want_scheme = "alibi", .want_arrays = "bias,scores,q"},
+        {.name = "POST /apply alibi 6 heads symmetric, batch", .model = MODEL_INLINE,
+         .tail = "\"positions\":[[0,1,2,3],[10,20,30,41]],\"return\":[\"bias\",\"scores\"]",
+         .ref = {.m = &m6, .batch = 2, .t = 4, .x = x, .pos = p6, .scheme = SC_ALIBI,
+                 .score_scale = 1 / sqrt(2.0)},
+         .want_scheme = "alibi", .want_arrays = "bias,scores"},
+        /* t5: scores use scale 1 by default; explicit score_scale 0.5 */
+        {.name = "POST /apply t5 model: scores with scale 1", .model = MODEL_INLINE,
+         .tail = "\"positions\":[0,9,40,200],\"return\":[\"bias\",\"scores\",\"k\"]",
+         .ref = {.m = &mt, .t = 4, .x = x, .pos = pt, .scheme = SC_T5, .bidir = true,
+                 .num_buckets = 32, .max_distance = 128, .score_scale = 1},
+         .want_scheme = "t5", .want_arrays = "bias,scores,k"},
+        {.name = "POST /apply t5 model: params.score_scale 0.5", .model = MODEL_INLINE,
+         .tail = "\"positions\":[0,9,40,200],\"params\":{\"score_scale\":0.5},"
+                 "\"return\":[\"scores\"]",
+         .ref = {.m = &mt, .t = 4, .x = x, .pos = pt, .scheme = SC_T5, .bidir = true,
+                 .num_buckets = 32, .max_distance = 128, .score_scale = 0.5},
+         .want_scheme = "t5", .want_arrays = "scores"},
+        {.name = "POST /apply learned model offset 2", .model = MODEL_INLINE,
+         .tail = "\"offset\":2,\"return\":[\"encoded\",\"q\",\"k\",\"v\"]",
+         .ref = {.m = &ml, .t = 3, .x = x, .pos = pl, .embed_scale = 1, .scheme = SC_LEARNED,
+                 .score_scale = 0.5},
+         .want_scheme = "learned", .want_arrays = "encoded,q,k,v"},
+        /* none: z = x exactly */
+        {.name = "POST /apply none model (embed_scale ignored)", .model = MODEL_INLINE,
+         .tail = "\"embed_scale\":3,\"return\":[\"encoded\",\"q\",\"scores\"]",
+         .ref = {.m = &mn, .t = 3, .x = x, .pos = pl, .scheme = SC_NONE, .score_scale = 0.5},
+         .want_scheme = "none", .want_arrays = "encoded,q,scores"},
+        /* token_ids with token_embedding, batched, embed_scale 2 */
+        {.name = "POST /apply token_ids [[1,5,0],[2,2,3]] with token_embedding",
+         .model = MODEL_INLINE, .input = INPUT_IN_TAIL,
+         .tail = "\"token_ids\":[[1,5,0],[2,2,3]],\"embed_scale\":2,"
+                 "\"return\":[\"encoded\",\"q\",\"v\"]",
+         .ref = {.m = &me, .batch = 2, .t = 3, .x = xe, .pos = pe, .embed_scale = 2,
+                 .scheme = SC_SIN, .base = 10000, .score_scale = 0.5},
+         .want_scheme = "sinusoidal", .want_arrays = "encoded,q,v"},
+    };
+    RUN_APPLY_CASES(s, cases);
+    apply_token_id_errors(s, &me);
 
-    /* token id out of range: 422 naming the index */
-    {
-        const char *L = "POST /apply token_ids [1,6,0] with vocab 6";
-        sb_init(&b);
-        sb_puts(&b, "{\"model\":");
-        tmodel_json(&b, &me);
-        sb_puts(&b, ",\"token_ids\":[1,6,0]}");
-        http_resp r;
-        http_post_json(s, "/apply", b.s, &r);
-        if (expect_error(L, &r, 422, "out_of_range", "token_ids[1]")) {
-            const char *msg = jstr(json_object_get(r.json, "error"), "message");
-            CHECK(msg && strstr(msg, "6"), L, "message should name id 6: %s", msg ? msg : "");
-        }
-        http_resp_free(&r);
-        sb_free(&b);
-        L = "POST /apply token_ids [[0,1],[2,-1]] (negative id)";
-        sb_init(&b);
-        sb_puts(&b, "{\"model\":");
-        tmodel_json(&b, &me);
-        sb_puts(&b, ",\"token_ids\":[[0,1],[2,-1]]}");
-        http_post_json(s, "/apply", b.s, &r);
-        expect_error(L, &r, 422, "out_of_range", "token_ids[1][1]");
-        http_resp_free(&r);
-        sb_free(&b);
-    }
-    free(emb);
-    free(table);
-    free(wq);
-    free(wk);
-    free(wv);
-    free(x);
+    float *owned[] = {wq, wk, wv, x, wq6, wk6, wv6, t5tab, table, emb};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        free(owned[i]);
 }
 
 void test_apply(const server *s, const default_model *dm)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cases.h"
 #include "refs.h"
 #include "tests.h"
 
@@ -65,6 +66,92 @@ static void check_encode_meta(const char *label, const http_resp *r, const char 
         same = json_integer_value(json_array_get(sh, (size_t)i)) == (json_int_t)shape[i];
     CHECK(same, label, "\"shape\" does not echo the input shape");
 }
+
+/* How an encode_case's body carries its embeddings. */
+typedef enum {
+    ENC_NO_INPUT, /* none (a bare table, or the head carries them) */
+    ENC_JSON,     /* "embeddings": x as nested numbers of the case's shape */
+    ENC_BASE64    /* "embeddings": x in base64 (the head carries "shape") */
+} enc_input;
+
+/* One /encode request whose answer is compared with a reference. The body
+ * is {head, embeddings, tail} (the parts present, in this order). */
+typedef struct encode_case {
+    const char *name;
+    const char *head;   /* members before the embeddings, or NULL */
+    enc_input input;
+    const float *x;     /* with ENC_JSON/ENC_BASE64: shape-many floats */
+    const char *tail;   /* members after the embeddings, or NULL */
+    int ndim;           /* the answer's shape (and the input's) */
+    size_t shape[3];
+    const char *key;    /* the array compared: NULL "encoded" */
+    const char *what;   /* what the comparison is called: NULL the key */
+    const double *want; /* the reference within abs_tol + ulps ulp ... */
+    double abs_tol, ulps;
+    const float *want_exact; /* ... or bit for bit (then want is NULL) */
+    const char *meta_scheme; /* check "scheme" and the "shape" echo (NULL: not) */
+} encode_case;
+
+static size_t shape_count(int ndim, const size_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++)
+        n *= shape[i];
+    return n;
+}
+
+static void encode_body(sbuf *b, const encode_case *c)
+{
+    bool comma = false;
+    sb_puts(b, "{");
+    if (c->head) {
+        sb_puts(b, c->head);
+        comma = true;
+    }
+    if (c->input != ENC_NO_INPUT) {
+        sb_puts(b, comma ? ",\"embeddings\":" : "\"embeddings\":");
+        if (c->input == ENC_BASE64)
+            sb_base64_floats(b, c->x, shape_count(c->ndim, c->shape));
+        else
+            sb_farray(b, c->x, c->ndim, c->shape);
+        comma = true;
+    }
+    if (c->tail) {
+        sb_puts(b, comma ? "," : "");
+        sb_puts(b, c->tail);
+    }
+    sb_puts(b, "}");
+}
+
+static void run_encode_case(const server *s, const encode_case *c)
+{
+    const char *key = c->key ? c->key : "encoded";
+    const char *what = c->what ? c->what : key;
+    sbuf b;
+    sb_init(&b);
+    encode_body(&b, c);
+    http_resp r;
+    farr a;
+    if (post_read(s, "/encode", c->name, b.s, key, c->ndim, c->shape, &r, &a)) {
+        if (c->want_exact)
+            check_exact(c->name, what, &a, c->want_exact, a.n);
+        else
+            check_close(c->name, what, &a, c->want, a.n, c->abs_tol, c->ulps);
+        if (c->meta_scheme)
+            check_encode_meta(c->name, &r, c->meta_scheme, c->ndim, c->shape);
+        farr_free(&a);
+    }
+    http_resp_free(&r);
+    sb_free(&b);
+}
+
+static void run_encode_cases(const server *s, const encode_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        run_encode_case(s, &cases[i]);
+}
+
+#define RUN_ENCODE_CASES(s, table) run_encode_cases((s), (table), sizeof(table) / sizeof((table)[0]))
 
 /* ---------------------------------------------------------------------- */
 /* Sinusoidal                                                              */
@@ -142,84 +229,40 @@ static void sinusoidal_embeddings(const server *s)
 {
     trng g;
     trng_seed(&g, 11);
-    /* embed_scale sqrt(d) with [4][8] embeddings, offset 0. */
-    {
-        const char *L = "POST /encode sinusoidal embeddings [4,8] embed_scale sqrt(8)";
-        float x[32];
-        trng_fill(&g, x, 32, -2, 2);
-        size_t sh[] = {4, 8};
-        sbuf b;
-        sb_init(&b);
-        sb_puts(&b, "{\"embeddings\":");
-        sb_farray(&b, x, 2, sh);
-        sb_printf(&b, ",\"embed_scale\":%.17g}", sqrt(8.0));
-        int64_t pos[] = {0, 1, 2, 3};
-        double want[32];
-        ref_absolute_sinusoidal(x, sqrt(8.0), 10000, false, pos, 4, 8, want);
-        http_resp r;
-        farr a;
-        if (post_read(s, "/encode", L, b.s, "encoded", 2, sh, &r, &a)) {
-            check_close(L, "encoded", &a, want, 32, ABS_ONCE, ULPS_ONCE);
-            check_encode_meta(L, &r, "sinusoidal", 2, sh);
-            farr_free(&a);
-        }
-        http_resp_free(&r);
-        sb_free(&b);
-    }
-    /* Batch [2][3][8] with offset 5: every row gets positions 5, 6, 7. */
-    {
-        const char *L = "POST /encode sinusoidal batch [2,3,8] offset 5";
-        float x[48];
-        trng_fill(&g, x, 48, -1, 1);
-        size_t sh[] = {2, 3, 8};
-        sbuf b;
-        sb_init(&b);
-        sb_puts(&b, "{\"embeddings\":");
-        sb_farray(&b, x, 3, sh);
-        sb_puts(&b, ",\"offset\":5}");
-        int64_t pos[] = {5, 6, 7};
-        double want[48];
-        ref_absolute_sinusoidal(x, 1, 10000, false, pos, 3, 8, want);
-        ref_absolute_sinusoidal(x + 24, 1, 10000, false, pos, 3, 8, want + 24);
-        http_resp r;
-        farr a;
-        if (post_read(s, "/encode", L, b.s, "encoded", 3, sh, &r, &a)) {
-            check_close(L, "encoded", &a, want, 48, ABS_ONCE, ULPS_ONCE);
-            check_encode_meta(L, &r, "sinusoidal", 3, sh);
-            farr_free(&a);
-        }
-        http_resp_free(&r);
-        sb_free(&b);
-    }
-    /* Explicit positions: one list for every row, then one per row. */
-    {
-        const char *L = "POST /encode sinusoidal batch [2,3,6] positions [7,0,1000]";
-        float x[36];
-        trng_fill(&g, x, 36, -1, 1);
-        size_t sh[] = {2, 3, 6};
-        sbuf b;
-        sb_init(&b);
-        sb_puts(&b, "{\"embeddings\":");
-        sb_farray(&b, x, 3, sh);
-        sb_puts(&b, ",\"positions\":[7,0,1000],\"params\":{\"layout\":\"split\"}}");
-        int64_t pos[] = {7, 0, 1000};
-        double want[36];
-        ref_absolute_sinusoidal(x, 1, 10000, true, pos, 3, 6, want);
-        ref_absolute_sinusoidal(x + 18, 1, 10000, true, pos, 3, 6, want + 18);
-        post_compare(s, "/encode", L, b.s, "encoded", 3, sh, want, ABS_ONCE, ULPS_ONCE);
-        sb_free(&b);
-
-        L = "POST /encode sinusoidal batch [2,3,6] per-row positions";
-        sb_init(&b);
-        sb_puts(&b, "{\"embeddings\":");
-        sb_farray(&b, x, 3, sh);
-        sb_puts(&b, ",\"positions\":[[0,1,2],[10,20,30]]}");
-        int64_t p0[] = {0, 1, 2}, p1[] = {10, 20, 30};
-        ref_absolute_sinusoidal(x, 1, 10000, false, p0, 3, 6, want);
-        ref_absolute_sinusoidal(x + 18, 1, 10000, false, p1, 3, 6, want + 18);
-        post_compare(s, "/encode", L, b.s, "encoded", 3, sh, want, ABS_ONCE, ULPS_ONCE);
-        sb_free(&b);
-    }
+    float x48[32], x238[48], x236[36];
+    trng_fill(&g, x48, 32, -2, 2);
+    trng_fill(&g, x238, 48, -1, 1);
+    trng_fill(&g, x236, 36, -1, 1);
+    int64_t p0[] = {0, 1, 2, 3}, p5[] = {5, 6, 7}, p7[] = {7, 0, 1000};
+    int64_t rows0[] = {0, 1, 2}, rows1[] = {10, 20, 30};
+    double w48[32], w238[48], w236[36], w236rows[36];
+    /* embed_scale sqrt(d) with [4][8] embeddings, offset 0 */
+    ref_absolute_sinusoidal(x48, sqrt(8.0), 10000, false, p0, 4, 8, w48);
+    /* batch [2][3][8] with offset 5: every row gets positions 5, 6, 7 */
+    ref_absolute_sinusoidal(x238, 1, 10000, false, p5, 3, 8, w238);
+    ref_absolute_sinusoidal(x238 + 24, 1, 10000, false, p5, 3, 8, w238 + 24);
+    /* explicit positions: one list for every row, then one per row */
+    ref_absolute_sinusoidal(x236, 1, 10000, true, p7, 3, 6, w236);
+    ref_absolute_sinusoidal(x236 + 18, 1, 10000, true, p7, 3, 6, w236 + 18);
+    ref_absolute_sinusoidal(x236, 1, 10000, false, rows0, 3, 6, w236rows);
+    ref_absolute_sinusoidal(x236 + 18, 1, 10000, false, rows1, 3, 6, w236rows + 18);
+    char scale[64];
+    snprintf(scale, sizeof scale, "\"embed_scale\":%.17g", sqrt(8.0));
+    const encode_case cases[] = {
+        {.name = "POST /encode sinusoidal embeddings [4,8] embed_scale sqrt(8)",
+         .input = ENC_JSON, .x = x48, .tail = scale, .ndim = 2, .shape = {4, 8}, .want = w48,
+         .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE, .meta_scheme = "sinusoidal"},
+        {.name = "POST /encode sinusoidal batch [2,3,8] offset 5", .input = ENC_JSON, .x = x238,
+         .tail = "\"offset\":5", .ndim = 3, .shape = {2, 3, 8}, .want = w238,
+         .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE, .meta_scheme = "sinusoidal"},
+        {.name = "POST /encode sinusoidal batch [2,3,6] positions [7,0,1000]", .input = ENC_JSON,
+         .x = x236, .tail = "\"positions\":[7,0,1000],\"params\":{\"layout\":\"split\"}",
+         .ndim = 3, .shape = {2, 3, 6}, .want = w236, .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE},
+        {.name = "POST /encode sinusoidal batch [2,3,6] per-row positions", .input = ENC_JSON,
+         .x = x236, .tail = "\"positions\":[[0,1,2],[10,20,30]]", .ndim = 3, .shape = {2, 3, 6},
+         .want = w236rows, .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE},
+    };
+    RUN_ENCODE_CASES(s, cases);
 }
 
 /* base64 in, out, and both; results identical to the JSON round. */
@@ -347,50 +390,22 @@ static void learned(const server *s)
     sb_init(&tb);
     sb_puts(&tb, "\"position_table\":");
     sb_farray(&tb, table, 2, tsh);
-    sbuf model;
+    sbuf model; /* "model": the inline model, the head of every body below */
     sb_init(&model);
+    sb_puts(&model, "\"model\":");
     inline_model4(&model, "learned", NULL, tb.s);
 
-    sbuf b;
-    const char *L = "POST /encode learned inline model bare [5,4]";
-    sb_init(&b);
-    sb_printf(&b, "{\"model\":%s,\"shape\":[5,4]}", model.s);
-    http_resp r;
-    farr a;
-    if (post_read(s, "/encode", L, b.s, "encoded", 2, tsh, &r, &a)) {
-        check_exact(L, "table rows echoed", &a, table, 20);
-        check_encode_meta(L, &r, "learned", 2, tsh);
-        farr_free(&a);
-    }
-    http_resp_free(&r);
-    sb_free(&b);
-
-    L = "POST /encode learned positions [4,0,2]";
-    sb_init(&b);
-    sb_printf(&b, "{\"model\":%s,\"shape\":[3,4],\"positions\":[4,0,2]}", model.s);
+    /* rows 4, 0, 2 of the table */
     float rows[12];
     memcpy(rows, table + 16, 16);
     memcpy(rows + 4, table, 16);
     memcpy(rows + 8, table + 8, 16);
-    size_t sh3[] = {3, 4};
-    if (post_read(s, "/encode", L, b.s, "encoded", 2, sh3, NULL, &a)) {
-        check_exact(L, "rows 4,0,2", &a, rows, 12);
-        farr_free(&a);
-    }
-    sb_free(&b);
-
     /* embed_scale 2 with embeddings: 2x + table[p] is exact in double, so
      * the float32 result is the correctly rounded sum. */
-    L = "POST /encode learned embeddings batch [2,2,4] embed_scale 2 per-row positions";
     trng g;
     trng_seed(&g, 21);
     float x[16];
     trng_fill(&g, x, 16, -4, 4);
-    size_t shx[] = {2, 2, 4};
-    sb_init(&b);
-    sb_printf(&b, "{\"model\":%s,\"embeddings\":", model.s);
-    sb_farray(&b, x, 3, shx);
-    sb_puts(&b, ",\"embed_scale\":2,\"positions\":[[0,1],[3,4]]}");
     int64_t pr[4] = {0, 1, 3, 4};
     float want[16];
     for (int t = 0; t < 4; t++)
@@ -400,36 +415,36 @@ static void learned(const server *s)
              * if t is huge; rows 0..4 hold FLT_MAX in row 0, column 3 */
             want[t * 4 + j] = (float)(2.0L * (long double)x[t * 4 + j] + (long double)tv);
         }
-    if (post_read(s, "/encode", L, b.s, "encoded", 3, shx, NULL, &a)) {
-        check_exact(L, "2x + table[p]", &a, want, 16);
-        farr_free(&a);
-    }
-    sb_free(&b);
+    const encode_case cases[] = {
+        {.name = "POST /encode learned inline model bare [5,4]", .head = model.s,
+         .tail = "\"shape\":[5,4]", .ndim = 2, .shape = {5, 4}, .what = "table rows echoed",
+         .want_exact = table, .meta_scheme = "learned"},
+        {.name = "POST /encode learned positions [4,0,2]", .head = model.s,
+         .tail = "\"shape\":[3,4],\"positions\":[4,0,2]", .ndim = 2, .shape = {3, 4},
+         .what = "rows 4,0,2", .want_exact = rows},
+        {.name = "POST /encode learned embeddings batch [2,2,4] embed_scale 2 per-row positions",
+         .head = model.s, .input = ENC_JSON, .x = x,
+         .tail = "\"embed_scale\":2,\"positions\":[[0,1],[3,4]]", .ndim = 3,
+         .shape = {2, 2, 4}, .what = "2x + table[p]", .want_exact = want},
+    };
+    RUN_ENCODE_CASES(s, cases);
 
     /* Past the table: 422 out_of_range naming the position and the limit. */
-    L = "POST /encode learned positions [1,9] with max_positions 5";
-    sb_init(&b);
-    sb_printf(&b, "{\"model\":%s,\"shape\":[2,4],\"positions\":[1,9]}", model.s);
-    http_post_json(s, "/encode", b.s, &r);
-    if (expect_error(L, &r, 422, "out_of_range", NULL)) {
-        const char *m = jstr(json_object_get(r.json, "error"), "message");
-        CHECK(m && strstr(m, "9") && strstr(m, "5"), L,
-              "message should name position 9 and limit 5: %s", m ? m : "(none)");
-    }
-    http_resp_free(&r);
-    sb_free(&b);
-
-    L = "POST /encode learned offset 4 with 2 tokens, max_positions 5";
-    sb_init(&b);
-    sb_printf(&b, "{\"model\":%s,\"shape\":[2,4],\"offset\":4}", model.s);
-    http_post_json(s, "/encode", b.s, &r);
-    if (expect_error(L, &r, 422, "out_of_range", NULL)) {
-        const char *m = jstr(json_object_get(r.json, "error"), "message");
-        CHECK(m && strstr(m, "5"), L, "message should name position/limit 5: %s",
-              m ? m : "(none)");
-    }
-    http_resp_free(&r);
-    sb_free(&b);
+    sbuf past_end, offset_past_end;
+    sb_init(&past_end);
+    sb_printf(&past_end, "{%s,\"shape\":[2,4],\"positions\":[1,9]}", model.s);
+    sb_init(&offset_past_end);
+    sb_printf(&offset_past_end, "{%s,\"shape\":[2,4],\"offset\":4}", model.s);
+    const http_case errors[] = {
+        {.name = "POST /encode learned positions [1,9] with max_positions 5", .route = "/encode",
+         .body = past_end.s, .status = 422, .code = "out_of_range", .msg_has = "9|5"},
+        {.name = "POST /encode learned offset 4 with 2 tokens, max_positions 5",
+         .route = "/encode", .body = offset_past_end.s, .status = 422, .code = "out_of_range",
+         .msg_has = "5"},
+    };
+    RUN_HTTP_CASES(s, errors);
+    sb_free(&past_end);
+    sb_free(&offset_past_end);
     sb_free(&model);
     sb_free(&tb);
 }
@@ -476,6 +491,23 @@ static void rope_anchors(const server *s)
                  cache, tol, 0);
 }
 
+/* "positions" value: one list of t (pos), or with per_row one list per
+ * row of the batch (pos holds batch * t). */
+static void put_positions(sbuf *b, const int64_t *pos, size_t batch, size_t t, bool per_row)
+{
+    if (!per_row) {
+        sb_iarray(b, pos, t);
+        return;
+    }
+    sb_puts(b, "[");
+    for (size_t r = 0; r < batch; r++) {
+        if (r)
+            sb_puts(b, ",");
+        sb_iarray(b, pos + r * t, t);
+    }
+    sb_puts(b, "]");
+}
+
 /* Rope /encode with random embeddings (or a bare table when x is NULL)
  * against the complex-multiplication reference. */
 static void rope_case(const server *s, const char *label, const ref_rope_cfg *c,
@@ -498,17 +530,7 @@ static void rope_case(const server *s, const char *label, const ref_rope_cfg *c,
         sb_puts(&b, "]");
     }
     sb_puts(&b, ",\"positions\":");
-    if (per_row) {
-        sb_puts(&b, "[");
-        for (size_t r = 0; r < batch; r++) {
-            if (r)
-                sb_puts(&b, ",");
-            sb_iarray(&b, pos + r * t, t);
-        }
-        sb_puts(&b, "]");
-    } else {
-        sb_iarray(&b, pos, t);
-    }
+    put_positions(&b, pos, batch, t, per_row);
     if (extra)
         sb_puts(&b, extra);
     sb_puts(&b, "}");
@@ -681,18 +703,8 @@ static void alibi_case(const server *s, const char *label, size_t heads, bool bl
         sb_printf(&b, "\"shape\":[%zu,%zu,2],\"positions\":", batch, t);
     else
         sb_printf(&b, "\"shape\":[%zu,2],\"positions\":", t);
-    if (per_row) {
-        sb_puts(&b, "[");
-        for (size_t r = 0; r < batch; r++) {
-            if (r)
-                sb_puts(&b, ",");
-            sb_iarray(&b, pos + r * t, t);
-        }
-        sb_puts(&b, "]}");
-    } else {
-        sb_iarray(&b, pos, t);
-        sb_puts(&b, "}");
-    }
+    put_positions(&b, pos, batch, t, per_row);
+    sb_puts(&b, "}");
     size_t per = heads * t * t;
     double *want = xmalloc(batch * per * sizeof *want);
     for (size_t r = 0; r < batch; r++)
@@ -826,81 +838,66 @@ static void t5(const server *s)
 /* none, and the exact float32 round trip                                   */
 /* ---------------------------------------------------------------------- */
 
+/* The first characters of the "encoded" value as written, white space
+ * left out (at most n - 1 of them). */
+static void encoded_text_start(const http_resp *r, char *buf, size_t n)
+{
+    const char *p = r->body ? strstr(r->body, "\"encoded\"") : NULL;
+    size_t k = 0;
+    if (p) {
+        p = strchr(p, ':');
+        for (p = p ? p + 1 : ""; *p && k + 1 < n; p++)
+            if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r')
+                buf[k++] = *p;
+    }
+    buf[k] = '\0';
+}
+
 static void none_and_roundtrip(const server *s)
 {
-    const char *L = "POST /encode none bare [2,3]";
-    float zeros[6] = {0};
-    size_t sh[] = {2, 3};
-    http_resp r;
-    farr a;
-    if (post_read(s, "/encode", L, "{\"scheme\":\"none\",\"shape\":[2,3]}", "encoded", 2, sh, &r,
-                  &a)) {
-        check_exact(L, "zeros", &a, zeros, 6);
-        check_encode_meta(L, &r, "none", 2, sh);
-        farr_free(&a);
-    }
-    http_resp_free(&r);
+    static const float zeros[6] = {0};
+    /* decimal input reads as the nearest float32 */
+    static const float nearest[] = {0.1f, 3.0f, 1e-45f, 0.333333343f};
+    const encode_case cases[] = {
+        {.name = "POST /encode none bare [2,3]", .head = "\"scheme\":\"none\",\"shape\":[2,3]",
+         .ndim = 2, .shape = {2, 3}, .what = "zeros", .want_exact = zeros,
+         .meta_scheme = "none"},
+        {.name = "POST /encode none decimal input rounding",
+         .head = "\"scheme\":\"none\",\"embeddings\":[[0.10000000149011612,3,1.4e-45,"
+                 "0.33333333333333333333]]",
+         .ndim = 2, .shape = {1, 4}, .what = "nearest float32", .want_exact = nearest},
+        /* base64 in, none: exact */
+        {.name = "POST /encode none base64 in, base64 out: bytes echoed",
+         .head = "\"scheme\":\"none\",\"encoding\":\"base64\",\"shape\":[2,10]",
+         .input = ENC_BASE64, .x = SPECIAL, .ndim = 2, .shape = {2, 10}, .what = "echo",
+         .want_exact = SPECIAL},
+        {.name = "POST /encode none batch [2,2,5] echo", .head = "\"scheme\":\"none\"",
+         .input = ENC_JSON, .x = SPECIAL, .ndim = 3, .shape = {2, 2, 5}, .what = "echo",
+         .want_exact = SPECIAL},
+    };
+    RUN_ENCODE_CASES(s, cases);
 
     /* Every input float comes back bit-identical (embed_scale does not
-     * apply to none). */
-    L = "POST /encode none echoes special floats exactly (embed_scale 2 ignored)";
+     * apply to none), and 0.1f is written "0.1", the shortest text that
+     * reads back. */
+    const char *L = "POST /encode none echoes special floats exactly (embed_scale 2 ignored)";
     size_t shx[] = {2, NSPECIAL / 2};
     sbuf b;
     sb_init(&b);
     sb_puts(&b, "{\"scheme\":\"none\",\"embed_scale\":2,\"embeddings\":");
     sb_farray(&b, SPECIAL, 2, shx);
     sb_puts(&b, "}");
+    http_resp r;
+    farr a;
     if (post_read(s, "/encode", L, b.s, "encoded", 2, shx, &r, &a)) {
         check_exact(L, "echo", &a, SPECIAL, NSPECIAL);
-        /* 0.1f is written "0.1", the shortest text that reads back */
-        const char *p = strstr(r.body, "\"encoded\"");
-        char compact[16] = "";
-        if (p) {
-            p = strchr(p, ':');
-            size_t k = 0;
-            for (p = p ? p + 1 : ""; *p && k < 8; p++)
-                if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r')
-                    compact[k++] = *p;
-            compact[k] = '\0';
-        }
+        char compact[16];
+        encoded_text_start(&r, compact, 9);
         CHECK(strncmp(compact, "[[0.1,", 6) == 0, L, "0.1f should be written 0.1, got \"%s...\"",
               compact);
         farr_free(&a);
     }
     http_resp_free(&r);
-    sb_free(&b);
-
-    /* Decimal input reads as the nearest float32; base64 in, none: exact. */
-    L = "POST /encode none decimal input rounding";
-    static const float want2[] = {0.1f, 3.0f, 1e-45f, 0.333333343f};
-    size_t sh2[] = {1, 4};
-    if (post_read(s, "/encode", L,
-                  "{\"scheme\":\"none\",\"embeddings\":[[0.10000000149011612,3,1.4e-45,"
-                  "0.33333333333333333333]]}",
-                  "encoded", 2, sh2, NULL, &a)) {
-        check_exact(L, "nearest float32", &a, want2, 4);
-        farr_free(&a);
-    }
-    L = "POST /encode none base64 in, base64 out: bytes echoed";
-    sb_init(&b);
-    sb_puts(&b, "{\"scheme\":\"none\",\"encoding\":\"base64\",\"shape\":[2,10],\"embeddings\":");
-    sb_base64_floats(&b, SPECIAL, NSPECIAL);
-    sb_puts(&b, "}");
-    if (post_read(s, "/encode", L, b.s, "encoded", 2, (size_t[]){2, 10}, NULL, &a)) {
-        check_exact(L, "echo", &a, SPECIAL, NSPECIAL);
-        farr_free(&a);
-    }
-    sb_free(&b);
-    /* batch with none */
-    L = "POST /encode none batch [2,2,5] echo";
-    sb_init(&b);
-    sb_puts(&b, "{\"scheme\":\"none\",\"embeddings\":");
-    sb_farray(&b, SPECIAL, 3, (size_t[]){2, 2, 5});
-    sb_puts(&b, "}");
-    if (post_read(s, "/encode", L, b.s, "encoded", 3, (size_t[]){2, 2, 5}, NULL, &a)) {
-        check_exact(L, "echo", &a, SPECIAL, NSPECIAL);
-        farr_free(&a);
-    }
     sb_free(&b);
 }
 

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cases.h"
 #include "tests.h"
 
 /* ---------------------------------------------------------------------- */
@@ -52,16 +53,6 @@ static void sleep_s(double s)
 static double slack(void)
 {
     return under_valgrind() ? 10.0 : 1.0;
-}
-
-/* strcasestr without _GNU_SOURCE. */
-static const char *find_nocase(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return hay;
-    return NULL;
 }
 
 static int tcp_open(const server *s)
@@ -267,33 +258,26 @@ static char *nested(size_t depth)
     return b.s;
 }
 
-static void expect_post(const server *s, const char *path, const char *body, long status,
-                        const char *code, const char *label)
-{
-    http_resp r;
-    http_post_json(s, path, body, &r);
-    if (status == 200)
-        expect_ok(label, &r);
-    else
-        expect_error(label, &r, status, code, NULL);
-    http_resp_free(&r);
-}
-
 static void depth_cases(const server *s, size_t limit)
 {
-    char label[160];
+    char ok_label[160], over_label[160];
     char *ok = nested(limit), *over = nested(limit + 1);
-    snprintf(label, sizeof label, "POST /encode JSON nested %zu deep (limit %zu): unknown field",
-             limit, limit);
-    expect_post(s, "/encode", ok, 400, "invalid_request", label);
-    snprintf(label, sizeof label, "POST /encode JSON nested %zu deep (limit %zu)", limit + 1,
-             limit);
-    expect_post(s, "/encode", over, 422, "too_large", label);
-    free(ok);
-    free(over);
     /* past jansson's own limit (2048): the same answer, not a parse error */
     char *deep = nested(5000);
-    expect_post(s, "/apply", deep, 422, "too_large", "POST /apply JSON nested 5000 deep");
+    snprintf(ok_label, sizeof ok_label,
+             "POST /encode JSON nested %zu deep (limit %zu): unknown field", limit, limit);
+    snprintf(over_label, sizeof over_label, "POST /encode JSON nested %zu deep (limit %zu)",
+             limit + 1, limit);
+    const http_case cases[] = {
+        {.name = ok_label, .route = "/encode", .body = ok, .status = 400,
+         .code = "invalid_request"},
+        {.name = over_label, .route = "/encode", .body = over, .status = 422, .code = "too_large"},
+        {.name = "POST /apply JSON nested 5000 deep", .route = "/apply", .body = deep,
+         .status = 422, .code = "too_large"},
+    };
+    RUN_HTTP_CASES(s, cases);
+    free(ok);
+    free(over);
     free(deep);
 }
 
@@ -328,6 +312,55 @@ static char *inline_model_body(size_t d, size_t heads, size_t head_dim)
     return b.s;
 }
 
+/* On the server of test_reqlimits: a POST that passes, or one that is
+ * refused as too_large. */
+#define FITS_LIMIT(route_, body_, name_) {.name = (name_), .route = (route_), .body = (body_)}
+#define PAST_LIMIT(route_, body_, name_)                                                           \
+    {.name = (name_), .route = (route_), .body = (body_), .status = 422, .code = "too_large"}
+
+static const http_case REQLIMIT_CASES[] = {
+    /* a real request at depth 4 (batched embeddings) passes */
+    FITS_LIMIT("/encode", "{\"embeddings\":[[[1,2]],[[3,4]]]}",
+               "POST /encode batched embeddings, depth 4 of 8"),
+    /* batch */
+    FITS_LIMIT("/encode", "{\"shape\":[4,1,2]}", "POST /encode shape [4,1,2] (--max-batch 4)"),
+    PAST_LIMIT("/encode", "{\"shape\":[5,1,2]}", "POST /encode shape [5,1,2] (--max-batch 4)"),
+    PAST_LIMIT("/encode", "{\"embeddings\":[[[1]],[[1]],[[1]],[[1]],[[1]]]}",
+               "POST /encode embeddings batch 5 (--max-batch 4)"),
+    FITS_LIMIT("/apply", "{\"model\":" TOKMODEL ",\"token_ids\":[[0],[1],[2],[0]]}",
+               "POST /apply token_ids batch 4 (--max-batch 4)"),
+    PAST_LIMIT("/apply", "{\"model\":" TOKMODEL ",\"token_ids\":[[0],[1],[2],[0],[1]]}",
+               "POST /apply token_ids batch 5 (--max-batch 4)"),
+    /* dimensions and heads */
+    FITS_LIMIT("/encode", "{\"shape\":[1,64]}", "POST /encode shape [1,64] (--max-dim 64)"),
+    PAST_LIMIT("/encode", "{\"shape\":[1,65]}", "POST /encode shape [1,65] (--max-dim 64)"),
+    PAST_LIMIT("/encode", "{\"scheme\":\"rope\",\"params\":{\"head_dim\":128},\"shape\":[1,64]}",
+               "POST /encode rope head_dim 128 (--max-dim 64)"),
+    FITS_LIMIT("/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":4},\"shape\":[2,1]}",
+               "POST /encode alibi heads 4 (--max-heads 4)"),
+    PAST_LIMIT("/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":5},\"shape\":[2,1]}",
+               "POST /encode alibi heads 5 (--max-heads 4)"),
+    /* output elements: alibi bias is heads x tokens x tokens */
+    FITS_LIMIT("/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":4},\"shape\":[32,1]}",
+               "POST /encode alibi bias 4x32x32 = 4096 (--max-output-elements 4096)"),
+    PAST_LIMIT("/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":4},\"shape\":[33,1]}",
+               "POST /encode alibi bias 4x33x33 (--max-output-elements 4096)"),
+};
+
+/* The status of GET /healthz with a 12 KiB header block (0: no answer). */
+static long big_header_status(const server *s)
+{
+    char *big = xmalloc(16384);
+    char pad[12289];
+    memset(pad, 'a', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\0';
+    snprintf(big, 16384, "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: %s\r\n\r\n", pad);
+    char resp[8192];
+    long st = raw_request(s, big, strlen(big), (int)(10 * slack()), resp, sizeof resp);
+    free(big);
+    return st;
+}
+
 void test_reqlimits(void)
 {
     server s;
@@ -337,20 +370,7 @@ void test_reqlimits(void)
                           "--connection-memory", "8192", NULL};
     if (server_start(&s, "reqlimits", args, NULL)) {
         depth_cases(&s, 8);
-        /* a real request at depth 4 (batched embeddings) passes */
-        expect_post(&s, "/encode", "{\"embeddings\":[[[1,2]],[[3,4]]]}", 200, NULL,
-                    "POST /encode batched embeddings, depth 4 of 8");
-        /* batch */
-        expect_post(&s, "/encode", "{\"shape\":[4,1,2]}", 200, NULL,
-                    "POST /encode shape [4,1,2] (--max-batch 4)");
-        expect_post(&s, "/encode", "{\"shape\":[5,1,2]}", 422, "too_large",
-                    "POST /encode shape [5,1,2] (--max-batch 4)");
-        expect_post(&s, "/encode", "{\"embeddings\":[[[1]],[[1]],[[1]],[[1]],[[1]]]}", 422,
-                    "too_large", "POST /encode embeddings batch 5 (--max-batch 4)");
-        expect_post(&s, "/apply", "{\"model\":" TOKMODEL ",\"token_ids\":[[0],[1],[2],[0]]}", 200,
-                    NULL, "POST /apply token_ids batch 4 (--max-batch 4)");
-        expect_post(&s, "/apply", "{\"model\":" TOKMODEL ",\"token_ids\":[[0],[1],[2],[0],[1]]}",
-                    422, "too_large", "POST /apply token_ids batch 5 (--max-batch 4)");
+        RUN_HTTP_CASES(&s, REQLIMIT_CASES);
         /* tokens through token_ids: refused before the rows are gathered */
         sbuf b;
         sb_init(&b);
@@ -358,49 +378,26 @@ void test_reqlimits(void)
         for (int i = 1; i < 65; i++)
             sb_puts(&b, ",1");
         sb_puts(&b, "]}");
-        expect_post(&s, "/apply", b.s, 422, "too_large", "POST /apply 65 token_ids (--max-tokens 64)");
-        sb_free(&b);
-        /* dimensions and heads */
-        expect_post(&s, "/encode", "{\"shape\":[1,64]}", 200, NULL,
-                    "POST /encode shape [1,64] (--max-dim 64)");
-        expect_post(&s, "/encode", "{\"shape\":[1,65]}", 422, "too_large",
-                    "POST /encode shape [1,65] (--max-dim 64)");
-        expect_post(&s, "/encode", "{\"scheme\":\"rope\",\"params\":{\"head_dim\":128},\"shape\":[1,64]}",
-                    422, "too_large", "POST /encode rope head_dim 128 (--max-dim 64)");
-        expect_post(&s, "/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":4},\"shape\":[2,1]}",
-                    200, NULL, "POST /encode alibi heads 4 (--max-heads 4)");
-        expect_post(&s, "/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":5},\"shape\":[2,1]}",
-                    422, "too_large", "POST /encode alibi heads 5 (--max-heads 4)");
-        char *m5 = inline_model_body(10, 5, 2);
-        expect_post(&s, "/apply", m5, 422, "too_large",
-                    "POST /apply inline model with 5 heads (--max-heads 4)");
-        free(m5);
-        char *m4 = inline_model_body(8, 4, 2);
-        expect_post(&s, "/apply", m4, 200, NULL, "POST /apply inline model with 4 heads (--max-heads 4)");
-        free(m4);
+        char *m5 = inline_model_body(10, 5, 2), *m4 = inline_model_body(8, 4, 2);
         char *d65 = inline_model_body(65, 1, 65);
-        expect_post(&s, "/apply", d65, 422, "too_large",
-                    "POST /apply inline model d_model 65 (--max-dim 64)");
+        const http_case built[] = {
+            PAST_LIMIT("/apply", b.s, "POST /apply 65 token_ids (--max-tokens 64)"),
+            PAST_LIMIT("/apply", m5, "POST /apply inline model with 5 heads (--max-heads 4)"),
+            FITS_LIMIT("/apply", m4, "POST /apply inline model with 4 heads (--max-heads 4)"),
+            PAST_LIMIT("/apply", d65, "POST /apply inline model d_model 65 (--max-dim 64)"),
+        };
+        RUN_HTTP_CASES(&s, built);
+        sb_free(&b);
+        free(m5);
+        free(m4);
         free(d65);
-        /* output elements: alibi bias is heads x tokens x tokens */
-        expect_post(&s, "/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":4},\"shape\":[32,1]}",
-                    200, NULL, "POST /encode alibi bias 4x32x32 = 4096 (--max-output-elements 4096)");
-        expect_post(&s, "/encode", "{\"scheme\":\"alibi\",\"params\":{\"heads\":4},\"shape\":[33,1]}",
-                    422, "too_large", "POST /encode alibi bias 4x33x33 (--max-output-elements 4096)");
         /* per-connection memory: a 12 KiB header block does not fit 8 KiB */
-        char *big = xmalloc(16384);
-        char pad[12289];
-        memset(pad, 'a', sizeof pad - 1);
-        pad[sizeof pad - 1] = '\0';
-        snprintf(big, 16384, "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: %s\r\n\r\n", pad);
-        char resp[8192];
-        long st = raw_request(&s, big, strlen(big), (int)(10 * slack()), resp, sizeof resp);
-        CHECK(st == 431, "GET /healthz with a 12 KiB header (--connection-memory 8192)",
-              "want 431, got %ld", st);
+        CHECK_INT_EQ("GET /healthz with a 12 KiB header (--connection-memory 8192)",
+                     big_header_status(&s), 431);
+        run_http_case(&s, &(http_case){.name = "GET /healthz after the limit checks",
+                                       .method = "GET", .route = "/healthz",
+                                       .status_only = true});
         http_resp r;
-        http_get(&s, "/healthz", &r);
-        CHECK(r.status == 200, "GET /healthz after the limit checks", "got %ld", r.status);
-        http_resp_free(&r);
         /* /info reports the limits */
         http_get(&s, "/info", &r);
         json_t *lim = r.json ? json_object_get(r.json, "limits") : NULL;
@@ -411,22 +408,13 @@ void test_reqlimits(void)
               "GET /info limits", "limits do not show the flags: %.300s", r.body);
         http_resp_free(&r);
         server_stop(&s);
-        free(big);
     }
 
     /* The defaults: depth 32, and a 12 KiB header block fits 64 KiB. */
     if (server_start(&s, "reqlimits-default", NULL, NULL)) {
         depth_cases(&s, 32);
-        char *big = xmalloc(16384);
-        char pad[12289];
-        memset(pad, 'a', sizeof pad - 1);
-        pad[sizeof pad - 1] = '\0';
-        snprintf(big, 16384, "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Pad: %s\r\n\r\n", pad);
-        char resp[8192];
-        long st = raw_request(&s, big, strlen(big), (int)(10 * slack()), resp, sizeof resp);
-        CHECK(st == 200, "GET /healthz with a 12 KiB header (default connection memory)",
-              "want 200, got %ld", st);
-        free(big);
+        CHECK_INT_EQ("GET /healthz with a 12 KiB header (default connection memory)",
+                     big_header_status(&s), 200);
         server_stop(&s);
     }
 }

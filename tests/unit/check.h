@@ -1,7 +1,8 @@
 /*
- * check.h - the tiny harness of the lib/ unit tests: every check counts as
- * passed or failed, failures print where and why, and main() prints one
- * summary line and exits non-zero on any failure.
+ * check.h - the tiny harness of the lib/ unit tests (and of tests/api):
+ * every check counts as passed or failed, failures print where and why
+ * (the one format of check_core.h), and main() prints one summary line and
+ * exits non-zero on any failure.
  */
 #ifndef CHECK_H
 #define CHECK_H
@@ -10,31 +11,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Counts one check; prints the message when it failed. */
-void check_report(bool ok, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#include "check_core.h"
 
 /* One check over a whole vector: |got[i] - want[i]| <= tol for every i.
  * On failure prints the worst element. */
-void check_close(const float *got, const double *want, size_t n, double tol,
-                 const char *file, int line, const char *what);
+void check_close_f(const float *got, const double *want, size_t n, double tol, const char *file,
+                   int line, const char *what);
 
-/* Like check_close, both sides double. */
+/* Like check_close_f, both sides double. */
 void check_close_d(const double *got, const double *want, size_t n, double tol,
                    const char *file, int line, const char *what);
 
-#define CHECK(cond, ...) check_report((cond), __FILE__, __LINE__, __VA_ARGS__)
+/* The unit harness has no label: a check is named by its message. */
+#define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, NULL, __VA_ARGS__)
 #define CHECK_NEAR(got, want, tol, what)                                       \
     check_close_d((const double[]){(got)}, (const double[]){(want)}, 1, (tol), \
                   __FILE__, __LINE__, (what))
 #define CHECK_CLOSE(got, want, n, tol, what)                                   \
-    check_close((got), (want), (n), (tol), __FILE__, __LINE__, (what))
+    check_close_f((got), (want), (n), (tol), __FILE__, __LINE__, (what))
 #define CHECK_CLOSE_D(got, want, n, tol, what)                                 \
     check_close_d((got), (want), (n), (tol), __FILE__, __LINE__, (what))
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Totals so far. */
+/* Totals so far (checks_passed/checks_failed as int, for the mains). */
 int check_passed_count(void);
 int check_failed_count(void);
 
