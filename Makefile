@@ -140,6 +140,12 @@ check-layers:
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
 
+# Every C file under lib/ api/ server/ tests/ must be what clang-format
+# (.clang-format) makes of it; lists the files that are not.
+.PHONY: format-check
+format-check: test-deps
+	@tools/format-check.sh
+
 # Allocation-failure run (tests/alloc/alloc_test.c): fails the Nth
 # allocation for every N along /encode, /apply and model loading, under
 # ASan + UBSan; every run must end in the same answer or a 503, and leak

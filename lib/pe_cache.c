@@ -58,14 +58,14 @@ typedef struct table_key {
 } table_key;
 
 typedef struct cache_entry {
-    pe_cache *owner;          /* borrowed: whose budget the block is charged to */
-    _Atomic size_t refs;      /* 1 while in entries[], plus 1 per holder */
+    pe_cache *owner;           /* borrowed: whose budget the block is charged to */
+    _Atomic size_t refs;       /* 1 while in entries[], plus 1 per holder */
     _Atomic uint64_t last_use; /* owner->clock at the latest use: LRU order */
-    _Atomic unsigned uses;    /* aged use count, <= USES_CAP */
-    size_t bytes;             /* the whole block */
+    _Atomic unsigned uses;     /* aged use count, <= USES_CAP */
+    size_t bytes;              /* the whole block */
     size_t rows;
     table_key key;
-    double table[];           /* [rows][row width], then rope's inv_freq */
+    double table[]; /* [rows][row width], then rope's inv_freq */
 } cache_entry;
 
 typedef struct seen_key {
@@ -77,7 +77,7 @@ struct pe_cache {
     pthread_rwlock_t lock;     /* entries[], n_entries */
     pthread_mutex_t fill_lock; /* misses: history, admission, eviction */
     size_t budget;
-    _Atomic size_t bytes;      /* charged: blocks not yet freed */
+    _Atomic size_t bytes; /* charged: blocks not yet freed */
     _Atomic uint64_t clock;
     cache_entry *entries[CACHE_MAX_TABLES]; /* each holds a reference */
     size_t n_entries;
@@ -288,8 +288,8 @@ static int make_room(pe_cache *cache, size_t need, unsigned freq)
 
 /* A new entry for key with its rows computed, holding the cache's reference
  * and the caller's; NULL when out of memory. */
-static cache_entry *entry_new(pe_cache *cache, const table_key *key, size_t rows,
-                              size_t row_width, size_t bytes, unsigned freq)
+static cache_entry *entry_new(pe_cache *cache, const table_key *key, size_t rows, size_t row_width,
+                              size_t bytes, unsigned freq)
 {
     cache_entry *e = malloc(bytes); /* owned by the cache and its holders */
 
@@ -314,8 +314,8 @@ static cache_entry *entry_new(pe_cache *cache, const table_key *key, size_t rows
 }
 
 /* A miss (under fill_lock): admit the table when the policy says so. */
-static const double *miss(pe_cache *cache, const table_key *key, size_t rows,
-                          size_t row_width, size_t *rows_out)
+static const double *miss(pe_cache *cache, const table_key *key, size_t rows, size_t row_width,
+                          size_t *rows_out)
 {
     size_t extra = key->kind == TABLE_ROPE ? key->width : 0;
     size_t bytes = sizeof(cache_entry) + (rows * row_width + extra) * sizeof(double);
@@ -341,10 +341,11 @@ static const double *miss(pe_cache *cache, const table_key *key, size_t rows,
     return e->table;
 }
 
-/* How many rows a table of row_width doubles gets; 0 when not cached. */
+/* How many rows a table of row_width doubles gets; 0 when not cached (also
+ * for widths so large that row_width * sizeof(double) could overflow). */
 static size_t table_rows(size_t row_width)
 {
-    if (row_width == 0)
+    if (row_width == 0 || row_width > CACHE_TABLE_BYTES / sizeof(double))
         return 0;
     size_t n = CACHE_TABLE_BYTES / (row_width * sizeof(double));
     if (n > CACHE_MAX_ROWS)
@@ -370,21 +371,21 @@ static const double *lookup(pe_cache *cache, table_key *key, size_t row_width, s
     return t;
 }
 
-const double *pe_cache_sinusoidal(pe_cache *cache, double base,
-                                  pe_sin_layout layout, size_t d,
+const double *pe_cache_sinusoidal(pe_cache *cache, double base, pe_sin_layout layout, size_t d,
                                   size_t *rows)
 {
     table_key key = {.kind = TABLE_SINUSOIDAL, .base = base, .layout = layout, .width = d};
     return lookup(cache, &key, d, rows);
 }
 
-const double *pe_cache_rope(pe_cache *cache, const double *inv_freq,
-                            size_t half, double attention_factor,
-                            size_t *rows)
+const double *pe_cache_rope(pe_cache *cache, const double *inv_freq, size_t half,
+                            double attention_factor, size_t *rows)
 {
-    table_key key = {.kind = TABLE_ROPE, .width = half, .inv_freq = inv_freq,
+    table_key key = {.kind = TABLE_ROPE,
+                     .width = half,
+                     .inv_freq = inv_freq,
                      .attention_factor = attention_factor};
-    return lookup(cache, &key, 2 * half, rows);
+    return lookup(cache, &key, half > CACHE_TABLE_BYTES ? 0 : 2 * half, rows);
 }
 
 pe_cache_stats pe_cache_get_stats(pe_cache *cache)

@@ -35,14 +35,14 @@ typedef struct pe_cache pe_cache;
 
 /* What the cache did so far (for tests and diagnostics). */
 typedef struct pe_cache_stats {
-    size_t tables;      /* tables in the cache now */
-    size_t bytes;       /* bytes held now: cached tables and evicted ones still held */
-    size_t budget;      /* the budget_bytes it was made with */
-    size_t hits;        /* lookups answered from the cache */
-    size_t misses;      /* lookups of cacheable tables that were not cached */
-    size_t admissions;  /* tables computed and added */
-    size_t evictions;   /* tables removed to make room */
-    size_t rejections;  /* second uses not admitted (full of more used tables) */
+    size_t tables;     /* tables in the cache now */
+    size_t bytes;      /* bytes held now: cached tables and evicted ones still held */
+    size_t budget;     /* the budget_bytes it was made with */
+    size_t hits;       /* lookups answered from the cache */
+    size_t misses;     /* lookups of cacheable tables that were not cached */
+    size_t admissions; /* tables computed and added */
+    size_t evictions;  /* tables removed to make room */
+    size_t rejections; /* second uses not admitted (full of more used tables) */
 } pe_cache_stats;
 
 /* A new, empty cache that holds at most budget_bytes of tables (allocates;
@@ -58,16 +58,14 @@ void pe_cache_free(pe_cache *cache);
  * admits the table; NULL when not cached (the caller then computes rows
  * itself). *rows receives their count. A non-NULL result is held: valid
  * until passed to pe_cache_release(), exactly once. */
-const double *pe_cache_sinusoidal(pe_cache *cache, double base,
-                                  pe_sin_layout layout, size_t d,
+const double *pe_cache_sinusoidal(pe_cache *cache, double base, pe_sin_layout layout, size_t d,
                                   size_t *rows);
 
 /* The cached cos/sin rows ([rows][half][2], see pe_rope.cache) for these
  * inverse frequencies and attention factor, admitted and held like the
  * sinusoidal tables; NULL when not cached. */
-const double *pe_cache_rope(pe_cache *cache, const double *inv_freq,
-                            size_t half, double attention_factor,
-                            size_t *rows);
+const double *pe_cache_rope(pe_cache *cache, const double *inv_freq, size_t half,
+                            double attention_factor, size_t *rows);
 
 /* Drops the hold on a table returned by pe_cache_sinusoidal() or
  * pe_cache_rope(); accepts NULL. */

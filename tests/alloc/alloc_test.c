@@ -48,10 +48,10 @@ void *__wrap_realloc(void *p, size_t n);
 void __wrap_free(void *p);
 char *__wrap_strdup(const char *s);
 
-static _Atomic bool armed;        /* count (and maybe fail) allocations */
-static _Atomic long alloc_calls;  /* counted since arming */
-static _Atomic long fail_at;      /* the call that fails, 1-based; 0: none */
-static _Atomic long live_blocks;  /* allocated and not freed, always tracked */
+static _Atomic bool armed;       /* count (and maybe fail) allocations */
+static _Atomic long alloc_calls; /* counted since arming */
+static _Atomic long fail_at;     /* the call that fails, 1-based; 0: none */
+static _Atomic long live_blocks; /* allocated and not freed, always tracked */
 
 static long backtrace_at; /* ALLOC_BACKTRACE=N: print where allocation N fails */
 
@@ -339,11 +339,11 @@ static void check_request(const api_service *svc, const request_case *c)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
     printf("%-44s %4ld allocations: %4ld same answer, %4ld 503, %4ld other, %ld leaking "
-           "(%.0f ms)\n", c->name, calls, t.same, t.unavailable, t.other, t.leaks, ms);
+           "(%.0f ms)\n",
+           c->name, calls, t.same, t.unavailable, t.other, t.leaks, ms);
     for (size_t k = 0; k < t.n_kinds; k++)
-        printf("    %ld runs answer %d %s (first: allocation %ld failing: %s)\n",
-               t.kind[k].count, t.kind[k].status, t.kind[k].code, t.kind[k].first,
-               t.kind[k].message);
+        printf("    %ld runs answer %d %s (first: allocation %ld failing: %s)\n", t.kind[k].count,
+               t.kind[k].status, t.kind[k].code, t.kind[k].first, t.kind[k].message);
     result(t.other == 0, "%s: %ld runs answer neither the same nor 503 unavailable", c->name,
            t.other);
     result(t.leaks == 0, "%s: %ld runs leak; first: allocation %ld failing", c->name, t.leaks,
@@ -557,11 +557,11 @@ static void check_loading(const char *name, const api_model_spec *spec, size_t n
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
     printf("%-44s %4ld allocations: %4ld loaded, %4ld refused with a message, %ld silent, "
-           "%ld leaking (%.0f ms)\n", name, calls, loaded, refused, other, leaks, ms);
-    result(other == 0, "%s: %ld runs fail without a message; first: allocation %ld", name,
-           other, first_other);
-    result(leaks == 0, "%s: %ld runs leak; first: allocation %ld failing", name, leaks,
-           first_leak);
+           "%ld leaking (%.0f ms)\n",
+           name, calls, loaded, refused, other, leaks, ms);
+    result(other == 0, "%s: %ld runs fail without a message; first: allocation %ld", name, other,
+           first_other);
+    result(leaks == 0, "%s: %ld runs leak; first: allocation %ld failing", name, leaks, first_leak);
 }
 
 int main(int argc, char **argv)
@@ -590,9 +590,10 @@ int main(int argc, char **argv)
     const api_model_spec llama = {.name = "default", .dir = llama_dir};
     const api_model_spec both[] = {tiny, {.name = "llama", .dir = llama_dir, .has_layer = true}};
 
-    static const char *const load_names[] = {
-        "load: built-in default model", "load: posenc format (+ built-in default)",
-        "load: HF llama as \"default\"", "load: posenc format + HF llama layer 0"};
+    static const char *const load_names[] = {"load: built-in default model",
+                                             "load: posenc format (+ built-in default)",
+                                             "load: HF llama as \"default\"",
+                                             "load: posenc format + HF llama layer 0"};
     const api_model_spec *load_specs[] = {NULL, &tiny, &llama, both};
     const size_t load_counts[] = {0, 1, 1, 2};
     for (size_t i = 0; i < 4; i++)

@@ -121,8 +121,8 @@ static void evicts_least_recently_used(void)
           s.rejections, s.evictions);
     CHECK(ask_wide(c, 3e4, 1) == 1, "C's third use evicts and is cached");
     s = pe_cache_get_stats(c);
-    CHECK(s.evictions == 1 && s.tables == 2, "one eviction, two tables (%zu, %zu)",
-          s.evictions, s.tables);
+    CHECK(s.evictions == 1 && s.tables == 2, "one eviction, two tables (%zu, %zu)", s.evictions,
+          s.tables);
     size_t hits = s.hits;
     const double *a = pe_cache_sinusoidal(c, 1e4, PE_SIN_INTERLEAVED, WIDE_D, &rows);
     CHECK(a != NULL && pe_cache_get_stats(c).hits == hits + 1, "A (recent) survived");
@@ -194,8 +194,7 @@ static void odd_bases_do_not_evict_a_common_table(void)
         }
     }
     pe_cache_stats s = pe_cache_get_stats(c);
-    CHECK(common_misses == 0, "the common table stayed cached (%zu misses of it)",
-          common_misses);
+    CHECK(common_misses == 0, "the common table stayed cached (%zu misses of it)", common_misses);
     CHECK(s.admissions >= 2, "odd bases asked twice were admitted to the free room (%zu)",
           s.admissions);
     pe_cache_free(c);
@@ -258,8 +257,8 @@ static void *read_tables(void *arg)
             size_t p = (size_t)(round * 97 + k * 31) % SMALL_ROWS;
             r->wrong += t && !row_is(t, base, p);
             r->wrong += t && !row_is(t, base, SMALL_ROWS - 1);
-            r->wrong += m && memcmp(m + p * SMALL_D, r->common + p * SMALL_D,
-                                    SMALL_D * sizeof *m) != 0;
+            r->wrong += m &&
+                        memcmp(m + p * SMALL_D, r->common + p * SMALL_D, SMALL_D * sizeof *m) != 0;
             r->held += (t != NULL) + (m != NULL);
             pe_cache_release(t);
             pe_cache_release(m);
