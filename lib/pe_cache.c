@@ -54,7 +54,7 @@ typedef struct table_key {
     size_t width;            /* sinusoidal: d; rope: pairs (half) */
     const double *inv_freq;  /* rope: [width]; borrowed, or in the entry's block */
     double attention_factor; /* rope */
-    uint64_t hash;
+    uint64_t hash;           /* of the fields above; set on a miss */
 } table_key;
 
 typedef struct cache_entry {
@@ -156,10 +156,11 @@ static uint64_t hash_key(const table_key *k)
     return h;
 }
 
+/* Bit-for-bit equality (the hash is not compared: hits do not compute it). */
 static bool same_key(const table_key *a, const table_key *b)
 {
-    return a->hash == b->hash && a->kind == b->kind && a->width == b->width &&
-           a->layout == b->layout && memcmp(&a->base, &b->base, sizeof a->base) == 0 &&
+    return a->kind == b->kind && a->width == b->width && a->layout == b->layout &&
+           memcmp(&a->base, &b->base, sizeof a->base) == 0 &&
            memcmp(&a->attention_factor, &b->attention_factor, sizeof a->attention_factor) == 0 &&
            (a->kind != TABLE_ROPE ||
             memcmp(a->inv_freq, b->inv_freq, a->width * sizeof *a->inv_freq) == 0);
@@ -359,14 +360,15 @@ static const double *lookup(pe_cache *cache, table_key *key, size_t row_width, s
 
     if (n == 0)
         return NULL;
-    key->hash = hash_key(key);
     const double *t = find_and_hold(cache, key, rows);
     if (t)
         return t;
     pthread_mutex_lock(&cache->fill_lock);
     t = find_and_hold(cache, key, rows); /* admitted while we waited? */
-    if (!t)
+    if (!t) {
+        key->hash = hash_key(key); /* only misses need it: the history's index */
         t = miss(cache, key, n, row_width, rows);
+    }
     pthread_mutex_unlock(&cache->fill_lock);
     return t;
 }
