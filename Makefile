@@ -140,6 +140,30 @@ check-layers:
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
 
+# Every C file under lib/ api/ server/ tests/ must be what clang-format
+# (.clang-format) makes of it; lists the files that are not.
+.PHONY: format-check
+format-check: test-deps
+	@tools/format-check.sh
+
+# Allocation-failure run (tests/alloc/alloc_test.c): fails the Nth
+# allocation for every N along /encode, /apply and model loading, under
+# ASan + UBSan; every run must end in the same answer or a 503, and leak
+# nothing. Model directories come from tests/alloc/write_models.py (numpy).
+ALLOC_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
+
+$(BUILD)/alloc_test: $(BUILD)/tests/alloc/alloc_test.o $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $(ALLOC_WRAP) $^ $(LDLIBS) -o $@
+
+.PHONY: test-alloc alloc-run
+test-alloc: test-deps
+	@$(MAKE) --no-print-directory SANITIZE=1 alloc-run
+
+alloc-run: $(BUILD)/alloc_test
+	@rm -rf $(BUILD)/alloc-models
+	/usr/bin/python3 tests/alloc/write_models.py $(BUILD)/alloc-models
+	OMP_NUM_THREADS=2 ./$(BUILD)/alloc_test $(BUILD)/alloc-models
+
 test-valgrind: test-deps
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) VALGRIND=1 tests/run.sh

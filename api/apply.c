@@ -134,6 +134,7 @@ static int attention_input(const api_service *svc, const request *rq, float *z,
                    .norm = &norm};
     pe_status st = pe_encode_input(&in, rq->x.data, rq->positions, request_rows(rq), rq->d, z,
                                    &bad);
+    pe_cache_release(pe.cache);
     return st == PE_OK ? 0 : absolute_fail(rq, &pe, st, bad, "encoded (z)", err);
 }
 

@@ -29,6 +29,7 @@ static int encode_absolute(const api_service *svc, const request *rq, float *out
         return -1;
     pe_status st = pe_encode_absolute(&pe, NULL, rq->embed_scale, rq->x.data, rq->positions,
                                       request_rows(rq), rq->d, out, &bad);
+    pe_cache_release(pe.cache);
     return st == PE_OK ? 0 : absolute_fail(rq, &pe, st, bad, "encoded", err);
 }
 

@@ -118,6 +118,8 @@ void rope_plan_free(rope_plan *plan)
         return;
     free(plan->inv_freq);
     plan->inv_freq = NULL;
+    pe_cache_release(plan->rope.cache);
+    plan->rope.cache = NULL;
 }
 
 int relative_bias(const api_service *svc, const request *rq,

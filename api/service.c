@@ -12,6 +12,10 @@
 
 #include "models/model_dir.h"
 
+/* The shared sinusoidal/RoPE tables may take this much memory (the 64 MiB
+ * the fixed 16 slots of 4 MiB allowed before pe_cache had a budget). */
+#define API_TABLE_CACHE_BYTES ((size_t)64 << 20)
+
 api_service *api_service_new(const api_limits *limits, api_error *err)
 {
     return api_service_new_with_models(limits, NULL, 0, err);
@@ -83,7 +87,7 @@ api_service *api_service_new_with_models(const api_limits *limits,
     if (svc->limits.max_json_depth > API_MAX_JSON_DEPTH)
         svc->limits.max_json_depth = API_MAX_JSON_DEPTH;
     svc->models = calloc(n + 1, sizeof *svc->models);
-    svc->pe_cache = pe_cache_new();
+    svc->pe_cache = pe_cache_new(API_TABLE_CACHE_BYTES);
     if (!svc->models || !svc->pe_cache)
         goto nomem;
     for (size_t i = 0; i < n; i++)

@@ -53,5 +53,6 @@ void test_t5(void);
 void test_qkv(void);
 void test_default_weights(void);
 void test_threads(void);
+void test_pe_cache(void);
 
 #endif /* CHECK_H */

@@ -17,6 +17,7 @@ int main(void)
     test_qkv();
     test_default_weights();
     test_threads();
+    test_pe_cache();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());
