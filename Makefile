@@ -78,11 +78,11 @@ $(BUILD)/%.o: %.cc
 
 $(LIBPOSENC): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBAPI): $(API_OBJ)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # The OpenAPI text is compiled into the binary: YAML as written, JSON made
 # from it at build time.
