@@ -5,6 +5,8 @@
 
 #include "check.h"
 
+void test_diagnose_rope(void); /* test_diagnose_rope.c */
+
 int main(void)
 {
     test_norm();
@@ -17,6 +19,7 @@ int main(void)
     test_qkv();
     test_default_weights();
     test_threads();
+    test_diagnose_rope();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());
