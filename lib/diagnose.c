@@ -135,6 +135,20 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
     }
     if (st != PE_OK)
         goto fail;
+    if (found.slopes) { /* alibi_slopes evidence: which heads differ */
+        double *paper = malloc(s->heads * sizeof *paper); /* owned */
+        out->slopes_differ = calloc(s->heads, sizeof *out->slopes_differ);
+        if (!paper || !out->slopes_differ) {
+            free(paper);
+            st = PE_ENOMEM;
+            goto fail;
+        }
+        pe_alibi_slopes(s->heads, paper);
+        for (size_t h = 0; h < s->heads; h++)
+            out->slopes_differ[h] =
+                fabs(found.slopes[h] - paper[h]) > 1e-12 * paper[h];
+        free(paper);
+    }
 
     /* the structure found, at exact angles, then at each lower precision;
      * the claim's own structure at lower precisions too (a search misled

@@ -6,6 +6,7 @@
 #include "check.h"
 
 void test_diagnose_rope(void); /* test_diagnose_rope.c */
+void test_diagnose_abs(void);  /* test_diagnose_abs.c */
 
 int main(void)
 {
@@ -20,6 +21,7 @@ int main(void)
     test_default_weights();
     test_threads();
     test_diagnose_rope();
+    test_diagnose_abs();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());
