@@ -130,14 +130,14 @@ pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim,
     size_t H = s->heads, T = s->rows;
     const pe_t5 *c = &claim->t5;
     size_t nbs[5] = {c->num_buckets, 32, 16, 64, 128};
-    int64_t mds[6] = {c->max_distance, 128, 256, 64, 512, 1024};
+    int64_t mds[9] = {c->max_distance, 128, 256, 64, 512, 1024, 32, 16, 2048};
     double best_err = INFINITY;
 
     *best = *claim;
     for (int rev = 0; rev < 2; rev++)
         for (int bi = 0; bi < 2; bi++)
             for (size_t a = 0; a < 5; a++)
-                for (size_t b = 0; b < 6; b++) {
+                for (size_t b = 0; b < 9; b++) {
                     size_t nb = nbs[a];
                     int64_t md = mds[b];
                     bool bidir = bi ? !c->bidirectional : c->bidirectional;

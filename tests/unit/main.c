@@ -7,6 +7,7 @@
 
 void test_diagnose_rope(void); /* test_diagnose_rope.c */
 void test_diagnose_abs(void);  /* test_diagnose_abs.c */
+void test_diagnose_bias(void); /* test_diagnose_bias.c */
 
 int main(void)
 {
@@ -22,6 +23,7 @@ int main(void)
     test_threads();
     test_diagnose_rope();
     test_diagnose_abs();
+    test_diagnose_bias();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());
