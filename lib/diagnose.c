@@ -115,7 +115,7 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
         }
     }
 
-    pe_dx_variant found = c;
+    pe_dx_variant found = c, alt = c;
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
     case PE_DX_SUBJ_ABS_ENCODED:
@@ -123,7 +123,7 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
         break;
     case PE_DX_SUBJ_ROPE_CACHE:
     case PE_DX_SUBJ_ROPE_ENCODED:
-        st = dx_search_rope(s, &c, tol, &found);
+        st = dx_search_rope(s, &c, tol, &found, &alt);
         break;
     case PE_DX_SUBJ_ALIBI_BIAS:
     case PE_DX_SUBJ_ALIBI_SLOPES:
@@ -150,18 +150,19 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
         free(paper);
     }
 
-    /* the structure found, at exact angles, then at each lower precision;
-     * the claim's own structure at lower precisions too (a search misled
-     * by coarse angles) */
+    /* the structure found (and the rope search's second finalist), at
+     * exact angles, then at each lower precision (the simplest precision
+     * that explains wins); the claim's own structure at the lower
+     * precisions too (a search misled by coarse angles) */
     static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32,
                                             PE_DX_BFLOAT16, PE_DX_FLOAT16};
     size_t nprec = angle_kind(s->kind) ? 4 : 1;
-    const pe_dx_variant *bases[2] = {&found, &c};
+    const pe_dx_variant *bases[3] = {&found, &alt, &c};
     pe_dx_errors closest_err = out->claimed;
     pe_dx_variant closest = c;
-    for (int b = 0; b < 2; b++)
-        for (size_t k = 0; k < nprec; k++) {
-            if (b == 1 && k < 2)
+    for (size_t k = 0; k < nprec; k++)
+        for (int b = 0; b < 3; b++) {
+            if ((b == 2 && k < 2) || (b == 1 && !rope_kind(s->kind)))
                 continue; /* the claim exact and at float32: done above */
             pe_dx_variant v = *bases[b];
             v.precision = precs[k];
@@ -185,8 +186,6 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
                 if (st != PE_OK)
                     goto fail;
                 dx_findings(s, &c, out, out->findings, &out->n_findings);
-                if (out->n_findings == 0)
-                    out->verdict = PE_DX_MATCH; /* cannot happen: c failed */
                 return PE_OK;
             }
         }

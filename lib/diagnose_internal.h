@@ -80,8 +80,11 @@ double dx_profile_score(const double *m, const double *w, size_t half,
 
 pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
                              pe_dx_tolerance tol, pe_dx_variant *best);
+/* rope: *alt is a second finalist (the roundest profile near the best
+ * one), for subjects whose coarse angles blur the profile. */
 pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim,
-                         pe_dx_tolerance tol, pe_dx_variant *best);
+                         pe_dx_tolerance tol, pe_dx_variant *best,
+                         pe_dx_variant *alt);
 pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
                           pe_dx_variant *best, double **slopes_out);
 pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim,

@@ -347,9 +347,18 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
 }
 
 /* The variant one reading leads to, with the coherence of its phases. */
+static pe_status finish_variant(const pe_dx_subject *s,
+                                const pe_dx_variant *claim,
+                                const dx_phasors *ph, double amp,
+                                const candidate *cand, double *w,
+                                pe_dx_variant *v);
+
+/* The variants one reading leads to: out[0] from the candidate profile
+ * that fits best, out[1] from the earliest (claimed, roundest) one within
+ * a loose margin of it - what coarse (bfloat16) angles call for. */
 static pe_status follow_reading(const pe_dx_subject *s,
                                 const pe_dx_variant *claim, const reading *r,
-                                pe_dx_variant *out, double *coherence)
+                                pe_dx_variant *out)
 {
     dx_phasors ph = {0};
     size_t half = r->rd / 2;
@@ -409,64 +418,80 @@ static pe_status follow_reading(const pe_dx_subject *s,
         }
     }
     /* prefer the earliest candidate (claimed, round) that is as good */
+    size_t loose = best;
     for (size_t k = 0; k < nc; k++)
         if (scores[k] <= best_score + 2e-6 + 0.05 * best_score) {
             best = k;
             break;
         }
+    for (size_t k = 0; k < nc; k++)
+        if (scores[k] <= 8 * best_score + 1e-2) {
+            loose = k;
+            break;
+        }
     free(scores);
-    if (nc == 0 || !isfinite(best_score)) {
-        *out = v;
-        *coherence = 0.0;
+    out[0] = out[1] = v;
+    if (nc == 0 || !isfinite(best_score))
         goto out;
-    }
-    v.rope.base = cands[best].base;
-    v.rope.scaling = cands[best].scaling;
-    v.formula = cands[best].formula;
-    v.frequency_dim = cands[best].frequency_dim;
-
-    double implied;
-    st = dx_rope_freqs(s, &v, w, &implied);
-    if (st != PE_OK)
-        goto out;
-    st = dx_fit_offset(&ph, s->positions, w, reversed ? -1.0 : 1.0,
-                       PE_DX_EXACT, &v.offset, coherence);
-    if (st != PE_OK)
-        goto out;
-    if (v.offset != 0) { /* dynamic scaling depends on the shifted length */
-        st = dx_rope_freqs(s, &v, w, &implied);
-        if (st != PE_OK)
-            goto out;
-    }
-
-    /* the attention factor: the one implied, the claim's, 1, or measured */
-    double claim_factor = claim->attention_factor;
-    double snaps[3] = {implied, claim_factor, 1.0};
-    v.attention_factor = amp;
-    bool snapped = false;
-    for (double rel = 1e-5; rel <= 2e-2 && !snapped; rel *= 2000)
-        for (int k = 0; k < 3 && !snapped; k++)
-            if (fabs(amp - snaps[k]) <= rel * snaps[k]) {
-                v.attention_factor = snaps[k];
-                snapped = true;
-            }
-    if (!snapped && fabs(amp - dx_round_sig(amp, 4)) <= 1e-6 * amp)
-        v.attention_factor = dx_round_sig(amp, 4);
-    if (!isfinite(v.attention_factor))
-        v.attention_factor = 1.0;
-    /* yarn's explicit attention_factor keeps /encode able to say it */
-    if (v.rope.scaling.type == PE_ROPE_SCALING_YARN &&
-        v.attention_factor != implied) {
-        v.rope.scaling.has_attention_factor = true;
-        v.rope.scaling.attention_factor = v.attention_factor;
-    }
-    *out = v;
+    st = finish_variant(s, claim, &ph, amp, &cands[best], w, &out[0]);
+    if (st == PE_OK)
+        st = finish_variant(s, claim, &ph, amp, &cands[loose], w, &out[1]);
 out:
     free(ph.z);
     free(m);
     free(w);
     free(cands);
     return st;
+}
+
+/* Base, scaling, offset and attention factor of a variant from one
+ * candidate profile. w: scratch [rotary_dim/2]. */
+static pe_status finish_variant(const pe_dx_subject *s,
+                                const pe_dx_variant *claim,
+                                const dx_phasors *ph, double amp,
+                                const candidate *cand, double *w,
+                                pe_dx_variant *v)
+{
+    double implied, coherence;
+    v->rope.base = cand->base;
+    v->rope.scaling = cand->scaling;
+    v->formula = cand->formula;
+    v->frequency_dim = cand->frequency_dim;
+    pe_status st = dx_rope_freqs(s, v, w, &implied);
+    if (st != PE_OK)
+        return st;
+    st = dx_fit_offset(ph, s->positions, w, v->reversed ? -1.0 : 1.0,
+                       PE_DX_EXACT, &v->offset, &coherence);
+    if (st != PE_OK)
+        return st;
+    if (v->offset != 0) { /* dynamic scaling depends on the shifted length */
+        st = dx_rope_freqs(s, v, w, &implied);
+        if (st != PE_OK)
+            return st;
+    }
+
+    /* the attention factor: the one implied, the claim's, 1, or measured;
+     * a vanishing one explains nothing (all-zero subjects) */
+    double snaps[3] = {implied, claim->attention_factor, 1.0};
+    v->attention_factor = amp;
+    bool snapped = false;
+    for (double rel = 1e-5; rel <= 2e-2 && !snapped; rel *= 2000)
+        for (int k = 0; k < 3 && !snapped; k++)
+            if (fabs(amp - snaps[k]) <= rel * snaps[k]) {
+                v->attention_factor = snaps[k];
+                snapped = true;
+            }
+    if (!snapped && fabs(amp - dx_round_sig(amp, 4)) <= 1e-6 * amp)
+        v->attention_factor = dx_round_sig(amp, 4);
+    if (!isfinite(v->attention_factor) || !(v->attention_factor > 1e-6))
+        v->attention_factor = implied;
+    /* yarn's explicit attention_factor keeps /encode able to say it */
+    if (v->rope.scaling.type == PE_ROPE_SCALING_YARN &&
+        v->attention_factor != implied) {
+        v->rope.scaling.has_attention_factor = true;
+        v->rope.scaling.attention_factor = v->attention_factor;
+    }
+    return PE_OK;
 }
 
 static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
@@ -477,13 +502,14 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
 }
 
 pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim,
-                         pe_dx_tolerance tol, pe_dx_variant *best)
+                         pe_dx_tolerance tol, pe_dx_variant *best,
+                         pe_dx_variant *alt)
 {
     reading list[MAX_READINGS];
     size_t n = make_readings(s, claim, tol, list);
     pe_status st = PE_OK;
 
-    *best = *claim;
+    *best = *alt = *claim;
     for (size_t k = 0; k < n; k++) {
         dx_phasors ph = {0};
         double amp;
@@ -492,8 +518,8 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim,
         if (st != PE_OK)
             return st;
     }
-    /* stable selection of the finalists by norm score (claim order wins
-     * ties) */
+    /* the finalists by norm score, in the readings' order (the claim's
+     * first) among equals */
     double min_score = INFINITY;
     for (size_t k = 0; k < n; k++)
         if (list[k].norm_score < min_score)
@@ -504,20 +530,22 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim,
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;
-        pe_dx_variant v;
-        double coh;
-        st = follow_reading(s, claim, &list[k], &v, &coh);
+        pe_dx_variant v[2];
+        st = follow_reading(s, claim, &list[k], v);
         if (st != PE_OK)
             return st;
-        pe_dx_errors e;
-        st = dx_evaluate(s, &v, tol, &e);
-        if (st == PE_EINVAL)
-            continue; /* a reading whose frequencies cannot be computed */
-        if (st != PE_OK)
-            return st;
-        if (better(&e, &best_err)) {
-            best_err = e;
-            *best = v;
+        for (int q = 0; q < 2; q++) {
+            pe_dx_errors e;
+            st = dx_evaluate(s, &v[q], tol, &e);
+            if (st == PE_EINVAL)
+                continue; /* frequencies that cannot be computed */
+            if (st != PE_OK)
+                return st;
+            if (better(&e, &best_err)) {
+                best_err = e;
+                *best = v[q];
+                *alt = v[1];
+            }
         }
     }
     return PE_OK;

@@ -608,10 +608,200 @@ static void caches(void)
           "interleaved cache with base 1e6: both found");
 }
 
+static void pairs(void)
+{
+    pe_dx_result res;
+    pe_dx_variant c = claim_rope(64, 64, PE_ROPE_HALF);
+
+    ref_rope r = ref_default(64, 64, 1);
+    r.base = 500000.0;
+    CHECK(encoded_case("interleaved+base", &r, &c, 48, 128, 0, PE_DX_EXPLAINED,
+                       CODES(PE_DX_LAYOUT_SWAPPED, PE_DX_BASE_MISMATCH), 30,
+                       NULL),
+          "interleaved pairs with base 5e5: both found");
+
+    r = ref_default(64, 64, 0);
+    r.offset = 5;
+    pe_dx_variant ci = claim_rope(64, 64, PE_ROPE_INTERLEAVED);
+    CHECK(encoded_case("half+offset", &r, &ci, 32, 128, 0, PE_DX_EXPLAINED,
+                       CODES(PE_DX_LAYOUT_SWAPPED, PE_DX_POSITION_OFFSET), 31,
+                       &res),
+          "half layout with offset 5 for interleaved: both found");
+    CHECK(res.best.offset == 5 && res.best.rope.layout == PE_ROPE_HALF,
+          "evidence: half, offset 5");
+    pe_dx_result_free(&res);
+
+    /* a dropped YaRN attention factor at bfloat16 precision */
+    r = ref_default(64, 64, 0);
+    r.scaling = SC_YARN;
+    r.factor = 4;
+    r.orig = 4096;
+    r.drop_yarn_factor = 1;
+    r.prec = P_BF16;
+    pe_dx_variant cy = c;
+    cy.rope.scaling.type = PE_ROPE_SCALING_YARN;
+    cy.rope.scaling.factor = 4;
+    cy.rope.scaling.original_max_position_embeddings = 4096;
+    cy.rope.scaling.truncate = true;
+    CHECK(encoded_case("yarn factor bf16", &r, &cy, 32, 128, 0, PE_DX_EXPLAINED,
+                       CODES(PE_DX_ATTENTION_FACTOR, PE_DX_LOW_PRECISION), 32,
+                       &res),
+          "dropped yarn factor at bfloat16: attention_factor + low_precision");
+    CHECK(res.best.attention_factor == 1.0 &&
+              res.best.precision == PE_DX_BFLOAT16,
+          "evidence: factor 1, bfloat16 (got %.6g, %s)",
+          res.best.attention_factor, pe_dx_precision_name(res.best.precision));
+    pe_dx_result_free(&res);
+
+    r = ref_default(64, 64, 0);
+    r.reversed = 1;
+    r.base = 1000000.0;
+    CHECK(encoded_case("reversed+base", &r, &c, 32, 128, 0, PE_DX_EXPLAINED,
+                       CODES(PE_DX_ROTATION_REVERSED, PE_DX_BASE_MISMATCH), 33,
+                       NULL),
+          "reversed with base 1e6: both found");
+
+    r = ref_default(64, 64, 0);
+    r.scaling = SC_LINEAR;
+    r.factor = 2;
+    r.offset = 1;
+    CHECK(encoded_case("linear+offset", &r, &c, 32, 128, 4, PE_DX_EXPLAINED,
+                       CODES(PE_DX_SCALING_MISMATCH, PE_DX_POSITION_OFFSET), 34,
+                       NULL),
+          "linear 2 with offset 1: both found");
+}
+
+/* Subjects no variant explains: random numbers, constants, huge values. */
+static void adversarial(void)
+{
+    enum { N = 32, W = 128 };
+    static float x[N * W], y[N * W], cs[N * 64], sn[N * 64];
+    int64_t pos[N];
+    uint64_t seed = 77;
+    pe_dx_variant c = claim_rope(64, 64, PE_ROPE_HALF);
+    pe_dx_result r;
+
+    for (size_t t = 0; t < N; t++)
+        pos[t] = (int64_t)t;
+    for (size_t e = 0; e < N * W; e++) {
+        x[e] = (float)test_uniform(&seed, -1, 1);
+        y[e] = (float)test_uniform(&seed, -1, 1);
+    }
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = N, .cols = W,
+                       .x = x, .a = y, .positions = pos};
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK &&
+              r.verdict == PE_DX_UNEXPLAINED,
+          "random encoded: unexplained");
+    pe_dx_result_free(&r);
+
+    for (size_t e = 0; e < N * W; e++)
+        y[e] = 3.0f;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK &&
+              r.verdict == PE_DX_UNEXPLAINED,
+          "constant encoded: unexplained");
+    pe_dx_result_free(&r);
+
+    for (size_t e = 0; e < N * W; e++)
+        y[e] = (e % 2 ? -1 : 1) * 3e38f;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK &&
+              r.verdict == PE_DX_UNEXPLAINED,
+          "huge finite encoded: unexplained");
+    pe_dx_result_free(&r);
+
+    for (size_t e = 0; e < N * 64; e++) {
+        cs[e] = (float)test_uniform(&seed, -1, 1);
+        sn[e] = (float)test_uniform(&seed, -1, 1);
+    }
+    pe_dx_subject sc = {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = N, .cols = 64,
+                        .a = cs, .b = sn, .positions = pos};
+    CHECK(pe_diagnose(&sc, &c, tol, &r) == PE_OK &&
+              r.verdict == PE_DX_UNEXPLAINED,
+          "random cache: unexplained");
+    pe_dx_result_free(&r);
+    for (size_t e = 0; e < N * 64; e++)
+        cs[e] = sn[e] = 0.0f;
+    CHECK(pe_diagnose(&sc, &c, tol, &r) == PE_OK &&
+              r.verdict == PE_DX_UNEXPLAINED,
+          "all-zero cache: unexplained");
+    pe_dx_result_free(&r);
+
+    /* shapes the claim cannot have */
+    pe_dx_subject bad = sc;
+    bad.cols = 48;
+    CHECK(pe_diagnose(&bad, &c, tol, &r) == PE_EINVAL,
+          "a cache width that is neither rotary_dim nor rotary_dim/2: EINVAL");
+    pe_dx_result_free(&r);
+}
+
+/* Detection over generated cases: random bases, offsets, layouts and
+ * inputs; one or two findings at a time. Prints the rate per code. */
+static void detection_rates(void)
+{
+    static const double bases[] = {10000.0, 500000.0, 1000000.0, 50000.0};
+    uint64_t seed = 2024;
+    int tried[PE_DX_CODE_COUNT] = {0}, found[PE_DX_CODE_COUNT] = {0};
+    int pair_tried = 0, pair_found = 0;
+
+    for (int k = 0; k < 60; k++) {
+        int il = (int)test_uniform(&seed, 0, 2);
+        double cbase = bases[(int)test_uniform(&seed, 0, 4)];
+        pe_dx_variant c = claim_rope(64, 64, il ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF);
+        c.rope.base = cbase;
+        ref_rope r = ref_default(64, 64, il);
+        r.base = cbase;
+        /* up to two bugs among: layout, reversed, offset, base */
+        int bugs[2] = {(int)test_uniform(&seed, 0, 4), (int)test_uniform(&seed, 0, 5)};
+        pe_dx_code want[3];
+        size_t nw = 0;
+        for (int b = 0; b < 2; b++) {
+            if (b == 1 && (bugs[1] == 4 || bugs[1] == bugs[0]))
+                break;
+            switch (bugs[b]) {
+            case 0: r.interleaved = !il; want[nw++] = PE_DX_LAYOUT_SWAPPED; break;
+            case 1: r.reversed = 1; want[nw++] = PE_DX_ROTATION_REVERSED; break;
+            case 2:
+                r.offset = (int64_t)test_uniform(&seed, 1, 40);
+                want[nw++] = PE_DX_POSITION_OFFSET;
+                break;
+            case 3:
+                r.base = cbase * test_uniform(&seed, 2, 50);
+                r.base = round(r.base / 1000) * 1000;
+                want[nw++] = PE_DX_BASE_MISMATCH;
+                break;
+            }
+        }
+        want[nw] = PE_DX_CODE_COUNT;
+        bool ok = encoded_case("generated", &r, &c, 64, 128, 0, PE_DX_EXPLAINED,
+                               want, seed, NULL);
+        for (size_t q = 0; q < nw; q++) {
+            tried[want[q]]++;
+            found[want[q]] += ok;
+        }
+        if (nw == 2) {
+            pair_tried++;
+            pair_found += ok;
+        }
+    }
+    int total = 0, hit = 0;
+    fprintf(stderr, "diagnose rope detection:");
+    for (int q = 0; q < PE_DX_CODE_COUNT; q++)
+        if (tried[q]) {
+            fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q],
+                    tried[q]);
+            total += tried[q];
+            hit += found[q];
+        }
+    fprintf(stderr, "; pairs %d/%d\n", pair_found, pair_tried);
+    CHECK(hit == total, "every generated finding detected (%d/%d)", hit, total);
+}
+
 void test_diagnose_rope(void);
 void test_diagnose_rope(void)
 {
     exact_and_float32();
     single_findings();
     caches();
+    pairs();
+    adversarial();
+    detection_rates();
 }
