@@ -167,7 +167,8 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
             pe_dx_variant v = *bases[b];
             v.precision = precs[k];
             pe_dx_errors e;
-            st = dx_evaluate(s, &v, tol, &e);
+            bool full;
+            st = dx_evaluate_fast(s, &v, tol, &e, &full);
             if (st == PE_EINVAL)
                 continue;
             if (st != PE_OK)
@@ -176,7 +177,7 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
                 closest_err = e;
                 closest = v;
             }
-            if (dx_within(&e)) {
+            if (full && dx_within(&e)) {
                 out->verdict = PE_DX_EXPLAINED;
                 out->best = v;
                 /* errors of best at exact angles, as /encode would give */
@@ -191,7 +192,9 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
         }
     out->verdict = PE_DX_UNEXPLAINED;
     out->best = closest;
-    out->best_errors = closest_err;
+    st = dx_evaluate(s, &closest, tol, &out->best_errors); /* in full */
+    if (st != PE_OK)
+        goto fail;
     dx_findings(s, &c, out, out->findings, &out->n_findings);
     return PE_OK;
 fail:

@@ -90,7 +90,7 @@ static pe_status build(const abs_view *v, const abs_reading *r, dx_phasors *ph,
             double *z = ph->z + 2 * (t * full + i);
             z[0] = r->swapped ? sv : cv;
             z[1] = r->swapped ? cv : sv;
-            dev += fabs(hypot(cv, sv) - 1.0);
+            dev += fabs(sqrt(cv * cv + sv * sv) - 1.0);
         }
     *score = cells && isfinite(dev) ? dev / (double)cells : INFINITY;
     return PE_OK;
@@ -286,13 +286,16 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
                 goto out;
         }
         pe_dx_errors e;
-        st = dx_evaluate(s, &v, tol, &e);
+        bool full;
+        st = dx_evaluate_fast(s, &v, tol, &e, &full);
         if (st != PE_OK)
             goto out;
         if (better(&e, &best_err)) {
             best_err = e;
             *best = v;
         }
+        if (full && dx_within(&e))
+            break; /* reproduces: no finalist can do better */
     }
 out:
     view_free(&views[0]);

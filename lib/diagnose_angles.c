@@ -17,12 +17,6 @@
 
 #include "diagnose_internal.h"
 
-static double complex at(const dx_phasors *ph, size_t t, size_t k)
-{
-    const double *z = ph->z + 2 * (t * ph->pairs + k);
-    return z[0] + I * z[1];
-}
-
 pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
                            double *m)
 {
@@ -32,27 +26,35 @@ pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
         m[i] = 0.0;
     if (ph->rows < 2 || half == 0)
         return PE_OK;
-    bool *have = calloc(half, sizeof *have);           /* owned */
-    double complex *acc = malloc(half * sizeof *acc); /* owned */
+    bool *have = calloc(half, sizeof *have);          /* owned */
+    double *acc = malloc(2 * half * sizeof *acc);     /* owned: re, im */
     if (!have || !acc) {
         free(have);
         free(acc);
         return PE_ENOMEM;
     }
-    /* lags 1, 2, 4, ... below rows: at most 63 of them */
+    /* lags 1, 2, 4, ... below rows: at most 63 of them. Real arithmetic:
+     * C's complex product checks for NaN/inf at every step. */
     for (size_t lag = 1; lag < ph->rows; lag *= 2) {
-        for (size_t i = 0; i < half; i++)
+        for (size_t i = 0; i < 2 * half; i++)
             acc[i] = 0;
         for (size_t t = 0; t + lag < ph->rows; t++) {
             if (positions[t + lag] - positions[t] != (int64_t)lag)
                 continue;
-            for (size_t k = 0; k < ph->pairs; k++)
-                acc[k % half] += at(ph, t + lag, k) * conj(at(ph, t, k));
+            const double *za = ph->z + 2 * (t + lag) * ph->pairs;
+            const double *zb = ph->z + 2 * t * ph->pairs;
+            for (size_t k = 0, i = 0; k < ph->pairs; k++, i = i + 1 == half ? 0 : i + 1) {
+                double ar = za[2 * k], ai = za[2 * k + 1];
+                double br = zb[2 * k], bi = zb[2 * k + 1];
+                acc[2 * i] += ar * br + ai * bi; /* a * conj(b) */
+                acc[2 * i + 1] += ai * br - ar * bi;
+            }
         }
         for (size_t i = 0; i < half; i++) {
-            if (!(cabs(acc[i]) > 0.0) || !isfinite(cabs(acc[i])))
+            double mag = sqrt(acc[2 * i] * acc[2 * i] + acc[2 * i + 1] * acc[2 * i + 1]);
+            if (!(mag > 0.0) || !isfinite(mag))
                 continue;
-            double a = carg(acc[i]);
+            double a = atan2(acc[2 * i + 1], acc[2 * i]);
             if (!have[i]) {
                 if (lag != 1)
                     continue; /* no coarse estimate to unwrap against */
@@ -86,29 +88,64 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
     double complex *S = calloc(half, sizeof *S); /* owned */
     if (!S)
         return PE_ENOMEM;
+    double *wr = malloc(half * sizeof *wr); /* owned: w as the client had it */
+    if (!wr) {
+        free(S);
+        return PE_ENOMEM;
+    }
+    for (size_t i = 0; i < half; i++)
+        wr[i] = sign * pe_dx_round(precision, w[i]);
+    /* e^{-i angle(p)} per frequency: exact every 32 rows or after a jump,
+     * else advanced by one step's rotation (drift ~1e-15 per step) */
+    double *ph_re = malloc(4 * half * sizeof *ph_re); /* owned: cur, step */
+    if (!ph_re) {
+        free(S);
+        free(wr);
+        return PE_ENOMEM;
+    }
+    double *ph_im = ph_re + half, *st_re = ph_re + 2 * half,
+           *st_im = ph_re + 3 * half;
+    for (size_t i = 0; i < half; i++) {
+        st_re[i] = cos(wr[i]);
+        st_im[i] = -sin(wr[i]);
+    }
     /* S_i = sum z * e^{-i angle(p)}: what is left is e^{i sign w o} */
     for (size_t t = 0; t < ph->rows; t++) {
         double p = (double)positions[t];
-        for (size_t k = 0; k < ph->pairs; k++) {
-            size_t i = k % half;
-            double a = sign * pe_dx_round(precision, w[i]) * p;
-            double complex z = at(ph, t, k);
-            if (!isfinite(creal(z)) || !isfinite(cimag(z)))
+        bool step = t % 32 != 0 && positions[t] - positions[t - 1] == 1;
+        for (size_t i = 0; i < half; i++) {
+            if (step) {
+                double r = ph_re[i] * st_re[i] - ph_im[i] * st_im[i];
+                ph_im[i] = ph_re[i] * st_im[i] + ph_im[i] * st_re[i];
+                ph_re[i] = r;
+            } else {
+                ph_re[i] = cos(wr[i] * p);
+                ph_im[i] = -sin(wr[i] * p);
+            }
+        }
+        for (size_t k = 0, i = 0; k < ph->pairs;
+             k++, i = i + 1 == half ? 0 : i + 1) {
+            double zr = ph->z[2 * (t * ph->pairs + k)];
+            double zi = ph->z[2 * (t * ph->pairs + k) + 1];
+            if (!isfinite(zr) || !isfinite(zi))
                 continue;
-            total += cabs(z);
-            S[i] += z * cexp(-I * a);
+            total += sqrt(zr * zr + zi * zi);
+            S[i] += (zr * ph_re[i] - zi * ph_im[i]) +
+                    I * (zi * ph_re[i] + zr * ph_im[i]);
         }
     }
+    free(ph_re);
     if (!(total > 0.0) || !isfinite(total)) {
         free(S);
+        free(wr);
         return PE_OK;
     }
 
     /* estimate from the lowest frequency with a signal: |o| < pi/w there */
     double est = 0.0;
     for (size_t i = half; i-- > 0;) {
-        if (cabs(S[i]) > 1e-9 * total && w[i] > 0.0) {
-            est = carg(S[i]) / (sign * pe_dx_round(precision, w[i]));
+        if (cabs(S[i]) > 1e-9 * total && wr[i] != 0.0) {
+            est = carg(S[i]) / wr[i];
             break;
         }
     }
@@ -123,8 +160,7 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
     for (int c = 0; c < 6; c++) {
         double sum = 0.0;
         for (size_t i = 0; i < half; i++)
-            sum += creal(S[i] * cexp(-I * sign * pe_dx_round(precision, w[i]) *
-                                     (double)cands[c]));
+            sum += creal(S[i] * cexp(-I * wr[i] * (double)cands[c]));
         if (sum > best_c + 1e-12 * total) {
             best_c = sum;
             best = cands[c];
@@ -133,6 +169,7 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
     *coherence = best_c / total;
     *offset = best;
     free(S);
+    free(wr);
     return PE_OK;
 }
 

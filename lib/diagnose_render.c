@@ -166,7 +166,7 @@ static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v,
                 y[h0 + b] = (float)(xb * c + xa * sn);
                 if (slack) {
                     float sl = precision_slack(v->precision,
-                                               f * hypot(xa, xb), p);
+                                               f * sqrt(xa * xa + xb * xb), p);
                     slack[t * s->cols + h0 + a] = sl;
                     slack[t * s->cols + h0 + b] = sl;
                 }
@@ -295,4 +295,34 @@ out:
     free(pred);
     free(slack);
     return st;
+}
+
+/* Rows read by a probe: enough positions for every frequency to turn
+ * (the lags reach 64) and few enough to be cheap. */
+#define DX_PROBE_ROWS 64
+
+pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v,
+                           pe_dx_tolerance tol, pe_dx_errors *out, bool *full)
+{
+    /* A probe on the first rows can only refute: a mismatch there is a
+     * mismatch of the whole. Rows are independent except for a transposed
+     * table (rows are dimensions), biases (rows are tokens of [t][t]) and
+     * the scalings that depend on the sequence length. */
+    bool probe = s->rows > 2 * DX_PROBE_ROWS && !v->transposed &&
+                 s->kind != PE_DX_SUBJ_ALIBI_BIAS &&
+                 s->kind != PE_DX_SUBJ_T5_BIAS &&
+                 s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
+                 v->rope.scaling.type != PE_ROPE_SCALING_DYNAMIC &&
+                 v->rope.scaling.type != PE_ROPE_SCALING_LONGROPE;
+    *full = true;
+    if (probe) {
+        pe_dx_subject head = *s;
+        head.rows = DX_PROBE_ROWS;
+        pe_status st = dx_evaluate(&head, v, tol, out);
+        if (st != PE_OK || !dx_within(out)) {
+            *full = false;
+            return st;
+        }
+    }
+    return dx_evaluate(s, v, tol, out);
 }
