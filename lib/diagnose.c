@@ -157,14 +157,19 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
     static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32,
                                             PE_DX_BFLOAT16, PE_DX_FLOAT16};
     size_t nprec = angle_kind(s->kind) ? 4 : 1;
-    const pe_dx_variant *bases[3] = {&found, &alt, &c};
+    /* at exact and float32 angles the variant found comes first; at
+     * bfloat16/float16 the claim's own structure does (the simplest
+     * explanation: coarse angles blur the profile the search read) */
+    const pe_dx_variant *found_first[3] = {&found, &alt, &c};
+    const pe_dx_variant *claim_first[3] = {&c, &alt, &found};
     pe_dx_errors closest_err = out->claimed;
     pe_dx_variant closest = c;
     for (size_t k = 0; k < nprec; k++)
         for (int b = 0; b < 3; b++) {
-            if ((b == 2 && k < 2) || (b == 1 && !rope_kind(s->kind)))
+            const pe_dx_variant *base = k < 2 ? found_first[b] : claim_first[b];
+            if ((base == &c && k < 2) || (base == &alt && !rope_kind(s->kind)))
                 continue; /* the claim exact and at float32: done above */
-            pe_dx_variant v = *bases[b];
+            pe_dx_variant v = *base;
             v.precision = precs[k];
             pe_dx_errors e;
             bool full;

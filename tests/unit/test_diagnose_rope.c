@@ -733,57 +733,101 @@ static void adversarial(void)
     pe_dx_result_free(&r);
 }
 
-/* Detection over generated cases: random bases, offsets, layouts and
- * inputs; one or two findings at a time. Prints the rate per code. */
+/* Detection over generated cases: random claimed bases and layouts,
+ * inputs, and one or two bugs among eight kinds at a time. Prints the
+ * rate per code, alone and in pairs; every case must be found. */
+enum { BUG_LAYOUT, BUG_REVERSED, BUG_OFFSET, BUG_BASE, BUG_FORMULA,
+       BUG_SCALING, BUG_FACTOR, BUG_BF16, BUG_KINDS };
+
+static pe_dx_code apply_bug(int bug, ref_rope *r, int il, double cbase,
+                            uint64_t *seed)
+{
+    switch (bug) {
+    case BUG_LAYOUT:
+        r->interleaved = !il;
+        return PE_DX_LAYOUT_SWAPPED;
+    case BUG_REVERSED:
+        r->reversed = 1;
+        return PE_DX_ROTATION_REVERSED;
+    case BUG_OFFSET:
+        r->offset = (int64_t)test_uniform(seed, 1, 40);
+        return PE_DX_POSITION_OFFSET;
+    case BUG_BASE:
+        r->base = round(cbase * test_uniform(seed, 2, 50) / 1000) * 1000;
+        return PE_DX_BASE_MISMATCH;
+    case BUG_FORMULA: {
+        int f = (int)test_uniform(seed, 0, 3);
+        r->exp_num = f == 0 ? 1.0 : 2.0;
+        r->exp_den = (double)r->rd + (f == 1 ? -1 : f == 2 ? 1 : 0);
+        return PE_DX_FREQUENCY_FORMULA;
+    }
+    case BUG_SCALING: {
+        static const int kinds[3] = {SC_LINEAR, SC_LLAMA3, SC_YARN};
+        static const double factors[4] = {2, 4, 8, 16};
+        static const double origs[3] = {2048, 4096, 8192};
+        r->scaling = kinds[(int)test_uniform(seed, 0, 3)];
+        r->factor = factors[(int)test_uniform(seed, 0, 4)];
+        r->orig = origs[(int)test_uniform(seed, 0, 3)];
+        return PE_DX_SCALING_MISMATCH;
+    }
+    case BUG_FACTOR:
+        r->extra_factor = round(test_uniform(seed, 0.3, 3.0) * 100) / 100;
+        if (fabs(r->extra_factor - 1.0) < 0.05)
+            r->extra_factor = 0.5;
+        return PE_DX_ATTENTION_FACTOR;
+    default:
+        r->prec = P_BF16;
+        return PE_DX_LOW_PRECISION;
+    }
+}
+
 static void detection_rates(void)
 {
     static const double bases[] = {10000.0, 500000.0, 1000000.0, 50000.0};
     uint64_t seed = 2024;
     int tried[PE_DX_CODE_COUNT] = {0}, found[PE_DX_CODE_COUNT] = {0};
-    int pair_tried = 0, pair_found = 0;
+    int pair_tried = 0, pair_found = 0, single_tried = 0, single_found = 0;
 
-    for (int k = 0; k < 60; k++) {
+    for (int k = 0; k < 160; k++) {
         int il = (int)test_uniform(&seed, 0, 2);
         double cbase = bases[(int)test_uniform(&seed, 0, 4)];
         pe_dx_variant c = claim_rope(64, 64, il ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF);
         c.rope.base = cbase;
         ref_rope r = ref_default(64, 64, il);
         r.base = cbase;
-        /* up to two bugs among: layout, reversed, offset, base */
-        int bugs[2] = {(int)test_uniform(&seed, 0, 4), (int)test_uniform(&seed, 0, 5)};
+        int b0 = (int)test_uniform(&seed, 0, BUG_KINDS);
+        int b1 = (int)test_uniform(&seed, 0, BUG_KINDS + 3); /* >= KINDS: none */
+        /* base and formula both move the base: one at a time. A formula
+         * bug inside a scaling has no single meaning (YaRN's correction
+         * range reads the base itself), so that pair is not generated. */
+        bool both_base = (b0 == BUG_BASE && b1 == BUG_FORMULA) ||
+                         (b0 == BUG_FORMULA && b1 == BUG_BASE);
+        bool formula_scaled = (b0 == BUG_SCALING && b1 == BUG_FORMULA) ||
+                              (b0 == BUG_FORMULA && b1 == BUG_SCALING);
+        if (b1 == b0 || both_base || formula_scaled)
+            b1 = BUG_KINDS;
         pe_dx_code want[3];
         size_t nw = 0;
-        for (int b = 0; b < 2; b++) {
-            if (b == 1 && (bugs[1] == 4 || bugs[1] == bugs[0]))
-                break;
-            switch (bugs[b]) {
-            case 0: r.interleaved = !il; want[nw++] = PE_DX_LAYOUT_SWAPPED; break;
-            case 1: r.reversed = 1; want[nw++] = PE_DX_ROTATION_REVERSED; break;
-            case 2:
-                r.offset = (int64_t)test_uniform(&seed, 1, 40);
-                want[nw++] = PE_DX_POSITION_OFFSET;
-                break;
-            case 3:
-                r.base = cbase * test_uniform(&seed, 2, 50);
-                r.base = round(r.base / 1000) * 1000;
-                want[nw++] = PE_DX_BASE_MISMATCH;
-                break;
-            }
-        }
+        want[nw++] = apply_bug(b0, &r, il, cbase, &seed);
+        if (b1 < BUG_KINDS)
+            want[nw++] = apply_bug(b1, &r, il, cbase, &seed);
         want[nw] = PE_DX_CODE_COUNT;
         bool ok = encoded_case("generated", &r, &c, 64, 128, 0, PE_DX_EXPLAINED,
                                want, seed, NULL);
+        if (!ok)
+            fprintf(stderr, "    bugs %d %d, base %g, layout %d\n", b0, b1,
+                    cbase, il);
         for (size_t q = 0; q < nw; q++) {
             tried[want[q]]++;
             found[want[q]] += ok;
         }
-        if (nw == 2) {
-            pair_tried++;
-            pair_found += ok;
-        }
+        pair_tried += nw == 2;
+        pair_found += nw == 2 && ok;
+        single_tried += nw == 1;
+        single_found += nw == 1 && ok;
     }
     int total = 0, hit = 0;
-    fprintf(stderr, "diagnose rope detection:");
+    fprintf(stderr, "diagnose rope detection (encoded, 64x128):");
     for (int q = 0; q < PE_DX_CODE_COUNT; q++)
         if (tried[q]) {
             fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q],
@@ -791,7 +835,8 @@ static void detection_rates(void)
             total += tried[q];
             hit += found[q];
         }
-    fprintf(stderr, "; pairs %d/%d\n", pair_found, pair_tried);
+    fprintf(stderr, "; alone %d/%d, pairs %d/%d\n", single_found, single_tried,
+            pair_found, pair_tried);
     CHECK(hit == total, "every generated finding detected (%d/%d)", hit, total);
 }
 
