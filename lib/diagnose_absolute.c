@@ -225,6 +225,65 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
     return a->max_abs < b->max_abs;
 }
 
+/* One pass over the readings with the embeddings scaled by `scale`:
+ * updates *best / *best_err; *done when a finalist reproduces the subject. */
+static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim,
+                           pe_dx_tolerance tol, double scale, abs_reading *list,
+                           size_t n, abs_view *views, pe_dx_variant *best,
+                           pe_dx_errors *best_err, bool *done)
+{
+    bool encoded = s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x;
+    pe_status st;
+
+    for (int tr = 0; tr < (s->kind == PE_DX_SUBJ_TABLE ? 2 : 1); tr++) {
+        if (views[tr].pe)
+            continue;
+        st = make_view(s, tr, scale, &views[tr]);
+        if (st != PE_OK)
+            return st;
+    }
+    double min_score = INFINITY;
+    for (size_t k = 0; k < n; k++) {
+        dx_phasors ph = {0};
+        st = build(&views[list[k].transposed], &list[k], &ph,
+                   &list[k].norm_score);
+        free(ph.z);
+        if (st != PE_OK)
+            return st;
+        min_score = fmin(min_score, list[k].norm_score);
+    }
+    size_t taken = 0;
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS; k++) {
+        if (!(list[k].norm_score <= 4 * min_score + 1e-6))
+            continue;
+        taken++;
+        pe_dx_variant v;
+        st = follow(s, claim, &views[list[k].transposed], &list[k], &v);
+        if (st != PE_OK)
+            return st;
+        if (encoded) {
+            v.embed_scale = scale;
+            st = refit_scale(s, &v);
+            if (st != PE_OK)
+                return st;
+        }
+        pe_dx_errors e;
+        bool full;
+        st = dx_evaluate_fast(s, &v, tol, &e, &full);
+        if (st != PE_OK)
+            return st;
+        if (better(&e, best_err)) {
+            *best_err = e;
+            *best = v;
+        }
+        if (full && dx_within(&e)) {
+            *done = true; /* reproduces: no finalist can do better */
+            return PE_OK;
+        }
+    }
+    return PE_OK;
+}
+
 pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
                              pe_dx_tolerance tol, pe_dx_variant *best)
 {
@@ -254,50 +313,22 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
                                 : claim->sin_layout,
                     0};
     abs_view views[2] = {{0}, {0}};
-    for (int tr = 0; tr < (s->kind == PE_DX_SUBJ_TABLE ? 2 : 1); tr++) {
-        st = make_view(s, tr, scale, &views[tr]);
-        if (st != PE_OK)
-            goto out;
-    }
-    double min_score = INFINITY;
-    for (size_t k = 0; k < n; k++) {
-        dx_phasors ph = {0};
-        st = build(&views[list[k].transposed], &list[k], &ph,
-                   &list[k].norm_score);
-        free(ph.z);
-        if (st != PE_OK)
-            goto out;
-        min_score = fmin(min_score, list[k].norm_score);
-    }
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
-    size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS; k++) {
-        if (!(list[k].norm_score <= 4 * min_score + 1e-6))
-            continue;
-        taken++;
-        pe_dx_variant v;
-        st = follow(s, claim, &views[list[k].transposed], &list[k], &v);
-        if (st != PE_OK)
-            goto out;
-        if (encoded) {
-            v.embed_scale = scale;
-            st = refit_scale(s, &v);
-            if (st != PE_OK)
-                goto out;
+    /* embeddings: a second pass reads the encoding with the scale the
+     * first pass refitted (the first guess leaves a little of x in it) */
+    for (int pass = 0; pass < (encoded ? 2 : 1); pass++) {
+        if (pass == 1) {
+            if (dx_within(&best_err))
+                break;
+            scale = best->embed_scale;
+            view_free(&views[0]);
         }
-        pe_dx_errors e;
-        bool full;
-        st = dx_evaluate_fast(s, &v, tol, &e, &full);
-        if (st != PE_OK)
-            goto out;
-        if (better(&e, &best_err)) {
-            best_err = e;
-            *best = v;
-        }
-        if (full && dx_within(&e))
-            break; /* reproduces: no finalist can do better */
+        bool done = false;
+        st = read_pass(s, claim, tol, scale, list, n, views, best, &best_err,
+                       &done);
+        if (st != PE_OK || done)
+            break;
     }
-out:
     view_free(&views[0]);
     view_free(&views[1]);
     return st;

@@ -271,8 +271,119 @@ static void tables(void)
           "scale 2.5 and base 500: both found");
 }
 
+/* Generated sinusoidal cases: one or two bugs among layout, swap, offset,
+ * base, formula, embed_scale and transposition. Prints the rates. */
+static void detection_rates(void)
+{
+    uint64_t seed = 31337;
+    int tried[PE_DX_CODE_COUNT] = {0}, found[PE_DX_CODE_COUNT] = {0};
+    int pairs = 0, pairs_ok = 0, alone = 0, alone_ok = 0;
+    pe_dx_variant c = claim_sin();
+
+    for (int k = 0; k < 120; k++) {
+        ref_sin r = ref_default();
+        int b[2] = {(int)test_uniform(&seed, 0, 7), (int)test_uniform(&seed, 0, 10)};
+        /* base and formula both move the base; transposition is tried on
+         * bare tables only, embed_scale on embeddings only */
+        if (b[1] == b[0] || (b[0] == 3 && b[1] == 4) || (b[0] == 4 && b[1] == 3) ||
+            (b[0] == 5 && b[1] == 6) || (b[0] == 6 && b[1] == 5))
+            b[1] = 9;
+        pe_dx_code want[3];
+        size_t nw = 0;
+        bool with_x = b[0] == 5 || b[1] == 5;
+        for (int q = 0; q < 2; q++) {
+            switch (b[q]) {
+            case 0: r.split = 1; want[nw++] = PE_DX_LAYOUT_SWAPPED; break;
+            case 1: r.swap = 1; want[nw++] = PE_DX_SIN_COS_SWAPPED; break;
+            case 2:
+                r.offset = (int64_t)test_uniform(&seed, 1, 30);
+                want[nw++] = PE_DX_POSITION_OFFSET;
+                break;
+            case 3:
+                r.base = round(test_uniform(&seed, 2, 80)) * 500;
+                if (r.base == 10000.0)
+                    r.base = 20500.0;
+                want[nw++] = PE_DX_BASE_MISMATCH;
+                break;
+            case 4:
+                if (test_uniform(&seed, 0, 2) < 1)
+                    r.exp_num = 1.0;
+                else
+                    r.exp_den_delta = test_uniform(&seed, 0, 2) < 1 ? -1 : 1;
+                want[nw++] = PE_DX_FREQUENCY_FORMULA;
+                break;
+            case 5:
+                r.scale = round(test_uniform(&seed, 2, 40)) / 4;
+                if (r.scale == 1.0)
+                    r.scale = 2.5;
+                want[nw++] = PE_DX_EMBED_SCALE;
+                break;
+            case 6: r.transposed = 1; want[nw++] = PE_DX_TRANSPOSED; break;
+            default: break;
+            }
+        }
+        want[nw] = PE_DX_CODE_COUNT;
+        bool ok = abs_case("generated", &r, &c, 48, 64, 0, with_x,
+                           PE_DX_EXPLAINED, want, NULL);
+        if (!ok)
+            fprintf(stderr, "    bugs %d %d\n", b[0], b[1]);
+        for (size_t q = 0; q < nw; q++) {
+            tried[want[q]]++;
+            found[want[q]] += ok;
+        }
+        pairs += nw == 2;
+        pairs_ok += nw == 2 && ok;
+        alone += nw == 1;
+        alone_ok += nw == 1 && ok;
+    }
+    int total = 0, hit = 0;
+    fprintf(stderr, "diagnose sinusoidal detection (48x64):");
+    for (int q = 0; q < PE_DX_CODE_COUNT; q++)
+        if (tried[q]) {
+            fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q],
+                    tried[q]);
+            total += tried[q];
+            hit += found[q];
+        }
+    fprintf(stderr, "; alone %d/%d, pairs %d/%d\n", alone_ok, alone, pairs_ok,
+            pairs);
+    CHECK(hit == total, "every generated finding detected (%d/%d)", hit, total);
+}
+
+/* Random and constant tables: unexplained, in bounded time. */
+static void adversarial(void)
+{
+    enum { N = 40, D = 32 };
+    static float t[N * D];
+    int64_t pos[N];
+    uint64_t seed = 8;
+    pe_dx_variant c = claim_sin();
+    pe_dx_result r;
+    for (size_t k = 0; k < N; k++)
+        pos[k] = (int64_t)k;
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_TABLE, .rows = N, .cols = D, .a = t,
+                       .positions = pos};
+    for (size_t e = 0; e < N * D; e++)
+        t[e] = (float)test_uniform(&seed, -1, 1);
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
+          "random table: unexplained");
+    pe_dx_result_free(&r);
+    for (size_t e = 0; e < N * D; e++)
+        t[e] = 0.70710678f; /* every pair on the unit circle, no rotation */
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
+          "constant unit-norm table: unexplained");
+    pe_dx_result_free(&r);
+    for (size_t e = 0; e < N * D; e++)
+        t[e] = -3.4e38f;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
+          "huge table: unexplained");
+    pe_dx_result_free(&r);
+}
+
 void test_diagnose_abs(void);
 void test_diagnose_abs(void)
 {
     tables();
+    detection_rates();
+    adversarial();
 }
