@@ -210,8 +210,14 @@ void pe_dx_result_free(pe_dx_result *r);
  * owns its slopes (free with pe_dx_result_free, also after an error).
  * Returns PE_OK, PE_ENOMEM, or PE_EINVAL (shapes the claim cannot have:
  * e.g. cols not a multiple of head_dim, a cache width that is neither
- * rotary_dim/2 nor rotary_dim, a T5 claim without a table, no positions,
- * sizes that overflow). Bounded time: O(subject x constant). */
+ * rotary_dim/2 nor rotary_dim, a T5 claim without a table or with another
+ * head count, no positions, a position outside [0, 2^40], sizes that
+ * overflow, a base or scaling pe_rope_frequencies refuses).
+ * The claim's attention_factor is not read: it comes from its scaling.
+ * Bounded time: O(subject x constant) - a fixed number of readings (<= 12),
+ * candidate profiles (<= 640 of rotary_dim/2 frequencies), offsets (6),
+ * T5 settings (<= 180 on 2*tokens samples) and full renders (<= ~16), and
+ * phase lags (<= log2(tokens)); [4096][128] takes < 0.2 s on one core. */
 pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim,
                       pe_dx_tolerance tol, pe_dx_result *out);
 
