@@ -15,7 +15,7 @@
 #include "check.h"
 #include "pe_diagnose.h"
 
-enum { SC_NONE, SC_LINEAR, SC_LLAMA3, SC_YARN };
+enum { SC_NONE, SC_LINEAR, SC_LLAMA3, SC_YARN, SC_DYNAMIC };
 enum { P_EXACT, P_F32, P_BF16, P_F16 };
 
 /* One (possibly buggy) RoPE implementation. */
@@ -31,12 +31,13 @@ typedef struct ref_rope {
     int drop_yarn_factor;
     double extra_factor; /* multiplies cos and sin (0: none) */
     int prec;
+    double seq_len; /* dynamic: largest position + 1 */
 } ref_rope;
 
 static ref_rope ref_default(size_t hd, size_t rd, int interleaved)
 {
     ref_rope r = {10000.0, hd, rd, interleaved, 2.0, (double)rd, 0, 0,
-                  SC_NONE, 1.0, 0.0, 0, 0.0, P_EXACT};
+                  SC_NONE, 1.0, 0.0, 0, 0.0, P_EXACT, 0.0};
     return r;
 }
 
@@ -51,7 +52,11 @@ static float bf16(float x)
 
 static double ref_freq(const ref_rope *r, size_t i)
 {
-    double w = exp(-r->exp_num * (double)i * log(r->base) / r->exp_den);
+    double base = r->base;
+    if (r->scaling == SC_DYNAMIC && r->seq_len > r->orig) /* NTK-aware */
+        base *= pow(r->factor * r->seq_len / r->orig - (r->factor - 1),
+                    (double)r->rd / (double)(r->rd - 2));
+    double w = exp(-r->exp_num * (double)i * log(base) / r->exp_den);
     double twopi = 2 * acos(-1.0);
     switch (r->scaling) {
     case SC_LINEAR:
@@ -435,6 +440,23 @@ static void single_findings(void)
               res.best.rope.scaling.factor);
         pe_dx_result_free(&res);
     }
+
+    /* dynamic NTK past the original context: positions 3000..3063 */
+    r = ref_default(64, 64, 0);
+    r.scaling = SC_DYNAMIC;
+    r.factor = 4;
+    r.orig = 2048;
+    r.seq_len = 3064;
+    CHECK(encoded_case("dynamic", &r, &c, 64, 128, 3000, PE_DX_EXPLAINED,
+                       CODES(PE_DX_SCALING_MISMATCH), 21, &res),
+          "dynamic where none was claimed: scaling_mismatch");
+    CHECK(res.best.rope.scaling.type == PE_ROPE_SCALING_DYNAMIC &&
+              res.best.rope.scaling.factor == 4 &&
+              res.best.rope.scaling.original_max_position_embeddings == 2048,
+          "evidence: dynamic factor 4 original 2048 (got %d, %g, %g)",
+          (int)res.best.rope.scaling.type, res.best.rope.scaling.factor,
+          res.best.rope.scaling.original_max_position_embeddings);
+    pe_dx_result_free(&res);
 
     /* none where one was claimed */
     r = ref_default(64, 64, 0);
