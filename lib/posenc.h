@@ -377,4 +377,6 @@ void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk,
 }
 #endif
 
+#include "pe_diagnose.h" /* the numeric search of POST /diagnose */
+
 #endif /* POSENC_H */

@@ -5,6 +5,10 @@
 
 #include "check.h"
 
+void test_diagnose_rope(void); /* test_diagnose_rope.c */
+void test_diagnose_abs(void);  /* test_diagnose_abs.c */
+void test_diagnose_bias(void); /* test_diagnose_bias.c */
+
 int main(void)
 {
     test_norm();
@@ -18,6 +22,9 @@ int main(void)
     test_default_weights();
     test_threads();
     test_pe_cache();
+    test_diagnose_rope();
+    test_diagnose_abs();
+    test_diagnose_bias();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());

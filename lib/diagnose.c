@@ -1,0 +1,209 @@
+/*
+ * diagnose.c - pe_diagnose: the verdict. Compares the subject with the
+ * claim; on a difference runs the search of the subject's kind, then
+ * decides whether the variant found reproduces the subject exactly, or
+ * within what a lower angle precision explains, and names the findings.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose_internal.h"
+
+static bool angle_kind(pe_dx_kind kind)
+{
+    return kind == PE_DX_SUBJ_TABLE || kind == PE_DX_SUBJ_ABS_ENCODED ||
+           kind == PE_DX_SUBJ_ROPE_CACHE || kind == PE_DX_SUBJ_ROPE_ENCODED;
+}
+
+static bool rope_kind(pe_dx_kind kind)
+{
+    return kind == PE_DX_SUBJ_ROPE_CACHE || kind == PE_DX_SUBJ_ROPE_ENCODED;
+}
+
+/* Shapes the claim can have; sizes that fit. */
+static pe_status validate(const pe_dx_subject *s, const pe_dx_variant *c)
+{
+    if (!s || !c || !s->a || !s->positions || s->rows == 0 ||
+        pe_dx_subject_size(s) == 0)
+        return PE_EINVAL;
+    size_t n = pe_dx_subject_size(s);
+    if (n > SIZE_MAX / (4 * sizeof(double)))
+        return PE_EINVAL;
+    for (size_t t = 0; t < s->rows; t++)
+        if (s->positions[t] < 0 || s->positions[t] > ((int64_t)1 << 40))
+            return PE_EINVAL;
+    switch (s->kind) {
+    case PE_DX_SUBJ_TABLE:
+    case PE_DX_SUBJ_ABS_ENCODED:
+        return c->base > 1.0 && isfinite(c->base) ? PE_OK : PE_EINVAL;
+    case PE_DX_SUBJ_ROPE_ENCODED:
+        if (!s->x || c->rope.head_dim == 0 || s->cols % c->rope.head_dim)
+            return PE_EINVAL;
+        /* fall through */
+    case PE_DX_SUBJ_ROPE_CACHE: {
+        size_t rd = c->rope.rotary_dim;
+        if (rd < 2 || rd % 2 || rd > c->rope.head_dim || c->rope.cache)
+            return PE_EINVAL;
+        if (s->kind == PE_DX_SUBJ_ROPE_CACHE &&
+            (!s->b || (s->cols != rd && s->cols != rd / 2)))
+            return PE_EINVAL;
+        return PE_OK; /* base and scaling: pe_rope_frequencies decides */
+    }
+    case PE_DX_SUBJ_ALIBI_BIAS:
+    case PE_DX_SUBJ_ALIBI_SLOPES:
+        return s->heads > 0 ? PE_OK : PE_EINVAL;
+    case PE_DX_SUBJ_T5_BIAS:
+        return s->heads > 0 && c->t5.table && c->t5.heads == s->heads &&
+                       c->t5.num_buckets >= 2
+                   ? PE_OK
+                   : PE_EINVAL;
+    }
+    return PE_EINVAL;
+}
+
+static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
+{
+    if (a->mismatched != b->mismatched)
+        return a->mismatched < b->mismatched;
+    return a->max_abs < b->max_abs;
+}
+
+pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
+                      pe_dx_tolerance tol, pe_dx_result *out)
+{
+    memset(out, 0, sizeof *out);
+    pe_status st = validate(s, claim);
+    if (st != PE_OK)
+        return st;
+
+    pe_dx_variant c = *claim;
+    c.precision = PE_DX_EXACT;
+    if (rope_kind(s->kind)) {
+        size_t half = c.rope.rotary_dim / 2;
+        double *w = malloc(half * sizeof *w); /* owned */
+        if (!w)
+            return PE_ENOMEM;
+        st = dx_rope_freqs(s, &c, w, &c.attention_factor);
+        free(w);
+        if (st != PE_OK)
+            return st;
+        c.frequency_dim = c.rope.rotary_dim;
+    }
+
+    st = dx_evaluate(s, &c, tol, &out->claimed);
+    if (st != PE_OK)
+        return st;
+    out->best = c;
+    out->best_errors = out->claimed;
+    if (dx_within(&out->claimed)) {
+        out->verdict = PE_DX_MATCH;
+        return PE_OK;
+    }
+    if (angle_kind(s->kind)) {
+        pe_dx_variant f32 = c;
+        pe_dx_errors e;
+        f32.precision = PE_DX_FLOAT32;
+        st = dx_evaluate(s, &f32, tol, &e);
+        if (st != PE_OK)
+            return st;
+        if (dx_within(&e)) {
+            out->verdict = PE_DX_MATCH;
+            out->best = f32;
+            dx_findings(s, &c, out, out->findings, &out->n_findings);
+            return PE_OK;
+        }
+    }
+
+    pe_dx_variant found = c, alt = c;
+    switch (s->kind) {
+    case PE_DX_SUBJ_TABLE:
+    case PE_DX_SUBJ_ABS_ENCODED:
+        st = dx_search_absolute(s, &c, tol, &found);
+        break;
+    case PE_DX_SUBJ_ROPE_CACHE:
+    case PE_DX_SUBJ_ROPE_ENCODED:
+        st = dx_search_rope(s, &c, tol, &found, &alt);
+        break;
+    case PE_DX_SUBJ_ALIBI_BIAS:
+    case PE_DX_SUBJ_ALIBI_SLOPES:
+        st = dx_search_alibi(s, &c, &found, &out->slopes);
+        break;
+    case PE_DX_SUBJ_T5_BIAS:
+        st = dx_search_t5(s, &c, &found);
+        break;
+    }
+    if (st != PE_OK)
+        goto fail;
+    if (found.slopes) { /* alibi_slopes evidence: which heads differ */
+        double *paper = malloc(s->heads * sizeof *paper); /* owned */
+        out->slopes_differ = calloc(s->heads, sizeof *out->slopes_differ);
+        if (!paper || !out->slopes_differ) {
+            free(paper);
+            st = PE_ENOMEM;
+            goto fail;
+        }
+        pe_alibi_slopes(s->heads, paper);
+        for (size_t h = 0; h < s->heads; h++)
+            out->slopes_differ[h] =
+                fabs(found.slopes[h] - paper[h]) > 1e-12 * paper[h];
+        free(paper);
+    }
+
+    /* the structure found (and the rope search's second finalist), at
+     * exact angles, then at each lower precision (the simplest precision
+     * that explains wins); the claim's own structure at the lower
+     * precisions too (a search misled by coarse angles) */
+    static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32,
+                                            PE_DX_BFLOAT16, PE_DX_FLOAT16};
+    size_t nprec = angle_kind(s->kind) ? 4 : 1;
+    /* at exact and float32 angles the variant found comes first; at
+     * bfloat16/float16 the claim's own structure does (the simplest
+     * explanation: coarse angles blur the profile the search read) */
+    const pe_dx_variant *found_first[3] = {&found, &alt, &c};
+    const pe_dx_variant *claim_first[3] = {&c, &alt, &found};
+    pe_dx_errors closest_err = out->claimed;
+    pe_dx_variant closest = c;
+    for (size_t k = 0; k < nprec; k++)
+        for (int b = 0; b < 3; b++) {
+            const pe_dx_variant *base = k < 2 ? found_first[b] : claim_first[b];
+            if ((base == &c && k < 2) || (base == &alt && !rope_kind(s->kind)))
+                continue; /* the claim exact and at float32: done above */
+            pe_dx_variant v = *base;
+            v.precision = precs[k];
+            pe_dx_errors e;
+            bool full;
+            st = dx_evaluate_fast(s, &v, tol, &e, &full);
+            if (st == PE_EINVAL)
+                continue;
+            if (st != PE_OK)
+                goto fail;
+            if (k == 0 && better(&e, &closest_err)) {
+                closest_err = e;
+                closest = v;
+            }
+            if (full && dx_within(&e)) {
+                out->verdict = PE_DX_EXPLAINED;
+                out->best = v;
+                /* errors of best at exact angles, as /encode would give */
+                pe_dx_variant exact = v;
+                exact.precision = PE_DX_EXACT;
+                st = dx_evaluate(s, &exact, tol, &out->best_errors);
+                if (st != PE_OK)
+                    goto fail;
+                dx_findings(s, &c, out, out->findings, &out->n_findings);
+                return PE_OK;
+            }
+        }
+    out->verdict = PE_DX_UNEXPLAINED;
+    out->best = closest;
+    st = dx_evaluate(s, &closest, tol, &out->best_errors); /* in full */
+    if (st != PE_OK)
+        goto fail;
+    dx_findings(s, &c, out, out->findings, &out->n_findings);
+    return PE_OK;
+fail:
+    pe_dx_result_free(out);
+    memset(out, 0, sizeof *out);
+    return st;
+}

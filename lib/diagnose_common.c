@@ -1,0 +1,193 @@
+/*
+ * diagnose_common.c - names of the diagnose enums, precision rounding,
+ * comparison of a subject with a prediction, and the result's lifetime.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose_internal.h"
+
+const char *pe_dx_code_name(pe_dx_code code)
+{
+    static const char *const names[] = {
+#define PE_DX_NAME(e, s) s,
+        PE_DX_CODES(PE_DX_NAME)
+#undef PE_DX_NAME
+    };
+    return (size_t)code < PE_DX_CODE_COUNT ? names[code] : "?";
+}
+
+const char *pe_dx_verdict_name(pe_dx_verdict verdict)
+{
+    switch (verdict) {
+    case PE_DX_MATCH: return "match";
+    case PE_DX_EXPLAINED: return "explained";
+    case PE_DX_UNEXPLAINED: return "unexplained";
+    }
+    return "?";
+}
+
+const char *pe_dx_precision_name(pe_dx_precision precision)
+{
+    switch (precision) {
+    case PE_DX_EXACT: return "exact";
+    case PE_DX_FLOAT32: return "float32";
+    case PE_DX_BFLOAT16: return "bfloat16";
+    case PE_DX_FLOAT16: return "float16";
+    }
+    return "?";
+}
+
+const char *pe_dx_formula_words(pe_dx_formula formula)
+{
+    switch (formula) {
+    case PE_DX_FORMULA_STANDARD: return "2i/d";
+    case PE_DX_FORMULA_PAIR_INDEX: return "pair index i/d instead of 2i/d";
+    case PE_DX_FORMULA_D_MINUS_1: return "d-1 instead of d in the denominator";
+    case PE_DX_FORMULA_D_PLUS_1: return "d+1 instead of d in the denominator";
+    }
+    return "?";
+}
+
+/* Round x to `bits` significant bits (nearest, ties to even), keeping
+ * values below the smallest normal on the subnormal grid min_exp. */
+static double round_bits(double x, int bits, int min_exp)
+{
+    if (x == 0.0 || !isfinite(x))
+        return x;
+    int e;
+    frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
+    if (e < min_exp)
+        e = min_exp;
+    double q = ldexp(1.0, e - bits); /* the spacing at x */
+    return nearbyint(x / q) * q;
+}
+
+double pe_dx_round(pe_dx_precision precision, double x)
+{
+    switch (precision) {
+    case PE_DX_EXACT:
+        return x;
+    case PE_DX_FLOAT32:
+        return (double)(float)x;
+    case PE_DX_BFLOAT16: {
+        double r = round_bits((double)(float)x, 8, -125);
+        return fabs(r) > 3.3895313892515355e38 ? copysign(INFINITY, r) : r;
+    }
+    case PE_DX_FLOAT16: {
+        double r = round_bits(x, 11, -13);
+        return fabs(r) > 65504.0 ? copysign(INFINITY, r) : r;
+    }
+    }
+    return x;
+}
+
+double dx_wrap(double a)
+{
+    if (!isfinite(a))
+        return 0.0;
+    double w = remainder(a, 2 * DX_PI); /* [-pi, pi] */
+    return w == -DX_PI ? DX_PI : w;
+}
+
+void dx_compare(const float *got, const float *want, size_t n,
+                pe_dx_tolerance tol, const float *slack, pe_dx_errors *out)
+{
+    size_t bad = 0;
+
+    memset(out, 0, sizeof *out);
+    for (size_t e = 0; e < n; e++) {
+        double g = got[e], w = want[e];
+        double err = fabs(g - w);
+        if (isnan(err))
+            err = INFINITY; /* inf - inf, or a NaN subject: never "close" */
+        double allowed = tol.atol + tol.rtol * fabs(w) + (slack ? slack[e] : 0);
+        if (!(err <= allowed))
+            bad++;
+        if (err > out->max_abs) {
+            out->max_abs = err;
+            out->worst = e;
+            out->got = g;
+            out->want = w;
+        }
+        if (w != 0.0 && err / fabs(w) > out->max_rel)
+            out->max_rel = err / fabs(w);
+        else if (w == 0.0 && err > 0 && err > out->max_rel)
+            out->max_rel = INFINITY;
+    }
+    if (n > 0 && out->max_abs == 0.0) {
+        out->got = got[0];
+        out->want = want[0];
+    }
+    out->mismatched = n ? (double)bad / (double)n : 0.0;
+}
+
+double dx_seq_len(const pe_dx_subject *s, int64_t offset)
+{
+    double top = 0.0;
+    for (size_t t = 0; t < s->rows; t++) {
+        double p = (double)s->positions[t] + (double)offset;
+        if (p > top)
+            top = p;
+    }
+    return top + 1.0;
+}
+
+int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
+{
+    return s->positions[t] + v->offset;
+}
+
+pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v,
+                        double *w, double *implied_factor)
+{
+    pe_rope rope = v->rope;
+    rope.cache = NULL;
+    return pe_rope_frequencies(&rope, dx_seq_len(s, v->offset), w,
+                               implied_factor);
+}
+
+void pe_dx_variant_init(pe_dx_variant *v)
+{
+    memset(v, 0, sizeof *v);
+    v->base = 10000.0;
+    v->embed_scale = 1.0;
+    v->rope.base = 10000.0;
+    v->attention_factor = 1.0;
+    v->alibi_sign = 1.0;
+}
+
+void pe_dx_result_free(pe_dx_result *r)
+{
+    if (!r)
+        return;
+    free(r->slopes);
+    free(r->slopes_differ);
+    r->slopes = NULL;
+    r->slopes_differ = NULL;
+}
+
+size_t pe_dx_subject_size(const pe_dx_subject *s)
+{
+    size_t n = 0, n2 = 0;
+    switch (s->kind) {
+    case PE_DX_SUBJ_TABLE:
+    case PE_DX_SUBJ_ABS_ENCODED:
+    case PE_DX_SUBJ_ROPE_ENCODED:
+        return pe_size_mul(s->rows, s->cols, &n) ? n : 0;
+    case PE_DX_SUBJ_ROPE_CACHE:
+        return pe_size_mul(s->rows, s->cols, &n) && pe_size_mul(n, 2, &n2)
+                   ? n2
+                   : 0;
+    case PE_DX_SUBJ_ALIBI_BIAS:
+    case PE_DX_SUBJ_T5_BIAS:
+        return pe_size_mul(s->rows, s->rows, &n) &&
+                       pe_size_mul(n, s->heads, &n2)
+                   ? n2
+                   : 0;
+    case PE_DX_SUBJ_ALIBI_SLOPES:
+        return s->heads;
+    }
+    return 0;
+}

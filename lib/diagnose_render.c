@@ -1,0 +1,328 @@
+/*
+ * diagnose_render.c - the subject a variant predicts, for every subject
+ * kind, with the client's angle precision emulated (bfloat16, float16) and
+ * the per-element slack that precision explains.
+ *
+ * The emulation rounds what a low-precision implementation rounds: the
+ * inverse frequency, the position, their product, then cos and sin (and the
+ * attention factor's product). float32 is not emulated but bounded: its
+ * angle error is at most ~|p|*2^-22 (research/pe-anchors.md 3.5), so the
+ * exact prediction gets that slack, whatever order the client's float32
+ * arithmetic took.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "diagnose_internal.h"
+
+/* The slack a precision explains on a value of amplitude amp at p. */
+static float precision_slack(pe_dx_precision prec, double amp, double p)
+{
+    switch (prec) {
+    case PE_DX_EXACT: return 0.0f;
+    case PE_DX_FLOAT32: return (float)(amp * (4e-7 + 2.4e-7 * fabs(p)));
+    case PE_DX_BFLOAT16: return (float)(amp * 0.0078125 + 1e-6);
+    case PE_DX_FLOAT16: return (float)(amp * 0.0009765625 + 1e-6);
+    }
+    return 0.0f;
+}
+
+/* The angle the client computes for frequency w at position p. */
+static double client_angle(pe_dx_precision prec, double w, double p)
+{
+    if (prec != PE_DX_BFLOAT16 && prec != PE_DX_FLOAT16)
+        return w * p;
+    return pe_dx_round(prec, pe_dx_round(prec, w) * pe_dx_round(prec, p));
+}
+
+static void client_cos_sin(pe_dx_precision prec, double w, double p,
+                           double factor, double *c, double *s)
+{
+    double a = client_angle(prec, w, p);
+    double cv = cos(a), sv = sin(a);
+    if (prec == PE_DX_BFLOAT16 || prec == PE_DX_FLOAT16) {
+        cv = pe_dx_round(prec, pe_dx_round(prec, cv) * factor);
+        sv = pe_dx_round(prec, pe_dx_round(prec, sv) * factor);
+    } else {
+        cv *= factor;
+        sv *= factor;
+    }
+    *c = cv;
+    *s = sv;
+}
+
+/* TABLE (either orientation) and ABS_ENCODED. */
+static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
+                                 float *out, float *slack)
+{
+    bool tr = s->kind == PE_DX_SUBJ_TABLE && v->transposed;
+    size_t tokens = tr ? s->cols : s->rows, d = tr ? s->rows : s->cols;
+    size_t nf = (d + 1) / 2;
+    double *w = malloc((nf ? nf : 1) * sizeof *w); /* owned */
+
+    if (!w)
+        return PE_ENOMEM;
+    for (size_t i = 0; i < nf; i++)
+        w[i] = pe_inv_freq(v->base, i, d);
+    for (size_t t = 0; t < tokens; t++) {
+        /* a transposed table's tokens run on from the first position */
+        double p = tr ? (double)(s->positions[0] + v->offset) + (double)t
+                      : (double)dx_position(s, v, t);
+        for (size_t i = 0; i < nf; i++) {
+            double c, sn;
+            client_cos_sin(v->precision, w[i], p, 1.0, &c, &sn);
+            size_t sin_col = v->sin_layout == PE_SIN_SPLIT ? i : 2 * i;
+            size_t cos_col = v->sin_layout == PE_SIN_SPLIT ? nf + i : 2 * i + 1;
+            double at_sin = v->sin_cos_swapped ? c : sn;
+            double at_cos = v->sin_cos_swapped ? sn : c;
+            size_t cols[2] = {sin_col, cos_col};
+            double vals[2] = {at_sin, at_cos};
+            for (int k = 0; k < 2; k++) {
+                if (cols[k] >= d)
+                    continue;
+                size_t e = tr ? cols[k] * tokens + t : t * d + cols[k];
+                double val = vals[k];
+                if (s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x)
+                    val += v->embed_scale * (double)s->x[e];
+                out[e] = (float)val;
+                if (slack)
+                    slack[e] = precision_slack(v->precision, 1.0, p);
+            }
+        }
+    }
+    free(w);
+    return PE_OK;
+}
+
+/* Column of the cos/sin cache that frequency i fills (and its duplicate). */
+static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i,
+                          size_t *c0, size_t *c1)
+{
+    size_t half = v->rope.rotary_dim / 2;
+    if (cols == half) {
+        *c0 = *c1 = i;
+    } else if (v->rope.layout == PE_ROPE_HALF) {
+        *c0 = i;
+        *c1 = i + half;
+    } else {
+        *c0 = 2 * i;
+        *c1 = 2 * i + 1;
+    }
+}
+
+static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v,
+                             float *out, float *slack)
+{
+    size_t rd = v->rope.rotary_dim, hd = v->rope.head_dim, half = rd / 2;
+    double implied;
+    double *w = malloc((half ? half : 1) * sizeof *w); /* owned */
+
+    if (!w)
+        return PE_ENOMEM;
+    pe_status st = dx_rope_freqs(s, v, w, &implied);
+    if (st != PE_OK)
+        goto out;
+    double sign = v->reversed ? -1.0 : 1.0;
+    double f = v->attention_factor;
+    size_t n = s->rows * s->cols;
+
+    for (size_t t = 0; t < s->rows; t++) {
+        double p = (double)dx_position(s, v, t);
+        if (s->kind == PE_DX_SUBJ_ROPE_CACHE) {
+            for (size_t i = 0; i < half; i++) {
+                double c, sn;
+                client_cos_sin(v->precision, w[i], p, f, &c, &sn);
+                sn *= sign;
+                size_t c0, c1;
+                cache_columns(v, s->cols, i, &c0, &c1);
+                size_t cols[2] = {c0, c1};
+                for (int k = 0; k < 2; k++) {
+                    size_t e = t * s->cols + cols[k];
+                    out[e] = (float)(v->sin_cos_swapped ? sn : c);
+                    out[n + e] = (float)(v->sin_cos_swapped ? c : sn);
+                    if (slack)
+                        slack[e] = slack[n + e] =
+                            precision_slack(v->precision, f, p);
+                }
+            }
+            continue;
+        }
+        const float *x = s->x + t * s->cols;
+        float *y = out + t * s->cols;
+        for (size_t h0 = 0; h0 + hd <= s->cols; h0 += hd) {
+            for (size_t c = rd; c < hd; c++) {
+                y[h0 + c] = x[h0 + c];
+                if (slack)
+                    slack[t * s->cols + h0 + c] = 0.0f;
+            }
+            for (size_t i = 0; i < half; i++) {
+                size_t a = v->rope.layout == PE_ROPE_HALF ? i : 2 * i;
+                size_t b = v->rope.layout == PE_ROPE_HALF ? i + half : 2 * i + 1;
+                double c, sn;
+                client_cos_sin(v->precision, w[i], p, f, &c, &sn);
+                sn *= sign;
+                double xa = x[h0 + a], xb = x[h0 + b];
+                y[h0 + a] = (float)(xa * c - xb * sn);
+                y[h0 + b] = (float)(xb * c + xa * sn);
+                if (slack) {
+                    float sl = precision_slack(v->precision,
+                                               f * sqrt(xa * xa + xb * xb), p);
+                    slack[t * s->cols + h0 + a] = sl;
+                    slack[t * s->cols + h0 + b] = sl;
+                }
+            }
+        }
+    }
+out:
+    free(w);
+    return st;
+}
+
+static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v,
+                              float *out)
+{
+    double *paper = malloc(s->heads * sizeof *paper); /* owned */
+    if (!paper)
+        return PE_ENOMEM;
+    pe_alibi_slopes(s->heads, paper);
+    const double *sl = v->slopes ? v->slopes : paper;
+    if (s->kind == PE_DX_SUBJ_ALIBI_SLOPES) {
+        for (size_t h = 0; h < s->heads; h++)
+            out[h] = (float)sl[h];
+        free(paper);
+        return PE_OK;
+    }
+    size_t t = s->rows;
+    for (size_t h = 0; h < s->heads; h++)
+        for (size_t i = 0; i < t; i++)
+            for (size_t j = 0; j < t; j++) {
+                double pi = (double)dx_position(s, v, i);
+                double pj = (double)dx_position(s, v, j);
+                double b = v->alibi_form == PE_ALIBI_BLOOM
+                               ? sl[h] * pj
+                               : 0.0 - sl[h] * fabs(pi - pj);
+                out[(h * t + i) * t + j] = (float)(v->alibi_sign * b);
+            }
+    free(paper);
+    return PE_OK;
+}
+
+static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v,
+                           float *out)
+{
+    const pe_t5 *t5 = &v->t5;
+    size_t t = s->rows;
+    if (!t5->table || t5->heads != s->heads)
+        return PE_EINVAL;
+    for (size_t i = 0; i < t; i++)
+        for (size_t j = 0; j < t; j++) {
+            int64_t rel = s->positions[j] - s->positions[i];
+            if (v->t5_reversed)
+                rel = -rel;
+            size_t bucket = pe_t5_bucket(rel, t5->bidirectional,
+                                         t5->num_buckets, t5->max_distance);
+            for (size_t h = 0; h < s->heads; h++)
+                out[(h * t + i) * t + j] = t5->table[bucket * t5->heads + h];
+        }
+    return PE_OK;
+}
+
+/* pe_dx_render with the slack of the variant's precision (may be NULL). */
+pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v,
+                          float *out, float *slack)
+{
+    switch (s->kind) {
+    case PE_DX_SUBJ_TABLE:
+    case PE_DX_SUBJ_ABS_ENCODED:
+        return render_absolute(s, v, out, slack);
+    case PE_DX_SUBJ_ROPE_CACHE:
+    case PE_DX_SUBJ_ROPE_ENCODED:
+        return render_rope(s, v, out, slack);
+    case PE_DX_SUBJ_ALIBI_BIAS:
+    case PE_DX_SUBJ_ALIBI_SLOPES:
+        if (slack)
+            for (size_t e = 0, n = pe_dx_subject_size(s); e < n; e++)
+                slack[e] = 0.0f;
+        return render_alibi(s, v, out);
+    case PE_DX_SUBJ_T5_BIAS:
+        if (slack)
+            for (size_t e = 0, n = pe_dx_subject_size(s); e < n; e++)
+                slack[e] = 0.0f;
+        return render_t5(s, v, out);
+    }
+    return PE_EINVAL;
+}
+
+pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v,
+                       float *out)
+{
+    return dx_render_slack(s, v, out, NULL);
+}
+
+pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v,
+                      pe_dx_tolerance tol, pe_dx_errors *out)
+{
+    size_t n = pe_dx_subject_size(s);
+    float *pred = malloc((n ? n : 1) * sizeof *pred);  /* owned */
+    float *slack = malloc((n ? n : 1) * sizeof *slack); /* owned */
+    pe_status st = PE_ENOMEM;
+
+    if (!pred || !slack)
+        goto out;
+    st = dx_render_slack(s, v, pred, slack);
+    if (st != PE_OK)
+        goto out;
+    /* the subject: a (then b for a cache), as one flat sequence */
+    if (s->kind == PE_DX_SUBJ_ROPE_CACHE) {
+        size_t half_n = n / 2;
+        pe_dx_errors ea, eb;
+        dx_compare(s->a, pred, half_n, tol, slack, &ea);
+        dx_compare(s->b, pred + half_n, half_n, tol, slack + half_n, &eb);
+        *out = ea;
+        if (eb.max_abs > ea.max_abs) {
+            out->max_abs = eb.max_abs;
+            out->worst = half_n + eb.worst;
+            out->got = eb.got;
+            out->want = eb.want;
+        }
+        if (eb.max_rel > out->max_rel)
+            out->max_rel = eb.max_rel;
+        out->mismatched = (ea.mismatched + eb.mismatched) / 2;
+    } else {
+        dx_compare(s->a, pred, n, tol, slack, out);
+    }
+out:
+    free(pred);
+    free(slack);
+    return st;
+}
+
+/* Rows read by a probe: enough positions for every frequency to turn
+ * (the lags reach 64) and few enough to be cheap. */
+#define DX_PROBE_ROWS 64
+
+pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v,
+                           pe_dx_tolerance tol, pe_dx_errors *out, bool *full)
+{
+    /* A probe on the first rows can only refute: a mismatch there is a
+     * mismatch of the whole. Rows are independent except for a transposed
+     * table (rows are dimensions), biases (rows are tokens of [t][t]) and
+     * the scalings that depend on the sequence length. */
+    bool probe = s->rows > 2 * DX_PROBE_ROWS && !v->transposed &&
+                 s->kind != PE_DX_SUBJ_ALIBI_BIAS &&
+                 s->kind != PE_DX_SUBJ_T5_BIAS &&
+                 s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
+                 v->rope.scaling.type != PE_ROPE_SCALING_DYNAMIC &&
+                 v->rope.scaling.type != PE_ROPE_SCALING_LONGROPE;
+    *full = true;
+    if (probe) {
+        pe_dx_subject head = *s;
+        head.rows = DX_PROBE_ROWS;
+        pe_status st = dx_evaluate(&head, v, tol, out);
+        if (st != PE_OK || !dx_within(out)) {
+            *full = false;
+            return st;
+        }
+    }
+    return dx_evaluate(s, v, tol, out);
+}
