@@ -1,16 +1,20 @@
 /*
  * float_text.c - shortest round-trip float32 text.
  *
- * Dragonbox (number_shim) finds the shortest decimal significand and
- * exponent that read back as the value; this file only lays the digits out
- * as a JSON number: plain notation for moderate exponents ("0.00123",
- * "123456"), exponent notation beyond ("1.5e-7", "3e38").
+ * f32_shortest (Schubfach for binary32) finds the shortest decimal
+ * significand and exponent that read back as the value; this file only
+ * lays the digits out as a JSON number: plain notation for moderate
+ * exponents ("0.00123", "123456"), exponent notation beyond ("1.5e-7",
+ * "3e38"). float_to_text_dragonbox() lays out Dragonbox's digits the same
+ * way: the writer f32_shortest replaced, kept as the tests' reference.
  */
 #include "json/float_text.h"
+#include "json/float_text_ref.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "json/f32_shortest.h"
 #include "json/number_shim.h"
 
 static const char digit_pairs[201] =
@@ -56,7 +60,9 @@ static size_t write_exponent(int e, char *out)
     return n;
 }
 
-size_t float_to_text(float v, char *buf)
+typedef void shortest_fn(float v, uint32_t *significand, int *exponent);
+
+static inline size_t layout(float v, char *buf, shortest_fn *shortest)
 {
     /* nine digits, then room so that fixed 16-byte copies can read past them */
     char nine[32] = {0};
@@ -72,7 +78,7 @@ size_t float_to_text(float v, char *buf)
         *p = '\0';
         return (size_t)(p - buf);
     }
-    shortest_decimal_f32(v, &significand, &exponent);
+    shortest(v, &significand, &exponent);
     unsigned nd = digit_count(significand);
     nine_digits(significand, nine);
     const char *digits = nine + 9 - nd;
@@ -108,4 +114,14 @@ size_t float_to_text(float v, char *buf)
     }
     *p = '\0';
     return (size_t)(p - buf);
+}
+
+size_t float_to_text(float v, char *buf)
+{
+    return layout(v, buf, f32_shortest);
+}
+
+size_t float_to_text_dragonbox(float v, char *buf)
+{
+    return layout(v, buf, shortest_decimal_f32);
 }
