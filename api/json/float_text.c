@@ -76,8 +76,10 @@ static inline size_t layout(float v, char *buf, shortest_fn *shortest)
     int exponent;
 
     memcpy(&bits, &v, sizeof bits);
-    if (bits >> 31)
-        *p++ = '-';
+    /* The sign without a branch: signs of real data are random, and a
+     * mispredicted branch costs more than the store. */
+    *p = '-';
+    p += bits >> 31;
     if ((bits & 0x7fffffffu) == 0) {
         *p++ = '0';
         *p = '\0';
