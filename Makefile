@@ -6,6 +6,7 @@
 #   make test-valgrind  the suite with the server under valgrind (memcheck)
 #   make test-soak  wrk + fault injection against the ASan server, RSS check,
 #                   SIGTERM under load (tests/soak/run.sh, about 45 s)
+#   make test-float-text  float_to_text vs Dragonbox for all 2^32 floats
 #   make fuzz       libFuzzer over the request decoding (FUZZ_SECONDS=60)
 #   make test-docker  build and run the container images (root, podman)
 #   make            build build/posenc-server and build/libposenc.a
@@ -188,7 +189,7 @@ FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 build-fuzz/number_shim.o: api/json/number_shim.cc
 	@mkdir -p $(dir $@)
 	clang++ -std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-exceptions \
-	    -I/usr/include/dragonbox-1.1.3 -c $< -o $@
+	    -Iapi -I/usr/include/dragonbox-1.1.3 -c $< -o $@
 
 build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
                          build-fuzz/number_shim.o
@@ -210,6 +211,17 @@ BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jan
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+# float_to_text() against the Dragonbox writer for all 2^32 float32 bit
+# patterns, with the strtof round trip (minutes; make test runs a sample).
+$(BUILD)/test_float_text: $(BUILD)/tests/exhaustive/float_text_all.o $(BUILD)/tests/api/test_codecs.o \
+                          $(BUILD)/tests/unit/check.o $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+.PHONY: test-float-text
+test-float-text:
+	@$(MAKE) --no-print-directory $(BUILD)/test_float_text
+	./$(BUILD)/test_float_text
 
 .PHONY: bench
 bench:

@@ -1,7 +1,10 @@
 /*
- * base64.c - RFC 4648 base64, standard alphabet, strict padding.
+ * base64.c - RFC 4648 base64, standard alphabet, strict padding: the
+ * framing (lengths, padding, the last group, errors) and the portable inner
+ * loops; base64_avx2.c has the AVX2 ones, picked at run time.
  */
 #include "json/base64.h"
+#include "json/base64_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +40,56 @@ static const uint8_t sextets[256] = {
 #undef B64_ROW16
 };
 
-uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
-                       const char **why)
+/* The portable kernels: one table lookup per character, no branch per
+ * character (the OR of the sextets flags any bad one at the end). */
+static bool decode_groups_portable(const unsigned char *in, size_t groups, uint8_t *out)
+{
+    uint8_t bad = 0;
+    for (size_t g = 0; g < groups; g++) {
+        const unsigned char *q = in + 4 * g;
+        uint8_t a = sextets[q[0]], b = sextets[q[1]], c = sextets[q[2]], d = sextets[q[3]];
+        bad |= a | b | c | d;
+        uint32_t triple = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | d;
+        out[3 * g] = (uint8_t)(triple >> 16);
+        out[3 * g + 1] = (uint8_t)(triple >> 8);
+        out[3 * g + 2] = (uint8_t)triple;
+    }
+    return (bad & B64_BAD) == 0;
+}
+
+static void encode_groups_portable(const uint8_t *in, size_t groups, char *out)
+{
+    for (size_t g = 0; g < groups; g++) { /* the hot loop: no branches */
+        const uint8_t *src = in + g * 3;
+        uint32_t triple = (uint32_t)src[0] << 16 | (uint32_t)src[1] << 8 | src[2];
+        char *dst = out + g * 4;
+        dst[0] = alphabet[triple >> 18];
+        dst[1] = alphabet[(triple >> 12) & 63];
+        dst[2] = alphabet[(triple >> 6) & 63];
+        dst[3] = alphabet[triple & 63];
+    }
+}
+
+const base64_kernels base64_portable_kernels = {
+    .name = "portable",
+    .decode_groups = decode_groups_portable,
+    .encode_groups = encode_groups_portable,
+};
+
+const base64_kernels *base64_kernels_for_cpu(void)
+{
+    /* base64_avx2_supported() reads the CPU model libgcc fills in before
+     * main (no state of ours): cheap enough to ask on every call. */
+    return base64_avx2_supported() ? &base64_avx2_kernels : &base64_portable_kernels;
+}
+
+/* Big inputs are decoded by the OpenMP team in chunks of this many groups
+ * (256 KiB of text, so a chunk's input and output stay in L2). */
+#define DECODE_CHUNK_GROUPS ((size_t)1 << 16)
+#define DECODE_PARALLEL_MIN_GROUPS ((size_t)1 << 18)
+
+uint8_t *base64_decode_with(const base64_kernels *kernels, const char *text, size_t len,
+                            size_t *out_len, const char **why)
 {
     const unsigned char *in = (const unsigned char *)text;
 
@@ -52,27 +103,24 @@ uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
     if (len >= 2 && in[len - 2] == '=')
         pad++;
     size_t n = len / 4 * 3 - pad;
-    uint8_t *out = malloc(n ? n : 1);
+    uint8_t *out = malloc(n ? n : 1); /* owned: returned to the caller */
     if (!out) {
         *why = NULL;
         return NULL;
     }
     /* Every group but the last: four alphabet characters, no padding. */
     size_t full = len == 0 ? 0 : len / 4 - 1, o = full * 3;
-    uint8_t bad = 0;
-    /* Groups are independent: big inputs are decoded by the OpenMP team. */
-#pragma omp parallel for schedule(static) reduction(| : bad) if (full >= ((size_t)1 << 18))
-    for (size_t g = 0; g < full; g++) {
-        const unsigned char *q = in + 4 * g;
-        uint8_t a = sextets[q[0]], b = sextets[q[1]], c = sextets[q[2]], d = sextets[q[3]];
-        bad |= a | b | c | d;
-        uint32_t triple = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | d;
-        out[3 * g] = (uint8_t)(triple >> 16);
-        out[3 * g + 1] = (uint8_t)(triple >> 8);
-        out[3 * g + 2] = (uint8_t)triple;
+    size_t chunks = (full + DECODE_CHUNK_GROUPS - 1) / DECODE_CHUNK_GROUPS;
+    bool all_valid = true;
+#pragma omp parallel for schedule(static) reduction(&& : all_valid) \
+    if (full >= DECODE_PARALLEL_MIN_GROUPS)
+    for (size_t c = 0; c < chunks; c++) {
+        size_t g0 = c * DECODE_CHUNK_GROUPS;
+        size_t groups = full - g0 < DECODE_CHUNK_GROUPS ? full - g0 : DECODE_CHUNK_GROUPS;
+        all_valid = kernels->decode_groups(in + 4 * g0, groups, out + 3 * g0) && all_valid;
     }
     in += 4 * full;
-    if (bad & B64_BAD) {
+    if (!all_valid) {
         free(out);
         *why = memchr(text, '=', len - 4 * (len > 0)) ? "misplaced padding"
                                                        : "character outside the base64 alphabet";
@@ -106,6 +154,11 @@ uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
     return out;
 }
 
+uint8_t *base64_decode(const char *text, size_t len, size_t *out_len, const char **why)
+{
+    return base64_decode_with(base64_kernels_for_cpu(), text, len, out_len, why);
+}
+
 static void encode_group(char *dst, const uint8_t *src, size_t n)
 {
     uint32_t triple = (uint32_t)src[0] << 16 |
@@ -122,7 +175,8 @@ size_t base64_encoded_len(size_t n)
     return (n + 2) / 3 * 4;
 }
 
-void base64_write(base64_writer *w, const void *bytes, size_t n)
+void base64_write_with(const base64_kernels *kernels, base64_writer *w, const void *bytes,
+                       size_t n)
 {
     const uint8_t *src = bytes;
 
@@ -136,21 +190,17 @@ void base64_write(base64_writer *w, const void *bytes, size_t n)
         w->ncarry = 0;
     }
     size_t groups = n / 3;
-    char *at = w->out;
-    for (size_t g = 0; g < groups; g++) { /* the hot loop: no branches */
-        const uint8_t *in = src + g * 3;
-        uint32_t triple = (uint32_t)in[0] << 16 | (uint32_t)in[1] << 8 | in[2];
-        char *out = at + g * 4;
-        out[0] = alphabet[triple >> 18];
-        out[1] = alphabet[(triple >> 12) & 63];
-        out[2] = alphabet[(triple >> 6) & 63];
-        out[3] = alphabet[triple & 63];
-    }
+    kernels->encode_groups(src, groups, w->out);
     w->out += groups * 4;
     src += groups * 3;
     n -= groups * 3;
     for (size_t k = 0; k < n; k++)
         w->carry[w->ncarry++] = src[k];
+}
+
+void base64_write(base64_writer *w, const void *bytes, size_t n)
+{
+    base64_write_with(base64_kernels_for_cpu(), w, bytes, n);
 }
 
 void base64_finish(base64_writer *w)

@@ -1,16 +1,20 @@
 /*
  * float_text.c - shortest round-trip float32 text.
  *
- * Dragonbox (number_shim) finds the shortest decimal significand and
- * exponent that read back as the value; this file only lays the digits out
- * as a JSON number: plain notation for moderate exponents ("0.00123",
- * "123456"), exponent notation beyond ("1.5e-7", "3e38").
+ * f32_shortest (Schubfach for binary32) finds the shortest decimal
+ * significand and exponent that read back as the value; this file only
+ * lays the digits out as a JSON number: plain notation for moderate
+ * exponents ("0.00123", "123456"), exponent notation beyond ("1.5e-7",
+ * "3e38"). float_to_text_dragonbox() lays out Dragonbox's digits the same
+ * way: the writer f32_shortest replaced, kept as the tests' reference.
  */
 #include "json/float_text.h"
+#include "json/float_text_ref.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "json/f32_shortest.h"
 #include "json/number_shim.h"
 
 static const char digit_pairs[201] =
@@ -18,28 +22,33 @@ static const char digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* The nine digits of n < 10^9, zero-padded, into out[0..9): one division by
- * 10^8 and four table lookups of two digits. */
+/* The nine digits of n < 10^9, zero-padded, into out[0..9), without a
+ * division: y = n * ceil(2^57 / 10^8) is n / 10^8 in 7.57 fixed point, so
+ * its integer part is the first digit; each multiply of the fraction by
+ * 100 moves the next two digits into the integer part (a two-digit table
+ * lookup). The rounding up errs by under 1.7e-9 in n / 10^8, which stays
+ * below the 10^-8 step of the exact fraction through all four multiplies,
+ * so every digit is exact (and make test-float-text compares the text of
+ * every float32 with the Dragonbox writer's). */
 static void nine_digits(uint32_t n, char *out)
 {
-    out[0] = (char)('0' + n / 100000000u);
-    n %= 100000000u;
-    for (int i = 7; i >= 1; i -= 2) {
-        uint32_t pair = (n % 100u) * 2;
-        n /= 100u;
-        out[i] = digit_pairs[pair];
-        out[i + 1] = digit_pairs[pair + 1];
+    const uint64_t fraction_mask = ((uint64_t)1 << 57) - 1;
+    uint64_t y = (uint64_t)n * 1441151881u;
+    out[0] = (char)('0' + (y >> 57));
+    for (int i = 1; i < 9; i += 2) {
+        y = (y & fraction_mask) * 100;
+        memcpy(out + i, digit_pairs + 2 * (y >> 57), 2);
     }
 }
 
+/* Decimal digits of n, 1 <= n < 10^9 (Schubfach's significands have at
+ * most nine): the bit length gives the count to within one. */
 static unsigned digit_count(uint32_t n)
 {
-    static const uint32_t powers[9] = {10u, 100u, 1000u, 10000u, 100000u,
-                                       1000000u, 10000000u, 100000000u, 1000000000u};
-    unsigned k = 1;
-    while (k < 10 && n >= powers[k - 1])
-        k++;
-    return k;
+    static const uint32_t powers[10] = {0u, 10u, 100u, 1000u, 10000u, 100000u,
+                                        1000000u, 10000000u, 100000000u, 1000000000u};
+    unsigned guess = (unsigned)(32 - __builtin_clz(n | 1)) * 1233 >> 12; /* ~log10(2) */
+    return guess + (n >= powers[guess]);
 }
 
 static size_t write_exponent(int e, char *out)
@@ -56,7 +65,9 @@ static size_t write_exponent(int e, char *out)
     return n;
 }
 
-size_t float_to_text(float v, char *buf)
+typedef void shortest_fn(float v, uint32_t *significand, int *exponent);
+
+static inline size_t layout(float v, char *buf, shortest_fn *shortest)
 {
     /* nine digits, then room so that fixed 16-byte copies can read past them */
     char nine[32] = {0};
@@ -65,14 +76,16 @@ size_t float_to_text(float v, char *buf)
     int exponent;
 
     memcpy(&bits, &v, sizeof bits);
-    if (bits >> 31)
-        *p++ = '-';
+    /* The sign without a branch: signs of real data are random, and a
+     * mispredicted branch costs more than the store. */
+    *p = '-';
+    p += bits >> 31;
     if ((bits & 0x7fffffffu) == 0) {
         *p++ = '0';
         *p = '\0';
         return (size_t)(p - buf);
     }
-    shortest_decimal_f32(v, &significand, &exponent);
+    shortest(v, &significand, &exponent);
     unsigned nd = digit_count(significand);
     nine_digits(significand, nine);
     const char *digits = nine + 9 - nd;
@@ -108,4 +121,14 @@ size_t float_to_text(float v, char *buf)
     }
     *p = '\0';
     return (size_t)(p - buf);
+}
+
+size_t float_to_text(float v, char *buf)
+{
+    return layout(v, buf, f32_shortest);
+}
+
+size_t float_to_text_dragonbox(float v, char *buf)
+{
+    return layout(v, buf, shortest_decimal_f32);
 }

@@ -16,6 +16,7 @@
 #include "json/fast_json.h"
 #include "json/float_text.h"
 #include "json/strbuf.h"
+#include "test_codecs.h"
 #include "test_safetensors.h"
 
 /* Reference for the shortest digits: try every precision from 1 up with
@@ -576,6 +577,7 @@ int main(void)
     test_parallel_rows();
     test_parallel_base64_out();
     test_safetensors();
+    test_codecs();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }

@@ -10,12 +10,28 @@
  * shape:  sgemm M K N median_ms min_ms gflops_at_median reps
  * --threads sets OpenBLAS's thread count (default: OMP_NUM_THREADS or the
  * OpenMP default, as posenc-server uses).
+ *
+ *   sgemm_bench --machine
+ *
+ * prints the machine facts the report quotes, one per line:
+ *   openblas_core NAME      (openblas_get_corename: the kernels it chose)
+ *   openblas_config TEXT    (openblas_get_config)
+ *   membw GBPS              (memcpy of 256 MiB, one thread, best of 5: bytes
+ *                            read + bytes written per second)
+ *   loopback GBPS           (one TCP connection on 127.0.0.1, a sender and a
+ *                            receiver thread, 1 MiB writes: best of 3 x 256 MiB)
  */
+#include <arpa/inet.h>
 #include <cblas.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 
@@ -69,6 +85,100 @@ static int bench(int m, int k, int n, double seconds)
     return 0;
 }
 
+#define LOOPBACK_CHUNK ((size_t)1 << 20)
+#define LOOPBACK_BYTES ((size_t)256 << 20)
+
+/* The receiving end of loopback_gbps(): reads until the sender closes. */
+static void *drain(void *arg)
+{
+    int fd = *(int *)arg;
+    char *buf = malloc(LOOPBACK_CHUNK); /* owned */
+    while (buf && recv(fd, buf, LOOPBACK_CHUNK, 0) > 0)
+        ;
+    free(buf);
+    return NULL;
+}
+
+/* Bytes per second one TCP connection on 127.0.0.1 carries; 0 on error. */
+static double loopback_gbps(void)
+{
+    double gbps = 0;
+    int listener = socket(AF_INET, SOCK_STREAM, 0), sender = -1, receiver = -1;
+    char *data = calloc(1, LOOPBACK_CHUNK); /* owned */
+    struct sockaddr_in addr;
+    socklen_t alen = sizeof addr;
+    pthread_t thread;
+
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (listener < 0 || data == NULL || bind(listener, (struct sockaddr *)&addr, sizeof addr) ||
+        listen(listener, 1) || getsockname(listener, (struct sockaddr *)&addr, &alen))
+        goto done;
+    sender = socket(AF_INET, SOCK_STREAM, 0);
+    if (sender < 0 || connect(sender, (struct sockaddr *)&addr, sizeof addr))
+        goto done;
+    receiver = accept(listener, NULL, NULL);
+    if (receiver < 0 || pthread_create(&thread, NULL, drain, &receiver))
+        goto done;
+    double t0 = now_ms();
+    size_t sent = 0;
+    while (sent < LOOPBACK_BYTES) {
+        ssize_t n = send(sender, data, LOOPBACK_CHUNK, 0);
+        if (n <= 0)
+            break;
+        sent += (size_t)n;
+    }
+    shutdown(sender, SHUT_WR);
+    pthread_join(thread, NULL);
+    double ms = now_ms() - t0;
+    gbps = sent == LOOPBACK_BYTES ? (double)sent / (ms * 1e6) : 0;
+done:
+    if (sender >= 0)
+        close(sender);
+    if (receiver >= 0)
+        close(receiver);
+    if (listener >= 0)
+        close(listener);
+    free(data);
+    return gbps;
+}
+
+/* Memory bandwidth as the servers see it: one thread copying a buffer far
+ * larger than the caches, counting the bytes read and written. */
+static int machine_facts(void)
+{
+    const size_t n = (size_t)256 << 20;
+    char *src = malloc(n), *dst = malloc(n); /* owned, freed below */
+    if (src == NULL || dst == NULL) {
+        free(src);
+        free(dst);
+        return 1;
+    }
+    memset(src, 1, n);
+    memset(dst, 2, n);
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_ms();
+        memcpy(dst, src, n);
+        double ms = now_ms() - t0;
+        best = ms < best ? ms : best;
+    }
+    printf("openblas_core %s\n", openblas_get_corename());
+    printf("openblas_config %s\n", openblas_get_config());
+    printf("membw %.2f\n", 2.0 * (double)n / (best * 1e6));
+    double lo = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double g = loopback_gbps();
+        lo = g > lo ? g : lo;
+    }
+    printf("loopback %.2f\n", lo);
+    int checksum = dst[n / 2];
+    free(src);
+    free(dst);
+    return checksum == 1 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     double seconds = 1.0;
@@ -76,7 +186,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int m, k, n;
         char extra;
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--machine") == 0) {
+            return machine_facts();
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             openblas_set_num_threads(atoi(argv[++i]));
         } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
             seconds = atof(argv[++i]);
