@@ -38,3 +38,8 @@ int api_fail(api_error *err, api_error_kind kind, const char *field,
     snprintf(err->field, sizeof err->field, "%s", field ? field : "");
     return -1;
 }
+
+int api_fail_oom(api_error *err)
+{
+    return api_fail(err, API_E_UNAVAILABLE, NULL, "out of memory: retry later");
+}

@@ -52,4 +52,9 @@ const char *api_error_code(api_error_kind kind);
 int api_fail(api_error *err, api_error_kind kind, const char *field,
              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The one answer to an allocation failure on the request path: a 503
+ * unavailable (the server is short of memory now; the request may be
+ * retried), never a 500. Returns -1. */
+int api_fail_oom(api_error *err);
+
 #endif /* API_ERROR_H */

@@ -36,9 +36,9 @@ typedef struct outputs {
     bool wanted[OUT_COUNT];
 } outputs;
 
-static int parse_outputs(const json_t *root, outputs *o, api_error *err)
+static int parse_outputs(const json_doc *doc, outputs *o, api_error *err)
 {
-    const json_t *list = jf_get(root, "return");
+    const json_t *list = jf_get(doc->root, "return");
     const json_t *item;
     size_t i;
 
@@ -52,6 +52,9 @@ static int parse_outputs(const json_t *root, outputs *o, api_error *err)
     }
     if (!json_is_array(list))
         return api_fail(err, API_E_INVALID_REQUEST, "return", "return must be a list of strings");
+    if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
+        return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
+                        "return[0] must be one of q, k, v, encoded, bias, scores");
     json_array_foreach(list, i, item) {
         jpath at = jpath_index("return", i);
         int which = -1;
@@ -85,7 +88,7 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
         return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
                         "token_ids need weights.token_embedding, which model '%s' lacks",
                         rq->model->name);
-    if (int_array_from_json(ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
+    if (int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
                             API_E_OUT_OF_RANGE, &ids, err))
         return -1;
     size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
@@ -100,7 +103,7 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
     rq->x.data = malloc(n * d * sizeof *rq->x.data);
     if (!rq->x.data) {
         int_array_free(&ids);
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     }
     for (size_t i = 0; i < n; i++)
         memcpy(rq->x.data + i * d, table->data + (size_t)ids.data[i] * d, d * sizeof(float));
@@ -207,7 +210,7 @@ static int compute(const api_service *svc, const request *rq, const outputs *o, 
     r->z = malloc(rows * rq->d * sizeof *r->z);
     r->qkv = malloc(rows * width * sizeof *r->qkv);
     if (!r->z || !r->qkv)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     if (attention_input(svc, rq, r->z, err))
         return -1;
     pe_project_qkv(&m->qkv, r->z, rows, r->qkv);
@@ -227,13 +230,13 @@ static int compute(const api_service *svc, const request *rq, const outputs *o, 
     } else {
         r->bias = calloc(per_row * rq->batch, sizeof *r->bias);
         if (!r->bias)
-            return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+            return api_fail_oom(err);
     }
     if (!o->wanted[OUT_SCORES])
         return 0;
     r->scores = malloc(per_row * rq->batch * sizeof *r->scores);
     if (!r->scores)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     const scheme *s = &rq->scheme;
     double scale = s->has_score_scale ? s->score_scale
                    : s->kind == SCHEME_T5 ? 1.0
@@ -279,17 +282,17 @@ void api_apply(const api_service *svc, const api_budget *budget,
                      rq.model->name);
             goto fail;
         }
-    const json_t *ids = jf_get(rq.root, "token_ids");
-    if (ids && jf_get(rq.root, "embeddings")) {
+    const json_t *ids = jf_get(rq.doc.root, "token_ids");
+    if (ids && jf_get(rq.doc.root, "embeddings")) {
         api_fail(&err, API_E_INVALID_REQUEST, "token_ids", "give embeddings or token_ids, not both");
         goto fail;
     }
-    if (!ids && !jf_get(rq.root, "embeddings")) {
+    if (!ids && !jf_get(rq.doc.root, "embeddings")) {
         api_fail(&err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
         goto fail;
     }
     if ((ids && gather_tokens(svc, &rq, ids, &err)) || request_common(svc, &rq, &err) ||
-        parse_outputs(rq.root, &o, &err))
+        parse_outputs(&rq.doc, &o, &err))
         goto fail;
     if (rq.d != rq.model->d_model) {
         api_fail(&err, API_E_INVALID_SHAPE, "embeddings",

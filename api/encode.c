@@ -74,7 +74,7 @@ void api_encode(const api_service *svc, const api_budget *budget,
     } else {
         values = malloc(rows * rq.d * sizeof *values);
         if (!values) {
-            api_fail(&err, API_E_INTERNAL, NULL, "out of memory");
+            api_fail_oom(&err);
             goto fail;
         }
         if (rq.scheme.kind == SCHEME_ROPE) {

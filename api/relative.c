@@ -49,7 +49,7 @@ int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st,
         return api_fail(err, API_E_NON_FINITE, NULL,
                         "result %s element %zu is not a finite float32 (the computation "
                         "overflows)", what, bad);
-    return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    return api_fail_oom(err);
 }
 
 int rope_plan_init(const api_service *svc, const request *rq, size_t width,
@@ -102,7 +102,7 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width,
     }
     plan->inv_freq = malloc(rotary / 2 * sizeof *plan->inv_freq);
     if (!plan->inv_freq)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     if (pe_rope_frequencies(&plan->rope, (double)rq->max_position + 1.0, plan->inv_freq,
                             &plan->attention_factor) != PE_OK)
         return api_fail(err, API_E_INVALID_REQUEST, "params.scaling",
@@ -161,7 +161,7 @@ int relative_bias(const api_service *svc, const request *rq,
         return -1;
     float *bias = malloc(total * sizeof *bias);
     if (!bias)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     for (size_t b = 0; b < rq->batch; b++) {
         const int64_t *pos = rq->positions + b * t;
         if (s->kind == SCHEME_ALIBI)

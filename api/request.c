@@ -7,60 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/fast_json.h"
 #include "json/json_fields.h"
 
-/* Whether v nests no deeper than `left` more arrays or objects. A numeric
- * array taken out by the fast path (a binary tensor string) counts as the
- * nested arrays it was, so the answer does not depend on which path parsed
- * the body. Recursion is bounded by the limit (at most 2048, jansson's). */
-static bool depth_within(const json_t *v, size_t left)
+/* The codec's failure as the contract's error. */
+static int codec_fail(const api_service *svc, const json_codec_error *ce, api_error *err)
 {
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count;
-
-    if (json_is_string(v))
-        return !fast_json_tensor(v, &ndim, dim, &count) || ndim <= left;
-    if (!json_is_array(v) && !json_is_object(v))
-        return true;
-    if (left == 0)
-        return false;
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            if (!depth_within(json_array_get(v, i), left - 1))
-                return false;
-        return true;
+    switch (ce->kind) {
+    case JSON_CODEC_TOO_DEEP:
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
+                        svc->limits.max_json_depth);
+    case JSON_CODEC_TOO_MANY_VALUES:
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "the JSON holds more than %zu values outside numeric arrays",
+                        svc->limits.max_json_values);
+    case JSON_CODEC_NO_MEMORY:
+        return api_fail_oom(err);
+    default:
+        return api_fail(err, API_E_INVALID_JSON, NULL, "%s", ce->message);
     }
-    const char *key;
-    const json_t *child;
-    json_object_foreach((json_t *)(uintptr_t)v, key, child) {
-        if (!depth_within(child, left - 1))
-            return false;
-    }
-    return true;
 }
 
 int request_parse(const api_service *svc, const char *body, size_t len,
                   const char *const *allowed, request *rq, api_error *err)
 {
-    json_error_t jerr;
-    size_t max_depth = svc->limits.max_json_depth;
+    json_codec_error ce;
+    json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
+                              .max_values = svc->limits.max_json_values};
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
-    rq->root = fast_json_load(body, len, &jerr);
-    /* jansson stops at its own depth limit (2048), which is past ours */
-    if (!rq->root && json_error_code(&jerr) == json_error_stack_overflow)
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON nests arrays and objects deeper than the limit of %zu "
-                        "levels (line %d column %d)", max_depth, jerr.line, jerr.column);
-    if (!rq->root)
-        return api_fail(err, API_E_INVALID_JSON, NULL, "malformed JSON at line %d column %d: %s",
-                        jerr.line, jerr.column, jerr.text);
-    if (!depth_within(rq->root, max_depth))
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
-                        max_depth);
-    return jf_check_object(rq->root, "", allowed, err);
+    if (json_doc_load(&rq->doc, body, len, &limits, &ce))
+        return codec_fail(svc, &ce, err);
+    return jf_check_object(rq->doc.root, "", allowed, err);
 }
 
 /* The sizes an inline model declares, against the limits. */
@@ -86,7 +65,7 @@ static int check_model_limits(const api_service *svc, const model *m, api_error 
 int request_model(const api_service *svc, request *rq,
                   const char *default_name, api_error *err)
 {
-    const json_t *v = jf_get(rq->root, "model");
+    const json_t *v = jf_get(rq->doc.root, "model");
 
     if (!v) {
         rq->model = default_name ? service_find_model(svc, default_name) : NULL;
@@ -102,7 +81,7 @@ int request_model(const api_service *svc, request *rq,
         return 0;
     }
     if (json_is_object(v)) {
-        rq->owned_model = model_from_json(v, "model", err);
+        rq->owned_model = model_from_json(&rq->doc, v, "model", err);
         rq->model = rq->owned_model;
         return rq->model ? check_model_limits(svc, rq->model, err) : -1;
     }
@@ -117,45 +96,35 @@ static int decode_scheme(request *rq, api_error *err)
 {
     bool present;
     int which = SCHEME_SINUSOIDAL;
-    const json_t *params = jf_get(rq->root, "params");
-    json_t *merged = NULL;
-    int rc;
+    const json_t *params = jf_get(rq->doc.root, "params");
 
-    if (jf_choice(rq->root, "", "scheme", scheme_names, &present, &which, err))
+    if (jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present, &which, err))
         return -1;
     if (!present && rq->model)
         which = (int)rq->model->scheme;
     if (params && !json_is_object(params))
         return api_fail(err, API_E_INVALID_REQUEST, "params", "params must be an object");
-    if (rq->model && rq->model->scheme == (scheme_kind)which && rq->model->params) {
-        merged = json_deep_copy(rq->model->params);
-        if (!merged || (params && json_object_update(merged, (json_t *)(uintptr_t)params)))
-            rc = api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-        else
-            rc = scheme_parse((scheme_kind)which, merged, "params", &rq->scheme, err);
-        json_decref(merged);
-        return rc;
-    }
-    return scheme_parse((scheme_kind)which, params, "params", &rq->scheme, err);
+    const scheme *base = rq->model && rq->model->has_decoded ? &rq->model->decoded : NULL;
+    return scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base, &rq->scheme, err);
 }
 
 static int decode_positions(request *rq, api_error *err)
 {
-    const json_t *positions = jf_get(rq->root, "positions");
+    const json_t *positions = jf_get(rq->doc.root, "positions");
     size_t rows = request_rows(rq);
     int64_t offset = 0;
     bool present;
 
     rq->positions = malloc(rows * sizeof *rq->positions);
     if (!rq->positions)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     if (positions) {
         int_array given;
         rq->pos_field = "positions";
-        if (jf_get(rq->root, "offset"))
+        if (jf_get(rq->doc.root, "offset"))
             return api_fail(err, API_E_INVALID_REQUEST, "offset",
                             "give offset or positions, not both");
-        if (int_array_from_json(positions, "positions", 0, PE_MAX_POSITION, API_E_TOO_LARGE,
+        if (int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, API_E_TOO_LARGE,
                                 &given, err))
             return -1;
         bool per_row = given.ndim == 2;
@@ -176,7 +145,7 @@ static int decode_positions(request *rq, api_error *err)
         int_array_free(&given);
     } else {
         rq->pos_field = "offset";
-        if (jf_int(rq->root, "", "offset", 0, INT64_MAX, &present, &offset, err))
+        if (jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present, &offset, err))
             return -1;
         if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
             return api_fail(err, API_E_TOO_LARGE, "offset",
@@ -205,8 +174,8 @@ int request_check_output(const api_service *svc, size_t n, const char *what,
 
 int request_common(const api_service *svc, request *rq, api_error *err)
 {
-    const json_t *shape = jf_get(rq->root, "shape");
-    const json_t *embeddings = jf_get(rq->root, "embeddings");
+    const json_t *shape = jf_get(rq->doc.root, "shape");
+    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
     static const char *const encodings[] = {"json", "base64", NULL};
     size_t ndim = 0, dim[3] = {0};
     bool present;
@@ -222,10 +191,10 @@ int request_common(const api_service *svc, request *rq, api_error *err)
                         "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
                         svc->limits.max_dim);
     if (!rq->x.data && embeddings) {
-        if (tensor_from_json(embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, err))
+        if (tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, err))
             return -1;
     } else if (!rq->x.data && shape) {
-        if (shape_from_json(shape, "shape", 2, 3, &ndim, dim, err))
+        if (shape_from_json(&rq->doc, shape, "shape", 2, 3, &ndim, dim, err))
             return -1;
     } else if (!rq->x.data) {
         return api_fail(err, API_E_INVALID_REQUEST, "shape",
@@ -254,8 +223,9 @@ int request_common(const api_service *svc, request *rq, api_error *err)
                         rq->d, svc->limits.max_dim);
     if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
         return -1;
-    if (jf_number(rq->root, "", "embed_scale", false, &present, &rq->embed_scale, err) ||
-        jf_choice(rq->root, "", "encoding", encodings, &present, &which, err))
+    if (jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present, &rq->embed_scale,
+                  err) ||
+        jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which, err))
         return -1;
     rq->base64 = which == 1;
     return decode_positions(rq, err);
@@ -265,7 +235,7 @@ void request_free(request *rq)
 {
     if (!rq)
         return;
-    json_decref(rq->root);
+    json_doc_free(&rq->doc);
     model_free(rq->owned_model);
     scheme_free(&rq->scheme);
     tensor_free(&rq->x);

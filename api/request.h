@@ -6,7 +6,6 @@
 #ifndef REQUEST_H
 #define REQUEST_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,10 +14,11 @@
 #include "models/model.h"
 #include "models/scheme.h"
 #include "service.h"
+#include "json/json_doc.h"
 #include "json/tensor.h"
 
 typedef struct request {
-    json_t *root;          /* owned: the parsed body */
+    json_doc doc;          /* owned: the parsed body, while decoding */
     const model *model;    /* borrowed (service) or == owned_model; may be NULL */
     model *owned_model;    /* an inline model */
     scheme scheme;         /* owns its arrays */

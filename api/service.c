@@ -28,6 +28,9 @@ static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *e
     if (!svc->models[svc->n_models])
         return api_fail(err, inner.kind, NULL, "model '%s': %s", spec->name, inner.message);
     svc->n_models++;
+    /* the params as loaded, decoded once for every request to start from */
+    if (model_decode_scheme(svc->models[svc->n_models - 1], &inner))
+        return api_fail(err, inner.kind, NULL, "model '%s': %s", spec->name, inner.message);
     return 0;
 }
 
@@ -60,6 +63,8 @@ api_service *api_service_new_with_models(const api_limits *limits,
         svc->limits.max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
     if (svc->limits.max_json_depth > API_MAX_JSON_DEPTH)
         svc->limits.max_json_depth = API_MAX_JSON_DEPTH;
+    if (svc->limits.max_json_values == 0)
+        svc->limits.max_json_values = API_DEFAULT_MAX_JSON_VALUES;
     svc->models = calloc(n + 1, sizeof *svc->models);
     svc->pe_cache = pe_cache_new();
     if (!svc->models || !svc->pe_cache)

@@ -35,16 +35,7 @@ const json_t *jf_get(const json_t *obj, const char *key)
 
 void jf_describe(const json_t *v, char *buf, size_t cap)
 {
-    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!text) {
-        snprintf(buf, cap, "(a value)");
-        return;
-    }
-    if (strlen(text) > 40)
-        snprintf(buf, cap, "%.37s...", text);
-    else
-        snprintf(buf, cap, "%s", text);
-    free(text);
+    json_doc_describe(NULL, v, buf, cap);
 }
 
 int jf_check_object(const json_t *v, const char *path,
@@ -69,7 +60,7 @@ int jf_check_object(const json_t *v, const char *path,
     return 0;
 }
 
-int jf_int(const json_t *obj, const char *path, const char *key, int64_t lo,
+int jf_int(const json_doc *doc, const json_t *obj, const char *path, const char *key, int64_t lo,
            int64_t hi, bool *present, int64_t *out, api_error *err)
 {
     const json_t *v = jf_get(obj, key);
@@ -80,7 +71,7 @@ int jf_int(const json_t *obj, const char *path, const char *key, int64_t lo,
     if (!v)
         return 0;
     if (!json_is_integer(v)) {
-        jf_describe(v, seen, sizeof seen);
+        json_doc_describe(doc, v, seen, sizeof seen);
         return api_fail(err, API_E_INVALID_REQUEST, at.s,
                         "%s must be an integer, got %s", at.s, seen);
     }
@@ -93,7 +84,7 @@ int jf_int(const json_t *obj, const char *path, const char *key, int64_t lo,
     return 0;
 }
 
-int jf_number(const json_t *obj, const char *path, const char *key,
+int jf_number(const json_doc *doc, const json_t *obj, const char *path, const char *key,
               bool positive, bool *present, double *out, api_error *err)
 {
     const json_t *v = jf_get(obj, key);
@@ -104,7 +95,7 @@ int jf_number(const json_t *obj, const char *path, const char *key,
     if (!v)
         return 0;
     if (!json_is_number(v)) {
-        jf_describe(v, seen, sizeof seen);
+        json_doc_describe(doc, v, seen, sizeof seen);
         return api_fail(err, API_E_INVALID_REQUEST, at.s,
                         "%s must be a number, got %s", at.s, seen);
     }
@@ -132,7 +123,7 @@ int jf_bool(const json_t *obj, const char *path, const char *key,
     return 0;
 }
 
-int jf_choice(const json_t *obj, const char *path, const char *key,
+int jf_choice(const json_doc *doc, const json_t *obj, const char *path, const char *key,
               const char *const *options, bool *present, int *out,
               api_error *err)
 {
@@ -153,7 +144,7 @@ int jf_choice(const json_t *obj, const char *path, const char *key,
         size_t used = strlen(list);
         snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", options[i]);
     }
-    jf_describe(v, seen, sizeof seen);
+    json_doc_describe(doc, v, seen, sizeof seen);
     return api_fail(err, API_E_INVALID_REQUEST, at.s, "%s must be one of %s; got %s",
                     at.s, list, seen);
 }
