@@ -17,6 +17,7 @@
 #include "json/tensor.h"
 #include "json/float_text.h"
 #include "json/strbuf.h"
+#include "test_request_path.h"
 #include "test_safetensors.h"
 
 /* Reference for the shortest digits: try every precision from 1 up with
@@ -586,6 +587,7 @@ int main(void)
     test_parallel_rows();
     test_parallel_base64_out();
     test_safetensors();
+    test_request_path();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }
