@@ -434,7 +434,8 @@ static char *envelope_text(const scanner *s, size_t *len)
         used += 2;
         from = a->end;
     }
-    memcpy(out + used, s->text + from, s->len - from);
+    if (s->len > from)
+        memcpy(out + used, s->text + from, s->len - from);
     *len = n;
     return out;
 }
@@ -448,7 +449,8 @@ static char *blanked_text(const scanner *s)
 
     if (!out)
         return NULL;
-    memcpy(out, s->text, s->len);
+    if (s->len)
+        memcpy(out, s->text, s->len);
     for (size_t i = 0; i < s->n_spans; i++)
         for (size_t k = s->spans[i].start + 1; k + 1 < s->spans[i].end; k++)
             if (out[k] != '\n')
@@ -589,7 +591,8 @@ int json_doc_load(json_doc *doc, const char *body, size_t len,
         snprintf(err->message, sizeof err->message, "internal: the envelope lost its order");
         goto out;
     }
-    qsort(s.spans, s.n_spans, sizeof *s.spans, by_stand_in);
+    if (s.n_spans > 1)
+        qsort(s.spans, s.n_spans, sizeof *s.spans, by_stand_in);
     doc->text = body;
     doc->len = len;
     doc->spans = s.spans;
