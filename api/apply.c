@@ -16,103 +16,10 @@
 
 #include "api.h"
 #include "json/array_writer.h"
-#include "json/json_fields.h"
 #include "relative.h"
 #include "respond.h"
 #include "request.h"
 #include "json/strbuf.h"
-
-static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
-                                         "params", "model", "offset", "positions",
-                                         "encoding", "embed_scale", "return", NULL};
-
-typedef enum output_id { OUT_Q, OUT_K, OUT_V, OUT_ENCODED, OUT_BIAS, OUT_SCORES, OUT_COUNT } output_id;
-static const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
-
-/* The `return` list, deduplicated, in the order given. */
-typedef struct outputs {
-    output_id order[OUT_COUNT];
-    size_t count;
-    bool wanted[OUT_COUNT];
-} outputs;
-
-static int parse_outputs(const json_doc *doc, outputs *o, api_error *err)
-{
-    const json_t *list = jf_get(doc->root, "return");
-    const json_t *item;
-    size_t i;
-
-    memset(o, 0, sizeof *o);
-    if (!list) {
-        for (output_id id = OUT_Q; id <= OUT_V; id++) {
-            o->order[o->count++] = id;
-            o->wanted[id] = true;
-        }
-        return 0;
-    }
-    if (!json_is_array(list))
-        return api_fail(err, API_E_INVALID_REQUEST, "return", "return must be a list of strings");
-    if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
-        return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
-                        "return[0] must be one of q, k, v, encoded, bias, scores");
-    json_array_foreach(list, i, item) {
-        jpath at = jpath_index("return", i);
-        int which = -1;
-        for (int k = 0; json_is_string(item) && output_names[k]; k++)
-            if (strcmp(output_names[k], json_string_value(item)) == 0)
-                which = k;
-        if (which < 0)
-            return api_fail(err, API_E_INVALID_REQUEST, at.s,
-                            "%s must be one of q, k, v, encoded, bias, scores", at.s);
-        if (!o->wanted[which]) {
-            o->wanted[which] = true;
-            o->order[o->count++] = (output_id)which;
-        }
-    }
-    return 0;
-}
-
-/* token_ids -> embeddings rows of the model's token_embedding table. */
-static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_value,
-                         api_error *err)
-{
-    const tensor *table = &rq->model->weights[W_TOKEN_EMBEDDING];
-    int_array ids;
-
-    if (rq->model->layer > 0)
-        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
-                        "model '%s' serves layer %zu, whose input is the hidden state of the "
-                        "layer before: send embeddings, not token_ids",
-                        rq->model->name, rq->model->layer);
-    if (!table->data)
-        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
-                        "token_ids need weights.token_embedding, which model '%s' lacks",
-                        rq->model->name);
-    if (int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
-                            API_E_OUT_OF_RANGE, &ids, err))
-        return -1;
-    size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
-    /* The token and batch limits, before the gathered rows are allocated
-     * (request_common checks them again on the result). */
-    if (n > svc->limits.max_tokens || (ids.ndim == 2 && ids.dim[0] > svc->limits.max_batch)) {
-        int_array_free(&ids);
-        return api_fail(err, API_E_TOO_LARGE, "token_ids",
-                        "token_ids holds %zu tokens; the limits are %zu tokens and a batch "
-                        "of %zu", n, svc->limits.max_tokens, svc->limits.max_batch);
-    }
-    rq->x.data = malloc(n * d * sizeof *rq->x.data);
-    if (!rq->x.data) {
-        int_array_free(&ids);
-        return api_fail_oom(err);
-    }
-    for (size_t i = 0; i < n; i++)
-        memcpy(rq->x.data + i * d, table->data + (size_t)ids.data[i] * d, d * sizeof(float));
-    rq->x.ndim = ids.ndim + 1;
-    memcpy(rq->x.dim, ids.dim, ids.ndim * sizeof *ids.dim);
-    rq->x.dim[ids.ndim] = d;
-    int_array_free(&ids);
-    return 0;
-}
 
 /* Everything /apply will compute, decided before any arithmetic: sizes,
  * the absolute encoding, the rope and the bias. */
@@ -171,7 +78,7 @@ static array_view view_of(const request *rq, const apply_plan *p, output_id id,
 }
 
 /* Every check of /apply after decoding, each in one place. */
-static int plan_apply(const api_service *svc, const request *rq, const outputs *o,
+static int plan_apply(const api_service *svc, const request *rq, const request_outputs *o,
                       apply_plan *p, api_error *err)
 {
     const model *m = rq->model;
@@ -230,7 +137,7 @@ static int attention_input(const request *rq, const apply_plan *p, float *z, api
 }
 
 /* The arithmetic: fails only for memory or a non-finite result. */
-static int compute(const request *rq, const outputs *o, const apply_plan *p, results *r,
+static int compute(const request *rq, const request_outputs *o, const apply_plan *p, results *r,
                    api_error *err)
 {
     const model *m = rq->model;
@@ -289,33 +196,12 @@ void api_apply(const api_service *svc, const api_budget *budget,
     (void)budget; /* not charged yet */
     request rq;
     api_error err;
-    outputs o;
     apply_plan plan = {0};
     results r = {0};
     strbuf sb = {0};
 
     memset(out, 0, sizeof *out);
-    if (request_parse(svc, body, len, apply_keys, &rq, &err) ||
-        request_model(svc, &rq, "default", &err))
-        goto fail;
-    for (weight_id w = W_WQ; w <= W_WV && !rq.model->qkv.w_qkv; w++)
-        if (!model_has(rq.model, w)) {
-            api_fail(&err, API_E_MISSING_WEIGHT, "model",
-                     "/apply needs weights.%s, which model '%s' lacks", weight_names[w],
-                     rq.model->name);
-            goto fail;
-        }
-    const json_t *ids = jf_get(rq.doc.root, "token_ids");
-    if (ids && jf_get(rq.doc.root, "embeddings")) {
-        api_fail(&err, API_E_INVALID_REQUEST, "token_ids", "give embeddings or token_ids, not both");
-        goto fail;
-    }
-    if (!ids && !jf_get(rq.doc.root, "embeddings")) {
-        api_fail(&err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
-        goto fail;
-    }
-    if ((ids && gather_tokens(svc, &rq, ids, &err)) || request_common(svc, &rq, &err) ||
-        parse_outputs(&rq.doc, &o, &err))
+    if (request_decode(svc, REQUEST_APPLY, body, len, &rq, &err))
         goto fail;
     if (rq.d != rq.model->d_model) {
         api_fail(&err, API_E_INVALID_SHAPE, "embeddings",
@@ -330,11 +216,12 @@ void api_apply(const api_service *svc, const api_budget *budget,
                  "scheme t5 needs weights.t5_bias, which model '%s' lacks", rq.model->name);
         goto fail;
     }
-    if (plan_apply(svc, &rq, &o, &plan, &err) || compute(&rq, &o, &plan, &r, &err))
+    if (plan_apply(svc, &rq, &rq.outputs, &plan, &err) ||
+        compute(&rq, &rq.outputs, &plan, &r, &err))
         goto fail;
-    for (size_t i = 0; i < o.count; i++) {
-        array_view v = view_of(&rq, &plan, o.order[i], &r);
-        if (array_check_finite(&v, output_names[o.order[i]], &err))
+    for (size_t i = 0; i < rq.outputs.count; i++) {
+        array_view v = view_of(&rq, &plan, rq.outputs.order[i], &r);
+        if (array_check_finite(&v, output_names[rq.outputs.order[i]], &err))
             goto fail;
     }
     strbuf_puts(&sb, "{\"model\":");
@@ -344,10 +231,10 @@ void api_apply(const api_service *svc, const api_budget *budget,
     write_shape(&sb, &rq);
     if (scheme_reports_attention_factor(&rq.scheme))
         json_write_float_field(&sb, "attention_factor", plan.rope.attention_factor);
-    for (size_t i = 0; i < o.count; i++) {
-        array_view v = view_of(&rq, &plan, o.order[i], &r);
+    for (size_t i = 0; i < rq.outputs.count; i++) {
+        array_view v = view_of(&rq, &plan, rq.outputs.order[i], &r);
         strbuf_putc(&sb, ',');
-        array_write(&sb, output_names[o.order[i]], &v, rq.base64);
+        array_write(&sb, output_names[rq.outputs.order[i]], &v, rq.base64);
     }
     strbuf_putc(&sb, '}');
     if (respond_json(out, &sb, request_rows(&rq), &err))

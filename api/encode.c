@@ -14,10 +14,6 @@
 #include "request.h"
 #include "json/strbuf.h"
 
-static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
-                                          "offset", "positions", "encoding", "embed_scale",
-                                          NULL};
-
 static void write_header(strbuf *sb, const request *rq)
 {
     strbuf_puts(sb, "{\"scheme\":");
@@ -44,8 +40,7 @@ void api_encode(const api_service *svc, const api_budget *budget,
     const char *name = "encoded";
 
     memset(out, 0, sizeof *out);
-    if (request_parse(svc, body, len, encode_keys, &rq, &err) ||
-        request_model(svc, &rq, NULL, &err) || request_common(svc, &rq, &err))
+    if (request_decode(svc, REQUEST_ENCODE, body, len, &rq, &err))
         goto fail;
     /* plan: every check before any arithmetic */
     size_t rows = request_rows(&rq), n = 0;

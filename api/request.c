@@ -28,7 +28,9 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
     }
 }
 
-int request_parse(const api_service *svc, const char *body, size_t len,
+/* Parse the body as a JSON object whose keys are in `allowed`, nested no
+ * deeper than the service's max_json_depth (else 422 too_large). */
+static int request_parse(const api_service *svc, const char *body, size_t len,
                   const char *const *allowed, request *rq, api_error *err)
 {
     json_codec_error ce;
@@ -62,7 +64,9 @@ static int check_model_limits(const api_service *svc, const model *m, api_error 
     return 0;
 }
 
-int request_model(const api_service *svc, request *rq,
+/* Resolve the `model` field: a name, an inline object, or absent (then the
+ * model called default_name, or none when default_name is NULL). */
+static int request_model(const api_service *svc, request *rq,
                   const char *default_name, api_error *err)
 {
     const json_t *v = jf_get(rq->doc.root, "model");
@@ -172,7 +176,9 @@ int request_check_output(const api_service *svc, size_t n, const char *what,
     return 0;
 }
 
-int request_common(const api_service *svc, request *rq, api_error *err)
+/* Decode scheme/params, shape, embeddings (unless rq->x is already set),
+ * limits, embed_scale, encoding and positions. */
+static int request_common(const api_service *svc, request *rq, api_error *err)
 {
     const json_t *shape = jf_get(rq->doc.root, "shape");
     const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
@@ -229,6 +235,132 @@ int request_common(const api_service *svc, request *rq, api_error *err)
         return -1;
     rq->base64 = which == 1;
     return decode_positions(rq, err);
+}
+
+static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
+                                          "offset", "positions", "encoding", "embed_scale",
+                                          NULL};
+
+static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
+                                         "params", "model", "offset", "positions",
+                                         "encoding", "embed_scale", "return", NULL};
+
+const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
+
+static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err)
+{
+    const json_t *list = jf_get(doc->root, "return");
+    const json_t *item;
+    size_t i;
+
+    memset(o, 0, sizeof *o);
+    if (!list) {
+        for (output_id id = OUT_Q; id <= OUT_V; id++) {
+            o->order[o->count++] = id;
+            o->wanted[id] = true;
+        }
+        return 0;
+    }
+    if (!json_is_array(list))
+        return api_fail(err, API_E_INVALID_REQUEST, "return", "return must be a list of strings");
+    if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
+        return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
+                        "return[0] must be one of q, k, v, encoded, bias, scores");
+    json_array_foreach(list, i, item) {
+        jpath at = jpath_index("return", i);
+        int which = -1;
+        for (int k = 0; json_is_string(item) && output_names[k]; k++)
+            if (strcmp(output_names[k], json_string_value(item)) == 0)
+                which = k;
+        if (which < 0)
+            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                            "%s must be one of q, k, v, encoded, bias, scores", at.s);
+        if (!o->wanted[which]) {
+            o->wanted[which] = true;
+            o->order[o->count++] = (output_id)which;
+        }
+    }
+    return 0;
+}
+
+/* token_ids -> embeddings rows of the model's token_embedding table. */
+static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_value,
+                         api_error *err)
+{
+    const tensor *table = &rq->model->weights[W_TOKEN_EMBEDDING];
+    int_array ids;
+
+    if (rq->model->layer > 0)
+        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+                        "model '%s' serves layer %zu, whose input is the hidden state of the "
+                        "layer before: send embeddings, not token_ids",
+                        rq->model->name, rq->model->layer);
+    if (!table->data)
+        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+                        "token_ids need weights.token_embedding, which model '%s' lacks",
+                        rq->model->name);
+    if (int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
+                            API_E_OUT_OF_RANGE, &ids, err))
+        return -1;
+    size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
+    /* The token and batch limits, before the gathered rows are allocated
+     * (request_common checks them again on the result). */
+    if (n > svc->limits.max_tokens || (ids.ndim == 2 && ids.dim[0] > svc->limits.max_batch)) {
+        int_array_free(&ids);
+        return api_fail(err, API_E_TOO_LARGE, "token_ids",
+                        "token_ids holds %zu tokens; the limits are %zu tokens and a batch "
+                        "of %zu", n, svc->limits.max_tokens, svc->limits.max_batch);
+    }
+    rq->x.data = malloc(n * d * sizeof *rq->x.data);
+    if (!rq->x.data) {
+        int_array_free(&ids);
+        return api_fail_oom(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(rq->x.data + i * d, table->data + (size_t)ids.data[i] * d, d * sizeof(float));
+    rq->x.ndim = ids.ndim + 1;
+    memcpy(rq->x.dim, ids.dim, ids.ndim * sizeof *ids.dim);
+    rq->x.dim[ids.ndim] = d;
+    int_array_free(&ids);
+    return 0;
+}
+
+/* What /apply adds: its model must project, and the input is embeddings or
+ * token_ids (gathered now), then the common fields and `return`. */
+static int decode_apply(const api_service *svc, request *rq, api_error *err)
+{
+    const json_t *ids = jf_get(rq->doc.root, "token_ids");
+    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
+
+    for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv; w++)
+        if (!model_has(rq->model, w))
+            return api_fail(err, API_E_MISSING_WEIGHT, "model",
+                            "/apply needs weights.%s, which model '%s' lacks", weight_names[w],
+                            rq->model->name);
+    if (ids && embeddings)
+        return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
+                        "give embeddings or token_ids, not both");
+    if (!ids && !embeddings)
+        return api_fail(err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
+    if ((ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err))
+        return -1;
+    return parse_outputs(&rq->doc, &rq->outputs, err);
+}
+
+int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
+                   request *rq, api_error *err)
+{
+    int rc;
+
+    if (which == REQUEST_APPLY)
+        rc = request_parse(svc, body, len, apply_keys, rq, err) ||
+             request_model(svc, rq, "default", err) || decode_apply(svc, rq, err);
+    else
+        rc = request_parse(svc, body, len, encode_keys, rq, err) ||
+             request_model(svc, rq, NULL, err) || request_common(svc, rq, err);
+    /* decoded: no JSON survives this point (arrays were moved out) */
+    json_doc_free(&rq->doc);
+    return rc ? -1 : 0;
 }
 
 void request_free(request *rq)
