@@ -221,7 +221,7 @@ void api_apply(const api_service *svc, const api_budget *budget,
         goto fail;
     for (size_t i = 0; i < rq.outputs.count; i++) {
         array_view v = view_of(&rq, &plan, rq.outputs.order[i], &r);
-        if (array_check_finite(&v, output_names[rq.outputs.order[i]], &err))
+        if (api_json(&err, array_check_finite(&v, output_names[rq.outputs.order[i]], &err.json)))
             goto fail;
     }
     strbuf_puts(&sb, "{\"model\":");

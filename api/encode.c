@@ -86,7 +86,7 @@ void api_encode(const api_service *svc, const api_budget *budget,
         dim[n++] = rq.d;
     }
     view = array_dense(values, n, dim);
-    if (array_check_finite(&view, name, &err))
+    if (api_json(&err, array_check_finite(&view, name, &err.json)))
         goto fail;
     write_header(&sb, &rq);
     strbuf_putc(&sb, ',');

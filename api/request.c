@@ -41,7 +41,7 @@ static int request_parse(const api_service *svc, const char *body, size_t len,
     rq->embed_scale = 1.0;
     if (json_doc_load(&rq->doc, body, len, &limits, &ce))
         return codec_fail(svc, &ce, err);
-    return jf_check_object(rq->doc.root, "", allowed, err);
+    return api_json(err, jf_check_object(rq->doc.root, "", allowed, &err->json));
 }
 
 /* The sizes an inline model declares, against the limits. */
@@ -102,7 +102,7 @@ static int decode_scheme(request *rq, api_error *err)
     int which = SCHEME_SINUSOIDAL;
     const json_t *params = jf_get(rq->doc.root, "params");
 
-    if (jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present, &which, err))
+    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     if (!present && rq->model)
         which = (int)rq->model->scheme;
@@ -128,8 +128,8 @@ static int decode_positions(request *rq, api_error *err)
         if (jf_get(rq->doc.root, "offset"))
             return api_fail(err, API_E_INVALID_REQUEST, "offset",
                             "give offset or positions, not both");
-        if (int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, API_E_TOO_LARGE,
-                                &given, err))
+        if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, JSON_E_TOO_LARGE,
+                                &given, &err->json)))
             return -1;
         bool per_row = given.ndim == 2;
         if ((!per_row && given.dim[0] != rq->tokens) ||
@@ -149,7 +149,7 @@ static int decode_positions(request *rq, api_error *err)
         int_array_free(&given);
     } else {
         rq->pos_field = "offset";
-        if (jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present, &offset, err))
+        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present, &offset, &err->json)))
             return -1;
         if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
             return api_fail(err, API_E_TOO_LARGE, "offset",
@@ -197,10 +197,10 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
                         "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
                         svc->limits.max_dim);
     if (!rq->x.data && embeddings) {
-        if (tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, err))
+        if (api_json(err, tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, &err->json)))
             return -1;
     } else if (!rq->x.data && shape) {
-        if (shape_from_json(&rq->doc, shape, "shape", 2, 3, &ndim, dim, err))
+        if (api_json(err, shape_from_json(&rq->doc, shape, "shape", 2, 3, &ndim, dim, &err->json)))
             return -1;
     } else if (!rq->x.data) {
         return api_fail(err, API_E_INVALID_REQUEST, "shape",
@@ -229,9 +229,9 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
                         rq->d, svc->limits.max_dim);
     if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
         return -1;
-    if (jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present, &rq->embed_scale,
-                  err) ||
-        jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which, err))
+    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present, &rq->embed_scale,
+                  &err->json)) ||
+        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which, &err->json)))
         return -1;
     rq->base64 = which == 1;
     return decode_positions(rq, err);
@@ -299,8 +299,8 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
         return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
                         "token_ids need weights.token_embedding, which model '%s' lacks",
                         rq->model->name);
-    if (int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
-                            API_E_OUT_OF_RANGE, &ids, err))
+    if (api_json(err, int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
+                            JSON_E_RANGE, &ids, &err->json)))
         return -1;
     size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
     /* The token and batch limits, before the gathered rows are allocated

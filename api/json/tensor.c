@@ -58,42 +58,42 @@ static void shape_text(const size_t *dim, size_t ndim, char *buf, size_t cap)
  * same order as for jansson integers. */
 static int shape_from_span(const json_doc *doc, const json_span *span, const char *field,
                            size_t min_ndim, size_t max_ndim, size_t *ndim, size_t *dim,
-                           api_error *err)
+                           json_error *err)
 {
     size_t n = span->dim[0], bad = 0;
 
     if (span->ndim != 1)
-        return api_fail(err, API_E_INVALID_REQUEST, field, "%s must be a list of integers", field);
+        return json_fail(err, JSON_E_INVALID, field, "%s must be a list of integers", field);
     int64_t *values = malloc(n * sizeof *values);
     if (!values)
-        return api_fail_oom(err);
+        return json_fail_oom(err);
     json_read_status st = json_span_int64s(span, doc->text, values, &bad);
     int rc = -1;
     if (st == JSON_READ_NOT_INTEGER) {
-        api_fail(err, API_E_INVALID_REQUEST, field, "%s must be a list of integers", field);
+        json_fail(err, JSON_E_INVALID, field, "%s must be a list of integers", field);
         goto out;
     }
     if (n < min_ndim || n > max_ndim) {
         if (min_ndim == 2 && max_ndim == 3)
-            api_fail(err, API_E_INVALID_SHAPE, field,
+            json_fail(err, JSON_E_SHAPE, field,
                      "%s must be [tokens, d] or [batch, tokens, d], got %zu entries", field, n);
         else
-            api_fail(err, API_E_INVALID_SHAPE, field, "%s must have %zu to %zu entries, got %zu",
+            json_fail(err, JSON_E_SHAPE, field, "%s must have %zu to %zu entries, got %zu",
                      field, min_ndim, max_ndim, n);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         if (st == JSON_READ_BEYOND && i == bad) {
-            api_fail(err, API_E_TOO_LARGE, field, "%s entry %zu is too large", field, i);
+            json_fail(err, JSON_E_TOO_LARGE, field, "%s entry %zu is too large", field, i);
             goto out;
         }
         if (values[i] < 1) {
-            api_fail(err, API_E_INVALID_SHAPE, field, "%s entries must be >= 1, got %" PRId64,
+            json_fail(err, JSON_E_SHAPE, field, "%s entries must be >= 1, got %" PRId64,
                      field, values[i]);
             goto out;
         }
         if ((uint64_t)values[i] > SIZE_MAX / 8) {
-            api_fail(err, API_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large", field,
+            json_fail(err, JSON_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large", field,
                      values[i]);
             goto out;
         }
@@ -108,7 +108,7 @@ out:
 
 int shape_from_json(const json_doc *doc, const json_t *v, const char *field, size_t min_ndim,
                     size_t max_ndim, size_t *ndim, size_t *dim,
-                    api_error *err)
+                    json_error *err)
 {
     size_t i;
     const json_t *item;
@@ -117,26 +117,26 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
     if (span)
         return shape_from_span(doc, span, field, min_ndim, max_ndim, ndim, dim, err);
     if (!json_is_array(v))
-        return api_fail(err, API_E_INVALID_REQUEST, field, "%s must be a list of integers", field);
+        return json_fail(err, JSON_E_INVALID, field, "%s must be a list of integers", field);
     json_array_foreach(v, i, item) {
         if (!json_is_integer(item))
-            return api_fail(err, API_E_INVALID_REQUEST, field, "%s must be a list of integers", field);
+            return json_fail(err, JSON_E_INVALID, field, "%s must be a list of integers", field);
     }
     size_t n = json_array_size(v);
     if (n < min_ndim || n > max_ndim) {
         if (min_ndim == 2 && max_ndim == 3)
-            return api_fail(err, API_E_INVALID_SHAPE, field,
+            return json_fail(err, JSON_E_SHAPE, field,
                             "%s must be [tokens, d] or [batch, tokens, d], got %zu entries", field, n);
-        return api_fail(err, API_E_INVALID_SHAPE, field, "%s must have %zu to %zu entries, got %zu",
+        return json_fail(err, JSON_E_SHAPE, field, "%s must have %zu to %zu entries, got %zu",
                         field, min_ndim, max_ndim, n);
     }
     json_array_foreach(v, i, item) {
         json_int_t x = json_integer_value(item);
         if (x < 1)
-            return api_fail(err, API_E_INVALID_SHAPE, field, "%s entries must be >= 1, got %" PRId64,
+            return json_fail(err, JSON_E_SHAPE, field, "%s entries must be >= 1, got %" PRId64,
                             field, (int64_t)x);
         if ((uint64_t)x > SIZE_MAX / 8)
-            return api_fail(err, API_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large", field,
+            return json_fail(err, JSON_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large", field,
                             (int64_t)x);
         dim[i] = (size_t)x;
     }
@@ -165,7 +165,7 @@ static void flat_index_path(const char *field, size_t i, size_t ndim, const size
  * field. */
 static int tensor_from_flat(const json_doc *doc, const json_t *value, const char *field,
                             const json_t *shape, const char *shape_field,
-                            size_t min_ndim, size_t max_ndim, tensor *out, api_error *err)
+                            size_t min_ndim, size_t max_ndim, tensor *out, json_error *err)
 {
     size_t ndim, dim[TENSOR_MAX_NDIM], count = 1, bytes_len = 0;
     uint8_t *decoded = NULL;
@@ -173,31 +173,31 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     char want_text[96];
 
     if (!shape)
-        return api_fail(err, API_E_INVALID_REQUEST, shape_field,
+        return json_fail(err, JSON_E_INVALID, shape_field,
                         "%s is base64 and needs '%s'", field, shape_field);
     if (shape_from_json(doc, shape, shape_field, min_ndim, max_ndim, &ndim, dim, err))
         return -1;
     for (size_t i = 0; i < ndim; i++)
         if (mul_size(count, dim[i], &count) || count > TENSOR_MAX_ELEMENTS)
-            return api_fail(err, API_E_TOO_LARGE, shape_field, "%s is too large", shape_field);
+            return json_fail(err, JSON_E_TOO_LARGE, shape_field, "%s is too large", shape_field);
     decoded = base64_decode(json_string_value(value), json_string_length(value), &bytes_len,
                             &why);
     if (!decoded) {
         if (!why)
-            return api_fail_oom(err);
-        return api_fail(err, API_E_INVALID_REQUEST, field, "%s: invalid base64 (%s)", field,
+            return json_fail_oom(err);
+        return json_fail(err, JSON_E_INVALID, field, "%s: invalid base64 (%s)", field,
                         why);
     }
     if (bytes_len % 4 != 0) {
         free(decoded);
-        return api_fail(err, API_E_INVALID_REQUEST, field,
+        return json_fail(err, JSON_E_INVALID, field,
                         "%s: invalid base64 (%zu bytes is not a whole number of float32)",
                         field, bytes_len);
     }
     if (bytes_len / 4 != count) {
         free(decoded);
         shape_text(dim, ndim, want_text, sizeof want_text);
-        return api_fail(err, API_E_INVALID_SHAPE, field, "%s holds %zu float32 but %s %s needs %zu",
+        return json_fail(err, JSON_E_SHAPE, field, "%s holds %zu float32 but %s %s needs %zu",
                         field, bytes_len / 4, shape_field, want_text, count);
     }
     out->data = (float *)(void *)decoded; /* malloc'd: suitably aligned */
@@ -205,10 +205,10 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     memcpy(out->dim, dim, sizeof dim);
     for (size_t i = 0; i < count; i++)
         if (!isfinite(out->data[i])) {
-            char at[API_FIELD_MAX];
+            char at[JSON_FIELD_MAX];
             flat_index_path(field, i, ndim, dim, at, sizeof at);
             tensor_free(out);
-            return api_fail(err, API_E_NON_FINITE, field, "%s is not a finite float32", at);
+            return json_fail(err, JSON_E_NON_FINITE, field, "%s is not a finite float32", at);
         }
     return 0;
 }
@@ -217,21 +217,21 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
 
 /* Shape of a nested array from its first elements. */
 static int probe_shape(const json_doc *doc, const json_t *v, const char *field,
-                       size_t max_ndim, size_t *ndim, size_t *dim, api_error *err)
+                       size_t max_ndim, size_t *ndim, size_t *dim, json_error *err)
 {
     size_t n = 0;
     while (json_is_array(v)) {
         const json_span *span = json_doc_array(doc, v);
         if (span) { /* a numeric array the scanner took: its shape is known */
             if (n + span->ndim > max_ndim)
-                return api_fail(err, API_E_INVALID_SHAPE, field,
+                return json_fail(err, JSON_E_SHAPE, field,
                                 "%s has more than %zu dimensions", field, max_ndim);
             memcpy(dim + n, span->dim, span->ndim * sizeof *dim);
             n += span->ndim;
             break;
         }
         if (n == max_ndim)
-            return api_fail(err, API_E_INVALID_SHAPE, field,
+            return json_fail(err, JSON_E_SHAPE, field,
                             "%s has more than %zu dimensions", field, max_ndim);
         dim[n++] = json_array_size(v);
         if (json_array_size(v) == 0)
@@ -251,9 +251,9 @@ typedef struct fill_state {
     float *out;
     int64_t *out_int;
     int64_t lo, hi;
-    api_error_kind above_kind;
+    json_error_kind above_kind;
     size_t at;
-    api_error *err;
+    json_error *err;
 } fill_state;
 
 static void index_path(const fill_state *st, size_t depth, char *buf, size_t cap)
@@ -265,21 +265,21 @@ static void index_path(const fill_state *st, size_t depth, char *buf, size_t cap
 
 static int fill_leaf(fill_state *st, const json_t *v)
 {
-    char at[API_FIELD_MAX];
+    char at[JSON_FIELD_MAX];
 
     if (st->out_int) {
         if (!json_is_integer(v)) {
             index_path(st, st->ndim, at, sizeof at);
-            return api_fail(st->err, API_E_INVALID_REQUEST, at, "%s must be an integer", at);
+            return json_fail(st->err, JSON_E_INVALID, at, "%s must be an integer", at);
         }
         int64_t x = (int64_t)json_integer_value(v);
         if (x < st->lo || x > st->hi) {
             index_path(st, st->ndim, at, sizeof at);
             if (x < st->lo)
-                return api_fail(st->err, API_E_OUT_OF_RANGE, at,
+                return json_fail(st->err, JSON_E_RANGE, at,
                                 "%s = %" PRId64 " is out of range (must be >= %" PRId64 ")",
                                 at, x, st->lo);
-            return api_fail(st->err, st->above_kind, at,
+            return json_fail(st->err, st->above_kind, at,
                             "%s = %" PRId64 " is out of range (must be <= %" PRId64 ")", at, x,
                             st->hi);
         }
@@ -288,20 +288,20 @@ static int fill_leaf(fill_state *st, const json_t *v)
     }
     if (!json_is_number(v)) {
         index_path(st, st->ndim, at, sizeof at);
-        return api_fail(st->err, API_E_INVALID_REQUEST, at, "%s must be a number", at);
+        return json_fail(st->err, JSON_E_INVALID, at, "%s must be a number", at);
     }
     float x = (float)json_number_value(v);
     if (!isfinite(x)) {
         index_path(st, st->ndim, at, sizeof at);
-        return api_fail(st->err, API_E_NON_FINITE, at, "%s is not a finite float32", at);
+        return json_fail(st->err, JSON_E_NON_FINITE, at, "%s is not a finite float32", at);
     }
     st->out[st->at++] = x;
     return 0;
 }
 
 static int ints_from_span(const json_doc *doc, const json_span *span, const char *field,
-                          int64_t lo, int64_t hi, api_error_kind above_kind, int64_t *data,
-                          api_error *err);
+                          int64_t lo, int64_t hi, json_error_kind above_kind, int64_t *data,
+                          json_error *err);
 
 /* st->field plus the indices down to depth, then `zeros` levels of [0]. */
 static void first_path(const fill_state *st, size_t depth, size_t zeros, char *at, size_t cap)
@@ -318,23 +318,23 @@ static void first_path(const fill_state *st, size_t depth, size_t zeros, char *a
  * array it was. */
 static int fill_span(fill_state *st, const json_span *span, size_t depth)
 {
-    char at[API_FIELD_MAX], prefix[API_FIELD_MAX];
+    char at[JSON_FIELD_MAX], prefix[JSON_FIELD_MAX];
     size_t left = st->ndim - depth, bad = 0;
 
     for (size_t k = 0; k < span->ndim && k < left; k++)
         if (span->dim[k] != st->dim[depth + k]) {
             first_path(st, depth, k, at, sizeof at);
-            return api_fail(st->err, API_E_INVALID_SHAPE, at,
+            return json_fail(st->err, JSON_E_SHAPE, at,
                             "%s is ragged: expected %zu entries", at, st->dim[depth + k]);
         }
     if (span->ndim < left) { /* numbers where arrays belong */
         first_path(st, depth, span->ndim, at, sizeof at);
-        return api_fail(st->err, API_E_INVALID_SHAPE, at, "%s is ragged: expected %zu entries",
+        return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries",
                         at, st->dim[depth + span->ndim]);
     }
     if (span->ndim > left) { /* arrays where numbers belong */
         first_path(st, depth, left, at, sizeof at);
-        return api_fail(st->err, API_E_INVALID_REQUEST, at, "%s must be %s", at,
+        return json_fail(st->err, JSON_E_INVALID, at, "%s must be %s", at,
                         st->out_int ? "an integer" : "a number");
     }
     index_path(st, depth, prefix, sizeof prefix);
@@ -349,10 +349,10 @@ static int fill_span(fill_state *st, const json_span *span, size_t depth)
     json_read_status rs = json_span_take_floats((json_span *)(uintptr_t)span, st->doc->text,
                                                 &values, &bad);
     if (rs == JSON_READ_NO_MEMORY)
-        return api_fail_oom(st->err);
+        return json_fail_oom(st->err);
     if (rs != JSON_READ_OK) {
         flat_index_path(prefix, bad, span->ndim, span->dim, at, sizeof at);
-        return api_fail(st->err, API_E_NON_FINITE, at, "%s is not a finite float32", at);
+        return json_fail(st->err, JSON_E_NON_FINITE, at, "%s is not a finite float32", at);
     }
     memcpy(st->out + st->at, values, span->count * sizeof *values);
     st->at += span->count;
@@ -362,7 +362,7 @@ static int fill_span(fill_state *st, const json_span *span, size_t depth)
 
 static int fill(fill_state *st, const json_t *v, size_t depth)
 {
-    char at[API_FIELD_MAX];
+    char at[JSON_FIELD_MAX];
     const json_span *span;
 
     if (depth == st->ndim)
@@ -372,9 +372,9 @@ static int fill(fill_state *st, const json_t *v, size_t depth)
     if (!json_is_array(v) || json_array_size(v) != st->dim[depth]) {
         index_path(st, depth, at, sizeof at);
         if (!json_is_array(v) && !json_is_number(v))
-            return api_fail(st->err, API_E_INVALID_REQUEST, at,
+            return json_fail(st->err, JSON_E_INVALID, at,
                             "%s must be an array of numbers", at);
-        return api_fail(st->err, API_E_INVALID_SHAPE, at, "%s is ragged: expected %zu entries",
+        return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries",
                         at, st->dim[depth]);
     }
     for (size_t i = 0; i < st->dim[depth]; i++) {
@@ -386,20 +386,20 @@ static int fill(fill_state *st, const json_t *v, size_t depth)
 }
 
 static int check_rank(const char *field, size_t ndim, const size_t *dim,
-                      size_t min_ndim, size_t max_ndim, api_error *err)
+                      size_t min_ndim, size_t max_ndim, json_error *err)
 {
     char have[96];
 
     shape_text(dim, ndim, have, sizeof have);
     for (size_t i = 0; i < ndim; i++)
         if (dim[i] == 0)
-            return api_fail(err, API_E_INVALID_SHAPE, field, "%s has an empty dimension: shape %s",
+            return json_fail(err, JSON_E_SHAPE, field, "%s has an empty dimension: shape %s",
                             field, have);
     if (ndim < min_ndim || ndim > max_ndim) {
         if (min_ndim == max_ndim)
-            return api_fail(err, API_E_INVALID_SHAPE, field, "%s must be %zu-D, got shape %s",
+            return json_fail(err, JSON_E_SHAPE, field, "%s must be %zu-D, got shape %s",
                             field, min_ndim, have);
-        return api_fail(err, API_E_INVALID_SHAPE, field, "%s must be %zu-D to %zu-D, got shape %s",
+        return json_fail(err, JSON_E_SHAPE, field, "%s must be %zu-D to %zu-D, got shape %s",
                         field, min_ndim, max_ndim, have);
     }
     return 0;
@@ -408,7 +408,7 @@ static int check_rank(const char *field, size_t ndim, const size_t *dim,
 /* The sibling shape field, when given, must say what the array is. */
 static int check_sibling_shape(const json_doc *doc, const char *field, const json_t *shape,
                                const char *shape_field, size_t min_ndim, size_t max_ndim,
-                               size_t ndim, const size_t *dim, api_error *err)
+                               size_t ndim, const size_t *dim, json_error *err)
 {
     size_t sn, sd[TENSOR_MAX_NDIM];
     char have[96], said[96];
@@ -420,19 +420,19 @@ static int check_sibling_shape(const json_doc *doc, const char *field, const jso
     if (sn != ndim || memcmp(sd, dim, ndim * sizeof *dim) != 0) {
         shape_text(dim, ndim, have, sizeof have);
         shape_text(sd, sn, said, sizeof said);
-        return api_fail(err, API_E_INVALID_SHAPE, field, "%s has shape %s but '%s' says %s",
+        return json_fail(err, JSON_E_SHAPE, field, "%s has shape %s but '%s' says %s",
                         field, have, shape_field, said);
     }
     return 0;
 }
 
 static int count_within(const char *field, size_t ndim, const size_t *dim, size_t *count,
-                        api_error *err)
+                        json_error *err)
 {
     *count = 1;
     for (size_t i = 0; i < ndim; i++)
         if (mul_size(*count, dim[i], count) || *count > TENSOR_MAX_ELEMENTS)
-            return api_fail(err, API_E_TOO_LARGE, field, "%s has more than %zu elements", field,
+            return json_fail(err, JSON_E_TOO_LARGE, field, "%s has more than %zu elements", field,
                             (size_t)TENSOR_MAX_ELEMENTS);
     return 0;
 }
@@ -440,7 +440,7 @@ static int count_within(const char *field, size_t ndim, const size_t *dim, size_
 int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
                      const json_t *shape, const char *shape_field,
                      size_t min_ndim, size_t max_ndim, tensor *out,
-                     api_error *err)
+                     json_error *err)
 {
     size_t ndim = 0, dim[TENSOR_MAX_NDIM] = {0}, count = 1, bad = 0;
     json_span *span = json_doc_array(doc, value);
@@ -451,13 +451,13 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
         return tensor_from_flat(doc, value, field, shape, shape_field, min_ndim, max_ndim, out,
                                 err);
     if (!json_is_array(value))
-        return api_fail(err, API_E_INVALID_REQUEST, field,
+        return json_fail(err, JSON_E_INVALID, field,
                         "%s must be an array of numbers or a base64 string", field);
     if (span) {
         ndim = span->ndim;
         memcpy(dim, span->dim, sizeof dim);
         if (ndim > max_ndim)
-            return api_fail(err, API_E_INVALID_SHAPE, field,
+            return json_fail(err, JSON_E_SHAPE, field,
                             "%s has more than %zu dimensions", field, max_ndim);
     } else if (probe_shape(doc, value, field, max_ndim, &ndim, dim, err)) {
         return -1;
@@ -469,11 +469,11 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
     if (span) { /* numbers from their text, rounded once; moved when parsed already */
         json_read_status rs = json_span_take_floats(span, doc->text, &out->data, &bad);
         if (rs == JSON_READ_NO_MEMORY)
-            return api_fail_oom(err);
+            return json_fail_oom(err);
         if (rs != JSON_READ_OK) {
-            char at[API_FIELD_MAX];
+            char at[JSON_FIELD_MAX];
             flat_index_path(field, bad, ndim, dim, at, sizeof at);
-            return api_fail(err, API_E_NON_FINITE, at, "%s is not a finite float32", at);
+            return json_fail(err, JSON_E_NON_FINITE, at, "%s is not a finite float32", at);
         }
         out->ndim = ndim;
         memcpy(out->dim, dim, sizeof dim);
@@ -483,7 +483,7 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
      * took those): the walk below finds what is wrong with it. */
     float *data = malloc(count * sizeof *data);
     if (!data)
-        return api_fail_oom(err);
+        return json_fail_oom(err);
     st = (fill_state){.doc = doc, .field = field, .ndim = ndim, .dim = dim, .out = data, .err = err};
     if (fill(&st, value, 0)) {
         free(data);
@@ -498,12 +498,12 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
 /* int_array_from_json() of a numeric array's text: the first offending
  * element in document order decides, as in the jansson walk. */
 static int ints_from_span(const json_doc *doc, const json_span *span, const char *field,
-                          int64_t lo, int64_t hi, api_error_kind above_kind, int64_t *data,
-                          api_error *err)
+                          int64_t lo, int64_t hi, json_error_kind above_kind, int64_t *data,
+                          json_error *err)
 {
     size_t bad = span->count;
     json_read_status rs = json_span_int64s(span, doc->text, data, &bad);
-    char at[API_FIELD_MAX];
+    char at[JSON_FIELD_MAX];
 
     if (rs == JSON_READ_OK)
         bad = span->count;
@@ -513,15 +513,15 @@ static int ints_from_span(const json_doc *doc, const json_span *span, const char
             continue;
         flat_index_path(field, i, span->ndim, span->dim, at, sizeof at);
         if (parse_error && rs == JSON_READ_NOT_INTEGER)
-            return api_fail(err, API_E_INVALID_REQUEST, at, "%s must be an integer", at);
+            return json_fail(err, JSON_E_INVALID, at, "%s must be an integer", at);
         if (parse_error)
-            return api_fail(err, above_kind, at,
+            return json_fail(err, above_kind, at,
                             "%s is out of range (must be <= %" PRId64 ")", at, hi);
         if (data[i] < lo)
-            return api_fail(err, API_E_OUT_OF_RANGE, at,
+            return json_fail(err, JSON_E_RANGE, at,
                             "%s = %" PRId64 " is out of range (must be >= %" PRId64 ")", at,
                             data[i], lo);
-        return api_fail(err, above_kind, at,
+        return json_fail(err, above_kind, at,
                         "%s = %" PRId64 " is out of range (must be <= %" PRId64 ")", at, data[i],
                         hi);
     }
@@ -529,8 +529,8 @@ static int ints_from_span(const json_doc *doc, const json_span *span, const char
 }
 
 int int_array_from_json(const json_doc *doc, const json_t *value, const char *field, int64_t lo,
-                        int64_t hi, api_error_kind above_kind, int_array *out,
-                        api_error *err)
+                        int64_t hi, json_error_kind above_kind, int_array *out,
+                        json_error *err)
 {
     size_t ndim = 0, dim[TENSOR_MAX_NDIM] = {0}, count = 1;
     const json_span *span = json_doc_array(doc, value);
@@ -538,12 +538,12 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
 
     memset(out, 0, sizeof *out);
     if (!json_is_array(value))
-        return api_fail(err, API_E_INVALID_REQUEST, field, "%s must be an array of integers", field);
+        return json_fail(err, JSON_E_INVALID, field, "%s must be an array of integers", field);
     if (span) {
         ndim = span->ndim;
         memcpy(dim, span->dim, sizeof dim);
         if (ndim > 2)
-            return api_fail(err, API_E_INVALID_SHAPE, field,
+            return json_fail(err, JSON_E_SHAPE, field,
                             "%s has more than %d dimensions", field, 2);
     } else if (probe_shape(doc, value, field, 2, &ndim, dim, err)) {
         return -1;
@@ -552,7 +552,7 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
         return -1;
     int64_t *data = malloc(count * sizeof *data);
     if (!data)
-        return api_fail_oom(err);
+        return json_fail_oom(err);
     if (span) {
         if (ints_from_span(doc, span, field, lo, hi, above_kind, data, err)) {
             free(data);
@@ -573,7 +573,7 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
 }
 
 int double_list_from_json(const json_doc *doc, const json_t *value, const char *field,
-                          bool positive, double **out, size_t *len, api_error *err)
+                          bool positive, double **out, size_t *len, json_error *err)
 {
     const json_span *span = json_doc_array(doc, value);
     size_t bad = 0;
@@ -589,12 +589,12 @@ int double_list_from_json(const json_doc *doc, const json_t *value, const char *
         if (numbers) {
             double *values = malloc(n * sizeof *values);
             if (!values)
-                return api_fail_oom(err);
+                return json_fail_oom(err);
             for (i = 0; i < n; i++) {
                 values[i] = json_number_value(json_array_get(value, i));
                 if (positive && !(values[i] > 0)) {
                     free(values);
-                    return api_fail(err, API_E_OUT_OF_RANGE, field, "%s entries must be > 0",
+                    return json_fail(err, JSON_E_RANGE, field, "%s entries must be > 0",
                                     field);
                 }
             }
@@ -609,26 +609,26 @@ int double_list_from_json(const json_doc *doc, const json_t *value, const char *
                              err))
             return -1;
         tensor_free(&t);
-        return api_fail(err, API_E_INVALID_REQUEST, field, "%s must be a list of numbers", field);
+        return json_fail(err, JSON_E_INVALID, field, "%s must be a list of numbers", field);
     }
     if (check_rank(field, span->ndim, span->dim, 1, 1, err))
         return -1;
     double *values = malloc(span->count * sizeof *values);
     if (!values)
-        return api_fail_oom(err);
+        return json_fail_oom(err);
     json_read_status rs = json_span_doubles(span, doc->text, values, &bad);
     if (rs != JSON_READ_OK) {
         free(values);
         if (rs == JSON_READ_NO_MEMORY)
-            return api_fail_oom(err);
-        char at[API_FIELD_MAX];
+            return json_fail_oom(err);
+        char at[JSON_FIELD_MAX];
         snprintf(at, sizeof at, "%s[%zu]", field, bad);
-        return api_fail(err, API_E_NON_FINITE, at, "%s is not finite", at);
+        return json_fail(err, JSON_E_NON_FINITE, at, "%s is not finite", at);
     }
     for (size_t i = 0; positive && i < span->count; i++)
         if (!(values[i] > 0)) {
             free(values);
-            return api_fail(err, API_E_OUT_OF_RANGE, field, "%s entries must be > 0", field);
+            return json_fail(err, JSON_E_RANGE, field, "%s entries must be > 0", field);
         }
     *out = values;
     *len = span->count;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api_error.h"
+#include "json/json_error.h"
 #include "json/json_doc.h"
 
 #define TENSOR_MAX_NDIM JSON_ARRAY_MAX_NDIM
@@ -32,7 +32,7 @@ void tensor_free(tensor *t);
  * reader below reads its numeric arrays from their text. */
 int shape_from_json(const json_doc *doc, const json_t *v, const char *field, size_t min_ndim,
                     size_t max_ndim, size_t *ndim, size_t *dim,
-                    api_error *err);
+                    json_error *err);
 
 /* Decode a numeric array field.
  *   value       nested JSON numbers or a base64 string
@@ -50,7 +50,7 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
 int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
                      const json_t *shape, const char *shape_field,
                      size_t min_ndim, size_t max_ndim, tensor *out,
-                     api_error *err);
+                     json_error *err);
 
 /* A dense row-major int64 array (positions, token ids). data owned. */
 typedef struct int_array {
@@ -66,15 +66,15 @@ void int_array_free(int_array *a);
  * element (an integer past int64 counts as above hi). Non-integers -> 400,
  * ragged or empty -> 422 invalid_shape. */
 int int_array_from_json(const json_doc *doc, const json_t *value, const char *field, int64_t lo,
-                        int64_t hi, api_error_kind above_kind, int_array *out,
-                        api_error *err);
+                        int64_t hi, json_error_kind above_kind, int_array *out,
+                        json_error *err);
 
 /* A 1-D list of numbers read in double (settings such as rope factors),
  * each > 0 when `positive`: not a list of numbers -> 400, empty ->
  * 422 invalid_shape, past double's range -> 422 non_finite, <= 0 -> 422
  * out_of_range. *out is new (caller frees), *len its entries. */
 int double_list_from_json(const json_doc *doc, const json_t *value, const char *field,
-                          bool positive, double **out, size_t *len, api_error *err);
+                          bool positive, double **out, size_t *len, json_error *err);
 
 /* a*b with overflow check: returns 0 and sets *out, or -1 on overflow. */
 int mul_size(size_t a, size_t b, size_t *out);

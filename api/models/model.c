@@ -113,21 +113,21 @@ static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, 
     bool present;
     int64_t n;
 
-    if (jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "d_model");
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
     }
     m->d_model = (size_t)n;
-    if (jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "heads");
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
     }
     m->heads = (size_t)n;
-    if (jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     m->kv_heads = present ? (size_t)n : m->heads;
     if (m->heads % m->kv_heads != 0) {
@@ -135,7 +135,7 @@ static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, 
         return api_fail(err, API_E_INVALID_SHAPE, at.s,
                         "heads (%zu) must be a multiple of kv_heads (%zu)", m->heads, m->kv_heads);
     }
-    if (jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present) {
         m->head_dim = (size_t)n;
@@ -166,8 +166,8 @@ static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, 
     m->norm = PE_NORM_NONE;
     if (!norm)
         return 0;
-    if (jf_check_object(norm, at.s, norm_keys, err) ||
-        jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, err))
+    if (api_json(err, jf_check_object(norm, at.s, norm_keys, &err->json)) ||
+        api_json(err, jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath t = jpath_key(at.s, "type");
@@ -175,7 +175,7 @@ static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, 
     }
     m->norm = which ? PE_NORM_RMS : PE_NORM_LAYER;
     m->norm_eps = pe_norm_default_eps(m->norm);
-    return jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, err);
+    return api_json(err, jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
 }
 
 static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
@@ -193,7 +193,7 @@ static int parse_weights(json_doc *doc, const json_t *obj, const char *path, mod
         allowed[2 * w + 1] = shape_keys[w];
     }
     allowed[2 * W_CONTRACT_COUNT] = NULL;
-    if (jf_check_object(weights, wpath.s, allowed, err))
+    if (api_json(err, jf_check_object(weights, wpath.s, allowed, &err->json)))
         return -1;
     for (int w = 0; w < W_CONTRACT_COUNT; w++) {
         jpath at = jpath_key(wpath.s, weight_names[w]);
@@ -207,7 +207,7 @@ static int parse_weights(json_doc *doc, const json_t *obj, const char *path, mod
                                 "%s is given without %s", shape_at.s, at.s);
             continue;
         }
-        if (tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], err))
+        if (api_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], &err->json)))
             return -1;
     }
     return 0;
@@ -282,9 +282,9 @@ static int parse_description(json_doc *doc, const json_t *obj, const char *path,
     bool present;
     int which = SCHEME_SINUSOIDAL;
 
-    if (jf_check_object(obj, path, with_weights ? model_keys : config_keys, err) ||
+    if (api_json(err, jf_check_object(obj, path, with_weights ? model_keys : config_keys, &err->json)) ||
         parse_dims(doc, obj, path, m, err) ||
-        jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, err))
+        api_json(err, jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     m->scheme = (scheme_kind)which;
     const json_t *params = jf_get(obj, "params");

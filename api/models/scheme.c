@@ -124,13 +124,13 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     if (type && rope_type && !json_equal(type, rope_type))
         return api_fail(err, API_E_INVALID_REQUEST, path, "%s.type and %s.rope_type disagree",
                         path, path);
-    if (jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present, &which, err))
+    if (api_json(err, jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "type");
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
     }
-    if (jf_check_object(v, path, scaling_keys[which], err))
+    if (api_json(err, jf_check_object(v, path, scaling_keys[which], &err->json)))
         return -1;
     for (const char *const *k = scaling_required[which]; *k; k++)
         if (!jf_get(v, *k)) {
@@ -147,19 +147,19 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     memset(sc, 0, sizeof *sc);
     sc->type = scaling_type_values[which];
     sc->truncate = true;
-    if (jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor, err) ||
-        jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, err) ||
-        jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, err) ||
-        jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
-                  &sc->attention_factor, err) ||
-        jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale, err) ||
-        jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
-                  &sc->mscale_all_dim, err) ||
-        jf_bool(v, path, "truncate", &present, &sc->truncate, err) ||
-        jf_number(doc, v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, err) ||
-        jf_number(doc, v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, err) ||
-        jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
-               &orig, err))
+    if (api_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
+                  &sc->attention_factor, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
+                  &sc->mscale_all_dim, &err->json)) ||
+        api_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, &err->json)) ||
+        api_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
+               &orig, &err->json)))
         return -1;
     if (present)
         sc->original_max_position_embeddings = (double)orig;
@@ -175,10 +175,10 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     if (sc->type == PE_ROPE_SCALING_LONGROPE) {
         jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");
         /* settings, read in double (contract 1.1), not float32 data */
-        if (double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true, &s->short_factor,
-                                  &s->short_len, err) ||
-            double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true, &s->long_factor,
-                                  &s->long_len, err))
+        if (api_json(err, double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true, &s->short_factor,
+                                  &s->short_len, &err->json)) ||
+            api_json(err, double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true, &s->long_factor,
+                                  &s->long_len, &err->json)))
             return -1;
         sc->short_factor = s->short_factor;
         sc->long_factor = s->long_factor;
@@ -198,20 +198,20 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
     int layout = s->rope_layout == PE_ROPE_INTERLEAVED;
     static const char *const layouts[] = {"half", "interleaved", NULL};
 
-    if (jf_number(doc, params, path, "base", true, &present, &s->base, err) ||
-        jf_choice(doc, params, path, "layout", layouts, &present, &layout, err))
+    if (api_json(err, jf_number(doc, params, path, "base", true, &present, &s->base, &err->json)) ||
+        api_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &layout, &err->json)))
         return -1;
     s->rope_layout = layout ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF;
-    if (jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present)
         s->head_dim = (size_t)n;
-    if (jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present)
         s->rotary_dim = (size_t)n;
     double factor;
-    if (jf_number(doc, params, path, "partial_rotary_factor", true, &present, &factor, err))
+    if (api_json(err, jf_number(doc, params, path, "partial_rotary_factor", true, &present, &factor, &err->json)))
         return -1;
     if (present) {
         s->has_partial_rotary_factor = true;
@@ -253,10 +253,10 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
     bool present;
     int64_t n;
 
-    if (jf_bool(params, path, "bidirectional", &present, &s->bidirectional, err))
+    if (api_json(err, jf_bool(params, path, "bidirectional", &present, &s->bidirectional, &err->json)))
         return -1;
     int64_t lo = s->bidirectional ? 4 : 2, hi = 1 << 20;
-    if (jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n, err))
+    if (api_json(err, jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
         return -1;
     if (present) {
         s->num_buckets = (size_t)n;
@@ -269,7 +269,7 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
     size_t exact = (s->bidirectional ? s->num_buckets / 2 : s->num_buckets) / 2;
     lo = (int64_t)exact + 1;
     hi = (int64_t)1 << 40;
-    if (jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n, err))
+    if (api_json(err, jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
         return -1;
     if (present) {
         s->max_distance = n;
@@ -344,8 +344,8 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
         return api_fail_oom(err);
     }
     double score_scale;
-    if (jf_check_object(params, path, keys_by_kind[kind], err) ||
-        jf_number(doc, params, path, "score_scale", false, &present, &score_scale, err))
+    if (api_json(err, jf_check_object(params, path, keys_by_kind[kind], &err->json)) ||
+        api_json(err, jf_number(doc, params, path, "score_scale", false, &present, &score_scale, &err->json)))
         goto out;
     if (present) {
         out->has_score_scale = true;
@@ -355,8 +355,8 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
     case SCHEME_SINUSOIDAL: {
         static const char *const layouts[] = {"interleaved", "split", NULL};
         which = out->sin_layout == PE_SIN_SPLIT;
-        if (jf_number(doc, params, path, "base", true, &present, &out->base, err) ||
-            jf_choice(doc, params, path, "layout", layouts, &present, &which, err))
+        if (api_json(err, jf_number(doc, params, path, "base", true, &present, &out->base, &err->json)) ||
+            api_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &which, &err->json)))
             goto out;
         out->sin_layout = which ? PE_SIN_SPLIT : PE_SIN_INTERLEAVED;
         break;
@@ -367,12 +367,12 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
         break;
     case SCHEME_ALIBI: {
         static const char *const forms[] = {"symmetric", "bloom", NULL};
-        if (jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+        if (api_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
             goto out;
         if (present)
             out->heads = (size_t)n;
         which = out->alibi_form == PE_ALIBI_BLOOM;
-        if (jf_choice(doc, params, path, "form", forms, &present, &which, err))
+        if (api_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
             goto out;
         out->alibi_form = which ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
         break;
