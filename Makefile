@@ -188,7 +188,7 @@ FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-r
 build-fuzz/number_shim.o: api/json/number_shim.cc
 	@mkdir -p $(dir $@)
 	clang++ -std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-exceptions \
-	    -I/usr/include/dragonbox-1.1.3 -c $< -o $@
+	    -Iapi -I/usr/include/dragonbox-1.1.3 -c $< -o $@
 
 build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
                          build-fuzz/number_shim.o
