@@ -29,6 +29,9 @@ typedef struct api_limits {
                                    heads (default 1024, most 65536) */
     size_t max_json_depth;      /* nesting of arrays and objects in a body
                                    (default 32, most 2048: jansson's own) */
+    size_t max_json_values;     /* values and members of a body outside its
+                                   numeric arrays (what jansson builds: default
+                                   2^18); past it a 422 too_large */
 } api_limits;
 
 #define API_DEFAULT_MAX_TOKENS ((size_t)65536)
@@ -39,6 +42,7 @@ typedef struct api_limits {
 #define API_MAX_HEADS ((size_t)65536)
 #define API_DEFAULT_MAX_JSON_DEPTH ((size_t)32)
 #define API_MAX_JSON_DEPTH ((size_t)2048) /* jansson's JSON_PARSER_MAX_DEPTH */
+#define API_DEFAULT_MAX_JSON_VALUES ((size_t)1 << 18)
 
 /* The models being served plus limits. Opaque, immutable once built. */
 typedef struct api_service api_service;

@@ -38,3 +38,29 @@ int api_fail(api_error *err, api_error_kind kind, const char *field,
     snprintf(err->field, sizeof err->field, "%s", field ? field : "");
     return -1;
 }
+
+int api_fail_oom(api_error *err)
+{
+    return api_fail(err, API_E_UNAVAILABLE, NULL, "out of memory: retry later");
+}
+
+int api_json(api_error *err, int rc)
+{
+    static const api_error_kind kinds[] = {
+        [JSON_E_NONE] = API_E_INTERNAL,        [JSON_E_INVALID] = API_E_INVALID_REQUEST,
+        [JSON_E_SHAPE] = API_E_INVALID_SHAPE,  [JSON_E_RANGE] = API_E_OUT_OF_RANGE,
+        [JSON_E_NON_FINITE] = API_E_NON_FINITE, [JSON_E_TOO_LARGE] = API_E_TOO_LARGE,
+        [JSON_E_NO_MEMORY] = API_E_UNAVAILABLE,
+    };
+    const json_error *je = &err->json;
+
+    if (!rc)
+        return 0;
+    if (je->kind == JSON_E_NO_MEMORY)
+        return api_fail_oom(err);
+    err->kind = (unsigned)je->kind < sizeof kinds / sizeof kinds[0] ? kinds[je->kind]
+                                                                      : API_E_INTERNAL;
+    snprintf(err->message, sizeof err->message, "%s", je->message);
+    snprintf(err->field, sizeof err->field, "%s", je->field);
+    return rc;
+}

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "json/json_error.h"
+
 #define API_ERROR_LIST(XX)                                             \
     XX(API_E_INVALID_JSON, 400, "invalid_json")                        \
     XX(API_E_INVALID_REQUEST, 400, "invalid_request")                  \
@@ -42,6 +44,8 @@ typedef struct api_error {
     api_error_kind kind;
     char message[API_MESSAGE_MAX];
     char field[API_FIELD_MAX]; /* JSON path, "" when no single field is at fault */
+    json_error json; /* where a typed JSON reader (api/json) reports, before
+                        api_json() maps it into the fields above */
 } api_error;
 
 int api_error_status(api_error_kind kind);
@@ -51,5 +55,15 @@ const char *api_error_code(api_error_kind kind);
  * `return api_fail(err, ...);`. */
 int api_fail(api_error *err, api_error_kind kind, const char *field,
              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The one answer to an allocation failure on the request path: a 503
+ * unavailable (the server is short of memory now; the request may be
+ * retried), never a 500. Returns -1. */
+int api_fail_oom(api_error *err);
+
+/* The result rc of a typed JSON reader that reported into &err->json: on
+ * failure (rc != 0) its error is mapped to the contract's kind in *err.
+ * Returns rc, so that callers write `if (api_json(err, jf_int(..., &err->json)))`. */
+int api_json(api_error *err, int rc);
 
 #endif /* API_ERROR_H */

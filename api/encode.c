@@ -14,25 +14,6 @@
 #include "request.h"
 #include "json/strbuf.h"
 
-static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
-                                          "offset", "positions", "encoding", "embed_scale",
-                                          NULL};
-
-/* PE added to embed_scale*x (sinusoidal, learned). */
-static int encode_absolute(const api_service *svc, const request *rq, float *out,
-                           api_error *err)
-{
-    pe_absolute pe;
-    size_t bad = 0;
-
-    if (absolute_plan(svc, rq, &pe, err))
-        return -1;
-    pe_status st = pe_encode_absolute(&pe, NULL, rq->embed_scale, rq->x.data, rq->positions,
-                                      request_rows(rq), rq->d, out, &bad);
-    pe_cache_release(pe.cache);
-    return st == PE_OK ? 0 : absolute_fail(rq, &pe, st, bad, "encoded", err);
-}
-
 static void write_header(strbuf *sb, const request *rq)
 {
     strbuf_puts(sb, "{\"scheme\":");
@@ -51,36 +32,39 @@ void api_encode(const api_service *svc, const api_budget *budget,
     api_error err;
     rope_plan plan = {0};
     strbuf sb = {0};
-    float *values = NULL;
-    size_t dim[4], heads = 0;
+    float *values = NULL; /* owned: the answer's array */
+    size_t dim[4];
+    bias_plan bias;
+    pe_absolute pe = {.kind = PE_ABS_NONE};
     array_view view;
     const char *name = "encoded";
 
     memset(out, 0, sizeof *out);
-    if (request_parse(svc, body, len, encode_keys, &rq, &err) ||
-        request_model(svc, &rq, NULL, &err) || request_common(svc, &rq, &err))
+    if (request_decode(svc, REQUEST_ENCODE, body, len, &rq, &err))
         goto fail;
-    size_t rows = request_rows(&rq);
-    if (rq.scheme.kind == SCHEME_ALIBI || rq.scheme.kind == SCHEME_T5) {
-        if (relative_bias(svc, &rq, 0, &values, &heads, &err))
-            goto fail;
+    /* plan: every check before any arithmetic */
+    size_t rows = request_rows(&rq), n = 0;
+    bool relative = rq.scheme.kind == SCHEME_ALIBI || rq.scheme.kind == SCHEME_T5;
+    if ((relative && relative_plan(svc, &rq, 0, &bias, &err)) ||
+        (rq.scheme.kind == SCHEME_ROPE && rope_plan_init(svc, &rq, rq.d, 0, &plan, &err)) ||
+        (!relative && absolute_plan(svc, &rq, &pe, &err)))
+        goto fail;
+    /* compute: can fail only for memory or a non-finite result */
+    values = malloc((relative ? bias.total : rows * rq.d) * sizeof *values);
+    if (!values) {
+        api_fail_oom(&err);
+        goto fail;
+    }
+    if (rq.batched)
+        dim[n++] = rq.batch;
+    if (relative) {
+        relative_fill(&rq, &bias, values);
         name = "bias";
-        size_t n = 0;
-        if (rq.batched)
-            dim[n++] = rq.batch;
-        dim[n++] = heads;
+        dim[n++] = bias.heads;
         dim[n++] = rq.tokens;
         dim[n++] = rq.tokens;
-        view = array_dense(values, n, dim);
     } else {
-        values = malloc(rows * rq.d * sizeof *values);
-        if (!values) {
-            api_fail(&err, API_E_INTERNAL, NULL, "out of memory");
-            goto fail;
-        }
         if (rq.scheme.kind == SCHEME_ROPE) {
-            if (rope_plan_init(svc, &rq, rq.d, 0, &plan, &err))
-                goto fail;
             pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
                           rq.d, rq.x.data, rq.d, values, rq.d);
         } else if (rq.scheme.kind == SCHEME_NONE) {
@@ -89,17 +73,20 @@ void api_encode(const api_service *svc, const api_budget *budget,
                 memcpy(values, rq.x.data, rows * rq.d * sizeof *values);
             else
                 memset(values, 0, rows * rq.d * sizeof *values);
-        } else if (encode_absolute(svc, &rq, values, &err)) {
-            goto fail;
+        } else {
+            size_t bad = 0;
+            pe_status st = pe_encode_absolute(&pe, NULL, rq.embed_scale, rq.x.data,
+                                              rq.positions, rows, rq.d, values, &bad);
+            if (st != PE_OK) {
+                absolute_fail(&rq, &pe, st, bad, "encoded", &err);
+                goto fail;
+            }
         }
-        size_t n = 0;
-        if (rq.batched)
-            dim[n++] = rq.batch;
         dim[n++] = rq.tokens;
         dim[n++] = rq.d;
-        view = array_dense(values, n, dim);
     }
-    if (array_check_finite(&view, name, &err))
+    view = array_dense(values, n, dim);
+    if (api_json(&err, array_check_finite(&view, name, &err.json)))
         goto fail;
     write_header(&sb, &rq);
     strbuf_putc(&sb, ',');
@@ -116,5 +103,6 @@ fail:
 done:
     free(values);
     rope_plan_free(&plan);
+    pe_cache_release(pe.cache);
     request_free(&rq);
 }

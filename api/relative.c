@@ -33,6 +33,10 @@ int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
                             table->dim[1], rq->d);
         *pe = (pe_absolute){.kind = PE_ABS_LEARNED, .table = table->data,
                             .table_rows = table->dim[0]};
+        /* checked here, before any arithmetic, not by the kernel */
+        for (size_t i = 0; i < request_rows(rq); i++)
+            if (rq->positions[i] < 0 || (uint64_t)rq->positions[i] >= pe->table_rows)
+                return absolute_fail(rq, pe, PE_ERANGE, i, "", err);
     }
     return 0;
 }
@@ -49,7 +53,7 @@ int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st,
         return api_fail(err, API_E_NON_FINITE, NULL,
                         "result %s element %zu is not a finite float32 (the computation "
                         "overflows)", what, bad);
-    return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    return api_fail_oom(err);
 }
 
 int rope_plan_init(const api_service *svc, const request *rq, size_t width,
@@ -102,7 +106,7 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width,
     }
     plan->inv_freq = malloc(rotary / 2 * sizeof *plan->inv_freq);
     if (!plan->inv_freq)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     if (pe_rope_frequencies(&plan->rope, (double)rq->max_position + 1.0, plan->inv_freq,
                             &plan->attention_factor) != PE_OK)
         return api_fail(err, API_E_INVALID_REQUEST, "params.scaling",
@@ -122,15 +126,14 @@ void rope_plan_free(rope_plan *plan)
     plan->rope.cache = NULL;
 }
 
-int relative_bias(const api_service *svc, const request *rq,
-                  size_t fixed_heads, float **bias_out, size_t *heads_out,
-                  api_error *err)
+int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
+                  bias_plan *plan, api_error *err)
 {
     const scheme *s = &rq->scheme;
-    size_t heads, t = rq->tokens, per_row, total;
-    pe_t5 t5 = {0};
+    size_t heads, t = rq->tokens;
 
-    *bias_out = NULL;
+    memset(plan, 0, sizeof *plan);
+    plan->kind = s->kind;
     if (s->kind == SCHEME_ALIBI) {
         if (fixed_heads && s->heads && s->heads != fixed_heads)
             return api_fail(err, API_E_INVALID_SHAPE, "params.heads",
@@ -140,6 +143,7 @@ int relative_bias(const api_service *svc, const request *rq,
         if (!heads)
             return api_fail(err, API_E_INVALID_REQUEST, "params.heads",
                             "alibi needs params.heads (or a model)");
+        plan->alibi_form = s->alibi_form;
     } else {
         const tensor *table = rq->model ? &rq->model->weights[W_T5_BIAS] : NULL;
         if (!table || !table->data)
@@ -153,25 +157,27 @@ int relative_bias(const api_service *svc, const request *rq,
         if (fixed_heads && heads != fixed_heads)
             return api_fail(err, API_E_INVALID_SHAPE, "model",
                             "t5_bias has %zu heads but the model has %zu", heads, fixed_heads);
-        t5 = (pe_t5){.table = table->data, .num_buckets = s->num_buckets, .heads = heads,
-                     .max_distance = s->max_distance, .bidirectional = s->bidirectional};
+        plan->t5 = (pe_t5){.table = table->data, .num_buckets = s->num_buckets, .heads = heads,
+                           .max_distance = s->max_distance, .bidirectional = s->bidirectional};
     }
-    if (mul_size(heads, t, &per_row) || mul_size(per_row, t, &per_row) ||
-        mul_size(per_row, rq->batch, &total))
+    if (mul_size(heads, t, &plan->per_row) || mul_size(plan->per_row, t, &plan->per_row) ||
+        mul_size(plan->per_row, rq->batch, &plan->total))
         return api_fail(err, API_E_TOO_LARGE, NULL, "the bias would have too many elements");
-    if (request_check_output(svc, total, "bias", err))
+    if (request_check_output(svc, plan->total, "bias", err))
         return -1;
-    float *bias = malloc(total * sizeof *bias);
-    if (!bias)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+    plan->heads = heads;
+    return 0;
+}
+
+void relative_fill(const request *rq, const bias_plan *plan, float *bias)
+{
+    size_t t = rq->tokens;
+
     for (size_t b = 0; b < rq->batch; b++) {
         const int64_t *pos = rq->positions + b * t;
-        if (s->kind == SCHEME_ALIBI)
-            pe_alibi_bias(heads, s->alibi_form, pos, t, bias + b * per_row);
+        if (plan->kind == SCHEME_ALIBI)
+            pe_alibi_bias(plan->heads, plan->alibi_form, pos, t, bias + b * plan->per_row);
         else
-            pe_t5_bias(&t5, pos, t, bias + b * per_row);
+            pe_t5_bias(&plan->t5, pos, t, bias + b * plan->per_row);
     }
-    *bias_out = bias;
-    *heads_out = heads;
-    return 0;
 }

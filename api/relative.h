@@ -38,12 +38,23 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width,
                    size_t fixed_head_dim, rope_plan *plan, api_error *err);
 void rope_plan_free(rope_plan *plan);
 
-/* The alibi or t5 bias of the request: bias [batch][heads][t][t] (one block
- * per batch row). fixed_heads is the model's head count for /apply (params
- * must agree), 0 for /encode. *heads_out receives the head count. The
- * caller frees *bias_out. */
-int relative_bias(const api_service *svc, const request *rq,
-                  size_t fixed_heads, float **bias_out, size_t *heads_out,
-                  api_error *err);
+/* The alibi or t5 bias of a request, planned: every check and its size. */
+typedef struct bias_plan {
+    scheme_kind kind;       /* SCHEME_ALIBI or SCHEME_T5 */
+    size_t heads;
+    size_t per_row, total;  /* floats per batch row ([heads][t][t]) and in all */
+    pe_alibi_form alibi_form;
+    pe_t5 t5;               /* its table borrowed from the model */
+} bias_plan;
+
+/* Check the request's alibi or t5 settings and the bias size: fixed_heads
+ * is the model's head count for /apply (params must agree), 0 for /encode.
+ * Nothing is allocated. */
+int relative_plan(const api_service *svc, const request *rq,
+                  size_t fixed_heads, bias_plan *plan, api_error *err);
+
+/* Write the planned bias [batch][heads][t][t] into bias (plan->total
+ * floats). Cannot fail. */
+void relative_fill(const request *rq, const bias_plan *plan, float *bias);
 
 #endif /* RELATIVE_H */

@@ -7,60 +7,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/fast_json.h"
 #include "json/json_fields.h"
 
-/* Whether v nests no deeper than `left` more arrays or objects. A numeric
- * array taken out by the fast path (a binary tensor string) counts as the
- * nested arrays it was, so the answer does not depend on which path parsed
- * the body. Recursion is bounded by the limit (at most 2048, jansson's). */
-static bool depth_within(const json_t *v, size_t left)
+/* The codec's failure as the contract's error. */
+static int codec_fail(const api_service *svc, const json_codec_error *ce, api_error *err)
 {
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count;
-
-    if (json_is_string(v))
-        return !fast_json_tensor(v, &ndim, dim, &count) || ndim <= left;
-    if (!json_is_array(v) && !json_is_object(v))
-        return true;
-    if (left == 0)
-        return false;
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            if (!depth_within(json_array_get(v, i), left - 1))
-                return false;
-        return true;
+    switch (ce->kind) {
+    case JSON_CODEC_TOO_DEEP:
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
+                        svc->limits.max_json_depth);
+    case JSON_CODEC_TOO_MANY_VALUES:
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "the JSON holds more than %zu values outside numeric arrays",
+                        svc->limits.max_json_values);
+    case JSON_CODEC_NO_MEMORY:
+        return api_fail_oom(err);
+    default:
+        return api_fail(err, API_E_INVALID_JSON, NULL, "%s", ce->message);
     }
-    const char *key;
-    const json_t *child;
-    json_object_foreach((json_t *)(uintptr_t)v, key, child) {
-        if (!depth_within(child, left - 1))
-            return false;
-    }
-    return true;
 }
 
-int request_parse(const api_service *svc, const char *body, size_t len,
+/* Parse the body as a JSON object whose keys are in `allowed`, nested no
+ * deeper than the service's max_json_depth (else 422 too_large). */
+static int request_parse(const api_service *svc, const char *body, size_t len,
                   const char *const *allowed, request *rq, api_error *err)
 {
-    json_error_t jerr;
-    size_t max_depth = svc->limits.max_json_depth;
+    json_codec_error ce;
+    json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
+                              .max_values = svc->limits.max_json_values};
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
-    rq->root = fast_json_load(body, len, &jerr);
-    /* jansson stops at its own depth limit (2048), which is past ours */
-    if (!rq->root && json_error_code(&jerr) == json_error_stack_overflow)
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON nests arrays and objects deeper than the limit of %zu "
-                        "levels (line %d column %d)", max_depth, jerr.line, jerr.column);
-    if (!rq->root)
-        return api_fail(err, API_E_INVALID_JSON, NULL, "malformed JSON at line %d column %d: %s",
-                        jerr.line, jerr.column, jerr.text);
-    if (!depth_within(rq->root, max_depth))
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
-                        max_depth);
-    return jf_check_object(rq->root, "", allowed, err);
+    if (json_doc_load(&rq->doc, body, len, &limits, &ce))
+        return codec_fail(svc, &ce, err);
+    return api_json(err, jf_check_object(rq->doc.root, "", allowed, &err->json));
 }
 
 /* The sizes an inline model declares, against the limits. */
@@ -83,10 +64,12 @@ static int check_model_limits(const api_service *svc, const model *m, api_error 
     return 0;
 }
 
-int request_model(const api_service *svc, request *rq,
+/* Resolve the `model` field: a name, an inline object, or absent (then the
+ * model called default_name, or none when default_name is NULL). */
+static int request_model(const api_service *svc, request *rq,
                   const char *default_name, api_error *err)
 {
-    const json_t *v = jf_get(rq->root, "model");
+    const json_t *v = jf_get(rq->doc.root, "model");
 
     if (!v) {
         rq->model = default_name ? service_find_model(svc, default_name) : NULL;
@@ -102,7 +85,7 @@ int request_model(const api_service *svc, request *rq,
         return 0;
     }
     if (json_is_object(v)) {
-        rq->owned_model = model_from_json(v, "model", err);
+        rq->owned_model = model_from_json(&rq->doc, v, "model", err);
         rq->model = rq->owned_model;
         return rq->model ? check_model_limits(svc, rq->model, err) : -1;
     }
@@ -117,46 +100,36 @@ static int decode_scheme(request *rq, api_error *err)
 {
     bool present;
     int which = SCHEME_SINUSOIDAL;
-    const json_t *params = jf_get(rq->root, "params");
-    json_t *merged = NULL;
-    int rc;
+    const json_t *params = jf_get(rq->doc.root, "params");
 
-    if (jf_choice(rq->root, "", "scheme", scheme_names, &present, &which, err))
+    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     if (!present && rq->model)
         which = (int)rq->model->scheme;
     if (params && !json_is_object(params))
         return api_fail(err, API_E_INVALID_REQUEST, "params", "params must be an object");
-    if (rq->model && rq->model->scheme == (scheme_kind)which && rq->model->params) {
-        merged = json_deep_copy(rq->model->params);
-        if (!merged || (params && json_object_update(merged, (json_t *)(uintptr_t)params)))
-            rc = api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-        else
-            rc = scheme_parse((scheme_kind)which, merged, "params", &rq->scheme, err);
-        json_decref(merged);
-        return rc;
-    }
-    return scheme_parse((scheme_kind)which, params, "params", &rq->scheme, err);
+    const scheme *base = rq->model && rq->model->has_decoded ? &rq->model->decoded : NULL;
+    return scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base, &rq->scheme, err);
 }
 
 static int decode_positions(request *rq, api_error *err)
 {
-    const json_t *positions = jf_get(rq->root, "positions");
+    const json_t *positions = jf_get(rq->doc.root, "positions");
     size_t rows = request_rows(rq);
     int64_t offset = 0;
     bool present;
 
     rq->positions = malloc(rows * sizeof *rq->positions);
     if (!rq->positions)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        return api_fail_oom(err);
     if (positions) {
         int_array given;
         rq->pos_field = "positions";
-        if (jf_get(rq->root, "offset"))
+        if (jf_get(rq->doc.root, "offset"))
             return api_fail(err, API_E_INVALID_REQUEST, "offset",
                             "give offset or positions, not both");
-        if (int_array_from_json(positions, "positions", 0, PE_MAX_POSITION, API_E_TOO_LARGE,
-                                &given, err))
+        if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, JSON_E_TOO_LARGE,
+                                &given, &err->json)))
             return -1;
         bool per_row = given.ndim == 2;
         if ((!per_row && given.dim[0] != rq->tokens) ||
@@ -176,7 +149,7 @@ static int decode_positions(request *rq, api_error *err)
         int_array_free(&given);
     } else {
         rq->pos_field = "offset";
-        if (jf_int(rq->root, "", "offset", 0, INT64_MAX, &present, &offset, err))
+        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present, &offset, &err->json)))
             return -1;
         if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
             return api_fail(err, API_E_TOO_LARGE, "offset",
@@ -203,10 +176,12 @@ int request_check_output(const api_service *svc, size_t n, const char *what,
     return 0;
 }
 
-int request_common(const api_service *svc, request *rq, api_error *err)
+/* Decode scheme/params, shape, embeddings (unless rq->x is already set),
+ * limits, embed_scale, encoding and positions. */
+static int request_common(const api_service *svc, request *rq, api_error *err)
 {
-    const json_t *shape = jf_get(rq->root, "shape");
-    const json_t *embeddings = jf_get(rq->root, "embeddings");
+    const json_t *shape = jf_get(rq->doc.root, "shape");
+    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
     static const char *const encodings[] = {"json", "base64", NULL};
     size_t ndim = 0, dim[3] = {0};
     bool present;
@@ -222,10 +197,10 @@ int request_common(const api_service *svc, request *rq, api_error *err)
                         "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
                         svc->limits.max_dim);
     if (!rq->x.data && embeddings) {
-        if (tensor_from_json(embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, err))
+        if (api_json(err, tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, &err->json)))
             return -1;
     } else if (!rq->x.data && shape) {
-        if (shape_from_json(shape, "shape", 2, 3, &ndim, dim, err))
+        if (api_json(err, shape_from_json(&rq->doc, shape, "shape", 2, 3, &ndim, dim, &err->json)))
             return -1;
     } else if (!rq->x.data) {
         return api_fail(err, API_E_INVALID_REQUEST, "shape",
@@ -254,18 +229,145 @@ int request_common(const api_service *svc, request *rq, api_error *err)
                         rq->d, svc->limits.max_dim);
     if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
         return -1;
-    if (jf_number(rq->root, "", "embed_scale", false, &present, &rq->embed_scale, err) ||
-        jf_choice(rq->root, "", "encoding", encodings, &present, &which, err))
+    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present, &rq->embed_scale,
+                  &err->json)) ||
+        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which, &err->json)))
         return -1;
     rq->base64 = which == 1;
     return decode_positions(rq, err);
+}
+
+static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
+                                          "offset", "positions", "encoding", "embed_scale",
+                                          NULL};
+
+static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
+                                         "params", "model", "offset", "positions",
+                                         "encoding", "embed_scale", "return", NULL};
+
+const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
+
+static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err)
+{
+    const json_t *list = jf_get(doc->root, "return");
+    const json_t *item;
+    size_t i;
+
+    memset(o, 0, sizeof *o);
+    if (!list) {
+        for (output_id id = OUT_Q; id <= OUT_V; id++) {
+            o->order[o->count++] = id;
+            o->wanted[id] = true;
+        }
+        return 0;
+    }
+    if (!json_is_array(list))
+        return api_fail(err, API_E_INVALID_REQUEST, "return", "return must be a list of strings");
+    if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
+        return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
+                        "return[0] must be one of q, k, v, encoded, bias, scores");
+    json_array_foreach(list, i, item) {
+        jpath at = jpath_index("return", i);
+        int which = -1;
+        for (int k = 0; json_is_string(item) && output_names[k]; k++)
+            if (strcmp(output_names[k], json_string_value(item)) == 0)
+                which = k;
+        if (which < 0)
+            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                            "%s must be one of q, k, v, encoded, bias, scores", at.s);
+        if (!o->wanted[which]) {
+            o->wanted[which] = true;
+            o->order[o->count++] = (output_id)which;
+        }
+    }
+    return 0;
+}
+
+/* token_ids -> embeddings rows of the model's token_embedding table. */
+static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_value,
+                         api_error *err)
+{
+    const tensor *table = &rq->model->weights[W_TOKEN_EMBEDDING];
+    int_array ids;
+
+    if (rq->model->layer > 0)
+        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+                        "model '%s' serves layer %zu, whose input is the hidden state of the "
+                        "layer before: send embeddings, not token_ids",
+                        rq->model->name, rq->model->layer);
+    if (!table->data)
+        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+                        "token_ids need weights.token_embedding, which model '%s' lacks",
+                        rq->model->name);
+    if (api_json(err, int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
+                            JSON_E_RANGE, &ids, &err->json)))
+        return -1;
+    size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
+    /* The token and batch limits, before the gathered rows are allocated
+     * (request_common checks them again on the result). */
+    if (n > svc->limits.max_tokens || (ids.ndim == 2 && ids.dim[0] > svc->limits.max_batch)) {
+        int_array_free(&ids);
+        return api_fail(err, API_E_TOO_LARGE, "token_ids",
+                        "token_ids holds %zu tokens; the limits are %zu tokens and a batch "
+                        "of %zu", n, svc->limits.max_tokens, svc->limits.max_batch);
+    }
+    rq->x.data = malloc(n * d * sizeof *rq->x.data);
+    if (!rq->x.data) {
+        int_array_free(&ids);
+        return api_fail_oom(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(rq->x.data + i * d, table->data + (size_t)ids.data[i] * d, d * sizeof(float));
+    rq->x.ndim = ids.ndim + 1;
+    memcpy(rq->x.dim, ids.dim, ids.ndim * sizeof *ids.dim);
+    rq->x.dim[ids.ndim] = d;
+    int_array_free(&ids);
+    return 0;
+}
+
+/* What /apply adds: its model must project, and the input is embeddings or
+ * token_ids (gathered now), then the common fields and `return`. */
+static int decode_apply(const api_service *svc, request *rq, api_error *err)
+{
+    const json_t *ids = jf_get(rq->doc.root, "token_ids");
+    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
+
+    for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv; w++)
+        if (!model_has(rq->model, w))
+            return api_fail(err, API_E_MISSING_WEIGHT, "model",
+                            "/apply needs weights.%s, which model '%s' lacks", weight_names[w],
+                            rq->model->name);
+    if (ids && embeddings)
+        return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
+                        "give embeddings or token_ids, not both");
+    if (!ids && !embeddings)
+        return api_fail(err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
+    if ((ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err))
+        return -1;
+    return parse_outputs(&rq->doc, &rq->outputs, err);
+}
+
+int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
+                   request *rq, api_error *err)
+{
+    int rc;
+
+    if (which == REQUEST_APPLY)
+        rc = request_parse(svc, body, len, apply_keys, rq, err) ||
+             request_model(svc, rq, "default", err) || decode_apply(svc, rq, err);
+    else
+        rc = request_parse(svc, body, len, encode_keys, rq, err) ||
+             request_model(svc, rq, NULL, err) || request_common(svc, rq, err);
+    /* decoded: no JSON survives this point (arrays were moved out) */
+    json_doc_free(&rq->doc);
+    return rc ? -1 : 0;
 }
 
 void request_free(request *rq)
 {
     if (!rq)
         return;
-    json_decref(rq->root);
+    json_doc_free(&rq->doc);
     model_free(rq->owned_model);
     scheme_free(&rq->scheme);
     tensor_free(&rq->x);

@@ -6,7 +6,6 @@
 #ifndef REQUEST_H
 #define REQUEST_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,10 +14,24 @@
 #include "models/model.h"
 #include "models/scheme.h"
 #include "service.h"
+#include "json/json_doc.h"
 #include "json/tensor.h"
 
+/* The arrays /apply can return, in the contract's names (output_names). */
+typedef enum output_id { OUT_Q, OUT_K, OUT_V, OUT_ENCODED, OUT_BIAS, OUT_SCORES, OUT_COUNT } output_id;
+extern const char *const output_names[]; /* NULL-terminated, by output_id */
+
+/* The `return` list of /apply, deduplicated, in the order given. */
+typedef struct request_outputs {
+    output_id order[OUT_COUNT];
+    size_t count;
+    bool wanted[OUT_COUNT];
+} request_outputs;
+
+typedef enum request_endpoint { REQUEST_ENCODE, REQUEST_APPLY } request_endpoint;
+
 typedef struct request {
-    json_t *root;          /* owned: the parsed body */
+    json_doc doc;          /* owned: the parsed body, during request_decode only */
     const model *model;    /* borrowed (service) or == owned_model; may be NULL */
     model *owned_model;    /* an inline model */
     scheme scheme;         /* owns its arrays */
@@ -30,21 +43,15 @@ typedef struct request {
     int64_t max_position;
     double embed_scale;
     bool base64;
+    request_outputs outputs; /* /apply's `return` */
 } request;
 
-/* Parse the body as a JSON object whose keys are in `allowed`, nested no
- * deeper than the service's max_json_depth (else 422 too_large). */
-int request_parse(const api_service *svc, const char *body, size_t len,
-                  const char *const *allowed, request *rq, api_error *err);
-
-/* Resolve the `model` field: a name, an inline object, or absent (then the
- * model called default_name, or none when default_name is NULL). */
-int request_model(const api_service *svc, request *rq,
-                  const char *default_name, api_error *err);
-
-/* Decode scheme/params, shape, embeddings (unless rq->x is already set),
- * limits, embed_scale, encoding and positions. */
-int request_common(const api_service *svc, request *rq, api_error *err);
+/* Decode the body of /encode or /apply into *rq, once: every field the
+ * endpoint reads becomes a typed member (the input moved out of the body's
+ * parse, not copied), and no JSON is left when it returns. On failure *err
+ * says why; request_free(rq) is due either way. */
+int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
+                   request *rq, api_error *err);
 
 void request_free(request *rq);
 

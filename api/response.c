@@ -66,7 +66,7 @@ int respond_json(api_response *out, strbuf *sb, size_t tokens, api_error *err)
     char *body = strbuf_detach(sb, &out->body_len);
 
     if (!body)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory writing the response");
+        return api_fail_oom(err);
     free(out->body);
     out->body = body;
     out->status = 200;

@@ -54,6 +54,11 @@ static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *e
     }
     free(inner);
     svc->models[svc->n_models++] = m;
+    /* the params as loaded, decoded once for every request to start from */
+    api_error decode_err;
+    if (model_decode_scheme(m, &decode_err))
+        return api_fail(err, decode_err.kind, NULL, "model '%s': %s", spec->name,
+                        decode_err.message);
     return 0;
 }
 
@@ -86,6 +91,8 @@ api_service *api_service_new_with_models(const api_limits *limits,
         svc->limits.max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
     if (svc->limits.max_json_depth > API_MAX_JSON_DEPTH)
         svc->limits.max_json_depth = API_MAX_JSON_DEPTH;
+    if (svc->limits.max_json_values == 0)
+        svc->limits.max_json_values = API_DEFAULT_MAX_JSON_VALUES;
     svc->models = calloc(n + 1, sizeof *svc->models);
     svc->pe_cache = pe_cache_new(API_TABLE_CACHE_BYTES);
     if (!svc->models || !svc->pe_cache)

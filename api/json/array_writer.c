@@ -50,7 +50,7 @@ static bool row_has_non_finite(const float *row, size_t cols)
     return any != 0;
 }
 
-int array_check_finite(const array_view *a, const char *name, api_error *err)
+int array_check_finite(const array_view *a, const char *name, json_error *err)
 {
     size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
 
@@ -69,7 +69,7 @@ int array_check_finite(const array_view *a, const char *name, api_error *err)
                 }
                 for (size_t k = 0; k < a->ndim && used < sizeof at; k++)
                     used += (size_t)snprintf(at + used, sizeof at - used, "[%zu]", idx[k]);
-                return api_fail(err, API_E_NON_FINITE, NULL,
+                return json_fail(err, JSON_E_NON_FINITE, NULL,
                                 "result %s is not a finite float32 (the computation overflows)",
                                 at);
             }

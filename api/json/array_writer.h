@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
+#include "json/json_error.h"
 #include "json/strbuf.h"
 
 /* A read-only view of a result: logical shape dim[0..ndim), rows of the
@@ -30,7 +30,7 @@ size_t array_count(const array_view *a);
 
 /* -1 with a 422 non_finite naming `name` and the index if any element is
  * NaN or infinite (a finite input can still overflow float32). */
-int array_check_finite(const array_view *a, const char *name, api_error *err);
+int array_check_finite(const array_view *a, const char *name, json_error *err);
 
 /* Append `,"name":<number>`, a float32 scalar result in shortest text. */
 void json_write_float_field(strbuf *sb, const char *name, double value);

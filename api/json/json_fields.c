@@ -35,26 +35,17 @@ const json_t *jf_get(const json_t *obj, const char *key)
 
 void jf_describe(const json_t *v, char *buf, size_t cap)
 {
-    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!text) {
-        snprintf(buf, cap, "(a value)");
-        return;
-    }
-    if (strlen(text) > 40)
-        snprintf(buf, cap, "%.37s...", text);
-    else
-        snprintf(buf, cap, "%s", text);
-    free(text);
+    json_doc_describe(NULL, v, buf, cap);
 }
 
 int jf_check_object(const json_t *v, const char *path,
-                    const char *const *allowed, api_error *err)
+                    const char *const *allowed, json_error *err)
 {
     const char *key;
     const json_t *value;
 
     if (!json_is_object(v))
-        return api_fail(err, API_E_INVALID_REQUEST, path[0] ? path : NULL,
+        return json_fail(err, JSON_E_INVALID, path[0] ? path : NULL,
                         "%s must be a JSON object", path[0] ? path : "the request body");
     json_object_foreach((json_t *)(uintptr_t)v, key, value) {
         bool known = false;
@@ -63,14 +54,14 @@ int jf_check_object(const json_t *v, const char *path,
                 known = true;
         if (!known) {
             jpath at = jpath_key(path, key);
-            return api_fail(err, API_E_INVALID_REQUEST, at.s, "unknown field '%s'", at.s);
+            return json_fail(err, JSON_E_INVALID, at.s, "unknown field '%s'", at.s);
         }
     }
     return 0;
 }
 
-int jf_int(const json_t *obj, const char *path, const char *key, int64_t lo,
-           int64_t hi, bool *present, int64_t *out, api_error *err)
+int jf_int(const json_doc *doc, const json_t *obj, const char *path, const char *key, int64_t lo,
+           int64_t hi, bool *present, int64_t *out, json_error *err)
 {
     const json_t *v = jf_get(obj, key);
     jpath at = jpath_key(path, key);
@@ -80,21 +71,21 @@ int jf_int(const json_t *obj, const char *path, const char *key, int64_t lo,
     if (!v)
         return 0;
     if (!json_is_integer(v)) {
-        jf_describe(v, seen, sizeof seen);
-        return api_fail(err, API_E_INVALID_REQUEST, at.s,
+        json_doc_describe(doc, v, seen, sizeof seen);
+        return json_fail(err, JSON_E_INVALID, at.s,
                         "%s must be an integer, got %s", at.s, seen);
     }
     json_int_t n = json_integer_value(v);
     if (n < lo || n > hi)
-        return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+        return json_fail(err, JSON_E_RANGE, at.s,
                         "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
                         at.s, (int64_t)n, lo, hi);
     *out = (int64_t)n;
     return 0;
 }
 
-int jf_number(const json_t *obj, const char *path, const char *key,
-              bool positive, bool *present, double *out, api_error *err)
+int jf_number(const json_doc *doc, const json_t *obj, const char *path, const char *key,
+              bool positive, bool *present, double *out, json_error *err)
 {
     const json_t *v = jf_get(obj, key);
     jpath at = jpath_key(path, key);
@@ -104,21 +95,21 @@ int jf_number(const json_t *obj, const char *path, const char *key,
     if (!v)
         return 0;
     if (!json_is_number(v)) {
-        jf_describe(v, seen, sizeof seen);
-        return api_fail(err, API_E_INVALID_REQUEST, at.s,
+        json_doc_describe(doc, v, seen, sizeof seen);
+        return json_fail(err, JSON_E_INVALID, at.s,
                         "%s must be a number, got %s", at.s, seen);
     }
     double x = json_number_value(v);
     if (!isfinite(x))
-        return api_fail(err, API_E_NON_FINITE, at.s, "%s is not finite", at.s);
+        return json_fail(err, JSON_E_NON_FINITE, at.s, "%s is not finite", at.s);
     if (positive && !(x > 0))
-        return api_fail(err, API_E_OUT_OF_RANGE, at.s, "%s = %g must be > 0", at.s, x);
+        return json_fail(err, JSON_E_RANGE, at.s, "%s = %g must be > 0", at.s, x);
     *out = x;
     return 0;
 }
 
 int jf_bool(const json_t *obj, const char *path, const char *key,
-            bool *present, bool *out, api_error *err)
+            bool *present, bool *out, json_error *err)
 {
     const json_t *v = jf_get(obj, key);
     jpath at = jpath_key(path, key);
@@ -127,14 +118,14 @@ int jf_bool(const json_t *obj, const char *path, const char *key,
     if (!v)
         return 0;
     if (!json_is_boolean(v))
-        return api_fail(err, API_E_INVALID_REQUEST, at.s, "%s must be true or false", at.s);
+        return json_fail(err, JSON_E_INVALID, at.s, "%s must be true or false", at.s);
     *out = json_is_true(v);
     return 0;
 }
 
-int jf_choice(const json_t *obj, const char *path, const char *key,
+int jf_choice(const json_doc *doc, const json_t *obj, const char *path, const char *key,
               const char *const *options, bool *present, int *out,
-              api_error *err)
+              json_error *err)
 {
     const json_t *v = jf_get(obj, key);
     jpath at = jpath_key(path, key);
@@ -153,7 +144,7 @@ int jf_choice(const json_t *obj, const char *path, const char *key,
         size_t used = strlen(list);
         snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", options[i]);
     }
-    jf_describe(v, seen, sizeof seen);
-    return api_fail(err, API_E_INVALID_REQUEST, at.s, "%s must be one of %s; got %s",
+    json_doc_describe(doc, v, seen, sizeof seen);
+    return json_fail(err, JSON_E_INVALID, at.s, "%s must be one of %s; got %s",
                     at.s, list, seen);
 }

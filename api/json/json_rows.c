@@ -19,8 +19,8 @@ typedef struct row_map {
     const char *text;
     size_t len, pos;
     size_t ndim;
-    size_t dim[TENSOR_MAX_NDIM];
-    bool dim_known[TENSOR_MAX_NDIM];
+    size_t dim[JSON_ARRAY_MAX_NDIM];
+    bool dim_known[JSON_ARRAY_MAX_NDIM];
     row_span *rows; /* owned */
     size_t n_rows, cap_rows;
 } row_map;
@@ -55,7 +55,7 @@ static bool map_array(row_map *m, size_t depth)
 {
     size_t n = 0;
 
-    if (depth >= TENSOR_MAX_NDIM || m->pos >= m->len || m->text[m->pos] != '[')
+    if (depth >= JSON_ARRAY_MAX_NDIM || m->pos >= m->len || m->text[m->pos] != '[')
         return false;
     m->pos++;
     skip_ws(m);
@@ -136,7 +136,7 @@ bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
     size_t cols = first ? parse_row(text, m.rows[0].start, m.rows[0].end, first, first_cap)
                         : SIZE_MAX;
     size_t count = 0;
-    if (cols == SIZE_MAX || cols > TENSOR_MAX_ELEMENTS / m.n_rows) {
+    if (cols == SIZE_MAX || cols > JSON_ARRAY_MAX_ELEMENTS / m.n_rows) {
         free(first);
         goto done;
     }

@@ -14,12 +14,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "json/tensor.h"
+#include "json/json_limits.h"
 
 /* A parsed array: shape and values. */
 typedef struct json_rows_result {
     size_t ndim;
-    size_t dim[TENSOR_MAX_NDIM];
+    size_t dim[JSON_ARRAY_MAX_NDIM];
     char *block;   /* new: `header` bytes left free, then the float32 values */
     size_t count;
     size_t end;    /* offset just past the closing ']' */
@@ -27,9 +27,9 @@ typedef struct json_rows_result {
 
 /* Parse the array at text[start] ('['), text being len bytes long. The
  * values are stored after `header` bytes left free at the start of the
- * allocation (the caller's blob header), so that no copy is needed. All
+ * allocation (0 for a plain float array), so that no copy is needed. All
  * values must be finite float32. Returns false, with nothing allocated,
- * for anything but a rectangular array of 1 to TENSOR_MAX_NDIM dimensions
+ * for anything but a rectangular array of 1 to JSON_ARRAY_MAX_NDIM dimensions
  * of JSON numbers. */
 bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
                      json_rows_result *out);

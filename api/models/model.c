@@ -32,6 +32,7 @@ void model_free(model *m)
     free(m->source);
     free(m->architecture);
     json_decref(m->params);
+    scheme_free(&m->decoded);
     for (int w = 0; w < W_COUNT; w++)
         tensor_free(&m->weights[w]);
     pe_qkv_weights_free(&m->qkv);
@@ -64,7 +65,7 @@ int model_fuse(model *m, api_error *err)
                             m->weights[W_WQ].data, m->weights[W_WK].data,
                             m->weights[W_WV].data, m->weights[W_BQ].data,
                             m->weights[W_BK].data, m->weights[W_BV].data) != PE_OK)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory fusing the projection");
+        return api_fail_oom(err);
     return 0;
 }
 
@@ -97,7 +98,7 @@ model *model_new_default(void)
         goto fail;
     pe_default_weights(DEFAULT_SEED, DEFAULT_D_MODEL, m->weights[W_WQ].data,
                        m->weights[W_WK].data, m->weights[W_WV].data);
-    if (model_fuse(m, &err))
+    if (model_fuse(m, &err) || model_decode_scheme(m, &err))
         goto fail;
     return m;
 fail:
@@ -107,26 +108,26 @@ fail:
 
 /* ---- inline models ---------------------------------------------------- */
 
-static int parse_dims(const json_t *obj, const char *path, model *m, api_error *err)
+static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
 {
     bool present;
     int64_t n;
 
-    if (jf_int(obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "d_model");
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
     }
     m->d_model = (size_t)n;
-    if (jf_int(obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "heads");
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
     }
     m->heads = (size_t)n;
-    if (jf_int(obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     m->kv_heads = present ? (size_t)n : m->heads;
     if (m->heads % m->kv_heads != 0) {
@@ -134,7 +135,7 @@ static int parse_dims(const json_t *obj, const char *path, model *m, api_error *
         return api_fail(err, API_E_INVALID_SHAPE, at.s,
                         "heads (%zu) must be a multiple of kv_heads (%zu)", m->heads, m->kv_heads);
     }
-    if (jf_int(obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present) {
         m->head_dim = (size_t)n;
@@ -153,7 +154,7 @@ static int parse_dims(const json_t *obj, const char *path, model *m, api_error *
     return 0;
 }
 
-static int parse_norm(const json_t *obj, const char *path, model *m, api_error *err)
+static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
 {
     static const char *const norm_keys[] = {"type", "eps", NULL};
     static const char *const norm_types[] = {"layernorm", "rmsnorm", NULL};
@@ -165,8 +166,8 @@ static int parse_norm(const json_t *obj, const char *path, model *m, api_error *
     m->norm = PE_NORM_NONE;
     if (!norm)
         return 0;
-    if (jf_check_object(norm, at.s, norm_keys, err) ||
-        jf_choice(norm, at.s, "type", norm_types, &present, &which, err))
+    if (api_json(err, jf_check_object(norm, at.s, norm_keys, &err->json)) ||
+        api_json(err, jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath t = jpath_key(at.s, "type");
@@ -174,10 +175,10 @@ static int parse_norm(const json_t *obj, const char *path, model *m, api_error *
     }
     m->norm = which ? PE_NORM_RMS : PE_NORM_LAYER;
     m->norm_eps = pe_norm_default_eps(m->norm);
-    return jf_number(norm, at.s, "eps", true, &present, &m->norm_eps, err);
+    return api_json(err, jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
 }
 
-static int parse_weights(const json_t *obj, const char *path, model *m, api_error *err)
+static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
 {
     const char *allowed[2 * W_CONTRACT_COUNT + 1];
     char shape_keys[W_CONTRACT_COUNT][40];
@@ -192,7 +193,7 @@ static int parse_weights(const json_t *obj, const char *path, model *m, api_erro
         allowed[2 * w + 1] = shape_keys[w];
     }
     allowed[2 * W_CONTRACT_COUNT] = NULL;
-    if (jf_check_object(weights, wpath.s, allowed, err))
+    if (api_json(err, jf_check_object(weights, wpath.s, allowed, &err->json)))
         return -1;
     for (int w = 0; w < W_CONTRACT_COUNT; w++) {
         jpath at = jpath_key(wpath.s, weight_names[w]);
@@ -206,7 +207,7 @@ static int parse_weights(const json_t *obj, const char *path, model *m, api_erro
                                 "%s is given without %s", shape_at.s, at.s);
             continue;
         }
-        if (tensor_from_json(value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], err))
+        if (api_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], &err->json)))
             return -1;
     }
     return 0;
@@ -272,42 +273,60 @@ static int check_weights(const model *m, const char *path, api_error *err)
     return 0;
 }
 
-int model_parse_description(const json_t *obj, const char *path, bool with_weights,
-                            model *m, api_error *err)
+/* model_parse_description() with the document the object comes from. */
+static int parse_description(json_doc *doc, const json_t *obj, const char *path,
+                             bool with_weights, model *m, api_error *err)
 {
     static const char *const config_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
                                               "scheme", "params", "norm", NULL};
-    scheme check;
     bool present;
     int which = SCHEME_SINUSOIDAL;
 
-    if (jf_check_object(obj, path, with_weights ? model_keys : config_keys, err) ||
-        parse_dims(obj, path, m, err) ||
-        jf_choice(obj, path, "scheme", scheme_names, &present, &which, err))
+    if (api_json(err, jf_check_object(obj, path, with_weights ? model_keys : config_keys, &err->json)) ||
+        parse_dims(doc, obj, path, m, err) ||
+        api_json(err, jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     m->scheme = (scheme_kind)which;
     const json_t *params = jf_get(obj, "params");
     jpath ppath = jpath_key(path, "params");
-    /* A bad model param fails here, once, rather than on every use. */
-    if (scheme_parse(m->scheme, params, ppath.s, &check, err))
+    /* A bad model param fails here, once, rather than on every use; the
+     * decoded scheme is what requests start from. */
+    scheme_free(&m->decoded);
+    if (scheme_decode(doc, m->scheme, params, ppath.s, NULL, &m->decoded, err))
         return -1;
-    scheme_free(&check);
+    m->has_decoded = true;
     m->params = params ? json_deep_copy(params) : json_object();
     if (!m->params)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-    return parse_norm(obj, path, m, err);
+        return api_fail_oom(err);
+    return parse_norm(doc, obj, path, m, err);
 }
 
-model *model_from_json(const json_t *obj, const char *path, api_error *err)
+int model_parse_description(const json_t *obj, const char *path, bool with_weights,
+                            model *m, api_error *err)
+{
+    return parse_description(NULL, obj, path, with_weights, m, err);
+}
+
+int model_decode_scheme(model *m, api_error *err)
+{
+    scheme_free(&m->decoded);
+    m->has_decoded = false;
+    if (scheme_parse(m->scheme, m->params, "params", &m->decoded, err))
+        return -1;
+    m->has_decoded = true;
+    return 0;
+}
+
+model *model_from_json(json_doc *doc, const json_t *obj, const char *path, api_error *err)
 {
     model *m = model_alloc("inline", "inline", "posenc");
 
     if (!m) {
-        api_fail(err, API_E_INTERNAL, NULL, "out of memory");
+        api_fail_oom(err);
         return NULL;
     }
-    if (model_parse_description(obj, path, true, m, err) ||
-        parse_weights(obj, path, m, err) || check_weights(m, path, err) || model_fuse(m, err))
+    if (parse_description(doc, obj, path, true, m, err) ||
+        parse_weights(doc, obj, path, m, err) || check_weights(m, path, err) || model_fuse(m, err))
         goto fail;
     return m;
 fail:

@@ -51,7 +51,11 @@ typedef struct model {
     const char *dtype;     /* static: dtype on disk ("F32", "BF16", "mixed") */
     size_t d_model, heads, kv_heads, head_dim;
     scheme_kind scheme;
-    json_t *params;        /* owned reference: the model's params object */
+    json_t *params;        /* owned reference: the model's params object, as
+                              given (what /info shows) */
+    scheme decoded;        /* owned: params decoded once (model_decode_scheme),
+                              what every request starts from */
+    bool has_decoded;
     pe_norm_kind norm;     /* pre-attention norm; PE_NORM_NONE when none */
     double norm_eps;
     pe_norm_kind embed_norm; /* norm of the embeddings, before `norm` */
@@ -67,9 +71,13 @@ typedef struct model {
  * NULL on allocation failure. */
 model *model_new_default(void);
 
-/* An inline model object at JSON path `path` ("model"). Validates every key,
- * shape and the params of its scheme. NULL + *err on failure. */
-model *model_from_json(const json_t *obj, const char *path, api_error *err);
+/* An inline model object at JSON path `path` ("model") of doc. Validates
+ * every key, shape and the params of its scheme. NULL + *err on failure. */
+model *model_from_json(json_doc *doc, const json_t *obj, const char *path, api_error *err);
+
+/* Decode m->params of m->scheme into m->decoded, once, when the model is
+ * built (the service calls it for every loaded model). */
+int model_decode_scheme(model *m, api_error *err);
 
 /* Frees a model; accepts NULL. */
 void model_free(model *m);

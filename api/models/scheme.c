@@ -8,6 +8,7 @@
  */
 #include "models/scheme.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,28 @@ void scheme_free(scheme *s)
 
 /* ---- rope scaling ---------------------------------------------------- */
 
+/* HF get_mscale, as lib/rope_freq.c computes it. */
+static double get_mscale(double scale, double m)
+{
+    return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0;
+}
+
+/* A yarn attention factor derived from mscale / mscale_all_dim must be a
+ * usable scale (> 0), as an explicit attention_factor must be. */
+static int check_yarn_attention(const pe_rope_scaling *sc, const char *path, api_error *err)
+{
+    if (sc->type != PE_ROPE_SCALING_YARN || sc->has_attention_factor || !sc->has_mscale ||
+        sc->mscale == 0.0 || !sc->has_mscale_all_dim || sc->mscale_all_dim == 0.0)
+        return 0;
+    double att = get_mscale(sc->factor, sc->mscale) / get_mscale(sc->factor, sc->mscale_all_dim);
+    if (att > 0 && isfinite(att))
+        return 0;
+    jpath at = jpath_key(path, "mscale");
+    return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+                    "the attention factor derived from %s and mscale_all_dim is %g; it must be "
+                    "> 0", at.s, att);
+}
+
 static const char *const scaling_types[] = {"default", "linear", "dynamic", "yarn",
                                             "llama3", "longrope", NULL};
 static const pe_rope_scaling_type scaling_type_values[] = {
@@ -86,32 +109,8 @@ static const char *const *const scaling_required[] = {
     (const char *const[]){"short_factor", "long_factor", "original_max_position_embeddings", NULL},
 };
 
-static int factor_list(const json_t *v, const char *field, double **out, size_t *len,
-                       api_error *err)
-{
-    tensor t;
-    if (tensor_from_json(v, field, NULL, field, 1, 1, &t, err))
-        return -1;
-    double *d = malloc(t.dim[0] * sizeof *d);
-    if (!d) {
-        tensor_free(&t);
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-    }
-    for (size_t i = 0; i < t.dim[0]; i++) {
-        if (!(t.data[i] > 0)) {
-            free(d);
-            tensor_free(&t);
-            return api_fail(err, API_E_OUT_OF_RANGE, field, "%s entries must be > 0", field);
-        }
-        d[i] = t.data[i];
-    }
-    *out = d;
-    *len = t.dim[0];
-    tensor_free(&t);
-    return 0;
-}
-
-static int parse_scaling(const json_t *v, const char *path, scheme *s, api_error *err)
+static int parse_scaling(const json_doc *doc, const json_t *v, const char *path, scheme *s,
+                         api_error *err)
 {
     pe_rope_scaling *sc = &s->scaling;
     const json_t *type = jf_get(v, "type"), *rope_type = NULL;
@@ -125,13 +124,13 @@ static int parse_scaling(const json_t *v, const char *path, scheme *s, api_error
     if (type && rope_type && !json_equal(type, rope_type))
         return api_fail(err, API_E_INVALID_REQUEST, path, "%s.type and %s.rope_type disagree",
                         path, path);
-    if (jf_choice(v, path, type ? "type" : "rope_type", scaling_types, &present, &which, err))
+    if (api_json(err, jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "type");
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
     }
-    if (jf_check_object(v, path, scaling_keys[which], err))
+    if (api_json(err, jf_check_object(v, path, scaling_keys[which], &err->json)))
         return -1;
     for (const char *const *k = scaling_required[which]; *k; k++)
         if (!jf_get(v, *k)) {
@@ -140,22 +139,27 @@ static int parse_scaling(const json_t *v, const char *path, scheme *s, api_error
                             "missing field '%s' (required for %s scaling)", at.s,
                             scaling_types[which]);
         }
+    /* a request's scaling replaces the model's whole (params merge by key) */
+    free(s->short_factor);
+    free(s->long_factor);
+    s->short_factor = s->long_factor = NULL;
+    s->short_len = s->long_len = 0;
     memset(sc, 0, sizeof *sc);
     sc->type = scaling_type_values[which];
     sc->truncate = true;
-    if (jf_number(v, path, "factor", true, &sc->has_factor, &sc->factor, err) ||
-        jf_number(v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, err) ||
-        jf_number(v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, err) ||
-        jf_number(v, path, "attention_factor", true, &sc->has_attention_factor,
-                  &sc->attention_factor, err) ||
-        jf_number(v, path, "mscale", false, &sc->has_mscale, &sc->mscale, err) ||
-        jf_number(v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
-                  &sc->mscale_all_dim, err) ||
-        jf_bool(v, path, "truncate", &present, &sc->truncate, err) ||
-        jf_number(v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, err) ||
-        jf_number(v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, err) ||
-        jf_int(v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
-               &orig, err))
+    if (api_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
+                  &sc->attention_factor, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
+                  &sc->mscale_all_dim, &err->json)) ||
+        api_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, &err->json)) ||
+        api_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, &err->json)) ||
+        api_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
+               &orig, &err->json)))
         return -1;
     if (present)
         sc->original_max_position_embeddings = (double)orig;
@@ -170,38 +174,50 @@ static int parse_scaling(const json_t *v, const char *path, scheme *s, api_error
     }
     if (sc->type == PE_ROPE_SCALING_LONGROPE) {
         jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");
-        if (factor_list(jf_get(v, "short_factor"), sf.s, &s->short_factor, &s->short_len, err) ||
-            factor_list(jf_get(v, "long_factor"), lf.s, &s->long_factor, &s->long_len, err))
+        /* settings, read in double (contract 1.1), not float32 data */
+        if (api_json(err, double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true, &s->short_factor,
+                                  &s->short_len, &err->json)) ||
+            api_json(err, double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true, &s->long_factor,
+                                  &s->long_len, &err->json)))
             return -1;
         sc->short_factor = s->short_factor;
         sc->long_factor = s->long_factor;
     }
-    return 0;
+    return check_yarn_attention(sc, path, err);
 }
 
 /* ---- per scheme ------------------------------------------------------- */
 
-static int parse_rope(const json_t *params, const char *path, scheme *s, api_error *err)
+/* The keys of params present override *s (already the model's or the
+ * defaults). */
+static int parse_rope(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                      api_error *err)
 {
-    bool present, has_rotary;
+    bool present;
     int64_t n;
-    int layout = 0;
+    int layout = s->rope_layout == PE_ROPE_INTERLEAVED;
     static const char *const layouts[] = {"half", "interleaved", NULL};
 
-    if (jf_number(params, path, "base", true, &present, &s->base, err) ||
-        jf_choice(params, path, "layout", layouts, &present, &layout, err))
+    if (api_json(err, jf_number(doc, params, path, "base", true, &present, &s->base, &err->json)) ||
+        api_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &layout, &err->json)))
         return -1;
     s->rope_layout = layout ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF;
-    if (jf_int(params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, err))
+    if (api_json(err, jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
-    s->head_dim = present ? (size_t)n : 0;
-    if (jf_int(params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &has_rotary, &n, err))
+    if (present)
+        s->head_dim = (size_t)n;
+    if (api_json(err, jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
-    s->rotary_dim = has_rotary ? (size_t)n : 0;
-    if (jf_number(params, path, "partial_rotary_factor", true, &s->has_partial_rotary_factor,
-                  &s->partial_rotary_factor, err))
+    if (present)
+        s->rotary_dim = (size_t)n;
+    double factor;
+    if (api_json(err, jf_number(doc, params, path, "partial_rotary_factor", true, &present, &factor, &err->json)))
         return -1;
-    if (has_rotary && s->has_partial_rotary_factor) {
+    if (present) {
+        s->has_partial_rotary_factor = true;
+        s->partial_rotary_factor = factor;
+    }
+    if (s->rotary_dim && s->has_partial_rotary_factor) {
         jpath at = jpath_key(path, "partial_rotary_factor");
         return api_fail(err, API_E_INVALID_REQUEST, at.s,
                         "give rotary_dim or partial_rotary_factor, not both");
@@ -214,31 +230,54 @@ static int parse_rope(const json_t *params, const char *path, scheme *s, api_err
     const json_t *scaling = jf_get(params, "scaling");
     if (scaling) {
         jpath at = jpath_key(path, "scaling");
-        if (parse_scaling(scaling, at.s, s, err))
+        if (parse_scaling(doc, scaling, at.s, s, err))
             return -1;
     }
     return 0;
 }
 
-static int parse_t5(const json_t *params, const char *path, scheme *s, api_error *err)
+static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, int64_t hi,
+                      api_error *err)
+{
+    jpath at = jpath_key(path, key);
+    return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+                    "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
+                    at.s, v, lo, hi);
+}
+
+/* num_buckets and max_distance bound each other: checked on the merged
+ * values, whichever side (model or request) gave them. */
+static int parse_t5(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                    api_error *err)
 {
     bool present;
     int64_t n;
 
-    if (jf_bool(params, path, "bidirectional", &present, &s->bidirectional, err))
+    if (api_json(err, jf_bool(params, path, "bidirectional", &present, &s->bidirectional, &err->json)))
         return -1;
-    if (jf_int(params, path, "num_buckets", s->bidirectional ? 4 : 2, 1 << 20, &present, &n,
-               err))
+    int64_t lo = s->bidirectional ? 4 : 2, hi = 1 << 20;
+    if (api_json(err, jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
         return -1;
-    if (present)
+    if (present) {
         s->num_buckets = (size_t)n;
+        s->given_num_buckets = true;
+        if (n < lo || n > hi)
+            return range_fail(path, "num_buckets", n, lo, hi, err);
+    } else if (s->given_num_buckets && ((int64_t)s->num_buckets < lo)) {
+        return range_fail(path, "num_buckets", (int64_t)s->num_buckets, lo, hi, err);
+    }
     size_t exact = (s->bidirectional ? s->num_buckets / 2 : s->num_buckets) / 2;
-    if (jf_int(params, path, "max_distance", (int64_t)exact + 1, (int64_t)1 << 40, &present, &n,
-               err))
+    lo = (int64_t)exact + 1;
+    hi = (int64_t)1 << 40;
+    if (api_json(err, jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
         return -1;
-    if (present)
+    if (present) {
         s->max_distance = n;
-    else if (s->max_distance <= (int64_t)exact) {
+        s->given_max_distance = true;
+    }
+    if (s->given_max_distance && (s->max_distance < lo || s->max_distance > hi))
+        return range_fail(path, "max_distance", s->max_distance, lo, hi, err);
+    if (!s->given_max_distance && s->max_distance <= (int64_t)exact) {
         jpath at = jpath_key(path, "max_distance");
         return api_fail(err, API_E_OUT_OF_RANGE, at.s,
                         "the default max_distance %lld is too small for num_buckets %zu",
@@ -247,8 +286,44 @@ static int parse_t5(const json_t *params, const char *path, scheme *s, api_error
     return 0;
 }
 
+static void scheme_defaults(scheme_kind kind, scheme *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    out->base = 10000.0;
+    out->num_buckets = 32;
+    out->max_distance = 128;
+    out->bidirectional = true;
+}
+
+int scheme_copy(const scheme *from, scheme *to)
+{
+    *to = *from;
+    to->short_factor = to->long_factor = NULL;
+    to->scaling.short_factor = to->scaling.long_factor = NULL;
+    if (from->short_factor) {
+        to->short_factor = malloc(from->short_len * sizeof *to->short_factor);
+        to->long_factor = malloc(from->long_len * sizeof *to->long_factor);
+        if (!to->short_factor || !to->long_factor) {
+            scheme_free(to);
+            return -1;
+        }
+        memcpy(to->short_factor, from->short_factor, from->short_len * sizeof *to->short_factor);
+        memcpy(to->long_factor, from->long_factor, from->long_len * sizeof *to->long_factor);
+        to->scaling.short_factor = to->short_factor;
+        to->scaling.long_factor = to->long_factor;
+    }
+    return 0;
+}
+
 int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
                  scheme *out, api_error *err)
+{
+    return scheme_decode(NULL, kind, params, path, NULL, out, err);
+}
+
+int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
+                  const char *path, const scheme *base, scheme *out, api_error *err)
 {
     bool present;
     int which = 0;
@@ -256,45 +331,54 @@ int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
     json_t *empty = NULL;
     int rc = -1;
 
-    memset(out, 0, sizeof *out);
-    out->kind = kind;
-    out->base = 10000.0;
-    out->num_buckets = 32;
-    out->max_distance = 128;
-    out->bidirectional = true;
+    if (base && base->kind == kind) {
+        if (scheme_copy(base, out))
+            return api_fail_oom(err);
+    } else {
+        scheme_defaults(kind, out);
+    }
     if (!params)
         params = empty = json_object();
-    if (!params)
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory");
-    if (jf_check_object(params, path, keys_by_kind[kind], err) ||
-        jf_number(params, path, "score_scale", false, &out->has_score_scale, &out->score_scale,
-                  err))
+    if (!params) {
+        scheme_free(out);
+        return api_fail_oom(err);
+    }
+    double score_scale;
+    if (api_json(err, jf_check_object(params, path, keys_by_kind[kind], &err->json)) ||
+        api_json(err, jf_number(doc, params, path, "score_scale", false, &present, &score_scale, &err->json)))
         goto out;
+    if (present) {
+        out->has_score_scale = true;
+        out->score_scale = score_scale;
+    }
     switch (kind) {
     case SCHEME_SINUSOIDAL: {
         static const char *const layouts[] = {"interleaved", "split", NULL};
-        if (jf_number(params, path, "base", true, &present, &out->base, err) ||
-            jf_choice(params, path, "layout", layouts, &present, &which, err))
+        which = out->sin_layout == PE_SIN_SPLIT;
+        if (api_json(err, jf_number(doc, params, path, "base", true, &present, &out->base, &err->json)) ||
+            api_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &which, &err->json)))
             goto out;
         out->sin_layout = which ? PE_SIN_SPLIT : PE_SIN_INTERLEAVED;
         break;
     }
     case SCHEME_ROPE:
-        if (parse_rope(params, path, out, err))
+        if (parse_rope(doc, params, path, out, err))
             goto out;
         break;
     case SCHEME_ALIBI: {
         static const char *const forms[] = {"symmetric", "bloom", NULL};
-        if (jf_int(params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, err))
+        if (api_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
             goto out;
-        out->heads = present ? (size_t)n : 0;
-        if (jf_choice(params, path, "form", forms, &present, &which, err))
+        if (present)
+            out->heads = (size_t)n;
+        which = out->alibi_form == PE_ALIBI_BLOOM;
+        if (api_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
             goto out;
         out->alibi_form = which ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
         break;
     }
     case SCHEME_T5:
-        if (parse_t5(params, path, out, err))
+        if (parse_t5(doc, params, path, out, err))
             goto out;
         break;
     case SCHEME_LEARNED:

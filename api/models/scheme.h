@@ -11,6 +11,7 @@
 
 #include "api_error.h"
 #include "posenc.h"
+#include "json/json_doc.h"
 
 typedef enum scheme_kind {
     SCHEME_SINUSOIDAL = 0,
@@ -50,10 +51,12 @@ typedef struct scheme {
     size_t heads;
     pe_alibi_form alibi_form;
 
-    /* t5 */
+    /* t5; given_*: the value came from params (not a default), so that
+     * the bounds they set on each other are checked on merged params */
     size_t num_buckets;
     int64_t max_distance;
     bool bidirectional;
+    bool given_num_buckets, given_max_distance;
 } scheme;
 
 /* Decode params (an object, or NULL for none) of the scheme `kind`. path is
@@ -61,6 +64,18 @@ typedef struct scheme {
  * keys -> 400. On success *out may own arrays: free with scheme_free. */
 int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
                  scheme *out, api_error *err);
+
+/* scheme_parse() for a request: numeric arrays are read from doc (may be
+ * NULL), and when base (may be NULL) is a scheme of the same kind, params
+ * override its keys one by one (contract "Details settled"); otherwise
+ * they start from the defaults. Every number, lists included, is read in
+ * double. */
+int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
+                  const char *path, const scheme *base, scheme *out, api_error *err);
+
+/* A deep copy (arrays included) of *from into *to: 0, or -1 on allocation
+ * failure with *to empty. */
+int scheme_copy(const scheme *from, scheme *to);
 
 void scheme_free(scheme *s);
 

@@ -13,10 +13,12 @@
 #include "../unit/check.h"
 #include "api.h"
 #include "json/base64.h"
-#include "json/fast_json.h"
+#include "json/json_doc.h"
+#include "json/tensor.h"
 #include "json/float_text.h"
 #include "json/strbuf.h"
 #include "test_codecs.h"
+#include "test_request_path.h"
 #include "test_safetensors.h"
 
 /* Reference for the shortest digits: try every precision from 1 up with
@@ -270,6 +272,28 @@ static char *big_body(size_t rows, size_t cols, const char *extra, const char *t
 /* Decimals of up to 15 digits take the exact fast paths of the array
  * parser: check it against strtof on 1 to 17 digits, exponents from -30 to
  * 30, float midpoints and the ends of the float range. */
+/* The float32 values of the body's top-level `key` as the codec reads
+ * them (new, caller frees; NULL when the key is not a numeric array). */
+static float *doc_floats(const char *body, size_t len, const char *key, size_t *ndim,
+                         size_t *dim)
+{
+    json_doc doc;
+    json_codec_error ce;
+    json_doc_limits limits = {.max_depth = 32, .max_values = 1 << 18};
+    float *values = NULL;
+    size_t bad = 0;
+
+    if (json_doc_load(&doc, body, len, &limits, &ce))
+        return NULL;
+    json_span *span = json_doc_array(&doc, json_object_get(doc.root, key));
+    if (span && json_span_take_floats(span, doc.text, &values, &bad) == JSON_READ_OK) {
+        *ndim = span->ndim;
+        memcpy(dim, span->dim, sizeof span->dim);
+    }
+    json_doc_free(&doc);
+    return values;
+}
+
 static void test_fast_numbers(void)
 {
     enum { N = 4096 };
@@ -297,16 +321,14 @@ static void test_fast_numbers(void)
         strbuf_printf(&sb, "%s%s", i ? "," : "", text);
     }
     strbuf_puts(&sb, "]]}");
-    json_error_t jerr;
-    json_t *root = fast_json_load(sb.data, sb.len, &jerr);
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM], wrong = 0, count = 0;
-    const float *got = fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim, &count);
-    CHECK(got && ndim == 2 && dim[1] == N, "fast path parsed the numbers");
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM], wrong = 0;
+    float *got = doc_floats(sb.data, sb.len, "embeddings", &ndim, dim);
+    CHECK(got && ndim == 2 && dim[1] == N, "the codec parsed the numbers");
     for (size_t i = 0; got && i < N; i++)
         if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
             wrong++;
     CHECK(wrong == 0, "%zu of %d numbers differ from strtof", wrong, N);
-    json_decref(root);
+    free(got);
     strbuf_free(&sb);
 }
 
@@ -341,17 +363,10 @@ static void test_fast_base64(void)
     api_service *svc = api_service_new(&limits, &err);
     static float values[32 * 64];
     api_response r;
-    json_error_t jerr;
 
     if (!svc)
         return;
     char *body = base64_body(32, ",\"shape\":[32,64],\"encoding\":\"base64\"", -1, 0, values);
-    json_t *root = fast_json_load(body, strlen(body), &jerr);
-    size_t ndim = 9, dim[TENSOR_MAX_NDIM], count = 0;
-    CHECK(fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim, &count) &&
-              ndim == 0 && count == 32 * 64,
-          "the fast path decoded the base64 embeddings");
-    json_decref(root);
     api_encode(svc, NULL, body, strlen(body), &r);
     CHECK(r.status == 200, "base64 fast path status %d", r.status);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
@@ -397,12 +412,10 @@ static void test_fast_arrays(void)
         return;
     char *body = big_body(40, 24, NULL, NULL, values);
     json_error_t jerr;
-    json_t *fast = fast_json_load(body, strlen(body), &jerr);
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count = 0;
-    const json_t *emb = json_object_get(fast, "embeddings");
-    CHECK(emb && fast_json_tensor(emb, &ndim, dim, &count) && ndim == 2 && dim[0] == 40 && dim[1] == 24,
-          "the fast path took the embeddings");
-    json_decref(fast);
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM];
+    float *taken = doc_floats(body, strlen(body), "embeddings", &ndim, dim);
+    CHECK(taken && ndim == 2 && dim[0] == 40 && dim[1] == 24, "the codec took the embeddings");
+    free(taken);
     api_encode(svc, NULL, body, strlen(body), &r);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     json_t *enc = json_object_get(doc, "encoded");
@@ -462,19 +475,17 @@ static void test_parallel_rows(void)
     api_limits limits = {0};
     api_error err;
     api_service *svc = api_service_new(&limits, &err);
-    json_error_t jerr;
 
     if (!svc)
         return;
     char *body = big_body(ROWS, COLS, NULL, NULL, values);
     CHECK(strlen(body) > (256u << 10), "the body is big enough for the parallel parser");
-    json_t *root = fast_json_load(body, strlen(body), &jerr);
-    size_t ndim = 0, dim[TENSOR_MAX_NDIM], count = 0;
-    const float *got = fast_json_tensor(json_object_get(root, "embeddings"), &ndim, dim, &count);
+    size_t ndim = 0, dim[TENSOR_MAX_NDIM];
+    float *got = doc_floats(body, strlen(body), "embeddings", &ndim, dim);
     CHECK(got && ndim == 2 && dim[0] == ROWS && dim[1] == COLS &&
               memcmp(got, values, sizeof values) == 0,
           "parallel rows: shape and bit-exact values");
-    json_decref(root);
+    free(got);
     free(body);
 
     /* a short row late in the array, and a bad number in the last row */
@@ -578,6 +589,7 @@ int main(void)
     test_parallel_base64_out();
     test_safetensors();
     test_codecs();
+    test_request_path();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }

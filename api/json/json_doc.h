@@ -1,0 +1,112 @@
+/*
+ * json_doc.h - a request body parsed once: jansson for the envelope, the
+ * numeric arrays kept as text spans and read lazily into the type the
+ * decoder asks for.
+ *
+ * json_doc_load() first scans the whole body with a strict RFC 8259
+ * scanner. Every rectangular array of JSON numbers (1 to
+ * JSON_ARRAY_MAX_NDIM dimensions, none empty) is taken out, whatever its
+ * key, size or place, and whatever the body's size: its text span and shape
+ * are recorded and jansson sees an empty array `[]` in its place (the
+ * stand-in). After parsing, the stand-ins are found by a walk in document
+ * order and recognised by their json_t pointer alone, never by content, so
+ * no body can forge one. The envelope jansson sees is bounded: past
+ * max_values values outside numeric arrays the body is refused before
+ * jansson allocates anything for it.
+ *
+ * The codec knows numbers, strings, arrays and limits; it knows no field of
+ * the HTTP contract. Its errors are its own kind (json_codec_kind); api/
+ * maps them to the contract's.
+ */
+#ifndef JSON_DOC_H
+#define JSON_DOC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json/json_limits.h"
+
+typedef enum json_codec_kind {
+    JSON_CODEC_OK = 0,
+    JSON_CODEC_SYNTAX,          /* malformed JSON; the message gives line and column */
+    JSON_CODEC_TOO_DEEP,        /* nests deeper than max_depth (or jansson's 2048) */
+    JSON_CODEC_TOO_MANY_VALUES, /* more than max_values outside numeric arrays */
+    JSON_CODEC_NO_MEMORY
+} json_codec_kind;
+
+typedef struct json_codec_error {
+    json_codec_kind kind;
+    char message[256];
+} json_codec_error;
+
+typedef struct json_doc_limits {
+    size_t max_depth;  /* nesting of arrays and objects, at most JSON_MAX_DEPTH */
+    size_t max_values; /* values (and object members) outside numeric arrays */
+} json_doc_limits;
+
+/* One numeric array taken out of the body. */
+typedef struct json_span {
+    const json_t *stand_in; /* borrowed: the `[]` jansson holds in its place */
+    size_t start, end;      /* its text: body[start, end), '[' to ']' */
+    size_t ndim;
+    size_t dim[JSON_ARRAY_MAX_NDIM];
+    size_t count;           /* dim[0] * ... * dim[ndim-1] */
+    float *floats;          /* owned: float32 values parsed while scanning (big
+                               arrays, by the OpenMP team), or NULL */
+} json_span;
+
+typedef struct json_doc {
+    json_t *root;     /* owned */
+    const char *text; /* borrowed: the body, which must outlive the doc */
+    size_t len;
+    json_span *spans; /* owned, n_spans, sorted by stand_in for lookups */
+    size_t n_spans;
+} json_doc;
+
+/* Parse body (len bytes, need not be NUL-terminated) into *doc. Any JSON
+ * value may be the root; duplicate keys are a syntax error. Returns 0, or
+ * -1 with *err filled and *doc empty. */
+int json_doc_load(json_doc *doc, const char *body, size_t len,
+                  const json_doc_limits *limits, json_codec_error *err);
+
+/* Frees everything the doc owns; accepts NULL and an empty doc. */
+void json_doc_free(json_doc *doc);
+
+/* The span v stands in for, or NULL when v is an ordinary jansson value
+ * (doc may be NULL: then always NULL). Borrowed from the doc. */
+json_span *json_doc_array(const json_doc *doc, const json_t *v);
+
+/* A short rendering of v for messages ("true", "\"abc\"", "[1,2]"): a
+ * stand-in shows its text. */
+void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t cap);
+
+/* What reading a span's numbers into a type can meet. */
+typedef enum json_read_status {
+    JSON_READ_OK = 0,
+    JSON_READ_NOT_INTEGER, /* a fraction or exponent where an integer is read */
+    JSON_READ_BEYOND,      /* an integer outside int64, or a value the type
+                              cannot hold finitely (float32, double) */
+    JSON_READ_NO_MEMORY
+} json_read_status;
+
+/* The span's values as float32, correctly rounded from their text (one
+ * rounding): moves the buffer parsed while scanning when there is one (the
+ * span then holds none), else parses into a new one. *out is new (caller
+ * frees). On JSON_READ_BEYOND *bad is the flat index of the first value
+ * that is not a finite float32. */
+json_read_status json_span_take_floats(json_span *span, const char *text, float **out,
+                                       size_t *bad);
+
+/* The span's values as exact int64 into out[0 .. span->count). On an error
+ * *bad is the flat index of the first offending value. */
+json_read_status json_span_int64s(const json_span *span, const char *text, int64_t *out,
+                                  size_t *bad);
+
+/* The span's values as double (strtod's correct rounding) into
+ * out[0 .. span->count); a value past double's range is JSON_READ_BEYOND. */
+json_read_status json_span_doubles(const json_span *span, const char *text, double *out,
+                                   size_t *bad);
+
+#endif /* JSON_DOC_H */

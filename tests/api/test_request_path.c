@@ -1,0 +1,317 @@
+/*
+ * test_request_path.c - see test_request_path.h. Every case names the bug
+ * it pins down; expected values come from the contract and from formulas
+ * computed here in double, never from the code under test.
+ */
+#include "test_request_path.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../unit/check.h"
+#include "api.h"
+#include "json/strbuf.h"
+
+typedef struct answer {
+    int status;
+    char *body; /* owned */
+    size_t len;
+} answer;
+
+static answer ask(const api_service *svc, bool apply, const char *body, size_t len)
+{
+    api_response r;
+    answer a;
+
+    if (apply)
+        api_apply(svc, NULL, body, len, &r);
+    else
+        api_encode(svc, NULL, body, len, &r);
+    a.status = r.status;
+    a.len = r.body_len;
+    a.body = r.body;
+    r.body = NULL;
+    api_response_free(&r);
+    return a;
+}
+
+static const char *code_of(const answer *a, char *buf, size_t cap)
+{
+    json_t *doc = json_loadb(a->body, a->len, 0, NULL);
+    const char *c = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
+    snprintf(buf, cap, "%s", c ? c : "-");
+    json_decref(doc);
+    return buf;
+}
+
+/* `{"scheme":"none","embeddings":[[FIRST, 1, ...]] x rows, 64 wide}` with
+ * `pad` spaces before the end: the same request at any body size. */
+static char *number_body(const char *first, size_t rows, size_t pad, bool scheme_last)
+{
+    strbuf sb = {0};
+
+    strbuf_puts(&sb, scheme_last ? "{\"embeddings\":[" : "{\"scheme\":\"none\",\"embeddings\":[");
+    for (size_t r = 0; r < rows; r++) {
+        strbuf_puts(&sb, r ? ",[" : "[");
+        strbuf_puts(&sb, r == 0 ? first : "2");
+        for (size_t c = 1; c < 64; c++)
+            strbuf_puts(&sb, ",1");
+        strbuf_putc(&sb, ']');
+    }
+    strbuf_puts(&sb, scheme_last ? "],\"scheme\":\"none\"" : "]");
+    for (size_t i = 0; i < pad; i++)
+        strbuf_putc(&sb, ' ');
+    strbuf_putc(&sb, '}');
+    return strbuf_detach(&sb, NULL);
+}
+
+/* The first number of "encoded" in a 200 answer, as text. */
+static void first_encoded(const answer *a, char *buf, size_t cap)
+{
+    const char *p = a->body ? strstr(a->body, "\"encoded\":[[") : NULL;
+    size_t n = 0;
+
+    if (p)
+        for (p += strlen("\"encoded\":[["); *p && *p != ',' && n + 1 < cap; p++)
+            buf[n++] = *p;
+    buf[n] = '\0';
+}
+
+/* Issue 14 items 6, 7, 8: small bodies (< 2 KiB) went through jansson's
+ * doubles, big ones through the float32 scanner; now both must give the
+ * same status, code and first value, and that value must be right. */
+static void test_one_grammar(const api_service *svc)
+{
+    static const struct {
+        const char *text;
+        int status;
+        const char *code, *first; /* first: the encoded value's text on 200 */
+    } cases[] = {
+        {"1.00000005960464477539062500000001", 200, "-", "1.0000001"}, /* item 6 */
+        {"12345678901234567890", 200, "-", "1.2345679e19"},           /* item 7 */
+        {"1e400", 422, "non_finite", NULL},                          /* item 7 */
+        {"3.4028236e38", 422, "non_finite", NULL},
+        {"-0", 200, "-", "-0"},                                      /* item 8 */
+        {"0.1", 200, "-", "0.1"},
+    };
+    /* rows x pad: small (< 2 KiB), padded past 2 KiB, and an array past
+     * 256 KiB (the parallel parser) */
+    static const size_t shapes[][2] = {{1, 0}, {1, 4096}, {2100, 0}};
+
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++)
+        for (size_t k = 0; k < ARRAY_LEN(shapes); k++)
+            for (int last = 0; last < 2; last++) {
+                char *body = number_body(cases[i].text, shapes[k][0], shapes[k][1], last);
+                answer a = ask(svc, false, body, strlen(body));
+                char code[64], first[64];
+                first_encoded(&a, first, sizeof first);
+                code_of(&a, code, sizeof code);
+                CHECK(a.status == cases[i].status && strcmp(code, cases[i].code) == 0 &&
+                          (!cases[i].first || strcmp(first, cases[i].first) == 0),
+                      "%s in %zu rows + %zu spaces (scheme %s): %d %s first %s, want %d %s %s",
+                      cases[i].text, shapes[k][0], shapes[k][1], last ? "last" : "first",
+                      a.status, code, first, cases[i].status, cases[i].code,
+                      cases[i].first ? cases[i].first : "");
+                free(a.body);
+                free(body);
+            }
+}
+
+/* An 8 x 8 JSON matrix: `diagonal` on the diagonal, 0 elsewhere. */
+static void put_matrix(strbuf *sb, int diagonal)
+{
+    strbuf_putc(sb, '[');
+    for (int r = 0; r < 8; r++) {
+        strbuf_puts(sb, r ? ",[" : "[");
+        for (int c = 0; c < 8; c++)
+            strbuf_printf(sb, "%s%d", c ? "," : "", r == c ? diagonal : 0);
+        strbuf_putc(sb, ']');
+    }
+    strbuf_putc(sb, ']');
+}
+
+/* Issue 14 item 5: "\u0023posenc-array:0" spelled a marker of the old fast
+ * path and was replaced by another array's data (the embeddings became wq:
+ * a 200). It is an ordinary string: a base64 wq without wq_shape, a 400. */
+static void test_forged_marker(const api_service *svc)
+{
+    strbuf sb = {0};
+    char code[64];
+
+    strbuf_puts(&sb, "{\"embeddings\":");
+    put_matrix(&sb, 2);
+    strbuf_puts(&sb, ",\"model\":{\"d_model\":8,\"heads\":1,\"weights\":{"
+                     "\"wq\":\"\\u0023posenc-array:0\",\"wk\":");
+    put_matrix(&sb, 1);
+    strbuf_puts(&sb, ",\"wv\":");
+    put_matrix(&sb, 1);
+    strbuf_puts(&sb, "}}");
+    for (int i = 0; i < 3000; i++) /* past the old fast path's 2 KiB */
+        strbuf_putc(&sb, ' ');
+    strbuf_putc(&sb, '}');
+    answer a = ask(svc, true, sb.data, sb.len);
+    CHECK(a.status == 400 && strcmp(code_of(&a, code, sizeof code), "invalid_request") == 0 &&
+              strstr(a.body, "\"field\":\"model.weights.wq_shape\""),
+          "a forged stand-in is an ordinary string: %d %.*s", a.status, (int)a.len, a.body);
+    free(a.body);
+    strbuf_free(&sb);
+}
+
+/* Issue 14 item 4: a model.weights.wq_shape array followed by 256 KiB of
+ * body was parsed as a float blob and refused; with the embeddings first
+ * the same request was a 200. Both orders must give the same bytes. */
+static void test_key_order(const api_service *svc)
+{
+    static const char model[] =
+        "\"model\":{\"d_model\":4,\"heads\":1,\"weights\":{"
+        "\"wq\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],\"wq_shape\":[4,4],"
+        "\"wk\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],"
+        "\"wv\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}}";
+    strbuf rows = {0}, first = {0}, second = {0};
+
+    strbuf_puts(&rows, "\"embeddings\":[");
+    for (size_t t = 0; t < 20000; t++)
+        strbuf_printf(&rows, "%s[0.25,-1.5,3,%zu]", t ? "," : "", t % 10);
+    strbuf_puts(&rows, "],\"scheme\":\"none\",\"return\":[\"k\"]");
+    strbuf_printf(&first, "{%s,%.*s}", model, (int)rows.len, rows.data);
+    strbuf_printf(&second, "{%.*s,%s}", (int)rows.len, rows.data, model);
+    CHECK(first.len > (256u << 10), "the body is past the old 256 KiB threshold");
+    answer a = ask(svc, true, first.data, first.len);
+    answer b = ask(svc, true, second.data, second.len);
+    CHECK(a.status == 200 && b.status == 200 && a.len == b.len &&
+              memcmp(a.body, b.body, a.len) == 0,
+          "key order changes the answer: %d (%.80s) vs %d (%.80s)", a.status,
+          a.body ? a.body : "", b.status, b.body ? b.body : "");
+    free(a.body);
+    free(b.body);
+    strbuf_free(&rows);
+    strbuf_free(&first);
+    strbuf_free(&second);
+}
+
+/* Issue 14 item 3: `[{},{},...]` made jansson build a node per value (a
+ * 64 MB body peaked at 5 GB). Past max_json_values the scanner refuses the
+ * body before jansson sees it. */
+static void test_envelope_bound(void)
+{
+    api_limits limits = {.max_json_values = 1000};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+    strbuf sb = {0};
+    char code[64];
+
+    if (!svc)
+        return;
+    strbuf_puts(&sb, "{\"shape\":[1,2],\"x\":[");
+    for (size_t i = 0; i < 2000; i++)
+        strbuf_puts(&sb, i ? ",{}" : "{}");
+    strbuf_puts(&sb, "]}");
+    answer a = ask(svc, false, sb.data, sb.len);
+    CHECK(a.status == 422 && strcmp(code_of(&a, code, sizeof code), "too_large") == 0,
+          "2000 empty objects past a limit of 1000 values: %d %s", a.status, code);
+    free(a.body);
+    /* numeric arrays do not count: 5000 numbers pass */
+    sb.len = 0;
+    strbuf_puts(&sb, "{\"scheme\":\"none\",\"embeddings\":[");
+    for (size_t i = 0; i < 100; i++) {
+        strbuf_puts(&sb, i ? ",[" : "[");
+        for (size_t c = 0; c < 50; c++)
+            strbuf_puts(&sb, c ? ",1" : "1");
+        strbuf_putc(&sb, ']');
+    }
+    strbuf_puts(&sb, "]}");
+    a = ask(svc, false, sb.data, sb.len);
+    CHECK(a.status == 200, "5000 numbers in one array are not envelope values: %d", a.status);
+    free(a.body);
+    strbuf_free(&sb);
+    api_service_free(svc);
+}
+
+/* Issue 14 item 14: longrope factors were rounded to float32, so angles at
+ * position 1e6 were off by ~1e-2. Reference: the double formula
+ * inv_freq_i = 1 / (long_factor_i * base^(2i/d)). */
+static void test_longrope_in_double(const api_service *svc)
+{
+    static const double long_factor[2] = {1.0000001234567, 3.3333333333333};
+    const double base = 10000.0, pos = 1e6;
+    char body[512];
+
+    snprintf(body, sizeof body,
+             "{\"shape\":[1,4],\"positions\":[1000000],\"scheme\":\"rope\",\"params\":{"
+             "\"scaling\":{\"type\":\"longrope\",\"short_factor\":[1,1],"
+             "\"long_factor\":[%.17g,%.17g],\"original_max_position_embeddings\":4096}}}",
+             long_factor[0], long_factor[1]);
+    answer a = ask(svc, false, body, strlen(body));
+    json_t *doc = json_loadb(a.body, a.len, 0, NULL);
+    json_t *row = json_array_get(json_object_get(doc, "encoded"), 0);
+    double want[4];
+    float got[4];
+    for (size_t i = 0; i < 2; i++) {
+        double inv = 1.0 / (long_factor[i] * pow(base, (double)(2 * i) / 4.0));
+        want[i] = (float)cos(pos * inv);
+        want[2 + i] = (float)sin(pos * inv);
+    }
+    for (size_t i = 0; i < 4; i++)
+        got[i] = (float)json_number_value(json_array_get(row, i));
+    CHECK(a.status == 200 && json_array_size(row) == 4, "longrope at 1e6: status %d", a.status);
+    CHECK_CLOSE(got, want, 4, 1e-6, "longrope at position 1e6 against the double formula");
+    json_decref(doc);
+    free(a.body);
+}
+
+/* Issue 14 item 15: a yarn attention factor derived <= 0 from mscale /
+ * mscale_all_dim was served (negative); get_mscale(4, -20) = 1 - 2 ln 4 < 0. */
+static void test_yarn_derived_factor(const api_service *svc)
+{
+    static const char body[] =
+        "{\"shape\":[2,8],\"scheme\":\"rope\",\"params\":{\"scaling\":{\"type\":\"yarn\","
+        "\"factor\":4,\"original_max_position_embeddings\":16,\"mscale\":-20,"
+        "\"mscale_all_dim\":1}}}";
+    char code[64];
+    answer a = ask(svc, false, body, strlen(body));
+    CHECK(a.status == 422 && strcmp(code_of(&a, code, sizeof code), "out_of_range") == 0 &&
+              strstr(a.body, "params.scaling.mscale"),
+          "yarn with a derived attention factor <= 0: %d %.*s", a.status, (int)a.len, a.body);
+    free(a.body);
+}
+
+/* Contract "Details settled": with the model's scheme, request params
+ * override the model's key by key (the model keeps its scheme decoded). */
+static void test_params_merge(const api_service *svc)
+{
+    /* an inline model with t5 num_buckets 8, max_distance 4 (exact 2 < 4):
+     * a request turning bidirectional off keeps both (exact 4 >= 4: 422) */
+    static const char merged[] =
+        "{\"embeddings\":[[1,0],[0,1]],\"return\":[\"bias\"],\"model\":{\"d_model\":2,"
+        "\"heads\":1,\"scheme\":\"t5\",\"params\":{\"num_buckets\":8,\"max_distance\":4},"
+        "\"weights\":{\"wq\":[[1,0],[0,1]],\"wk\":[[1,0],[0,1]],\"wv\":[[1,0],[0,1]],"
+        "\"t5_bias\":[[1],[2],[3],[4],[5],[6],[7],[8]]}},\"params\":{\"bidirectional\":false}}";
+    char code[64];
+    answer a = ask(svc, true, merged, strlen(merged));
+    CHECK(a.status == 422 && strcmp(code_of(&a, code, sizeof code), "out_of_range") == 0 &&
+              strstr(a.body, "params.max_distance"),
+          "merged t5 params are checked together: %d %.*s", a.status, (int)a.len, a.body);
+    free(a.body);
+}
+
+void test_request_path(void)
+{
+    api_limits limits = {0};
+    api_error err;
+    api_service *svc = api_service_new(&limits, &err);
+
+    CHECK(svc != NULL, "service");
+    if (!svc)
+        return;
+    test_one_grammar(svc);
+    test_forged_marker(svc);
+    test_key_order(svc);
+    test_longrope_in_double(svc);
+    test_yarn_derived_factor(svc);
+    test_params_merge(svc);
+    test_envelope_bound();
+    api_service_free(svc);
+}
