@@ -48,28 +48,26 @@
 #include "models/hf.h"
 #include "json/json_fields.h"
 
-/* attn_config.<key> (NULL when absent or null), which must have the JSON
- * type `want` (JSON_REAL accepts any number). */
-static int attn_key(const hf_load *h, const json_t *ac, const char *key, json_type want,
+/* The JSON type an attn_config key must have when present and not null. */
+typedef enum attn_key_type { KEY_NUMBER, KEY_BOOL, KEY_STRING } attn_key_type;
+
+/* attn_config.<key> into *out (NULL when absent or null); a value of
+ * another type is an error naming the key. */
+static int attn_key(const hf_load *h, const json_t *ac, const char *key, attn_key_type want,
                     const json_t **out, model_error *err)
 {
+    static const char *const what[] = {"a number", "true or false", "a string"};
     const json_t *v = json_object_get(ac, key);
-    bool ok;
 
     *out = NULL;
     if (!v || json_is_null(v))
         return 0;
-    switch (want) {
-    case JSON_REAL: ok = json_is_number(v); break;
-    case JSON_TRUE: ok = json_is_boolean(v); break;
-    default: ok = json_typeof(v) == want; break;
-    }
+    bool ok = want == KEY_NUMBER ? json_is_number(v)
+              : want == KEY_BOOL ? json_is_boolean(v) : json_is_string(v);
     if (!ok) {
         char got[64];
         jf_describe(v, got, sizeof got);
-        return hf_config_fail(h, err, "attn_config.%s must be %s, got %s", key,
-                              want == JSON_REAL ? "a number" : want == JSON_TRUE
-                              ? "true or false" : "a string", got);
+        return hf_config_fail(h, err, "attn_config.%s must be %s, got %s", key, what[want], got);
     }
     *out = v;
     return 0;
@@ -86,12 +84,12 @@ static int read_attn_config(const hf_load *h, double *scale, model_error *err)
         return 0; /* MptAttentionConfig's defaults */
     if (!json_is_object(ac))
         return hf_config_fail(h, err, "attn_config must be an object");
-    if (attn_key(h, ac, "attn_type", JSON_STRING, &type, err) ||
-        attn_key(h, ac, "softmax_scale", JSON_REAL, &softmax, err) ||
-        attn_key(h, ac, "clip_qkv", JSON_REAL, &clip, err) ||
-        attn_key(h, ac, "qk_ln", JSON_TRUE, &qk_ln, err) ||
-        attn_key(h, ac, "alibi", JSON_TRUE, &alibi, err) ||
-        attn_key(h, ac, "alibi_bias_max", JSON_REAL, &bias_max, err))
+    if (attn_key(h, ac, "attn_type", KEY_STRING, &type, err) ||
+        attn_key(h, ac, "softmax_scale", KEY_NUMBER, &softmax, err) ||
+        attn_key(h, ac, "clip_qkv", KEY_NUMBER, &clip, err) ||
+        attn_key(h, ac, "qk_ln", KEY_BOOL, &qk_ln, err) ||
+        attn_key(h, ac, "alibi", KEY_BOOL, &alibi, err) ||
+        attn_key(h, ac, "alibi_bias_max", KEY_NUMBER, &bias_max, err))
         return -1;
     if (type && strcmp(json_string_value(type), "multihead_attention") != 0)
         return hf_value_fail(h, err, "attn_config.attn_type = '%.40s' is not supported "

@@ -398,6 +398,10 @@ def falcon_mpt_malformed(root):
          attn={"clip_qkv": "8"})
     case("mpt: qk_ln true", mpt, ["attn_config.qk_ln = true", "not supported"],
          attn={"qk_ln": True})
+    case("mpt: qk_ln a string", mpt, ["attn_config.qk_ln", "true or false"],
+         attn={"qk_ln": "no"})
+    case("mpt: attn_type a number", mpt, ["attn_config.attn_type", "a string"],
+         attn={"attn_type": 1})
     case("mpt: alibi false", mpt, ["attn_config.alibi = false", "not supported"],
          attn={"alibi": False})
     case("mpt: alibi_bias_max 16", mpt, ["attn_config.alibi_bias_max = 16", "8"],
