@@ -1,6 +1,7 @@
 /*
- * alibi.c - ALiBi slopes (paper, BLOOM, ggml with max_bias 8) and the bias
- * of one sequence in the symmetric or BLOOM form.
+ * alibi.c - ALiBi slopes (paper, BLOOM, ggml with max_bias 8, and MPT's
+ * build_mpt_alibi_tensor, whose reordering gives the same slopes) and the
+ * bias of one sequence in the symmetric, BLOOM or MPT form.
  */
 #include <math.h>
 
@@ -41,6 +42,12 @@ void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions,
         if (form == PE_ALIBI_BLOOM) {
             for (size_t j = 0; j < t; j++)
                 out[j] = (float)(slope * (double)positions[j]);
+            continue;
+        }
+        if (form == PE_ALIBI_MPT) {
+            /* The integer difference first: exact for every position. */
+            for (size_t j = 0; j < t; j++)
+                out[j] = (float)(slope * (double)(positions[j] - positions[t - 1]));
             continue;
         }
         for (size_t j = 0; j < t; j++) {

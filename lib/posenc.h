@@ -273,7 +273,9 @@ void pe_rope_apply(const pe_rope *rope, const double *inv_freq,
 
 typedef enum pe_alibi_form {
     PE_ALIBI_SYMMETRIC = 0, /* bias[h][i][j] = -slope[h]*|p_i - p_j| (paper) */
-    PE_ALIBI_BLOOM          /* bias[h][i][j] = slope[h]*p_j (BLOOM's raw form) */
+    PE_ALIBI_BLOOM,         /* bias[h][i][j] = slope[h]*p_j (BLOOM's raw form) */
+    PE_ALIBI_MPT            /* bias[h][i][j] = slope[h]*(p_j - p_{t-1}) (MPT's raw form:
+                             * build_mpt_alibi_tensor's arange(1 - T, 1), the last key at 0) */
 } pe_alibi_form;
 
 /* slopes[heads] as in the ALiBi paper, BLOOM and ggml (max_bias 8),

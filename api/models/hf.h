@@ -1,6 +1,7 @@
 /*
  * hf.h - what the Hugging Face architecture loaders (hf_<model_type>.c:
- * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma)
+ * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma,
+ * falcon, mpt)
  * share: the load in progress, config.json readers and tensor readers
  * whose errors (model_error.h) name the file and the key or tensor, the
  * rope parameters and the splitting of fused projections.
@@ -46,6 +47,8 @@ int hf_phi_load(hf_load *h, model_error *err);
 int hf_phi3_load(hf_load *h, model_error *err);
 int hf_starcoder2_load(hf_load *h, model_error *err);
 int hf_gemma_load(hf_load *h, model_error *err);
+int hf_falcon_load(hf_load *h, model_error *err);
+int hf_mpt_load(hf_load *h, model_error *err);
 
 /* ---- config.json --------------------------------------------------------- */
 
@@ -148,7 +151,9 @@ int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
 /* How a fused nn.Linear [rows][in] stacks Q, K and V in its rows. */
 typedef enum hf_fused_layout {
     HF_FUSED_PER_HEAD, /* per head: q, k, v blocks of head_dim (BLOOM, GPT-NeoX) */
-    HF_FUSED_STACKED   /* all of q, then k, then v (Phi-3's qkv_proj) */
+    HF_FUSED_STACKED,  /* all of q, then k, then v (Phi-3's qkv_proj, MPT's Wqkv) */
+    HF_FUSED_GROUPED   /* per kv head: its heads/kv_heads q heads, then its k, then
+                        * its v (Falcon's new_decoder_architecture) */
 } hf_fused_layout;
 
 /* Read the fused weight `weight_name` (and `bias_name`, NULL for none;

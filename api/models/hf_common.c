@@ -317,6 +317,11 @@ static size_t fused_row(hf_fused_layout layout, const model *m, int j, size_t c)
 
     if (layout == HF_FUSED_PER_HEAD)
         return (c / hd * 3 + (size_t)j) * hd + c % hd;
+    if (layout == HF_FUSED_GROUPED) {
+        size_t g = m->heads / m->kv_heads, head = c / hd; /* q head, or kv head */
+        size_t block = j == 0 ? head / g * (g + 2) + head % g : head * (g + 2) + g + (size_t)(j - 1);
+        return block * hd + c % hd;
+    }
     return j == 0 ? c : j == 1 ? qd + c : qd + kvd + c;
 }
 
@@ -332,6 +337,9 @@ int hf_split_fused(hf_load *h, hf_fused_layout layout, const char *weight_name,
 
     if (layout == HF_FUSED_PER_HEAD && m->kv_heads != m->heads)
         return model_fail(err, MODEL_E_VALUE, "per-head fused q/k/v needs kv_heads == heads");
+    if (layout == HF_FUSED_GROUPED && m->heads % m->kv_heads != 0)
+        return model_fail(err, MODEL_E_VALUE, "grouped fused q/k/v needs heads divisible by "
+                          "kv_heads");
     if (hf_tensor(h, 2, rows, d, &w, &dtype, err, "%s", weight_name) ||
         (bias_name && hf_tensor(h, 1, rows, 0, &b, NULL, err, "%s", bias_name)))
         goto out;

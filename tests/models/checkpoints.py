@@ -361,3 +361,72 @@ def gemma(seed=15, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_hea
         g.add(p + "mlp.down_proj.weight", (d, 4 * d))
     g.add(prefix + "norm.weight", (d,), 0.3)
     return Checkpoint(cfg, g.out)
+
+
+def falcon(seed=16, dtype="F32", prefix="transformer.", layers=2, d=48, heads=6, kv_heads=None,
+           new_arch=False, multi_query=True, parallel_attn=True, bias=False, vocab=50, **extra):
+    """falcon-7b's (multi_query) or, with new_arch, falcon-40b's
+    (new_decoder_architecture, num_kv_heads groups) config keys and tensor
+    names (FalconForCausalLM)."""
+    hd = d // heads
+    cfg = {"architectures": ["FalconForCausalLM"], "model_type": "falcon", "hidden_size": d,
+           "num_attention_heads": heads, "num_hidden_layers": layers,
+           "layer_norm_epsilon": 1e-5, "alibi": False, "bias": bias,
+           "new_decoder_architecture": new_arch, "multi_query": multi_query,
+           "parallel_attn": parallel_attn, "apply_residual_connection_post_layernorm": False,
+           "attention_dropout": 0.0, "hidden_dropout": 0.0, "bos_token_id": 11,
+           "eos_token_id": 11, "initializer_range": 0.02, "use_cache": True,
+           "vocab_size": vocab, "torch_dtype": "bfloat16", "transformers_version": "4.27.4"}
+    if kv_heads is not None:
+        cfg["num_kv_heads"] = kv_heads
+    cfg.update(extra)
+    kv = kv_heads or heads
+    rows = (2 * kv + heads) * hd if new_arch else d + 2 * hd if multi_query else 3 * d
+    num_ln = cfg.get("num_ln_in_parallel_attn") or (2 if new_arch else None)
+    g = Gen(seed, dtype)
+    g.add(prefix + "word_embeddings.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}h.{L}."
+        norms = ("ln_attn", "ln_mlp") if parallel_attn and num_ln == 2 else \
+            ("input_layernorm",) if parallel_attn else ("input_layernorm", "post_attention_layernorm")
+        for n in norms:
+            g.add(p + n + ".weight", (d,), 0.1, 1.0)
+            g.add(p + n + ".bias", (d,), 0.1)
+        g.add(p + "self_attention.query_key_value.weight", (rows, d))
+        if bias:
+            g.add(p + "self_attention.query_key_value.bias", (rows,), 0.2)
+        g.add(p + "self_attention.dense.weight", (d, d))
+        g.add(p + "mlp.dense_h_to_4h.weight", (4 * d, d))
+        g.add(p + "mlp.dense_4h_to_h.weight", (d, 4 * d))
+    g.add(prefix + "ln_f.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "ln_f.bias", (d,), 0.1)
+    return Checkpoint(cfg, g.out)
+
+
+def mpt(seed=17, dtype="F32", prefix="transformer.", layers=2, d=48, heads=6, vocab=50,
+        attn=None, **extra):
+    """mpt-7b's config keys (the nested attn_config included) and tensor
+    names (MptForCausalLM)."""
+    ac = {"alibi": True, "alibi_bias_max": 8, "attn_impl": "torch", "attn_pdrop": 0,
+          "attn_type": "multihead_attention", "attn_uses_sequence_id": False, "clip_qkv": None,
+          "prefix_lm": False, "qk_ln": False, "softmax_scale": None}
+    ac.update(attn or {})
+    cfg = {"architectures": ["MPTForCausalLM"], "model_type": "mpt", "d_model": d,
+           "n_heads": heads, "n_layers": layers, "expansion_ratio": 4, "max_seq_len": 2048,
+           "attn_config": ac, "no_bias": True, "norm_type": "low_precision_layernorm",
+           "emb_pdrop": 0, "resid_pdrop": 0, "embedding_fraction": 1.0, "learned_pos_emb": True,
+           "logit_scale": None, "use_cache": False, "verbose": 0, "vocab_size": vocab,
+           "torch_dtype": "bfloat16", "transformers_version": "4.28.1"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "wte.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}blocks.{L}."
+        g.add(p + "norm_1.weight", (d,), 0.1, 1.0)
+        g.add(p + "attn.Wqkv.weight", (3 * d, d))
+        g.add(p + "attn.out_proj.weight", (d, d))
+        g.add(p + "norm_2.weight", (d,), 0.1, 1.0)
+        g.add(p + "ffn.up_proj.weight", (4 * d, d))
+        g.add(p + "ffn.down_proj.weight", (d, 4 * d))
+    g.add(prefix + "norm_f.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)

@@ -384,3 +384,81 @@ def gemma(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="F
     q, k, att = _rope_qk(q, k, positions, dict(cfg, head_dim=hd), H, KV, hd, partial=False)
     return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
             "attention_factor": att}
+
+
+def falcon(cfg, w, x, positions, layer, prefix="transformer."):
+    """modeling_falcon.py: FalconDecoderLayer.forward (ln_attn when
+    new_decoder_architecture and num_ln_in_parallel_attn == 2, its default
+    there; else input_layernorm), FalconAttention._split_heads for the three
+    fused layouts, apply_rotary_pos_emb over whole heads
+    (FalconRotaryEmbedding), scores / sqrt(head_dim). k and v stay per kv
+    head: HF's broadcast_to over the group is the GQA head mapping."""
+    d = cfg.get("n_embed") or cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    hd = d // H
+    new, mq = cfg.get("new_decoder_architecture", False), cfg.get("multi_query", True)
+    num_ln = cfg.get("num_ln_in_parallel_attn")
+    if num_ln is None and new:
+        num_ln = 2
+    p = f"{prefix}h.{layer}."
+    norm = "ln_attn" if new and num_ln == 2 else "input_layernorm"
+    z = layer_norm(x, w[p + norm + ".weight"], w[p + norm + ".bias"],
+                   cfg.get("layer_norm_epsilon", 1e-5))
+    fused = z @ w[p + "self_attention.query_key_value.weight"].T
+    if cfg.get("bias", False):
+        fused = fused + w[p + "self_attention.query_key_value.bias"]
+    T = x.shape[0]
+    if new:
+        KV = cfg.get("num_kv_heads") or H
+        g = H // KV
+        qkv = fused.reshape(T, KV, g + 2, hd)
+        q, k, v = (qkv[:, :, :g].reshape(T, H * hd), qkv[:, :, g].reshape(T, KV * hd),
+                   qkv[:, :, g + 1].reshape(T, KV * hd))
+    elif not mq:
+        KV = H
+        qkv = fused.reshape(T, H, 3, hd)
+        q, k, v = (qkv[:, :, j].reshape(T, d) for j in range(3))
+    else:
+        KV = 1
+        qkv = fused.reshape(T, H + 2, hd)
+        q, k, v = qkv[:, :H].reshape(T, d), qkv[:, H], qkv[:, H + 1]
+    rc = dict(cfg, hidden_size=d)
+    q, k, att = _rope_qk(q, k, positions, rc, H, KV, hd, partial=False)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def mpt_slopes(n, alibi_bias_max=8):
+    """build_mpt_alibi_tensor's slopes (modeling_mpt.py)."""
+    n2 = 2 ** math.ceil(math.log2(n))
+    base = np.arange(1, n2 + 1, dtype=np.float64) * (alibi_bias_max / n2)
+    slopes = 1.0 / np.power(2.0, base)
+    if n2 != n:
+        slopes = np.concatenate([slopes[1::2], slopes[::2]])[:n]
+    return slopes
+
+
+def mpt(cfg, w, x, positions, layer, prefix="transformer."):
+    """modeling_mpt.py: MptBlock.forward (norm_1, a LayerNorm whose bias is
+    None), MptAttention.forward (Wqkv without bias, chunk(3); scores =
+    q.k * softmax_scale + position_bias). HF's raw bias is
+    slope*(j - (T-1)) (build_mpt_alibi_tensor over max_seq_len keys, the
+    last T kept); it is returned as "hf_bias"/"hf_scores". "bias" and
+    "scores" are the same with the per-head constant slope*(T-1) added back,
+    i.e. slope*j: the form posenc serves until an exact "mpt" form is
+    exposed (equal after the causal mask and softmax)."""
+    d, H = cfg["d_model"], cfg["n_heads"]
+    hd = d // H
+    p = f"{prefix}blocks.{layer}."
+    z = layer_norm(x, w[p + "norm_1.weight"], 0.0, cfg.get("layer_norm_epsilon", 1e-5))
+    q, k, v = np.split(z @ w[p + "attn.Wqkv.weight"].T, 3, axis=-1)
+    ac = cfg.get("attn_config") or {}
+    scale = ac.get("softmax_scale") or 1 / math.sqrt(d / H)
+    T = x.shape[0]
+    slopes = mpt_slopes(H)
+    max_len = cfg.get("max_seq_len", 2048)
+    full = np.arange(1 - max_len, 1, dtype=np.float64)[None, None, :] * slopes[:, None, None]
+    hf_bias = np.broadcast_to(full[:, :, max_len - T:], (H, T, T))
+    bias = hf_bias + (slopes * (T - 1))[:, None, None]
+    return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, scale, bias),
+            "hf_bias": hf_bias, "hf_scores": scores(q, k, H, H, hd, scale, hf_bias)}

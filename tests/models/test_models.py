@@ -82,7 +82,8 @@ def compare(case, what, resp, want, keys):
 
 
 def run_case(srv, case):
-    keys = ["q", "k", "v", "scores"] + (["bias"] if case.ref in (hf_ref.bloom, hf_ref.t5) else [])
+    keys = ["q", "k", "v", "scores"] + (["bias"] if case.ref in (hf_ref.bloom, hf_ref.t5,
+                                                                hf_ref.mpt) else [])
     ret = keys
     T = 7
     pos = np.arange(T)
@@ -267,6 +268,157 @@ def new_arch_checks(root):
         status = srv.stop()
         C.check(status == 0, f"new architectures: server exits 0 (got {status})")
         C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+
+# ------------------------------------------------------- falcon and mpt
+def falcon_mpt_cases():
+    """falcon-7b (multi_query), falcon-40b (new_decoder_architecture, kv
+    groups), the per-head layout with sequential attention, and mpt-7b with
+    head counts that are not powers of two."""
+    cases = {
+        "falcon7b": Case("falcon7b", ck.falcon(), hf_ref.falcon),
+        "falcon40b_bf16": Case("falcon40b_bf16", ck.falcon(seed=161, dtype="BF16", d=64,
+                                                            heads=8, kv_heads=2, new_arch=True,
+                                                            bias=True), hf_ref.falcon,
+                               shards=2),
+        "falcon_perhead_f16": Case("falcon_perhead_f16",
+                                   ck.falcon(seed=162, dtype="F16", prefix="", multi_query=False,
+                                             parallel_attn=False, bias=True, rope_theta=500.0,
+                                             rope_scaling={"type": "linear", "factor": 2.0}),
+                                   hf_ref.falcon, prefix=""),
+        # new architecture with one norm: input_layernorm feeds the attention
+        "falcon_ln1": Case("falcon_ln1", ck.falcon(seed=163, heads=6, kv_heads=3, new_arch=True,
+                                                   num_ln_in_parallel_attn=1), hf_ref.falcon),
+        "mpt": Case("mpt", ck.mpt(), hf_ref.mpt),
+        "mpt_bf16": Case("mpt_bf16", ck.mpt(seed=171, dtype="BF16", prefix="", heads=12,
+                                            attn={"softmax_scale": 0.3}), hf_ref.mpt,
+                         prefix="", shards=2),
+        # no attn_config at all: MptAttentionConfig's defaults
+        "mpt_f16": Case("mpt_f16", ck.mpt(seed=172, dtype="F16", d=24, heads=3,
+                                          attn_config=None), hf_ref.mpt),
+    }
+    for c in cases.values():
+        c.ckpt.config = {kk: v for kk, v in c.ckpt.config.items() if v is not None}
+    for base in ("falcon7b", "falcon40b_bf16", "falcon_perhead_f16", "mpt_bf16"):
+        c = cases[base]
+        cases[base + "_l1"] = Case(base + "_l1", c.ckpt, c.ref, layer=1, prefix=c.prefix)
+    return cases
+
+
+def softmax_causal(s):
+    T = s.shape[-1]
+    s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def falcon_mpt_checks(root):
+    cases = falcon_mpt_cases()
+    args = []
+    for c in cases.values():
+        d = os.path.join(root, "fm_" + c.name)
+        c.ckpt.write(d, shards=c.shards)
+        args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
+    with Server(args) as srv:
+        for c in cases.values():
+            run_case(srv, c)
+        # MPT: posenc's bias is HF's raw one plus slope*(T-1) per head, so
+        # the attention weights (causal softmax) are HF's exactly
+        for name in ("mpt", "mpt_bf16", "mpt_f16"):
+            c = cases[name]
+            x = RNG.standard_normal((9, c.d)).astype(np.float32)
+            st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                           "return": ["scores"]})
+            want = c.reference(x.astype(np.float64), np.arange(9))
+            if C.check(st == 200, f"{name}: scores status {st}"):
+                C.close(f"{name}: causal softmax of scores = HF's (raw bias shifted)",
+                        softmax_causal(arr(r, "scores")), softmax_causal(want["hf_scores"]))
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info["models"]}
+        check_info_cases(models, cases)
+        C.check(models["falcon7b"]["kv_heads"] == 1 and models["falcon7b"]["scheme"] == "rope",
+                "/info falcon7b: multi-query (one kv head), rope")
+        C.check(models["falcon40b_bf16"]["kv_heads"] == 2 and "bq" in
+                models["falcon40b_bf16"]["weights"], "/info falcon40b: 2 kv groups, biases")
+        C.check(models["falcon_perhead_f16"]["kv_heads"] == 6 and
+                models["falcon_perhead_f16"]["params"]["base"] == 500,
+                "/info falcon per-head: 6 kv heads, rope_theta 500")
+        m = models["mpt_bf16"]
+        C.check(m["scheme"] == "alibi" and m["params"].get("form") == "bloom" and
+                m["params"].get("score_scale") == 0.3 and m["norm"]["type"] == "layernorm" and
+                "norm_bias" not in m["weights"],
+                f"/info mpt: alibi, softmax_scale as score_scale, weight-only LayerNorm: {m}")
+        C.check("score_scale" not in models["mpt"]["params"],
+                "/info mpt: softmax_scale null leaves the default 1/sqrt(head_dim)")
+        status = srv.stop()
+        C.check(status == 0, f"falcon/mpt: server exits 0 (got {status})")
+        err = srv.stderr()
+        C.check(sanitizer_clean(err), f"server stderr clean: {err[-800:]}")
+        C.check(err.count("posenc serves alibi form 'bloom'") >= 4,
+                f"each MPT model warns about its bias form at start-up: {err[-1200:]}")
+
+
+def falcon_mpt_malformed(root):
+    """A malformed or unmodelled value of each key the two loaders read."""
+    out = []
+
+    def case(label, ckpt, want, attn=None, **over):
+        d = os.path.join(root, "bad_" + label.replace(" ", "_").replace(":", "").replace(".", "_"))
+        cfg = dict(ckpt.config, **over)
+        if attn is not None:
+            cfg["attn_config"] = dict(cfg["attn_config"], **attn) if isinstance(attn, dict) \
+                else attn
+        ckpt.write(d, config={kk: v for kk, v in cfg.items() if v is not None})
+        out.append((label, d, ["config.json"] + want))
+
+    fal, fal40, mpt = ck.falcon(layers=1), ck.falcon(layers=1, new_arch=True, kv_heads=2), \
+        ck.mpt(layers=1)
+    case("falcon: alibi true", fal, ["alibi = true", "not supported", "bfloat16"], alibi=True)
+    case("falcon: alibi not a boolean", fal, ["alibi", "true or false"], alibi="no")
+    case("falcon: multi_query not a boolean", fal, ["multi_query"], multi_query=1)
+    case("falcon: bias not a boolean", fal, ["bias", "true or false"], bias="none")
+    case("falcon: layer_norm_epsilon 0", fal, ["layer_norm_epsilon", "> 0"], layer_norm_epsilon=0)
+    case("falcon: num_kv_heads not dividing", fal40, ["num_kv_heads", "4"], num_kv_heads=4)
+    case("falcon: num_kv_heads without grouping", fal, ["num_kv_heads = 3", "multi_query"],
+         multi_query=False, num_kv_heads=3)
+    case("falcon: new architecture, sequential attention", fal40,
+         ["new_decoder_architecture = true", "parallel_attn = false", "ln_attn"],
+         parallel_attn=False)
+    case("falcon: two norms, old architecture", fal,
+         ["new_decoder_architecture = false", "num_ln_in_parallel_attn = 2", "ln_attn"],
+         num_ln_in_parallel_attn=2)
+    case("falcon: num_ln_in_parallel_attn 3", fal40, ["num_ln_in_parallel_attn", "3"],
+         num_ln_in_parallel_attn=3)
+    case("falcon: heads not dividing hidden_size", fal, ["hidden_size", "5"],
+         num_attention_heads=5)
+    case("falcon: rope_theta negative", fal, ["rope_theta"], rope_theta=-1.0)
+    case("mpt: clip_qkv set", mpt, ["attn_config.clip_qkv", "8", "not supported"],
+         attn={"clip_qkv": 8})
+    case("mpt: clip_qkv a string", mpt, ["attn_config.clip_qkv", "a number"],
+         attn={"clip_qkv": "8"})
+    case("mpt: qk_ln true", mpt, ["attn_config.qk_ln = true", "not supported"],
+         attn={"qk_ln": True})
+    case("mpt: qk_ln a string", mpt, ["attn_config.qk_ln", "true or false"],
+         attn={"qk_ln": "no"})
+    case("mpt: attn_type a number", mpt, ["attn_config.attn_type", "a string"],
+         attn={"attn_type": 1})
+    case("mpt: alibi false", mpt, ["attn_config.alibi = false", "not supported"],
+         attn={"alibi": False})
+    case("mpt: alibi_bias_max 16", mpt, ["attn_config.alibi_bias_max = 16", "8"],
+         attn={"alibi_bias_max": 16})
+    case("mpt: softmax_scale negative", mpt, ["attn_config.softmax_scale", "-1"],
+         attn={"softmax_scale": -1.0})
+    case("mpt: softmax_scale a string", mpt, ["attn_config.softmax_scale", "a number"],
+         attn={"softmax_scale": "0.1"})
+    case("mpt: attn_type multiquery", mpt, ["attn_config.attn_type", "multiquery_attention"],
+         attn={"attn_type": "multiquery_attention"})
+    case("mpt: attn_config a list", mpt, ["attn_config must be an object"], attn=[1])
+    case("mpt: no_bias false", mpt, ["no_bias = false", "not supported"], no_bias=False)
+    case("mpt: norm_type rmsnorm", mpt, ["norm_type = 'rmsnorm'", "LayerNorm"],
+         norm_type="rmsnorm")
+    case("mpt: d_model not divisible", mpt, ["d_model", "5"], n_heads=5)
+    case("mpt: n_heads missing", mpt, ["n_heads"], n_heads=None)
+    return out
 
 
 # ------------------------------------------------------------- rope scaling
@@ -576,8 +728,8 @@ def long_path_case(root):
 
 
 def malformed_checks(root):
-    for label, d, want in (malformed_cases(root) + new_arch_malformed(root) + fifo_cases(root) +
-                           [long_path_case(root)]):
+    for label, d, want in (malformed_cases(root) + new_arch_malformed(root) +
+                           falcon_mpt_malformed(root) + fifo_cases(root) + [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
@@ -684,6 +836,7 @@ def main():
                     f"POSENC_MODEL loads a comma-separated list next to the built-in default: {names.keys()}")
 
         new_arch_checks(root)
+        falcon_mpt_checks(root)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

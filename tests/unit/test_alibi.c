@@ -1,6 +1,6 @@
 /*
  * test_alibi.c - ALiBi slopes against the anchors (§11.4) and the paper's
- * recursive definition, and both bias forms.
+ * recursive definition and MPT's ordering, and the three bias forms.
  */
 #include <math.h>
 
@@ -100,8 +100,60 @@ static void bias_forms(void)
                 "BLOOM bias, 6 heads, all elements");
 }
 
+/* MPT's build_mpt_alibi_tensor written out: n2 = 2^ceil(log2 n) slopes
+ * 1/2^(k*8/n2), k = 1..n2, reordered as the odd-indexed then the
+ * even-indexed ones (slopes[1::2], slopes[::2]) and cut to n. */
+static void mpt_slopes(size_t n, double *out)
+{
+    size_t n2 = 1, k = 0;
+    while (n2 < n)
+        n2 *= 2;
+    double all[128];
+    for (size_t i = 0; i < n2; i++)
+        all[i] = 1.0 / pow(2.0, (double)(i + 1) * (8.0 / (double)n2));
+    if (n2 == n) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = all[i];
+        return;
+    }
+    for (size_t i = 1; i < n2 && k < n; i += 2)
+        out[k++] = all[i];
+    for (size_t i = 0; i < n2 && k < n; i += 2)
+        out[k++] = all[i];
+}
+
+static void mpt_form(void)
+{
+    double got[64], want[64];
+    bool all = true;
+
+    for (size_t n = 1; n <= 64; n++) {
+        pe_alibi_slopes(n, got);
+        mpt_slopes(n, want);
+        for (size_t k = 0; k < n; k++)
+            all &= fabs(got[k] - want[k]) <= 1e-13 * want[k]; /* pow rounding only */
+    }
+    CHECK(all, "alibi slopes 1..64 heads = MPT's build_mpt_alibi_tensor order");
+
+    /* 6 heads, T = 4 from offset 5: bias = slope*(j - (T-1)), any query
+     * (MPT's arange(1 - T, 1) times the slopes). */
+    enum { H = 6, T = 4 };
+    static const int64_t pos[T] = {5, 6, 7, 8};
+    float bias[H * T * T];
+    double s[H], w[H * T * T];
+    mpt_slopes(H, s);
+    pe_alibi_bias(H, PE_ALIBI_MPT, pos, T, bias);
+    for (size_t h = 0; h < H; h++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++)
+                w[(h * T + i) * T + j] = s[h] * ((double)j + 1.0 - (double)T);
+    CHECK_CLOSE(bias, w, H * T * T, 1e-7, "MPT bias, 6 heads, offset 5, all elements");
+    CHECK(bias[T - 1] == 0.0f && !signbit(bias[T - 1]), "MPT bias: the last key is +0");
+}
+
 void test_alibi(void)
 {
     slopes();
     bias_forms();
+    mpt_form();
 }

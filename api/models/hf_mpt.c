@@ -1,0 +1,176 @@
+/*
+ * hf_mpt.c - MPT (model_type mpt: mpt-7b, mpt-30b): ALiBi, a weight-only
+ * LayerNorm before attention, one fused Wqkv projection stacking q, k, v.
+ *
+ * Hugging Face's MptModel (modeling_mpt.py): h = wte[ids] (no scaling);
+ * MptBlock.forward computes z = norm_1(h) (LayerNorm, eps
+ * layer_norm_epsilon, its bias set to None), MptAttention.forward
+ * mixed_qkv = Wqkv(z) (nn.Linear without bias) chunked into q, k, v
+ * (HF_FUSED_STACKED), scores = q.k * softmax_scale + position_bias, with
+ * softmax_scale = attn_config.softmax_scale or 1/sqrt(hidden/n_heads).
+ *
+ * The bias: build_mpt_alibi_tensor (called by MptModel.forward with
+ * alibi_bias_max left at 8) gives head h the slope 2^(-8k/n2) of k = 1..n2,
+ * n2 = 2^ceil(log2 n_heads), reordered for other head counts as the odd
+ * then the even k, cut to n_heads. That equals posenc's slopes (paper,
+ * BLOOM, ggml max_bias 8) for every head count: the odd k = 2m give
+ * 2^(-8m/c) (c = n2/2, the first c heads) and the even k = 2j+1 give
+ * (2^(-4/c))^(2j+1), the rest; for a power of two n2 = n and the slopes
+ * are (2^(-8/n))^k. tests/models checks this for 1..64 heads. The bias
+ * value is slope*(j - (T-1)) (key j of T, the last key at 0), whatever the
+ * attention mask. posenc's "bloom" form, slope*j, differs from it by the
+ * per-head constant slope*(T-1): q, k, v and the softmax of the scores are
+ * the same, the raw `scores` and `bias` are shifted. The loader serves
+ * form "bloom" and says so on stderr at start-up; lib's PE_ALIBI_MPT is the
+ * exact form, for an alibi `form: "mpt"` once the scheme exposes it.
+ *
+ * Refused at start-up, naming the key: attn_config.clip_qkv set (a clamp of
+ * q, k, v posenc does not model yet; 0 and null do not clip, as HF's
+ * `if self.clip_qkv`), attn_config.qk_ln true (Hugging Face has no q/k
+ * LayerNorm and would silently drop the checkpoint's), attn_config.alibi
+ * false (MosaicML's learned positions, which Hugging Face never builds),
+ * attn_config.alibi_bias_max other than 8 (Hugging Face builds the bias
+ * with 8 whatever the config says, MosaicML's code with the config value),
+ * attn_config.attn_type other than multihead_attention, no_bias false and
+ * norm_type rmsnorm (Hugging Face drops the biases and always uses
+ * LayerNorm, so either would answer differently from the checkpoint's own
+ * code).
+ *
+ * Config keys read: d_model, n_heads, n_layers, layer_norm_epsilon,
+ * no_bias, norm_type, attn_config.{attn_type, softmax_scale, clip_qkv,
+ * qk_ln, alibi, alibi_bias_max}.
+ * Tensors: [transformer.]wte.weight, [transformer.]blocks.L.norm_1.weight,
+ * [transformer.]blocks.L.attn.Wqkv.weight.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "models/hf.h"
+#include "json/json_fields.h"
+
+/* The JSON type an attn_config key must have when present and not null. */
+typedef enum attn_key_type { KEY_NUMBER, KEY_BOOL, KEY_STRING } attn_key_type;
+
+/* attn_config.<key> into *out (NULL when absent or null); a value of
+ * another type is an error naming the key. */
+static int attn_key(const hf_load *h, const json_t *ac, const char *key, attn_key_type want,
+                    const json_t **out, model_error *err)
+{
+    static const char *const what[] = {"a number", "true or false", "a string"};
+    const json_t *v = json_object_get(ac, key);
+
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    bool ok = want == KEY_NUMBER ? json_is_number(v)
+              : want == KEY_BOOL ? json_is_boolean(v) : json_is_string(v);
+    if (!ok) {
+        char got[64];
+        jf_describe(v, got, sizeof got);
+        return hf_config_fail(h, err, "attn_config.%s must be %s, got %s", key, what[want], got);
+    }
+    *out = v;
+    return 0;
+}
+
+/* The attn_config block: refusals, then softmax_scale into *scale (0: default). */
+static int read_attn_config(const hf_load *h, double *scale, model_error *err)
+{
+    const json_t *ac = hf_get(h, HF_KEYS("attn_config"), NULL);
+    const json_t *type, *softmax, *clip, *qk_ln, *alibi, *bias_max;
+
+    *scale = 0;
+    if (!ac)
+        return 0; /* MptAttentionConfig's defaults */
+    if (!json_is_object(ac))
+        return hf_config_fail(h, err, "attn_config must be an object");
+    if (attn_key(h, ac, "attn_type", KEY_STRING, &type, err) ||
+        attn_key(h, ac, "softmax_scale", KEY_NUMBER, &softmax, err) ||
+        attn_key(h, ac, "clip_qkv", KEY_NUMBER, &clip, err) ||
+        attn_key(h, ac, "qk_ln", KEY_BOOL, &qk_ln, err) ||
+        attn_key(h, ac, "alibi", KEY_BOOL, &alibi, err) ||
+        attn_key(h, ac, "alibi_bias_max", KEY_NUMBER, &bias_max, err))
+        return -1;
+    if (type && strcmp(json_string_value(type), "multihead_attention") != 0)
+        return hf_value_fail(h, err, "attn_config.attn_type = '%.40s' is not supported "
+                             "(Hugging Face's MptAttention is multihead_attention only)",
+                             json_string_value(type));
+    if (clip && json_number_value(clip) != 0)
+        return hf_value_fail(h, err, "attn_config.clip_qkv = %g is not supported yet (a clamp "
+                             "of q, k and v to [-%g, %g])", json_number_value(clip),
+                             json_number_value(clip), json_number_value(clip));
+    if (qk_ln && json_is_true(qk_ln))
+        return hf_value_fail(h, err, "attn_config.qk_ln = true is not supported (a LayerNorm "
+                             "of q and k, which Hugging Face's MptAttention does not apply)");
+    if (alibi && !json_is_true(alibi))
+        return hf_value_fail(h, err, "attn_config.alibi = false is not supported (learned "
+                             "positions, which Hugging Face's MptModel does not build)");
+    if (bias_max && json_number_value(bias_max) != 8)
+        return hf_value_fail(h, err, "attn_config.alibi_bias_max = %g is not supported: "
+                             "Hugging Face's MptModel builds its ALiBi with 8 whatever the "
+                             "config says, MosaicML's code with the config's value",
+                             json_number_value(bias_max));
+    if (softmax) {
+        *scale = json_number_value(softmax);
+        if (!(*scale > 0) || *scale > 1e300)
+            return hf_value_fail(h, err, "attn_config.softmax_scale = %g must be a finite "
+                                 "number > 0", *scale);
+    }
+    return 0;
+}
+
+static int read_config(hf_load *h, int64_t *d, int64_t *heads, double *scale, model_error *err)
+{
+    bool no_bias;
+    const char *norm_type;
+
+    if (hf_int(h, HF_KEYS("d_model"), true, 0, 1, SCHEME_MAX_DIM, d, err) ||
+        hf_int(h, HF_KEYS("n_heads"), true, 0, 1, SCHEME_MAX_DIM, heads, err) ||
+        hf_check_layer(h, HF_KEYS("n_layers"), err) ||
+        hf_number(h, "layer_norm_epsilon", 1e-5, true, &h->m->norm_eps, err) ||
+        hf_bool(h, "no_bias", true, &no_bias, err) ||
+        hf_string(h, "norm_type", "low_precision_layernorm", &norm_type, err) ||
+        read_attn_config(h, scale, err))
+        return -1;
+    if (!no_bias)
+        return hf_value_fail(h, err, "no_bias = false is not supported: Hugging Face's MPT "
+                             "has no biases and would drop the checkpoint's");
+    if (strcmp(norm_type, "layernorm") != 0 && strcmp(norm_type, "low_precision_layernorm") != 0)
+        return hf_value_fail(h, err, "norm_type = '%.40s' is not supported (Hugging Face's MPT "
+                             "always uses LayerNorm)", norm_type);
+    return 0;
+}
+
+int hf_mpt_load(hf_load *h, model_error *err)
+{
+    model *m = h->m;
+    int64_t d, heads;
+    size_t head_dim, L = h->layer;
+    double scale;
+    char w[64];
+
+    if (read_config(h, &d, &heads, &scale, err) ||
+        hf_head_dim(h, "d_model", (size_t)d, (size_t)heads, &head_dim, err))
+        return -1;
+    m->d_model = (size_t)d;
+    m->heads = m->kv_heads = (size_t)heads;
+    m->head_dim = head_dim;
+    m->norm = PE_NORM_LAYER;
+    m->scheme = SCHEME_ALIBI;
+    m->params = scale > 0 ? json_pack("{s:s, s:f}", "form", "bloom", "score_scale", scale)
+                          : json_pack("{s:s}", "form", "bloom");
+    if (!m->params)
+        return model_nomem(err, "the model");
+    hf_warn(h, "MPT's ALiBi bias is slope*(key - last key); posenc serves alibi form 'bloom' "
+               "(slope*key), so `scores` and `bias` differ from Hugging Face's by slope*(T-1) "
+               "per head (q, k, v and the softmax are the same)");
+
+    snprintf(w, sizeof w, "blocks.%zu.attn.Wqkv.weight", L);
+    if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err, "%s", w) ||
+        hf_split_fused(h, HF_FUSED_STACKED, w, NULL, err) ||
+        hf_weight(h, W_NORM_WEIGHT, 1, m->d_model, 0, err, "blocks.%zu.norm_1.weight", L))
+        return -1;
+    if (L == 0 && hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, m->d_model, err, "wte.weight"))
+        return -1;
+    return 0;
+}
