@@ -53,7 +53,10 @@ const char *framing_message(framing_verdict v);
  * line's NULs). A value cut at a NUL is followed by the rest of the
  * line (`junk`) or by one NUL more than a line end holds: either way the
  * next name is not where the layout puts it. Only bytes of the header
- * block are read (at most three past a value's end). */
+ * block are read (at most one past a value's terminating NUL). The one
+ * case it cannot see is a NUL that ends the value of the last header
+ * ("Bearer KEY\0" then CR LF, nothing after the NUL): telling it from a
+ * plain line end would mean reading past the header block. */
 size_t framing_find_nul(const framing_header *h, size_t n);
 
 #endif /* SERVER_FRAMING_H */
