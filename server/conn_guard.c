@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "access_log.h"
+#include "mono_clock.h"
 
 #define WATCH_PERIOD_NS 100000000L /* the watchdog looks every 100 ms */
 
@@ -33,13 +34,6 @@ struct conn_guard {
     _Atomic uint64_t timed_out;
     _Atomic uint64_t over_limit;
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Shuts down every socket past its deadline. Under the lock: an entry in
  * the list has a descriptor libmicrohttpd has not closed yet. */
@@ -99,7 +93,7 @@ static void *watchdog_main(void *arg)
             break;
         if (rc != 0 && rc != ETIMEDOUT)
             continue;
-        unsigned n = g->timeout_ns > 0 ? expire(g, now_ns()) : 0;
+        unsigned n = g->timeout_ns > 0 ? expire(g, mono_now_ns()) : 0;
         reap_hung_up(g);
         pthread_mutex_unlock(&g->lock);
 
@@ -209,7 +203,7 @@ void conn_guard_close(conn_guard *g, conn_entry *e)
 void conn_guard_arm(conn_guard *g, conn_entry *e)
 {
     if (e != NULL && g->timeout_ns > 0)
-        atomic_store_explicit(&e->deadline_ns, now_ns() + g->timeout_ns,
+        atomic_store_explicit(&e->deadline_ns, mono_now_ns() + g->timeout_ns,
                               memory_order_relaxed);
 }
 

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -32,6 +31,7 @@
 #include "framing.h"
 #include "handlers.h"
 #include "mem_budget.h"
+#include "mono_clock.h"
 #include "request_id.h"
 #include "routes.h"
 
@@ -55,7 +55,7 @@ typedef struct request {
     const route *route;          /* NULL: unknown path (404) */
     char method[16];             /* printable copy for the log */
     char id[REQUEST_ID_MAX + 1]; /* X-Request-Id, echoed and logged */
-    struct timespec start;
+    int64_t start_ns;            /* mono_now_ns() at the headers */
     char *body;                  /* accumulated body (json_body routes) */
     size_t body_len;
     size_t body_cap;
@@ -82,15 +82,6 @@ typedef struct request {
     const char *error_code;
     size_t tokens;
 } request;
-
-static uint64_t elapsed_ns(const struct timespec *since)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ns = (int64_t)(now.tv_sec - since->tv_sec) * 1000000000LL +
-                 (now.tv_nsec - since->tv_nsec);
-    return ns > 0 ? (uint64_t)ns : 0;
-}
 
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
@@ -145,7 +136,7 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     req->ce = ci != NULL ? ci->socket_context : NULL;
-    clock_gettime(CLOCK_MONOTONIC, &req->start);
+    req->start_ns = mono_now_ns();
     req->route = routes_find(url);
     if (!inspect_headers(req, conn)) {
         free(req);
@@ -261,27 +252,12 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
     return r;
 }
 
-/* Answers with one of api_error.h's errors. */
-static enum MHD_Result send_error(request *req, struct MHD_Connection *conn,
-                                  api_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static enum MHD_Result send_error(request *req, struct MHD_Connection *conn,
-                                  api_error_kind kind, const char *fmt, ...)
-{
-    api_error err;
-    memset(&err, 0, sizeof err);
-    err.kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err.message, sizeof err.message, fmt, ap);
-    va_end(ap);
-
-    handler_reply rep;
-    memset(&rep, 0, sizeof rep);
-    api_respond_error(&rep.api, &err);
-    return send_reply(req, conn, &rep);
-}
+/* Answers with one of api_error.h's errors, built the one way errors are
+ * built (api_respond_errorf) into req->reply, which holds nothing yet
+ * whenever the server refuses a request itself. */
+#define send_error(req, conn, kind, ...)                                     \
+    (api_respond_errorf(&(req)->reply.api, (kind), NULL, __VA_ARGS__),       \
+     send_reply((req), (conn), &(req)->reply))
 
 /* application/json, in any case, with optional parameters. */
 static bool is_json_media_type(const char *value)
@@ -736,7 +712,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     metrics_sample s = {
         .route = ri,
         .status = status,
-        .duration_ns = elapsed_ns(&req->start),
+        .duration_ns = mono_elapsed_ns(req->start_ns),
         .bytes_in = req->bytes_in,
         .bytes_out = delivered ? req->bytes_out : 0,
         .tokens = req->tokens,
