@@ -15,7 +15,10 @@
  *             not free now, 200 once freed), shown in /info and /metrics,
  *             set by flag (K/M/G) or POSENC_MAX_MEMORY;
  *   stream    the content-reader adapter of streamed answers
- *             (server/body_stream.c, compiled in here) over a fake stream.
+ *             (server/body_stream.c, compiled in here) over a fake stream;
+ *   pool      server/work_pool.c (compiled in): a job goes to the idle
+ *             worker of lowest index, so worker k computes only while k
+ *             others do (compute_gate.c sizes its OpenMP team for that).
  *
  * Each was seen to fail with its fix taken out of the server.
  */
@@ -23,6 +26,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,9 @@
 /* The adapter under test is server code without a server: compiled into
  * this program (it needs only libc and microhttpd.h's constants). */
 #include "../../server/body_stream.c"
+/* And the worker pool, whose dispatch to the idle worker of lowest index
+ * the OpenMP team sizes of compute_gate.c rely on. */
+#include "../../server/work_pool.c"
 
 static void sleep_s(double s)
 {
@@ -616,6 +623,105 @@ static void stream_adapter(void)
     free(buf);
 }
 
+/* ---------------------------------------------------------------------- */
+/* The worker pool: lowest idle worker first                                */
+/* ---------------------------------------------------------------------- */
+
+typedef struct pool_probe {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int started;     /* jobs running now */
+    bool release;    /* let the running jobs end */
+    int ran_on[8];   /* worker index of each job */
+} pool_probe;
+
+static _Thread_local int probe_worker = -1;
+
+static void probe_init(unsigned index, const void *arg)
+{
+    (void)arg;
+    probe_worker = (int)index;
+}
+
+typedef struct probe_job {
+    pool_probe *p;
+    int slot;
+    bool hold; /* wait for p->release */
+} probe_job;
+
+static void probe_run(void *arg)
+{
+    probe_job *j = arg;
+    pthread_mutex_lock(&j->p->lock);
+    j->p->ran_on[j->slot] = probe_worker;
+    j->p->started++;
+    pthread_cond_broadcast(&j->p->cond);
+    while (j->hold && !j->p->release)
+        pthread_cond_wait(&j->p->cond, &j->p->lock);
+    j->p->started--;
+    pthread_cond_broadcast(&j->p->cond);
+    pthread_mutex_unlock(&j->p->lock);
+}
+
+static void probe_cancel(void *arg)
+{
+    (void)arg;
+}
+
+/* Waits until `want` jobs run at once (or 5 s). */
+static bool probe_wait_started(pool_probe *p, int want)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    bool ok = true;
+    pthread_mutex_lock(&p->lock);
+    while (p->started != want && ok)
+        ok = pthread_cond_timedwait(&p->cond, &p->lock, &until) == 0;
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+static void pool_lowest_first(void)
+{
+    const char *label = "work_pool: the idle worker of lowest index";
+    pool_probe p = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    for (int i = 0; i < 8; i++)
+        p.ran_on[i] = -1;
+    work_pool *pool = work_pool_new(4, 8, probe_init, NULL);
+    if (!CHECK(pool != NULL, label, "work_pool_new failed"))
+        return;
+    /* One at a time: always worker 0, whichever worker ran last. */
+    probe_job solo[3];
+    for (int i = 0; i < 3; i++) {
+        solo[i] = (probe_job){&p, i, false};
+        work_job job = {probe_run, probe_cancel, &solo[i]};
+        work_pool_submit(pool, &job);
+        sleep_s(0.05);
+        probe_wait_started(&p, 0);
+    }
+    CHECK(p.ran_on[0] == 0 && p.ran_on[1] == 0 && p.ran_on[2] == 0, label,
+          "jobs one at a time ran on workers %d, %d, %d (want 0, 0, 0)", p.ran_on[0], p.ran_on[1],
+          p.ran_on[2]);
+    /* Three at once: workers 0, 1 and 2, in order. */
+    probe_job held[3];
+    for (int i = 0; i < 3; i++) {
+        held[i] = (probe_job){&p, 3 + i, true};
+        work_job job = {probe_run, probe_cancel, &held[i]};
+        work_pool_submit(pool, &job);
+        probe_wait_started(&p, i + 1);
+    }
+    CHECK(p.ran_on[3] == 0 && p.ran_on[4] == 1 && p.ran_on[5] == 2, label,
+          "three held jobs ran on workers %d, %d, %d (want 0, 1, 2)", p.ran_on[3], p.ran_on[4],
+          p.ran_on[5]);
+    pthread_mutex_lock(&p.lock);
+    p.release = true;
+    pthread_cond_broadcast(&p.cond);
+    pthread_mutex_unlock(&p.lock);
+    probe_wait_started(&p, 0);
+    work_pool_free(pool);
+}
+
 void test_hardening(void)
 {
     aborted_release_slots();
@@ -625,4 +731,5 @@ void test_hardening(void)
     budget_over_http();
     budget_from_env();
     stream_adapter();
+    pool_lowest_first();
 }
