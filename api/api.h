@@ -150,6 +150,8 @@ typedef struct api_server_facts {
     unsigned timeout_s;       /* idle connection timeout */
     unsigned request_timeout_s; /* to receive a request, and to send its answer */
     size_t connection_memory; /* per-connection buffer for headers */
+    size_t memory_budget;     /* --max-memory, bytes */
+    size_t memory_reserved;   /* of it, reserved when /info was asked */
 } api_server_facts;
 
 /* GET /info: version, build, threads, limits and the models. */

@@ -27,6 +27,8 @@
     /* a scheme or input needs a table the model lacks */              \
     XX(API_E_MISSING_WEIGHT, 422, "invalid_request")                   \
     XX(API_E_UNAVAILABLE, 503, "unavailable")                          \
+    /* a transfer coding other than chunked (server/framing.h) */      \
+    XX(API_E_NOT_IMPLEMENTED, 501, "not_implemented")                  \
     XX(API_E_INTERNAL, 500, "internal")
 
 typedef enum api_error_kind {

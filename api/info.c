@@ -90,6 +90,8 @@ void api_info(const api_service *svc, const api_server_facts *facts,
                   svc->limits.max_json_depth, facts->max_inflight, facts->workers,
                   facts->timeout_s, facts->request_timeout_s, facts->connection_memory);
     strbuf_printf(&sb, ",\"auth\":%s", facts->api_key_required ? "true" : "false");
+    strbuf_printf(&sb, ",\"memory\":{\"budget_bytes\":%zu,\"reserved_bytes\":%zu}",
+                  facts->memory_budget, facts->memory_reserved);
     strbuf_puts(&sb, ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
     strbuf_puts(&sb, ",\"models\":[");
     for (size_t i = 0; i < svc->n_models; i++) {

@@ -23,6 +23,7 @@ typedef enum opt_type {
     T_KEY,    /* secret string: never echoed back */
     T_UINT,   /* unsigned in [min, max] */
     T_SIZE,   /* size_t in [min, max] */
+    T_BYTES,  /* size_t in [min, max], with an optional K, M or G suffix */
     T_LOGFMT, /* text | json */
     T_MODEL,  /* NAME=DIR[:LAYER], repeatable; env: comma-separated list */
     T_SWITCH  /* no value */
@@ -68,6 +69,12 @@ static const opt_spec OPTIONS[] = {
     {"--max-body-bytes", "POSENC_MAX_BODY_BYTES", "BYTES", T_SIZE,
      FIELD(max_body_bytes), 1, MAX_SIZE_VALUE,
      "largest request body; bigger ones get 413"},
+    {"--max-memory", "POSENC_MAX_MEMORY", "BYTES", T_BYTES,
+     FIELD(max_memory), 4096, MAX_SIZE_VALUE,
+     "memory budget of all requests together: bodies, decoded input,\n"
+     "working buffers, answers held; suffixes K, M, G (x1024). What\n"
+     "does not fit now gets 503 + Retry-After, what never fits 413/422.\n"
+     "0 or unset: half the cgroup's memory.max, else of MemTotal"},
     {"--max-tokens", "POSENC_MAX_TOKENS", "N", T_SIZE, FIELD(max_tokens), 1,
      MAX_SIZE_VALUE, "cap on batch x tokens per request; more gets 422"},
     {"--max-batch", "POSENC_MAX_BATCH", "N", T_SIZE, FIELD(max_batch), 1,
@@ -193,6 +200,9 @@ static void print_help(void)
         case T_SIZE:
             snprintf(dflt, sizeof dflt, "; default %zu", *(const size_t *)f);
             break;
+        case T_BYTES:
+            snprintf(dflt, sizeof dflt, "; default: see above");
+            break;
         case T_LOGFMT:
             snprintf(dflt, sizeof dflt, "; default text");
             break;
@@ -235,6 +245,42 @@ static int parse_number(const char *src, const char *s,
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* A byte count: digits, then optionally K, M or G (either case, powers
+ * of 1024), in [min, max]. */
+static int parse_bytes(const char *src, const char *s, unsigned long long min,
+                       unsigned long long max, size_t *out)
+{
+    char digits[32];
+    size_t n = strlen(s);
+    unsigned shift = 0;
+    if (n > 0 && strchr("kKmMgG", s[n - 1]) != NULL) {
+        char unit = (char)(s[n - 1] | 0x20);
+        shift = unit == 'k' ? 10 : unit == 'm' ? 20 : 30;
+        n--;
+    }
+    if (n == 0 || n >= sizeof digits) {
+        fprintf(stderr, "posenc: %s: '%s' is not a byte count (N, NK, NM "
+                "or NG)\n", src, s);
+        return -1;
+    }
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    unsigned long long v = 0;
+    if (parse_number(src, digits, 0, max >> shift, &v) != 0)
+        return -1;
+    v <<= shift;
+    if (v != 0 && v < min) {
+        fprintf(stderr, "posenc: %s: %s is below %llu bytes\n", src, s, min);
+        return -1;
+    }
+    if (v > SIZE_MAX) {
+        fprintf(stderr, "posenc: %s: %s does not fit this machine\n", src, s);
+        return -1;
+    }
+    *out = (size_t)v;
     return 0;
 }
 
@@ -355,6 +401,8 @@ static int set_option(server_config *cfg, const opt_spec *o, const char *src,
         }
         *(size_t *)f = (size_t)v;
         return 0;
+    case T_BYTES:
+        return parse_bytes(src, value, o->min, o->max, (size_t *)f);
     case T_LOGFMT:
         if (strcmp(value, "text") == 0) {
             *(log_format *)f = LOG_TEXT;

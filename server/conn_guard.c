@@ -2,16 +2,20 @@
  * conn_guard.c - connection registry, deadlines and the watchdog thread
  * (see conn_guard.h).
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "conn_guard.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "access_log.h"
+#include "mono_clock.h"
 
 #define WATCH_PERIOD_NS 100000000L /* the watchdog looks every 100 ms */
 
@@ -31,13 +35,6 @@ struct conn_guard {
     _Atomic uint64_t over_limit;
 };
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Shuts down every socket past its deadline. Under the lock: an entry in
  * the list has a descriptor libmicrohttpd has not closed yet. */
 static unsigned expire(conn_guard *g, int64_t now)
@@ -52,6 +49,30 @@ static unsigned expire(conn_guard *g, int64_t now)
         n++;
     }
     return n;
+}
+
+/* Whether the client of fd has shut down its side and left nothing to
+ * read: a body still awaited from it can never arrive. */
+static bool peer_hung_up(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) != 1 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0)
+        return false;
+    int unread = 0;
+    return ioctl(fd, FIONREAD, &unread) != 0 || unread == 0;
+}
+
+/* Shuts down every socket whose client hung up in the middle of a body
+ * (see conn_guard.h). Under the lock, as expire(). */
+static void reap_hung_up(conn_guard *g)
+{
+    for (conn_entry *e = g->head; e != NULL; e = e->next) {
+        if (!atomic_load(&e->awaiting_body) || atomic_load(&e->peer_gone) ||
+            atomic_load(&e->timed_out) || !peer_hung_up(e->fd))
+            continue;
+        atomic_store(&e->peer_gone, true);
+        shutdown(e->fd, SHUT_RDWR);
+    }
 }
 
 static void *watchdog_main(void *arg)
@@ -72,7 +93,8 @@ static void *watchdog_main(void *arg)
             break;
         if (rc != 0 && rc != ETIMEDOUT)
             continue;
-        unsigned n = g->timeout_ns > 0 ? expire(g, now_ns()) : 0;
+        unsigned n = g->timeout_ns > 0 ? expire(g, mono_now_ns()) : 0;
+        reap_hung_up(g);
         pthread_mutex_unlock(&g->lock);
 
         if (n > 0) {
@@ -146,6 +168,8 @@ conn_entry *conn_guard_open(conn_guard *g, int fd)
     e->fd = fd;
     atomic_init(&e->timed_out, false);
     atomic_init(&e->deadline_ns, 0);
+    atomic_init(&e->awaiting_body, false);
+    atomic_init(&e->peer_gone, false);
     conn_guard_arm(g, e);
     pthread_mutex_lock(&g->lock);
     e->over_limit = g->open >= g->max_connections;
@@ -179,8 +203,14 @@ void conn_guard_close(conn_guard *g, conn_entry *e)
 void conn_guard_arm(conn_guard *g, conn_entry *e)
 {
     if (e != NULL && g->timeout_ns > 0)
-        atomic_store_explicit(&e->deadline_ns, now_ns() + g->timeout_ns,
+        atomic_store_explicit(&e->deadline_ns, mono_now_ns() + g->timeout_ns,
                               memory_order_relaxed);
+}
+
+void conn_guard_await_body(conn_entry *e, bool on)
+{
+    if (e != NULL)
+        atomic_store(&e->awaiting_body, on);
 }
 
 void conn_guard_disarm(conn_entry *e)

@@ -11,6 +11,15 @@
  * watchdog thread shuts down the socket of any connection past its
  * deadline; libmicrohttpd then sees the connection end and cleans it up.
  *
+ * The watchdog also notices a client that hangs up in the middle of a
+ * request body. libmicrohttpd 0.9.75 (epoll, edge-triggered) can miss the
+ * end of stream when it arrives together with the last bytes it reads: the
+ * connection then sits in CLOSE-WAIT with its request in flight until the
+ * idle timeout. While a body is awaited, the watchdog polls the socket for
+ * POLLRDHUP; once the peer has shut down its side and nothing is left to
+ * read, the body can never complete, and the socket is shut down, so that
+ * libmicrohttpd ends the request (logged 499) at once.
+ *
  * The same registry counts connections: one beyond --max-connections is
  * marked over the limit (libmicrohttpd is allowed a few more, so that such
  * a client gets a 503 instead of hanging in the listen backlog).
@@ -38,6 +47,9 @@ typedef struct conn_entry {
     int fd;
     _Atomic int64_t deadline_ns;    /* CLOCK_MONOTONIC; 0 = none */
     atomic_bool timed_out;          /* the watchdog closed it */
+    atomic_bool awaiting_body;      /* a request body is still arriving */
+    atomic_bool peer_gone;          /* the watchdog closed it: the client
+                                       hung up mid-body */
     bool over_limit;                /* beyond --max-connections */
 } conn_entry;
 
@@ -67,6 +79,10 @@ void conn_guard_close(conn_guard *g, conn_entry *e);
 
 /* Waiting for the client from now on: deadline = now + request timeout. */
 void conn_guard_arm(conn_guard *g, conn_entry *e);
+
+/* Whether a request body is still expected on e (on: from the headers of a
+ * request with a body; off: once it is in). Accepts NULL. */
+void conn_guard_await_body(conn_entry *e, bool on);
 
 /* The server is working (the request is complete): no deadline. */
 void conn_guard_disarm(conn_entry *e);

@@ -19,17 +19,21 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "access_log.h"
 #include "auth.h"
+#include "body_stream.h"
+#include "compute_gate.h"
 #include "conn_guard.h"
+#include "framing.h"
+#include "handlers.h"
+#include "mem_budget.h"
+#include "mono_clock.h"
 #include "request_id.h"
 #include "routes.h"
-#include "work_pool.h"
 
 #define BODY_INITIAL_CAP ((size_t)16 * 1024) /* chunked bodies */
 /* Connections libmicrohttpd may hold beyond --max-connections: those are
@@ -39,11 +43,9 @@
 /* A request or response this big asks for freed heap to go back to the
  * system afterwards (see conn_guard_request_trim). */
 #define TRIM_AFTER_BYTES ((uint64_t)4 << 20)
-/* A compute request with a body up to this size may compute on the HTTP
- * thread that read it (saving the hand-over to a worker, about 50 us),
- * when a compute permit is free and another HTTP thread stays idle. Bigger
- * bodies mean long computations: they always go to the workers. */
-#define INLINE_MAX_BODY ((size_t)64 * 1024)
+
+_Static_assert(ROUTE_COUNT <= METRICS_MAX_ROUTES,
+               "raise METRICS_MAX_ROUTES to label every route");
 
 /* One HTTP request, from its headers to its completion callback. */
 typedef struct request {
@@ -53,10 +55,11 @@ typedef struct request {
     const route *route;          /* NULL: unknown path (404) */
     char method[16];             /* printable copy for the log */
     char id[REQUEST_ID_MAX + 1]; /* X-Request-Id, echoed and logged */
-    struct timespec start;
+    int64_t start_ns;            /* mono_now_ns() at the headers */
     char *body;                  /* accumulated body (json_body routes) */
     size_t body_len;
     size_t body_cap;
+    size_t body_charged;         /* of the memory budget, for the body */
     uint64_t bytes_in;           /* body bytes received, kept or not */
     bool checked;                /* admit() has run */
     bool admitted;               /* holds a --max-inflight slot */
@@ -66,9 +69,13 @@ typedef struct request {
     bool over_limit;             /* the body passed --max-body-bytes */
     bool queued;                 /* handed to the workers; suspended */
     bool refused;                /* a 503 decided, sent once the body is in */
+    bool close_after;            /* framing refused: close the connection */
+    framing_verdict framing;     /* of the headers as received */
+    const char *nul_header;      /* name of a header that held a NUL, or NULL */
     char refusal[160];           /* its message */
     atomic_bool computed;        /* a worker has filled `reply` */
-    route_reply reply;           /* what a worker computed */
+    handler_reply reply;         /* what a worker computed */
+    body_stream *stream;         /* a streamed answer being sent, or NULL */
     /* What was answered, for the access log and metrics. */
     int status;
     uint64_t bytes_out;
@@ -76,18 +83,45 @@ typedef struct request {
     size_t tokens;
 } request;
 
-static uint64_t elapsed_ns(const struct timespec *since)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ns = (int64_t)(now.tv_sec - since->tv_sec) * 1000000000LL +
-                 (now.tv_nsec - since->tv_nsec);
-    return ns > 0 ? (uint64_t)ns : 0;
-}
-
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+/* The headers as received, for framing.h. */
+typedef struct header_list {
+    framing_header *items; /* owned */
+    size_t n, cap;
+} header_list;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
+                                      const char *name, const char *value)
+{
+    header_list *l = cls;
+    (void)kind;
+    if (l->n < l->cap)
+        l->items[l->n++] = (framing_header){name, value != NULL ? value : ""};
+    return MHD_YES;
+}
+
+/* Looks at the received headers: framing (framing_check) and NUL bytes
+ * (framing_find_nul). False when out of memory. */
+static bool inspect_headers(request *req, struct MHD_Connection *conn)
+{
+    int count = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
+    if (count <= 0)
+        return true;
+    header_list l = {calloc((size_t)count, sizeof(framing_header)), 0,
+                     (size_t)count};
+    if (l.items == NULL)
+        return false;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    req->framing = framing_check(l.items, l.n);
+    size_t bad = framing_find_nul(l.items, l.n);
+    if (bad < l.n)
+        req->nul_header = l.items[bad].name; /* lives as long as the request */
+    free(l.items);
+    return true;
 }
 
 static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
@@ -102,8 +136,12 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     req->ce = ci != NULL ? ci->socket_context : NULL;
-    clock_gettime(CLOCK_MONOTONIC, &req->start);
+    req->start_ns = mono_now_ns();
     req->route = routes_find(url);
+    if (!inspect_headers(req, conn)) {
+        free(req);
+        return NULL;
+    }
 
     size_t i = 0;
     for (; method[i] != '\0' && i + 1 < sizeof req->method; i++) {
@@ -124,6 +162,7 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
     const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     req->has_body = header(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
                     (cl != NULL && strcmp(cl, "0") != 0);
+    conn_guard_await_body(req->ce, req->has_body);
     atomic_fetch_add_explicit(&srv->metrics.in_flight, 1,
                               memory_order_relaxed);
     return req;
@@ -132,7 +171,7 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
 /* Sends rep (steals rep->api.body, even on failure) with the headers every
  * response carries, and records what was sent. */
 static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
-                                  route_reply *rep)
+                                  handler_reply *rep)
 {
     server_ctx *srv = req->srv;
     api_response *a = &rep->api;
@@ -143,6 +182,18 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
         const struct MHD_IoVec iov = {rep->static_body, rep->static_len};
         len = rep->static_len;
         resp = MHD_create_response_from_iovec(&iov, 1, NULL, NULL);
+    } else if (a->stream.read != NULL) {
+        /* Written while it is sent, a block at a time (body_stream.h);
+         * bytes_out counts what the reader hands out. */
+        len = 0;
+        body_stream *bs = body_stream_new(&a->stream, &req->bytes_out,
+                                          &req->stream);
+        resp = bs == NULL ? NULL
+                          : MHD_create_response_from_callback(
+                                MHD_SIZE_UNKNOWN, BODY_STREAM_BLOCK,
+                                body_stream_read, bs, body_stream_free);
+        if (resp == NULL)
+            body_stream_free(bs);
     } else {
         len = a->body != NULL ? a->body_len : 0;
         resp = MHD_create_response_from_buffer(
@@ -172,6 +223,7 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
      * was read: do not read up to --max-body-bytes just to keep the
      * connection. Over the connection limit: free the slot. */
     if (atomic_load(&srv->draining) || (req->has_body && !req->body_done) ||
+        req->close_after ||
         (req->ce != NULL && req->ce->over_limit))
         ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
                                            "close");
@@ -185,41 +237,27 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
          * byte goes out, so that a client's next request never finds its
          * previous one still holding it. */
         if (req->admitted) {
-            atomic_fetch_sub(&srv->admitted, 1);
+            compute_gate_leave(srv->gate);
             req->admitted = false;
         }
         /* The client has --request-timeout to take the response. */
         conn_guard_arm(srv->guard, req->ce);
         req->answered = true;
         req->status = a->status;
-        req->bytes_out = strcmp(req->method, "HEAD") == 0 ? 0 : len;
+        if (req->stream == NULL)
+            req->bytes_out = strcmp(req->method, "HEAD") == 0 ? 0 : len;
         req->error_code = a->error_code;
         req->tokens = a->tokens;
     }
     return r;
 }
 
-/* Answers with one of api_error.h's errors. */
-static enum MHD_Result send_error(request *req, struct MHD_Connection *conn,
-                                  api_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static enum MHD_Result send_error(request *req, struct MHD_Connection *conn,
-                                  api_error_kind kind, const char *fmt, ...)
-{
-    api_error err;
-    memset(&err, 0, sizeof err);
-    err.kind = kind;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err.message, sizeof err.message, fmt, ap);
-    va_end(ap);
-
-    route_reply rep;
-    memset(&rep, 0, sizeof rep);
-    api_respond_error(&rep.api, &err);
-    return send_reply(req, conn, &rep);
-}
+/* Answers with one of api_error.h's errors, built the one way errors are
+ * built (api_respond_errorf) into req->reply, which holds nothing yet
+ * whenever the server refuses a request itself. */
+#define send_error(req, conn, kind, ...)                                     \
+    (api_respond_errorf(&(req)->reply.api, (kind), NULL, __VA_ARGS__),       \
+     send_reply((req), (conn), &(req)->reply))
 
 /* application/json, in any case, with optional parameters. */
 static bool is_json_media_type(const char *value)
@@ -310,13 +348,36 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
 
     req->checked = true;
     /* With a key, everything but the open probes is guarded, unknown
-     * paths included: a client without the key learns nothing else. */
+     * paths included: a client without the key learns nothing else. A
+     * key followed by a NUL and more is not the key, whatever
+     * libmicrohttpd's cut value says. */
+    bool nul_in_key = req->nul_header != NULL &&
+                      strcasecmp(req->nul_header,
+                                 MHD_HTTP_HEADER_AUTHORIZATION) == 0;
     if (srv->cfg.api_key != NULL && (r == NULL || r->needs_auth) &&
-        !auth_bearer_ok(header(conn, MHD_HTTP_HEADER_AUTHORIZATION),
-                        srv->cfg.api_key))
+        (nul_in_key ||
+         !auth_bearer_ok(header(conn, MHD_HTTP_HEADER_AUTHORIZATION),
+                         srv->cfg.api_key)))
         return send_error(req, conn, API_E_UNAUTHORIZED,
                           "missing or wrong API key: send the header "
                           "'Authorization: Bearer <key>'");
+    /* Framing two parties could read differently (RFC 9112 6.3): refuse
+     * it and close the connection, whatever follows on it. */
+    if (req->framing != FRAMING_OK) {
+        req->close_after = true;
+        return send_error(req, conn,
+                          req->framing == FRAMING_UNKNOWN_CODING
+                              ? API_E_NOT_IMPLEMENTED
+                              : API_E_INVALID_REQUEST,
+                          "%s", framing_message(req->framing));
+    }
+    if (req->nul_header != NULL) {
+        char name[80];
+        printable(name, sizeof name, req->nul_header);
+        req->close_after = true;
+        return send_error(req, conn, API_E_INVALID_REQUEST,
+                          "the value of header %s holds a NUL byte", name);
+    }
     if (r == NULL) {
         char path[160];
         printable(path, sizeof path, url);
@@ -354,18 +415,30 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
     if (r->compute) {
         if (atomic_load(&srv->draining))
             return refuse(req, conn, "the server is shutting down");
-        unsigned before = atomic_fetch_add(&srv->admitted, 1);
-        if (before >= srv->cfg.max_inflight) {
-            atomic_fetch_sub(&srv->admitted, 1);
+        if (!compute_gate_admit(srv->gate))
             return refuse(req, conn,
                           "too many requests in flight (limit %u); retry "
                           "shortly",
                           srv->cfg.max_inflight);
-        }
         req->admitted = true;
     }
 
     if (r->json_body && declared > 0) {
+        switch (mem_budget_reserve(&srv->budget, (size_t)declared)) {
+        case API_BUDGET_NEVER:
+            return send_error(req, conn, API_E_PAYLOAD_TOO_LARGE,
+                              "the request body of %lld bytes is over the "
+                              "memory budget of %zu bytes",
+                              declared, srv->budget.total);
+        case API_BUDGET_BUSY:
+            return refuse(req, conn,
+                          "not enough of the memory budget is free for a "
+                          "%lld-byte body now; retry shortly",
+                          declared);
+        case API_BUDGET_GRANTED:
+            break;
+        }
+        req->body_charged = (size_t)declared;
         req->body = malloc((size_t)declared);
         if (req->body == NULL)
             return send_error(req, conn, API_E_UNAVAILABLE,
@@ -387,6 +460,39 @@ static uint64_t discard_allowance(size_t max)
     return (uint64_t)max > floor ? (uint64_t)max : floor;
 }
 
+/* Frees the body and gives its charge back to the memory budget. */
+static void drop_body(request *req)
+{
+    free(req->body);
+    req->body = NULL;
+    req->body_len = req->body_cap = 0;
+    mem_budget_release(&req->srv->budget, req->body_charged);
+    req->body_charged = 0;
+}
+
+/* A body without Content-Length (chunked) is charged to the memory
+ * budget as its buffer grows to cap. When the budget cannot give that now,
+ * the body is dropped and answered 503 once it ends (mid-body is too late
+ * for any answer: libmicrohttpd 0.9.75 can only answer before or after a
+ * body). Returns whether the body may grow. */
+static bool charge_growth(request *req, size_t cap)
+{
+    if (cap <= req->body_charged)
+        return true;
+    size_t more = cap - req->body_charged;
+    if (mem_budget_reserve(&req->srv->budget, more) == API_BUDGET_GRANTED) {
+        req->body_charged += more;
+        return true;
+    }
+    drop_body(req);
+    req->refused = true;
+    snprintf(req->refusal, sizeof req->refusal,
+             "not enough of the memory budget (%zu bytes) is free for this "
+             "body now; retry shortly",
+             req->srv->budget.total);
+    return false;
+}
+
 /* A chunk of body: keep it (bounded by --max-body-bytes) or drop it. */
 static enum MHD_Result receive(request *req, const char *data, size_t n)
 {
@@ -405,9 +511,7 @@ static enum MHD_Result receive(request *req, const char *data, size_t n)
     }
     if (!req->over_limit && n > max - req->body_len) {
         req->over_limit = true;
-        free(req->body);
-        req->body = NULL;
-        req->body_len = req->body_cap = 0;
+        drop_body(req);
     }
     if (req->over_limit) {
         if (req->bytes_in - max <= discard_allowance(max))
@@ -420,6 +524,8 @@ static enum MHD_Result receive(request *req, const char *data, size_t n)
         size_t cap = req->body_cap ? req->body_cap : BODY_INITIAL_CAP;
         while (cap - req->body_len < n)
             cap = cap > max / 2 ? max : cap * 2;
+        if (!charge_growth(req, cap))
+            return MHD_YES; /* refused: dropped from here on */
         char *grown = realloc(req->body, cap);
         if (grown == NULL) {
             req->status = MHD_HTTP_SERVICE_UNAVAILABLE; /* for the log */
@@ -438,7 +544,7 @@ static enum MHD_Result receive(request *req, const char *data, size_t n)
  * body (not needed while sending). */
 static void compute_reply(request *req)
 {
-    route_reply *rep = &req->reply;
+    handler_reply *rep = &req->reply;
     memset(rep, 0, sizeof *rep);
     req->route->handler(req->srv, req->body ? req->body : "", req->body_len,
                         rep);
@@ -450,9 +556,7 @@ static void compute_reply(request *req)
                            "the handler of %s set no valid status (%d)",
                            req->route->path, bad);
     }
-    free(req->body);
-    req->body = NULL;
-    req->body_cap = 0;
+    drop_body(req);
 }
 
 /* A worker's job: compute, then hand the connection back to MHD, which
@@ -479,31 +583,32 @@ static void job_cancel(void *arg)
     MHD_resume_connection(conn);
 }
 
-/* Whether this HTTP thread may compute req itself: a small body, a free
- * compute permit, nothing queued, and at least one other HTTP thread not
- * computing (so that probes, metrics and 503s are always answered). On
- * true, the caller computes and then calls inline_end. */
-static bool inline_begin(request *req)
+/* compute_gate_run_inline's job: compute on this HTTP thread. */
+static void compute_here(void *arg)
 {
-    server_ctx *srv = req->srv;
-    unsigned n = atomic_load(&srv->inline_computing);
-
-    if (req->body_len > INLINE_MAX_BODY)
-        return false;
-    do {
-        if (n + 1 >= srv->cfg.threads)
-            return false;
-    } while (!atomic_compare_exchange_weak(&srv->inline_computing, &n, n + 1));
-    if (work_pool_try_claim(srv->pool))
-        return true;
-    atomic_fetch_sub(&srv->inline_computing, 1);
-    return false;
+    compute_reply(arg);
 }
 
-static void inline_end(server_ctx *srv)
+/* The one place compute requests meet the gate: computed here when the
+ * gate allows (compute_gate.h), else queued for a worker while the
+ * connection is suspended. */
+static enum MHD_Result dispatch_compute(request *req,
+                                        struct MHD_Connection *conn)
 {
-    work_pool_release(srv->pool);
-    atomic_fetch_sub(&srv->inline_computing, 1);
+    compute_gate *gate = req->srv->gate;
+    const work_job here = {compute_here, NULL, req};
+    if (compute_gate_run_inline(gate, req->body_len, &here))
+        return send_reply(req, conn, &req->reply);
+
+    const work_job job = {job_run, job_cancel, req};
+    /* Suspend first: a worker may resume the connection at once. The pool
+     * refuses jobs only once it is stopping; then the answer is a 503,
+     * sent the same way as a computed one. */
+    MHD_suspend_connection(conn);
+    req->queued = true;
+    if (!compute_gate_queue(gate, &job))
+        job_cancel(req);
+    return MHD_YES;
 }
 
 /* Last call: the whole body is in. Compute routes compute here (small
@@ -512,6 +617,7 @@ static void inline_end(server_ctx *srv)
 static enum MHD_Result finish(request *req, struct MHD_Connection *conn)
 {
     req->body_done = true;
+    conn_guard_await_body(req->ce, false);
     conn_guard_disarm(req->ce); /* the server's turn to work */
     if (req->refused)
         return send_error(req, conn, API_E_UNAVAILABLE, "%s", req->refusal);
@@ -520,22 +626,8 @@ static enum MHD_Result finish(request *req, struct MHD_Connection *conn)
                           "the request body is over the limit of %zu bytes",
                           req->srv->cfg.max_body_bytes);
 
-    if (req->route->compute && inline_begin(req)) {
-        compute_reply(req);
-        inline_end(req->srv);
-        return send_reply(req, conn, &req->reply);
-    }
-    if (req->route->compute) {
-        work_job job = {job_run, job_cancel, req};
-        /* Suspend first: a worker may resume the connection at once. The
-         * pool refuses jobs only once it is stopping; then the answer is
-         * a 503, sent the same way as a computed one. */
-        MHD_suspend_connection(conn);
-        req->queued = true;
-        if (!work_pool_submit(req->srv->pool, &job))
-            job_cancel(req);
-        return MHD_YES;
-    }
+    if (req->route->compute)
+        return dispatch_compute(req, conn);
     compute_reply(req);
     return send_reply(req, conn, &req->reply);
 }
@@ -615,11 +707,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
                      : unanswered_status(toe);
     if (!req->answered && req->ce != NULL && atomic_load(&req->ce->timed_out))
         status = MHD_HTTP_REQUEST_TIMEOUT; /* the watchdog closed it */
+    conn_guard_await_body(req->ce, false);
     int ri = route_index(req->route);
     metrics_sample s = {
         .route = ri,
         .status = status,
-        .duration_ns = elapsed_ns(&req->start),
+        .duration_ns = mono_elapsed_ns(req->start_ns),
         .bytes_in = req->bytes_in,
         .bytes_out = delivered ? req->bytes_out : 0,
         .tokens = req->tokens,
@@ -638,13 +731,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     log_access(srv->cfg.log_format, &e);
 
     if (req->admitted)
-        atomic_fetch_sub(&srv->admitted, 1);
+        compute_gate_leave(srv->gate);
+    body_stream_detach(req->stream); /* it may outlive the request */
     /* The next request on this connection must arrive in time. */
     conn_guard_arm(srv->guard, req->ce);
     if (s.bytes_in + s.bytes_out >= TRIM_AFTER_BYTES)
         conn_guard_request_trim(srv->guard);
     api_response_free(&req->reply.api);
-    free(req->body);
+    drop_body(req);
     free(req);
     atomic_fetch_sub_explicit(&srv->metrics.in_flight, 1,
                               memory_order_release);
@@ -708,13 +802,20 @@ int daemon_start(server_ctx *srv)
         {MHD_OPTION_END, 0, NULL},
     };
 
-    /* The queue never holds more than the requests admitted at once. */
+    /* Metrics learn the routes' labels here; they never see the table. */
+    for (int i = 0; i < ROUTE_COUNT; i++)
+        srv->route_labels[i] = route_label(i);
+    metrics_init(&srv->metrics, srv->route_labels, ROUTE_COUNT);
     srv->guard = conn_guard_new(cfg->max_connections, cfg->request_timeout_s,
                                 cfg->log_format);
-    srv->pool = srv->guard != NULL
-                    ? work_pool_new(cfg->workers, cfg->max_inflight, NULL, srv)
-                    : NULL;
-    if (srv->pool == NULL) {
+    const compute_gate_config gc = {
+        .max_inflight = cfg->max_inflight,
+        .workers = cfg->workers,
+        .http_threads = cfg->threads,
+        .omp_threads = srv->facts.omp_threads,
+    };
+    srv->gate = srv->guard != NULL ? compute_gate_new(&gc) : NULL;
+    if (srv->gate == NULL) {
         freeaddrinfo(ai);
         log_msg(cfg->log_format, "error", "cannot start the worker threads");
         conn_guard_free(srv->guard);
@@ -741,8 +842,8 @@ int daemon_start(server_ctx *srv)
     if (srv->daemon == NULL) {
         log_msg(cfg->log_format, "error", "cannot listen on %s port %u",
                 cfg->host, cfg->port);
-        work_pool_free(srv->pool);
-        srv->pool = NULL;
+        compute_gate_free(srv->gate);
+        srv->gate = NULL;
         conn_guard_free(srv->guard);
         srv->guard = NULL;
         return DAEMON_EXIT_FAILURE;
@@ -781,12 +882,12 @@ void daemon_stop(server_ctx *srv, int listen_fd)
 {
     /* Every suspended connection must be resumed before MHD stops: the
      * running jobs finish, the queued ones are answered 503. */
-    work_pool_stop(srv->pool);
+    compute_gate_stop(srv->gate);
     if (srv->daemon != NULL)
         MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
-    work_pool_free(srv->pool);
-    srv->pool = NULL;
+    compute_gate_free(srv->gate);
+    srv->gate = NULL;
     conn_guard_free(srv->guard); /* after MHD: it reports closed sockets */
     srv->guard = NULL;
     if (listen_fd >= 0)

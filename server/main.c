@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     api_service *svc = models_load(&cfg);
     if (svc == NULL)
         return 2;
-    server_ctx *srv = server_new(&cfg, svc);
+    server_ctx *srv = server_new(&cfg, svc, daemon_library_version());
     if (srv == NULL)
         return 1;
     int status = daemon_start(srv);

@@ -34,15 +34,31 @@ static const char *const CODES[] = {API_ERROR_LIST(METRICS_CODE_STRING)};
 _Static_assert(sizeof CODES / sizeof CODES[0] <= METRICS_N_CODES,
                "raise METRICS_N_CODES to hold every api_error code");
 
-void metrics_init(metrics *m)
+void metrics_init(metrics *m, const char *const *route_labels,
+                  size_t n_routes)
 {
     /* All-zero bits are a valid zero for lock-free atomic integers. */
     memset(m, 0, sizeof *m);
+    m->route_labels = route_labels;
+    m->n_routes = n_routes < METRICS_MAX_ROUTES ? n_routes : METRICS_MAX_ROUTES;
 }
 
-static size_t route_slot(int index)
+/* The counters' slot of a route index: itself, or the last for "other". */
+static size_t route_slot(const metrics *m, int index)
 {
-    return (index >= 0 && index < ROUTE_COUNT) ? (size_t)index : ROUTE_COUNT;
+    return (index >= 0 && (size_t)index < m->n_routes) ? (size_t)index
+                                                       : METRICS_MAX_ROUTES;
+}
+
+static const char *slot_label(const metrics *m, size_t slot)
+{
+    return slot < m->n_routes ? m->route_labels[slot] : "other";
+}
+
+/* Whether a slot is in use: a route's, or "other". */
+static int slot_used(const metrics *m, size_t slot)
+{
+    return slot < m->n_routes || slot == METRICS_MAX_ROUTES;
 }
 
 static size_t code_slot(const char *code)
@@ -57,7 +73,7 @@ static size_t code_slot(const char *code)
 void metrics_record(metrics *m, const metrics_sample *s)
 {
     const memory_order rl = memory_order_relaxed;
-    size_t r = route_slot(s->route);
+    size_t r = route_slot(m, s->route);
 
     if (s->status >= 100 && s->status <= 599)
         atomic_fetch_add_explicit(&m->requests[r][s->status - 100], 1, rl);
@@ -84,14 +100,16 @@ static void render_requests(FILE *f, metrics *m)
     fputs("# HELP posenc_requests_total HTTP requests finished, by route "
           "and status.\n# TYPE posenc_requests_total counter\n",
           f);
-    for (int r = 0; r < METRICS_N_ROUTES; r++) {
+    for (size_t r = 0; r < METRICS_N_ROUTES; r++) {
+        if (!slot_used(m, r))
+            continue;
         for (int s = 0; s < METRICS_N_STATUS; s++) {
             unsigned long long v = load(&m->requests[r][s]);
             if (v != 0)
                 fprintf(f,
                         "posenc_requests_total{route=\"%s\",status=\"%d\"} "
                         "%llu\n",
-                        route_label(r < ROUTE_COUNT ? r : -1), s + 100, v);
+                        slot_label(m, r), s + 100, v);
         }
     }
 }
@@ -102,8 +120,10 @@ static void render_latency(FILE *f, metrics *m)
           "headers to the last response byte.\n"
           "# TYPE posenc_request_duration_seconds histogram\n",
           f);
-    for (int r = 0; r < METRICS_N_ROUTES; r++) {
-        const char *label = route_label(r < ROUTE_COUNT ? r : -1);
+    for (size_t r = 0; r < METRICS_N_ROUTES; r++) {
+        if (!slot_used(m, r))
+            continue;
+        const char *label = slot_label(m, r);
         unsigned long long cum = 0;
         for (int b = 0; b <= METRICS_N_BUCKETS; b++) {
             cum += load(&m->latency[r][b]);
@@ -160,10 +180,21 @@ static void render_gauges(FILE *f, const metrics_gauges *g)
             "# HELP posenc_connections_over_limit_total Connections "
             "accepted past --max-connections (answered 503 and closed).\n"
             "# TYPE posenc_connections_over_limit_total counter\n"
-            "posenc_connections_over_limit_total %llu\n",
+            "posenc_connections_over_limit_total %llu\n"
+            "# HELP posenc_memory_budget_bytes The memory budget of all "
+            "requests together (--max-memory).\n"
+            "# TYPE posenc_memory_budget_bytes gauge\n"
+            "posenc_memory_budget_bytes %llu\n"
+            "# HELP posenc_memory_reserved_bytes Of the memory budget, the "
+            "bytes held by requests now (bodies, decoded input, working "
+            "buffers, answers).\n"
+            "# TYPE posenc_memory_reserved_bytes gauge\n"
+            "posenc_memory_reserved_bytes %llu\n",
             g->queued, g->computing, g->workers, g->connections,
             (unsigned long long)g->connections_timed_out,
-            (unsigned long long)g->connections_over_limit);
+            (unsigned long long)g->connections_over_limit,
+            (unsigned long long)g->memory_budget,
+            (unsigned long long)g->memory_reserved);
 }
 
 char *metrics_render(metrics *m, const metrics_gauges *g, size_t *len)

@@ -3,9 +3,10 @@
  * Prometheus text format 0.0.4 for GET /metrics.
  *
  * Every counter is a relaxed C11 atomic, so recording from many worker
- * threads takes no lock. Labels are bounded: the route is an index into the
- * route table (or "other"), the status a number in 100..599, the error code
- * one of api_error.h's codes.
+ * threads takes no lock. Labels are bounded and told at start-up: the
+ * route is an index into the labels given to metrics_init (or "other"),
+ * the status a number in 100..599, the error code one of api_error.h's
+ * codes. Metrics know nothing of the route table itself.
  */
 #ifndef SERVER_METRICS_H
 #define SERVER_METRICS_H
@@ -14,14 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "routes.h"
-
 #define METRICS_N_BUCKETS 15 /* finite upper bounds, +Inf is implicit */
-#define METRICS_N_ROUTES (ROUTE_COUNT + 1) /* the last one is "other" */
+#define METRICS_MAX_ROUTES 16                   /* labels metrics_init takes */
+#define METRICS_N_ROUTES (METRICS_MAX_ROUTES + 1) /* the last one is "other" */
 #define METRICS_N_STATUS 500                /* statuses 100..599 */
 #define METRICS_N_CODES 16                  /* distinct error codes */
 
 typedef struct metrics {
+    const char *const *route_labels; /* borrowed, n_routes of them */
+    size_t n_routes;
     /* [route][status - 100] */
     atomic_uint_fast64_t requests[METRICS_N_ROUTES][METRICS_N_STATUS];
     /* [route][bucket]: non-cumulative; bucket N_BUCKETS is +Inf */
@@ -54,10 +56,14 @@ typedef struct metrics_gauges {
     unsigned connections;          /* open connections */
     uint64_t connections_timed_out; /* closed by --request-timeout */
     uint64_t connections_over_limit; /* accepted past --max-connections */
+    uint64_t memory_budget;        /* --max-memory */
+    uint64_t memory_reserved;      /* of it, reserved now */
 } metrics_gauges;
 
-/* Zero every counter. */
-void metrics_init(metrics *m);
+/* Zero every counter; route i is labelled route_labels[i] (borrowed: the
+ * strings must outlive m), i < n_routes <= METRICS_MAX_ROUTES. */
+void metrics_init(metrics *m, const char *const *route_labels,
+                  size_t n_routes);
 
 /* Count one finished request. Thread-safe. */
 void metrics_record(metrics *m, const metrics_sample *s);

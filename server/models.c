@@ -6,17 +6,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "access_log.h"
-
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) +
-           (double)(t1.tv_nsec - t0->tv_nsec) * 1e-9;
-}
+#include "mono_clock.h"
 
 api_service *models_load(const server_config *cfg)
 {
@@ -24,7 +16,7 @@ api_service *models_load(const server_config *cfg)
     char *strings[2 * CONFIG_MAX_MODELS] = {0};
     api_service *svc = NULL;
     api_error err;
-    struct timespec t0;
+    int64_t t0 = 0;
     unsigned n = cfg->n_models;
 
     memset(&err, 0, sizeof err);
@@ -49,7 +41,7 @@ api_service *models_load(const server_config *cfg)
         .max_heads = cfg->max_heads,
         .max_json_depth = cfg->max_json_depth,
     };
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = mono_now_ns();
     svc = api_service_new_with_models(&limits, specs, n, &err);
     if (svc == NULL) {
         log_msg(cfg->log_format, "error", "cannot load: %s", err.message);
@@ -58,7 +50,7 @@ api_service *models_load(const server_config *cfg)
     if (n > 0)
         log_msg(cfg->log_format, "info",
                 "loaded %u model%s in %.2f s (see GET /info)", n,
-                n == 1 ? "" : "s", seconds_since(&t0));
+                n == 1 ? "" : "s", mono_seconds_since(t0));
 out:
     for (unsigned i = 0; i < 2 * n; i++)
         free(strings[i]);

@@ -2,7 +2,8 @@
  * routes.h - the route table: which method and path run which handler,
  * and which checks guard it.
  *
- * Paths match exactly (MHD hands over the path without the query string).
+ * The table alone: the handlers are handlers.h, and metrics get the
+ * labels (route_label) at start-up. Paths match exactly (MHD hands over the path without the query string).
  * A GET route also answers HEAD (MHD then sends the headers only). An
  * unknown path is a 404; a known path with another method a 405 whose
  * Allow header comes from route_allow_header().
@@ -13,28 +14,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api.h"
-
-typedef struct server_ctx server_ctx;
-
-/* What a handler answers. The body is api.body (malloc'd, handed to the
- * HTTP layer) unless static_body is set, which is sent as is and never
- * freed. api.content_type must be set either way. */
-typedef struct route_reply {
-    api_response api;
-    const char *static_body;
-    size_t static_len;
-} route_reply;
-
-/* A handler gets the whole request body (len bytes, not NUL-terminated;
- * empty for GET) and fills *out. It runs on an MHD worker thread. */
-typedef void route_handler(server_ctx *srv, const char *body, size_t len,
-                           route_reply *out);
+#include "handlers.h"
 
 typedef struct route {
     const char *method;     /* "GET" or "POST" */
     const char *path;       /* exact path, also the metrics label */
-    route_handler *handler;
+    handler_fn *handler;
     bool needs_auth;        /* Bearer key required when one is configured */
     bool json_body;         /* body is read and must be application/json */
     bool compute;           /* counts against --max-inflight; refused with

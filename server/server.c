@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include "access_log.h"
-#include "daemon.h"
 #include "request_id.h"
 
 #if defined(__clang__)
@@ -38,14 +37,15 @@
 #define OPTIMIZED "not optimized"
 #endif
 
-static void describe_build(server_ctx *srv)
+static void describe_build(server_ctx *srv, const char *http_library)
 {
     snprintf(srv->build, sizeof srv->build,
              "%s, %s, OpenMP %d%s, libmicrohttpd %s", COMPILER, OPTIMIZED,
-             _OPENMP, SANITIZERS, daemon_library_version());
+             _OPENMP, SANITIZERS, http_library);
 }
 
-server_ctx *server_new(const server_config *cfg, api_service *svc)
+server_ctx *server_new(const server_config *cfg, api_service *svc,
+                       const char *http_library)
 {
     server_ctx *srv = calloc(1, sizeof *srv);
     if (srv == NULL) {
@@ -54,21 +54,16 @@ server_ctx *server_new(const server_config *cfg, api_service *svc)
         return NULL;
     }
     srv->cfg = *cfg;
-    metrics_init(&srv->metrics);
+    if (srv->cfg.max_memory == 0)
+        srv->cfg.max_memory = mem_budget_default_total();
+    mem_budget_init(&srv->budget, srv->cfg.max_memory);
+    srv->api_budget = mem_budget_api(&srv->budget);
     atomic_init(&srv->draining, false);
-    atomic_init(&srv->admitted, 0);
-    atomic_init(&srv->inline_computing, 0);
     atomic_init(&srv->next_request_id, 0);
     srv->request_id_seed = request_id_seed();
-
-    /* For this thread and any OpenMP work done while starting up; the
-     * workers apply it themselves (server_use_omp_threads). */
-    if (cfg->omp_threads > 0)
-        omp_set_num_threads((int)cfg->omp_threads);
-
     srv->svc = svc;
 
-    describe_build(srv);
+    describe_build(srv, http_library);
     srv->facts = (api_server_facts){
         .version = POSENC_VERSION,
         .build = srv->build,
@@ -84,18 +79,20 @@ server_ctx *server_new(const server_config *cfg, api_service *svc)
         .timeout_s = cfg->timeout_s,
         .request_timeout_s = cfg->request_timeout_s,
         .connection_memory = cfg->connection_memory,
+        .memory_budget = srv->cfg.max_memory,
     };
     /* Every setting but the key itself, which is never logged. */
     log_msg(cfg->log_format, "info",
             "posenc %s (%s): workers=%u omp_threads=%u max_body_bytes=%zu "
             "max_tokens=%zu max_batch=%zu max_dim=%zu max_heads=%zu "
             "max_output_elements=%zu max_json_depth=%zu max_inflight=%u "
+            "max_memory=%zu "
             "connection_memory=%zu timeout=%us request_timeout=%us "
             "drain_timeout=%us api_key=%s",
             POSENC_VERSION, srv->build, cfg->workers, srv->facts.omp_threads,
             cfg->max_body_bytes, cfg->max_tokens, cfg->max_batch, cfg->max_dim,
             cfg->max_heads, cfg->max_output_elements, cfg->max_json_depth,
-            cfg->max_inflight, cfg->connection_memory, cfg->timeout_s,
+            cfg->max_inflight, srv->cfg.max_memory, cfg->connection_memory, cfg->timeout_s,
             cfg->request_timeout_s, cfg->drain_timeout_s,
             cfg->api_key ? "required" : "none");
     return srv;
@@ -107,16 +104,4 @@ void server_free(server_ctx *srv)
         return;
     api_service_free(srv->svc);
     free(srv);
-}
-
-void server_compute_begin(server_ctx *srv)
-{
-    unsigned busy = atomic_fetch_add_explicit(&srv->computing, 1, memory_order_relaxed) + 1;
-    unsigned team = srv->facts.omp_threads / busy;
-    omp_set_num_threads(team > 0 ? (int)team : 1);
-}
-
-void server_compute_end(server_ctx *srv)
-{
-    atomic_fetch_sub_explicit(&srv->computing, 1, memory_order_relaxed);
 }

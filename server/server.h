@@ -16,10 +16,11 @@
 
 #include "api.h"
 #include "config.h"
+#include "mem_budget.h"
 #include "metrics.h"
 
 struct MHD_Daemon;
-struct work_pool;
+struct compute_gate;
 struct conn_guard;
 
 typedef struct server_ctx {
@@ -28,33 +29,26 @@ typedef struct server_ctx {
     api_server_facts facts;     /* for GET /info; strings point below */
     char build[192];
     struct MHD_Daemon *daemon;  /* NULL until started */
-    struct work_pool *pool;     /* compute workers, with the daemon */
+    struct compute_gate *gate;  /* admission and workers, with the daemon */
     struct conn_guard *guard;   /* connections and deadlines, with the daemon */
-    metrics metrics;
+    mem_budget budget;          /* --max-memory */
+    api_budget api_budget;      /* hooks on budget for api_encode/api_apply */
+    metrics metrics;            /* labelled by daemon_start */
+    const char *route_labels[METRICS_MAX_ROUTES]; /* static strings */
     atomic_bool draining;       /* set once on SIGTERM/SIGINT */
-    atomic_uint admitted;       /* compute requests admitted right now */
-    atomic_uint inline_computing; /* HTTP threads computing a request */
-    atomic_uint computing;      /* requests inside api_encode/api_apply now */
     atomic_uint_fast64_t next_request_id;
     uint64_t request_id_seed;   /* random, fixed at startup */
 } server_ctx;
 
 /* New context for *cfg (copied) serving svc (built by models_load; the
- * context owns it from here on, even on failure) and the facts. Returns
- * NULL after logging why. Free with server_free. */
-server_ctx *server_new(const server_config *cfg, api_service *svc);
+ * context owns it from here on, even on failure) and the facts;
+ * http_library names the HTTP library for /info (static). Returns NULL
+ * after logging why. Free with server_free. */
+server_ctx *server_new(const server_config *cfg, api_service *svc,
+                       const char *http_library);
 
 /* Frees the context and the API service; accepts NULL. The daemon must
  * have been stopped. */
 void server_free(server_ctx *srv);
-
-/* Around each computation: share the cores between the requests computing
- * at once. A request's OpenMP team (and OpenBLAS's threads, which follow
- * it) is max(1, omp_threads / requests computing now), set on the calling
- * thread only (libgomp keeps the count per thread; nothing global changes).
- * One request alone uses every core; under load each computes on about one,
- * instead of N teams of omp_threads threads oversubscribing the machine. */
-void server_compute_begin(server_ctx *srv);
-void server_compute_end(server_ctx *srv);
 
 #endif /* SERVER_SERVER_H */

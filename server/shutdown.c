@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "access_log.h"
+#include "mono_clock.h"
 #include "daemon.h"
 
 #define DRAIN_POLL_NS 20000000L /* 20 ms between looks at the counter */
@@ -28,14 +29,6 @@ int shutdown_block_signals(sigset_t *set, log_format fmt)
     return 0;
 }
 
-static double seconds_since(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t0->tv_sec) +
-           (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
 {
     const log_format fmt = srv->cfg.log_format;
@@ -43,8 +36,7 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
     while (sigwait(set, &sig) != 0) {
     }
 
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const int64_t t0 = mono_now_ns();
     log_msg(fmt, "info", "%s: draining (up to %u s)",
             sig == SIGTERM ? "SIGTERM" : "SIGINT", srv->cfg.drain_timeout_s);
     atomic_store(&srv->draining, true);
@@ -57,7 +49,7 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
     unsigned left;
     while ((left = atomic_load_explicit(&srv->metrics.in_flight,
                                         memory_order_acquire)) > 0) {
-        if (seconds_since(&t0) >= (double)srv->cfg.drain_timeout_s) {
+        if (mono_seconds_since(t0) >= (double)srv->cfg.drain_timeout_s) {
             log_msg(fmt, "warn",
                     "drain timeout: stopping with %u requests in flight",
                     left);
@@ -75,5 +67,5 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
     }
     daemon_stop(srv, listen_fd);
     log_msg(fmt, "info", "stopped after %.3f s of draining",
-            seconds_since(&t0));
+            mono_seconds_since(t0));
 }

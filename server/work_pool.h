@@ -13,6 +13,11 @@
  * at most --max-inflight requests, so the queue never holds more); a job
  * is never dropped once submitted: it either runs or is cancelled, and
  * exactly one of its two callbacks is called, once.
+ *
+ * A job goes to the idle worker of lowest index, so worker k runs a job
+ * only while workers 0..k-1 are all busy: it is the (k+1)-th computation at
+ * once. compute_gate.c gives each worker, once at start-up, an OpenMP team
+ * that fits that rank.
  */
 #ifndef SERVER_WORK_POOL_H
 #define SERVER_WORK_POOL_H
@@ -30,10 +35,12 @@ typedef struct work_job {
 } work_job;
 
 /* New pool of n_threads workers (>= 1) whose queue holds up to capacity
- * jobs; each worker calls thread_init(init_arg) once before its first job
- * (may be NULL). Returns NULL when a thread cannot start. */
+ * jobs; worker k (0 .. n_threads-1) calls thread_init(k, init_arg) once
+ * before its first job (may be NULL). Returns NULL when a thread cannot
+ * start. */
 work_pool *work_pool_new(unsigned n_threads, unsigned capacity,
-                         void (*thread_init)(const void *), const void *init_arg);
+                         void (*thread_init)(unsigned index, const void *arg),
+                         const void *init_arg);
 
 /* Queues a job (copied). False when the queue is full or the pool is
  * stopping: neither callback will be called then. */

@@ -92,6 +92,8 @@ int main(int argc, char **argv)
         test_drain();
     if (want_group(argc, argv, "observe"))
         test_observe();
+    if (want_group(argc, argv, "hardening"))
+        test_hardening();
 
     curl_global_cleanup();
     long p = checks_passed(), f = checks_failed();

@@ -50,6 +50,8 @@ void test_connlimit(void);
 void test_overload(void);
 void test_drain(void);
 void test_observe(void);
+/* test_hardening.c: issue 14's server-side regressions. */
+void test_hardening(void);
 
 /* The default model's seed: /info when it says, else POSENC_DEFAULT_SEED,
  * else the documented default. */

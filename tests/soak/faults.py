@@ -8,7 +8,9 @@ misbehave in every way the wrk mix cannot: bodies shorter than their
 Content-Length, connections dropped or reset mid-request, garbage, a huge
 declared body, chunked bodies over the limit or with bad chunk sizes, header
 blocks past the per-connection memory, pipelined requests, slow senders
-(slowloris) and clients that vanish before reading their answer. Where the
+(slowloris), clients that vanish before reading their answer, bursts of
+cut uploads (then the service must answer at once) and clients that leave
+big answers unread. Where the
 server's answer is defined it is checked (413, 431, 400, three answers to
 three pipelined requests...). The server runs with --max-body-bytes 1 MiB
 and --request-timeout 4 (see run.sh).
@@ -322,7 +324,41 @@ def f_slowloris():
     record("slowloris (a byte every 0.2 s)", closed and took < 10, f"closed {closed} after {took:.1f} s")
 
 
-FAULTS = [f_truncated_body, f_abort_headers, f_reset_mid_body, f_garbage, f_huge_declared,
+def f_aborted_upload_burst():
+    """Issue 14 item 1: uploads cut by their clients (headers and a little
+    body, then close at once) must release their --max-inflight slots at
+    once, so the service is back for the next client right away."""
+    for _ in range(24):
+        s = connect()
+        s.sendall(post_head(100000) + b'{"shape":[1,')
+        s.close()
+    time.sleep(0.5)  # a few periods of the server's watchdog (100 ms)
+    s = connect()
+    s.sendall(post_head(len(GOOD), b"Connection: close\r\n") + GOOD)
+    data = read_all(s, timeout=6)
+    s.close()
+    record("24 cut uploads, then /encode", status_of(data) == 200, f"status {status_of(data)}")
+
+
+def f_big_answer_unread():
+    """Issue 14 item 2: clients that ask for a big answer (about 5 MB of
+    JSON) and do not read it for a while: the server's memory must stay
+    within its budget (run.sh samples it) and the service go on."""
+    socks = []
+    body = b'{"shape":[2048,256]}'
+    for _ in range(4):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", PORT))
+        s.sendall(post_head(len(body)) + body)
+        socks.append(s)
+    time.sleep(1.5)
+    for s in socks:
+        s.close()
+    record("4 big answers left unread, then gone", True)
+
+
+FAULTS = [f_aborted_upload_burst, f_big_answer_unread, f_truncated_body, f_abort_headers, f_reset_mid_body, f_garbage, f_huge_declared,
           f_chunked_over_limit, f_chunked_just_over, f_bad_chunk, f_big_headers, f_pipelined,
           f_http10, f_nul_header, f_expect_continue, f_connect_close, f_smuggle, f_bad_method,
           f_vanish_before_answer, f_slow_reader]

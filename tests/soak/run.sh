@@ -10,11 +10,16 @@
 #    the status it must get) while tests/soak/faults.py misbehaves on raw
 #    sockets (truncated and reset uploads, garbage, huge or chunked bodies
 #    over the limit, oversized headers, pipelining, slowloris, clients that
-#    vanish). Then: wrk saw only the statuses of the mix, each in its share
+#    vanish, bursts of cut uploads, big answers left unread), with
+#    --max-memory SOAK_BUDGET_MB (64) and its resident memory sampled every
+#    0.2 s. Then: wrk saw only the statuses of the mix, each in its share
 #    (so a malformed request answered 200 would show), no 500 and no socket
 #    error; every fault got the answer it must; the server still answers a
 #    known /encode bit for bit; its resident memory is within SOAK_RSS_MB
-#    (default 16 MiB) of the warmed-up value; it exits 0 on SIGTERM with no
+#    (default 16 MiB) of the warmed-up value, and its peak during the soak
+#    within the budget of the warmed-up value (plus SOAK_RSS_MB for ASan's
+#    quarantine and caches; the warm-up itself grows ASan's allocator state
+#    by some 35 MiB, which is not the requests'); it exits 0 on SIGTERM with no
 #    sanitizer report (LeakSanitizer included) in its log.
 # 2. SIGTERM under load: tests/soak/sigterm_load.py drives a fresh server
 #    with 16 keep-alive clients and sends SIGTERM mid-way; no request the
@@ -40,6 +45,7 @@ SERVER=${POSENC_SERVER:-$BUILD/posenc-server}
 SOAK_SECONDS=${SOAK_SECONDS:-25}
 SOAK_WARMUP=${SOAK_WARMUP:-5}
 SOAK_RSS_MB=${SOAK_RSS_MB:-16}
+SOAK_BUDGET_MB=${SOAK_BUDGET_MB:-64}
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOGDIR=${POSENC_TEST_LOGDIR:-$(dirname "$SERVER")/test-logs}
@@ -169,7 +175,17 @@ if [ ! -x "$SERVER" ]; then
     exit 1
 fi
 
-if start_server soak --max-body-bytes 1048576 --timeout 5 --request-timeout 4 --threads 4; then
+# rss_sampler OUTFILE: the server's VmRSS (KiB) every 0.2 s, one a line,
+# until the server exits or the file's directory goes away.
+rss_sampler() {
+    while kill -0 "$server_pid" 2>/dev/null && [ -d "$tmp" ]; do
+        rss_kb >>"$1" 2>/dev/null
+        sleep 0.2
+    done
+}
+
+if start_server soak --max-body-bytes 1048576 --timeout 5 --request-timeout 4 --threads 4 \
+    --max-memory "${SOAK_BUDGET_MB}M"; then
     known='{"shape":[3,8],"offset":12345,"params":{"layout":"split"}}'
     st=$(post /encode "$known" "$tmp/known-before.json")
     check "known /encode before the soak: status $st" [ "$st" = 200 ]
@@ -183,6 +199,8 @@ if start_server soak --max-body-bytes 1048576 --timeout 5 --request-timeout 4 --
     sleep 1
     rss_before=$(rss_kb)
 
+    rss_sampler "$tmp/rss.txt" &
+    sampler_pid=$!
     $PY "$HERE/faults.py" "$port" "$SOAK_SECONDS" >"$tmp/faults.txt" 2>&1 &
     faults_pid=$!
     wrk -t2 -c16 -d"${SOAK_SECONDS}s" --timeout 10s -s "$HERE/mix.lua" \
@@ -196,6 +214,13 @@ if start_server soak --max-body-bytes 1048576 --timeout 5 --request-timeout 4 --
     cat "$tmp/faults.txt"
     check "faults.py: exit status $faults_status" [ "$faults_status" -eq 0 ]
 
+    kill "$sampler_pid" 2>/dev/null
+    wait "$sampler_pid" 2>/dev/null
+    rss_peak=$(sort -n "$tmp/rss.txt" | tail -n 1)
+    peak_over=$(( (${rss_peak:-0} - rss_before) / 1024 ))
+    echo "soak: peak resident memory $((${rss_peak:-0} / 1024)) MiB during the soak ($peak_over MiB over the warmed-up value; budget $SOAK_BUDGET_MB MiB + $SOAK_RSS_MB)"
+    check "peak resident memory $peak_over MiB over the warmed-up value (budget $SOAK_BUDGET_MB MiB + $SOAK_RSS_MB)" \
+        [ "$peak_over" -le $((SOAK_BUDGET_MB + SOAK_RSS_MB)) ]
     sleep 2
     rss_after=$(rss_kb)
     st=$(post /encode "$known" "$tmp/known-after.json")

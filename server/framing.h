@@ -1,0 +1,62 @@
+/*
+ * framing.h - what RFC 9112 says to refuse in a request's headers, and
+ * header values that hold a NUL byte.
+ *
+ * libmicrohttpd 0.9.75 takes the first of two Content-Length headers,
+ * uses chunked framing when Transfer-Encoding and Content-Length are both
+ * sent, and reads a body of any other transfer coding (gzip) until the
+ * connection closes. RFC 9112 section 6.3 says to refuse all three: a
+ * message whose framing two parties could read differently is how
+ * requests get smuggled past proxies. It also cuts a header value at a NUL
+ * byte (values are C strings), so `Authorization: Bearer KEY\0junk` reads
+ * as `Bearer KEY`: the value it reports cannot show the NUL, but the
+ * received header block can (framing_find_nul).
+ *
+ * Pure functions over the headers as received (no libmicrohttpd types),
+ * so that they are tested without a server.
+ */
+#ifndef SERVER_FRAMING_H
+#define SERVER_FRAMING_H
+
+#include <stddef.h>
+
+/* One received header, in arrival order. Both strings are borrowed from
+ * libmicrohttpd's header block (see framing_find_nul). */
+typedef struct framing_header {
+    const char *name;
+    const char *value;
+} framing_header;
+
+typedef enum framing_verdict {
+    FRAMING_OK = 0,
+    FRAMING_CONFLICTING_LENGTHS, /* Content-Length headers that differ: 400 */
+    FRAMING_LENGTH_AND_CODING,   /* Transfer-Encoding with Content-Length: 400 */
+    FRAMING_CHUNKED_TWICE,       /* chunked applied more than once: 400 */
+    FRAMING_UNKNOWN_CODING       /* a coding other than chunked: 501 */
+} framing_verdict;
+
+/* The verdict on the framing headers of h[0..n). Repeated Content-Length
+ * headers with one same value are accepted (RFC 9110 8.6 allows it). */
+framing_verdict framing_check(const framing_header *h, size_t n);
+
+/* A message for the verdict, naming the headers (static). */
+const char *framing_message(framing_verdict v);
+
+/* The index of the first header whose value held a NUL byte when it was
+ * received, or n when none did.
+ *
+ * libmicrohttpd parses the header block in place: each name is followed
+ * by its ':' overwritten with NUL, optional blanks, the value, and the
+ * value's line end (CR LF or a bare LF) overwritten with NULs; the next
+ * name starts right after. So after a value of strlen L come exactly one
+ * or two NULs, then the next header's name (or, after the last, the empty
+ * line's NULs). A value cut at a NUL is followed by the rest of the
+ * line (`junk`) or by one NUL more than a line end holds: either way the
+ * next name is not where the layout puts it. Only bytes of the header
+ * block are read (at most one past a value's terminating NUL). The one
+ * case it cannot see is a NUL that ends the value of the last header
+ * ("Bearer KEY\0" then CR LF, nothing after the NUL): telling it from a
+ * plain line end would mean reading past the header block. */
+size_t framing_find_nul(const framing_header *h, size_t n);
+
+#endif /* SERVER_FRAMING_H */

@@ -1,0 +1,43 @@
+/*
+ * handlers.h - what each route does once daemon.c has let a request
+ * through (auth, limits, media type, admission: see daemon.h).
+ *
+ * The handlers only pick which api.h function answers; everything about a
+ * request body (JSON, shapes, errors) is api/'s business. The route table
+ * that names them is routes.h.
+ */
+#ifndef SERVER_HANDLERS_H
+#define SERVER_HANDLERS_H
+
+#include <stddef.h>
+
+#include "api.h"
+
+typedef struct server_ctx server_ctx;
+
+/* What a handler answers. The body is api.body (malloc'd, handed to the
+ * HTTP layer), or api.stream when it is streamed, unless static_body is
+ * set, which is sent as is and never freed. api.content_type must be set
+ * either way. */
+typedef struct handler_reply {
+    api_response api;
+    const char *static_body;
+    size_t static_len;
+} handler_reply;
+
+/* A handler gets the whole request body (len bytes, not NUL-terminated;
+ * empty for GET) and fills *out. It runs on an HTTP or a worker thread. */
+typedef void handler_fn(server_ctx *srv, const char *body, size_t len,
+                        handler_reply *out);
+
+handler_fn handle_encode;       /* POST /encode */
+handler_fn handle_apply;        /* POST /apply */
+handler_fn handle_healthz;      /* GET /healthz: liveness */
+handler_fn handle_readyz;       /* GET /readyz: readiness */
+handler_fn handle_info;         /* GET /info */
+handler_fn handle_metrics;      /* GET /metrics */
+handler_fn handle_openapi_yaml; /* GET /openapi.yaml */
+handler_fn handle_openapi_json; /* GET /openapi.json */
+handler_fn handle_page;         /* GET /: the explorer */
+
+#endif /* SERVER_HANDLERS_H */
