@@ -379,6 +379,7 @@ void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk,
 }
 #endif
 
-#include "pe_diagnose.h" /* the numeric search of POST /diagnose */
+/* The numeric search of POST /diagnose has its own header, pe_diagnose.h,
+ * which includes this one. */
 
 #endif /* POSENC_H */

@@ -58,15 +58,6 @@ static double slack(void)
     return under_valgrind() ? 10.0 : 1.0;
 }
 
-static const char *find_nocase(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return hay;
-    return NULL;
-}
-
 static int tcp_open(const server *s)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
