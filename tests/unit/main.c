@@ -18,6 +18,7 @@ int main(void)
     test_default_weights();
     test_threads();
     test_pe_cache();
+    test_qk_norm();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());
