@@ -212,6 +212,7 @@ static int compute(const api_service *svc, const request *rq, const outputs *o, 
     if (attention_input(svc, rq, r->z, err))
         return -1;
     pe_project_qkv(&m->qkv, r->z, rows, r->qkv);
+    model_apply_qk_norm(m, rows, r->qkv); /* Qwen3, OLMo 2, Gemma 3: before the rotation */
     if (rq->scheme.kind == SCHEME_ROPE) {
         if (rope_plan_init(svc, rq, qd, m->head_dim, &r->rope, err))
             return -1;
@@ -241,8 +242,14 @@ static int compute(const api_service *svc, const request *rq, const outputs *o, 
                                           : 1.0 / sqrt((double)m->head_dim);
     for (size_t b = 0; b < rq->batch; b++) {
         const float *q = r->qkv + b * t * width;
+        /* Gemma 2: the soft cap goes on the scaled scores, before the bias */
+        bool capped = m->score_softcap > 0.0;
         pe_attention_scores(q, width, q + qd, width, t, m->heads, m->kv_heads, m->head_dim,
-                            scale, r->bias + b * per_row, r->scores + b * per_row);
+                            scale, capped ? NULL : r->bias + b * per_row,
+                            r->scores + b * per_row);
+        if (capped)
+            pe_softcap_scores(r->scores + b * per_row, r->bias + b * per_row, per_row,
+                              m->score_softcap);
     }
     return 0;
 }
