@@ -32,7 +32,8 @@ int hf_score_transforms(hf_load *h, double softcap_default, model_error *err)
 
     /* HF computes None ** -0.5 and fails; posenc refuses likewise */
     if (q && json_is_null(q))
-        return hf_value_fail(h, err, "query_pre_attn_scalar is null: Hugging Face computes "
+        return hf_value_fail(h, err,
+                             "query_pre_attn_scalar is null: Hugging Face computes "
                              "query_pre_attn_scalar ** -0.5, so it must be a number > 0");
     if (hf_number(h, "query_pre_attn_scalar", 256.0, true, &scalar, err))
         return -1;
@@ -41,8 +42,7 @@ int hf_score_transforms(hf_load *h, double softcap_default, model_error *err)
     m->score_softcap = softcap_default;
     if (cap && json_is_null(cap))
         m->score_softcap = 0.0; /* softcap None: eager attention skips the cap */
-    else if (hf_number(h, "attn_logit_softcapping", softcap_default, true, &m->score_softcap,
-                       err))
+    else if (hf_number(h, "attn_logit_softcapping", softcap_default, true, &m->score_softcap, err))
         return -1;
     return 0;
 }

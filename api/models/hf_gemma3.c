@@ -54,8 +54,10 @@ static int layer_is_sliding(hf_load *h, bool *sliding, model_error *err)
                    INT64_MAX, &layers, err))
             return -1;
         if ((size_t)layers != json_array_size(types))
-            return hf_value_fail(h, err, "layer_types has %zu entries but num_hidden_layers "
-                                 "is %lld", json_array_size(types), (long long)layers);
+            return hf_value_fail(h, err,
+                                 "layer_types has %zu entries but num_hidden_layers "
+                                 "is %lld",
+                                 json_array_size(types), (long long)layers);
         if (L >= json_array_size(types))
             return hf_value_fail(h, err, "layer_types has %zu entries: none for layer %zu",
                                  json_array_size(types), L);
@@ -63,8 +65,10 @@ static int layer_is_sliding(hf_load *h, bool *sliding, model_error *err)
         if (!t)
             return hf_config_fail(h, err, "layer_types[%zu] must be a string", L);
         if (strcmp(t, "sliding_attention") != 0 && strcmp(t, "full_attention") != 0)
-            return hf_value_fail(h, err, "layer_types[%zu] is '%.40s', not sliding_attention "
-                                 "or full_attention", L, t);
+            return hf_value_fail(h, err,
+                                 "layer_types[%zu] is '%.40s', not sliding_attention "
+                                 "or full_attention",
+                                 L, t);
         *sliding = strcmp(t, "sliding_attention") == 0;
         return 0;
     }
@@ -90,7 +94,8 @@ static int layer_rope(hf_load *h, bool sliding, model_error *err)
     bool block_theta = json_is_object(block) && json_object_get(block, "rope_theta");
     if (!sliding && !hf_get(h, HF_KEYS("rope_theta"), NULL) && !block_theta)
         return json_object_set_new(m->params, "base", json_real(1e6)) /* Gemma3TextConfig's */
-                   ? model_nomem(err, "the model") : 0;
+                   ? model_nomem(err, "the model")
+                   : 0;
     if (!sliding)
         return 0;
     json_decref(m->params);
@@ -122,8 +127,10 @@ int hf_gemma3_load(hf_load *h, model_error *err)
         layer_is_sliding(h, &sliding, err))
         return -1;
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     m->d_model = (size_t)hidden;
     m->heads = (size_t)heads;
     m->kv_heads = (size_t)kv_heads;

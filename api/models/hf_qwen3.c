@@ -40,8 +40,10 @@ int hf_qwen3_load(hf_load *h, model_error *err)
         hf_int(h, HF_KEYS("head_dim"), false, 128, 1, SCHEME_MAX_DIM, &head_dim, err))
         return -1;
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     m->d_model = (size_t)hidden;
     m->heads = (size_t)heads;
     m->kv_heads = (size_t)kv_heads;

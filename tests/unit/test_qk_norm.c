@@ -13,8 +13,8 @@ enum { ROWS = 5, HEADS = 3, HEAD_DIM = 6, WIDTH = HEADS * HEAD_DIM, STRIDE = WID
 
 /* Reference: each group over its own channels, sum of squares in long
  * double, division by the root (not a multiplication by its reciprocal). */
-static void ref_groups(const float *x, size_t width, size_t group, const float *w,
-                       long double eps, double *out)
+static void ref_groups(const float *x, size_t width, size_t group, const float *w, long double eps,
+                       double *out)
 {
     for (size_t h = 0; h < width / group; h++) {
         long double ss = 0;
