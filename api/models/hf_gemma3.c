@@ -90,8 +90,12 @@ static int layer_rope(hf_load *h, bool sliding, model_error *err)
     if (hf_rope_params(h, m->head_dim, NULL, &m->params, err) ||
         hf_number(h, "rope_local_base_freq", 10000.0, true, &local, err))
         return -1;
-    const json_t *block = hf_get(h, HF_KEYS("rope_scaling"), NULL);
-    bool block_theta = json_is_object(block) && json_object_get(block, "rope_theta");
+    /* hf_rope_params took theta from rope_scaling / rope_parameters, else
+     * the top level, else 10000; Gemma3TextConfig's default is 1e6 */
+    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
+    const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
+    bool block_theta = (json_is_object(rs) && json_object_get(rs, "rope_theta")) ||
+                       (json_is_object(rp) && json_object_get(rp, "rope_theta"));
     if (!sliding && !hf_get(h, HF_KEYS("rope_theta"), NULL) && !block_theta)
         return json_object_set_new(m->params, "base", json_real(1e6)) /* Gemma3TextConfig's */
                    ? model_nomem(err, "the model")

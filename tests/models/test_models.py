@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Model directories over HTTP: for each architecture (Llama family, GPT-2,
 BERT, BLOOM, T5; GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma in a second
-server), each dtype (F32, F16, BF16), single and sharded files,
+server; Qwen3, OLMo 2, Gemma 2, Gemma 3 (q/k norms, two rope bases, score
+scale and soft cap) in a third), each dtype (F32, F16, BF16), single and sharded files,
 layer 0 and a later layer, token_ids and embeddings, /apply must return the
 Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
 hf_ref.py; every Hugging Face rope scaling type is checked the same way;
@@ -307,12 +308,15 @@ def models3_cases():
                                                      layer_types=["full_attention",
                                                                   "sliding_attention"]),
                             hf_ref.gemma3, shards=2),
-        "gemma3_f16": Case("gemma3_f16", ck.gemma3(seed=192, dtype="F16", layers=2, prefix=""),
+        # pattern 2: layer 1 is global; rope_theta absent: Gemma3TextConfig's 1e6
+        "gemma3_f16": Case("gemma3_f16", ck.gemma3(seed=192, dtype="F16", layers=2, prefix="",
+                                                   sliding_window_pattern=2),
                            hf_ref.gemma3, prefix=""),
     }
     del cases["qwen3_f16"].ckpt.config["head_dim"]
+    del cases["gemma3_f16"].ckpt.config["rope_theta"]
     for base, layer in (("qwen3", 1), ("olmo2_bf16", 1), ("gemma2_bf16", 1), ("gemma3", 5),
-                        ("gemma3_bf16", 1)):
+                        ("gemma3_bf16", 1), ("gemma3_f16", 1)):
         c = cases[base]
         cases[f"{base}_l{layer}"] = Case(f"{base}_l{layer}", c.ckpt, c.ref, layer=layer,
                                          prefix=c.prefix, shards=c.shards)
@@ -346,6 +350,9 @@ def models3_info(models):
     C.check(models["gemma3_bf16"]["params"]["base"] == 1e6
             and models["gemma3_bf16_l1"]["params"]["base"] == 50,
             "/info gemma3 layer_types: layer 0 full (1e6), layer 1 sliding (50)")
+    C.check(models["gemma3_f16"]["params"]["base"] == 10000
+            and models["gemma3_f16_l1"]["params"]["base"] == 1e6,
+            "/info gemma3 without rope_theta: sliding 10000, global Gemma3TextConfig's 1e6")
     C.check(g3.get("qk_norm", {}).get("over") == "head" and "score_softcap" not in g3
             and models["gemma3_bf16"].get("score_softcap") == 2.0
             and g3["params"].get("score_scale") == 256 ** -0.5,
