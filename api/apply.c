@@ -150,6 +150,7 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
     if (attention_input(rq, p, r->z, err))
         return -1;
     pe_project_qkv(&m->qkv, r->z, p->rows, r->qkv);
+    model_apply_qk_norm(m, p->rows, r->qkv); /* Qwen3, OLMo 2, Gemma 3: before the rotation */
     if (rq->scheme.kind == SCHEME_ROPE) {
         const rope_plan *rp = &p->rope;
         pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
@@ -171,9 +172,14 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
         return api_fail_oom(err);
     for (size_t b = 0; b < rq->batch; b++) {
         const float *q = r->qkv + b * t * p->width;
+        /* Gemma 2: the soft cap goes on the scaled scores, before the bias */
+        bool capped = m->score_softcap > 0.0;
         pe_attention_scores(q, p->width, q + p->qd, p->width, t, m->heads, m->kv_heads,
-                            m->head_dim, p->score_scale, r->bias + b * p->per_row,
+                            m->head_dim, p->score_scale, capped ? NULL : r->bias + b * p->per_row,
                             r->scores + b * p->per_row);
+        if (capped)
+            pe_softcap_scores(r->scores + b * p->per_row, r->bias + b * p->per_row, p->per_row,
+                              m->score_softcap);
     }
     return 0;
 }

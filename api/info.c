@@ -39,6 +39,12 @@ static void write_model(strbuf *sb, const model *m)
     /* Only loaded checkpoints have an input stage beyond the contract's. */
     if (m->embed_norm != PE_NORM_NONE)
         write_norm(sb, "embed_norm", m->embed_norm, m->embed_norm_eps);
+    /* q/k norms and a score soft cap: only the checkpoints that have them */
+    if (m->qk_norm != MODEL_QK_NORM_NONE)
+        strbuf_printf(sb, ",\"qk_norm\":{\"type\":\"rmsnorm\",\"over\":\"%s\",\"eps\":%.17g}",
+                      m->qk_norm == MODEL_QK_NORM_PER_HEAD ? "head" : "width", m->qk_norm_eps);
+    if (m->score_softcap > 0.0)
+        strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     strbuf_puts(sb, ",\"source\":");
     strbuf_put_json_string(sb, m->source);
     strbuf_puts(sb, ",\"weights\":{");

@@ -357,6 +357,25 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k,
                          size_t kv_heads, size_t head_dim, double scale,
                          const float *bias, float *scores);
 
+/* RMSNorm of q or k after the projection, before the rotation, in place:
+ * each row x + i*stride (i < n) holds `width` channels (a multiple of
+ * `group`), and every run of `group` channels becomes
+ *     g[j] * 1/sqrt(mean(g^2) + eps) * weight[j]
+ * computed in double from the floats and rounded once. group = head_dim
+ * normalises per head (Qwen3, Gemma 3; weight [head_dim] shared by the
+ * heads), group = width over the whole projection (OLMo 2; weight
+ * [width]). Architectures whose norm is x*(1 + w) pass 1 + w. eps > 0;
+ * weight is borrowed [group]. */
+void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight,
+                       double eps, float *x, size_t stride);
+
+/* The tanh soft cap of pre-softmax scores, in place, then the bias:
+ *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)
+ * in double, rounded once (Gemma 2's attn_logit_softcapping, applied to the
+ * scaled scores before the mask). cap > 0; bias is borrowed [n] or NULL and
+ * must not alias scores. */
+void pe_softcap_scores(float *scores, const float *bias, size_t n, double cap);
+
 /* ---------------------------------------------------------------------- */
 /* The built-in default model's weights                                     */
 /* ---------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * hf.h - what the Hugging Face architecture loaders (hf_<model_type>.c:
  * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma,
- * falcon, mpt)
+ * gemma2, gemma3_text, qwen3, olmo2, falcon, mpt)
  * share: the load in progress, config.json readers and tensor readers
  * whose errors (model_error.h) name the file and the key or tensor, the
  * rope parameters and the splitting of fused projections.
@@ -49,6 +49,21 @@ int hf_starcoder2_load(hf_load *h, model_error *err);
 int hf_gemma_load(hf_load *h, model_error *err);
 int hf_falcon_load(hf_load *h, model_error *err);
 int hf_mpt_load(hf_load *h, model_error *err);
+int hf_gemma2_load(hf_load *h, model_error *err);
+int hf_gemma3_load(hf_load *h, model_error *err);
+int hf_qwen3_load(hf_load *h, model_error *err);
+int hf_olmo2_load(hf_load *h, model_error *err);
+
+/* Gemma's embedding scale (hf_gemma.c): m's loaded token table becomes
+ * round_dtype(E * s) with s = sqrt(hidden_size) rounded to float32 and
+ * then to the table's dtype, as Hugging Face's normalizer tensor and its
+ * product in that dtype; *scale = s. An overflow of the dtype fails. */
+int hf_scale_embeddings(hf_load *h, double *scale, model_error *err);
+
+/* Gemma 2 and 3's scores (hf_gemma2.c): params.score_scale =
+ * query_pre_attn_scalar ** -0.5 (default 256) and m->score_softcap =
+ * attn_logit_softcapping (absent: softcap_default; null or 0 default: none). */
+int hf_score_transforms(hf_load *h, double softcap_default, model_error *err);
 
 /* ---- config.json --------------------------------------------------------- */
 

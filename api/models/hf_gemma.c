@@ -58,8 +58,7 @@ static double round_to_dtype(double x, const char *dtype)
     return round_significand(x, 24, -125);
 }
 
-/* Layer 0: the normalizer folded into the table and the norm's eps. */
-static int fold_normalizer(hf_load *h, model_error *err)
+int hf_scale_embeddings(hf_load *h, double *scale, model_error *err)
 {
     model *m = h->m;
     tensor *t = &m->weights[W_TOKEN_EMBEDDING];
@@ -75,8 +74,24 @@ static int fold_normalizer(hf_load *h, model_error *err)
         if (!(fabs(scaled) <= (strcmp(dtype, "F16") == 0 ? 65504.0 : FLT_MAX)))
             return hf_value_fail(h, err, "embed_tokens.weight element %zu times the normalizer "
                                  "sqrt(hidden_size) = %g overflows %s", i, s, dtype);
-        t->data[i] = (float)(scaled / s);
+        t->data[i] = (float)scaled; /* exact: scaled is a value of the dtype */
     }
+    *scale = s;
+    return 0;
+}
+
+/* Layer 0: the normalizer folded into the table and the norm's eps. */
+static int fold_normalizer(hf_load *h, model_error *err)
+{
+    model *m = h->m;
+    tensor *t = &m->weights[W_TOKEN_EMBEDDING];
+    size_t n = t->dim[0] * t->dim[1];
+    double s;
+
+    if (hf_scale_embeddings(h, &s, err))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        t->data[i] = (float)((double)t->data[i] / s);
     m->norm_eps /= s * s;
     return 0;
 }

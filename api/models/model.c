@@ -19,7 +19,7 @@
 const char *const weight_names[W_COUNT] = {
     "wq", "wk", "wv", "bq", "bk", "bv", "norm_weight", "norm_bias",
     "position_table", "t5_bias", "token_embedding",
-    "input_bias", "embed_norm_weight", "embed_norm_bias"};
+    "input_bias", "embed_norm_weight", "embed_norm_bias", "q_norm_weight", "k_norm_weight"};
 
 static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
                                          "scheme", "params", "norm", "weights", NULL};
@@ -67,6 +67,20 @@ int model_fuse(model *m, api_error *err)
                             m->weights[W_BK].data, m->weights[W_BV].data) != PE_OK)
         return api_fail_oom(err);
     return 0;
+}
+
+void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
+{
+    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    size_t width = qd + 2 * kvd;
+    bool per_head = m->qk_norm == MODEL_QK_NORM_PER_HEAD;
+
+    if (m->qk_norm == MODEL_QK_NORM_NONE)
+        return;
+    pe_group_rms_norm(rows, qd, per_head ? m->head_dim : qd, m->weights[W_Q_NORM_WEIGHT].data,
+                      m->qk_norm_eps, qkv, width);
+    pe_group_rms_norm(rows, kvd, per_head ? m->head_dim : kvd, m->weights[W_K_NORM_WEIGHT].data,
+                      m->qk_norm_eps, qkv + qd, width);
 }
 
 static int alloc_square(tensor *t, size_t d)

@@ -37,11 +37,21 @@ typedef enum weight_id {
     W_INPUT_BIAS = W_CONTRACT_COUNT, /* [d_model], added with the PE */
     W_EMBED_NORM_WEIGHT,             /* [d_model], the embed_norm's */
     W_EMBED_NORM_BIAS,               /* [d_model], layernorm only */
+    W_Q_NORM_WEIGHT,                 /* q norm's: [head_dim] per head, or [heads*head_dim] */
+    W_K_NORM_WEIGHT,                 /* k norm's: [head_dim] per head, or [kv_heads*head_dim] */
     W_COUNT
 } weight_id;
 
 /* Names of the weights, indexed by weight_id (the contract's first). */
 extern const char *const weight_names[W_COUNT];
+
+/* Where a q/k norm normalises: each head over head_dim (Qwen3, Gemma 3),
+ * or the whole projection of q (k) before it is split into heads (OLMo 2). */
+typedef enum model_qk_norm {
+    MODEL_QK_NORM_NONE = 0,
+    MODEL_QK_NORM_PER_HEAD,
+    MODEL_QK_NORM_WIDTH
+} model_qk_norm;
 
 typedef struct model {
     char *name;            /* owned */
@@ -65,6 +75,12 @@ typedef struct model {
     tensor weights[W_COUNT];
     const char *weight_dtype[W_COUNT]; /* static, NULL when not from a file */
     pe_qkv_weights qkv;    /* fused projection (w_qkv NULL when wq/wk/wv missing) */
+    /* After the projection, before the rotation (loaded checkpoints only):
+     * RMSNorm of q and k with W_Q/K_NORM_WEIGHT (Qwen3, OLMo 2, Gemma 3),
+     * and a tanh soft cap on the scaled scores (Gemma 2). */
+    model_qk_norm qk_norm;
+    double qk_norm_eps;
+    double score_softcap;  /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
 } model;
 
 /* The built-in `default` model (contract "The default model"). Allocates;
@@ -95,6 +111,10 @@ int model_parse_description(const json_t *obj, const char *path, bool with_weigh
 
 /* Fuse wq|wk|wv (+ biases) into m->qkv once the three are present. */
 int model_fuse(model *m, api_error *err);
+
+/* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
+ * pe_project_qkv lays them out, in place. */
+void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
 
 /* Whether weight w is present with its data. */
 static inline bool model_has(const model *m, weight_id w)

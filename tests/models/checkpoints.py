@@ -430,3 +430,135 @@ def mpt(seed=17, dtype="F32", prefix="transformer.", layers=2, d=48, heads=6, vo
         g.add(p + "ffn.down_proj.weight", (d, 4 * d))
     g.add(prefix + "norm_f.weight", (d,), 0.1, 1.0)
     return Checkpoint(cfg, g.out)
+
+
+def qwen3(seed=16, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=2,
+          head_dim=16, vocab=50, bias=False, **extra):
+    """Qwen3-0.6B's config keys and tensor names (Qwen3ForCausalLM): head_dim
+    from the config (128 there, not hidden/heads), q_norm/k_norm of
+    [head_dim], tied embeddings (no lm_head)."""
+    cfg = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": d,
+           "intermediate_size": 3 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "head_dim": head_dim, "num_hidden_layers": layers,
+           "rms_norm_eps": 1e-6, "max_position_embeddings": 40960, "rope_theta": 1000000,
+           "rope_scaling": None, "attention_bias": bias, "attention_dropout": 0.0,
+           "hidden_act": "silu", "sliding_window": None, "use_sliding_window": False,
+           "max_window_layers": layers, "tie_word_embeddings": True, "vocab_size": vocab,
+           "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        for n, out in (("q", heads * head_dim), ("k", kv_heads * head_dim),
+                       ("v", kv_heads * head_dim)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            if bias:
+                g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.q_norm.weight", (head_dim,), 0.3, 1.0)
+        g.add(p + "self_attn.k_norm.weight", (head_dim,), 0.3, 1.0)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * head_dim))
+        g.add(p + "mlp.gate_proj.weight", (3 * d, d))
+        g.add(p + "mlp.up_proj.weight", (3 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 3 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)
+
+
+def olmo2(seed=17, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=4, vocab=50,
+          **extra):
+    """OLMo-2-1B's config keys and tensor names (Olmo2ForCausalLM): no
+    input_layernorm, q_norm of [heads*head_dim] and k_norm of
+    [kv_heads*head_dim], norms after attention and after the MLP."""
+    hd = d // heads
+    cfg = {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_size": d,
+           "intermediate_size": 4 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "rms_norm_eps": 1e-6,
+           "max_position_embeddings": 4096, "rope_theta": 500000, "rope_scaling": None,
+           "attention_bias": False, "attention_dropout": 0.0, "hidden_act": "silu",
+           "initializer_range": 0.02, "tie_word_embeddings": False, "vocab_size": vocab,
+           "pad_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        for n, out in (("q", heads * hd), ("k", kv_heads * hd), ("v", kv_heads * hd)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+        g.add(p + "self_attn.q_norm.weight", (heads * hd,), 0.3, 1.0)
+        g.add(p + "self_attn.k_norm.weight", (kv_heads * hd,), 0.3, 1.0)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_feedforward_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "mlp.gate_proj.weight", (4 * d, d))
+        g.add(p + "mlp.up_proj.weight", (4 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 4 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)
+
+
+def _gemma_layers(g, prefix, layers, d, heads, kv_heads, head_dim, qk_norm):
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            g.add(p + n + ".weight", (d,), 0.3)
+        for n, out in (("q", heads * head_dim), ("k", kv_heads * head_dim),
+                       ("v", kv_heads * head_dim)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+        if qk_norm:  # stored as w of x*(1 + w)
+            g.add(p + "self_attn.q_norm.weight", (head_dim,), 0.3)
+            g.add(p + "self_attn.k_norm.weight", (head_dim,), 0.3)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * head_dim))
+        g.add(p + "mlp.gate_proj.weight", (4 * d, d))
+        g.add(p + "mlp.up_proj.weight", (4 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 4 * d))
+    g.add(prefix + "norm.weight", (d,), 0.3)
+
+
+def gemma2(seed=18, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=2,
+           head_dim=16, vocab=50, **extra):
+    """gemma-2-2b's config keys and tensor names (Gemma2ForCausalLM):
+    query_pre_attn_scalar, attn_logit_softcapping 50, final_logit_softcapping
+    30, four norms per layer."""
+    cfg = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_size": d,
+           "intermediate_size": 4 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "head_dim": head_dim, "num_hidden_layers": layers,
+           "rms_norm_eps": 1e-6, "max_position_embeddings": 8192, "rope_theta": 10000.0,
+           "attention_bias": False, "attention_dropout": 0.0, "attn_logit_softcapping": 50.0,
+           "final_logit_softcapping": 30.0, "query_pre_attn_scalar": 256,
+           "sliding_window": 4096, "cache_implementation": "hybrid",
+           "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+           "vocab_size": vocab, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1,
+           "torch_dtype": "float32"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 0.05)
+    _gemma_layers(g, prefix, layers, d, heads, kv_heads, head_dim, False)
+    return Checkpoint(cfg, g.out)
+
+
+def gemma3(seed=19, dtype="F32", prefix="model.", layers=7, d=32, heads=4, kv_heads=1,
+           head_dim=16, vocab=50, **extra):
+    """gemma-3-1b's config keys and tensor names (Gemma3ForCausalLM,
+    model_type gemma3_text): q_norm/k_norm, rope_local_base_freq next to
+    rope_theta, sliding_window_pattern 6 (layer 5 is the first global one)."""
+    cfg = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+           "hidden_size": d, "intermediate_size": 4 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "head_dim": head_dim, "num_hidden_layers": layers,
+           "rms_norm_eps": 1e-6, "max_position_embeddings": 32768, "rope_theta": 1000000,
+           "rope_local_base_freq": 10000, "rope_scaling": None, "sliding_window": 512,
+           "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
+           "attention_bias": False, "attention_dropout": 0.0, "attn_logit_softcapping": None,
+           "final_logit_softcapping": None, "cache_implementation": "hybrid",
+           "hidden_activation": "gelu_pytorch_tanh", "initializer_range": 0.02,
+           "vocab_size": vocab, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1,
+           "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 0.05)
+    _gemma_layers(g, prefix, layers, d, heads, kv_heads, head_dim, True)
+    return Checkpoint(cfg, g.out)

@@ -462,3 +462,115 @@ def mpt(cfg, w, x, positions, layer, prefix="transformer."):
     bias = hf_bias + (slopes * (T - 1))[:, None, None]
     return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, scale, bias),
             "hf_bias": hf_bias, "hf_scores": scores(q, k, H, H, hd, scale, hf_bias)}
+
+
+# ------------------------------------- q/k norms and score transforms (MODELS3)
+def qwen3(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_qwen3.py: Qwen3DecoderLayer.forward (input_layernorm,
+    Qwen3RMSNorm), Qwen3Attention.forward: q_norm(q_proj(z).view(T, H, hd))
+    and k_norm(k_proj(z).view(T, KV, hd)) (Qwen3RMSNorm over head_dim), then
+    apply_rotary_pos_emb; head_dim from the config (Qwen3Config: 128)."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim", 128)
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    z = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    T = x.shape[0]
+    q = rms_norm(q.reshape(T, H, hd), w[p + "self_attn.q_norm.weight"], eps).reshape(T, -1)
+    k = rms_norm(k.reshape(T, KV, hd), w[p + "self_attn.k_norm.weight"], eps).reshape(T, -1)
+    q, k, att = _rope_qk(q, k, positions, dict(cfg, head_dim=hd), H, KV, hd, partial=False)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def olmo2(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_olmo2.py: Olmo2DecoderLayer.forward hands the hidden state to
+    self_attn unnormalised (post_attention_layernorm comes after);
+    Olmo2Attention.forward: q_norm(q_proj(h)), k_norm(k_proj(h)) with
+    Olmo2RMSNorm over the whole projection width, then the views per head and
+    apply_rotary_pos_emb."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    eps = cfg.get("rms_norm_eps", 1e-5)
+    q, k, v = (x @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+    k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+    q, k, att = _rope_qk(q, k, positions, cfg, H, KV, hd, partial=False)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def softcap(s, cap):
+    """eager_attention_forward (modeling_gemma2.py): tanh(s / cap) * cap."""
+    return s if cap is None else np.tanh(s / cap) * cap
+
+
+def gemma2(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="F32"):
+    """modeling_gemma2.py: Gemma2Model.forward scales inputs_embeds by the
+    normalizer as GemmaModel does (gemma() above), Gemma2Attention: scaling =
+    query_pre_attn_scalar ** -0.5 (Gemma2Config: 256), then the soft cap of
+    attn_logit_softcapping (Gemma2Config: 50.0; None: no cap)."""
+    out = gemma(cfg, w, x, positions, layer, prefix, from_ids, dtype)
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim", 256)
+    s = scores(out["q"], out["k"], H, KV, hd, cfg.get("query_pre_attn_scalar", 256) ** -0.5)
+    out["scores"] = softcap(s, cfg.get("attn_logit_softcapping", 50.0))
+    return out
+
+
+def gemma3_is_sliding(cfg, layer):
+    """Gemma3TextConfig: layer_types, else sliding unless (L + 1) is a
+    multiple of sliding_window_pattern (default 6)."""
+    types = cfg.get("layer_types")
+    if types is not None:
+        return types[layer] == "sliding_attention"
+    return bool((layer + 1) % cfg.get("sliding_window_pattern", 6))
+
+
+def gemma3(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="F32"):
+    """modeling_gemma3.py: Gemma3TextScaledWordEmbedding scales token ids by
+    embed_scale.to(weight.dtype) (inputs_embeds are not scaled);
+    Gemma3DecoderLayer: input_layernorm (Gemma3RMSNorm, x * (1 + w));
+    Gemma3Attention.forward: q_norm / k_norm (Gemma3RMSNorm over head_dim)
+    after the views per head, apply_rotary_pos_emb with rotary_emb_local
+    (rope_local_base_freq, default rope) on sliding layers and rotary_emb
+    (rope_theta, default 1e6, rope_scaling) on global ones;
+    eager_attention_forward with scaling = query_pre_attn_scalar ** -0.5 and
+    the soft cap of attn_logit_softcapping (default None)."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim", 256)
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    h = x
+    if layer == 0 and from_ids:
+        s = float(_round_to(np.float32(math.sqrt(cfg["hidden_size"])), dtype))
+        h = _round_to((x * s).astype(np.float32), dtype)
+
+    def one_plus(name):
+        return (np.float32(1.0) + w[p + name].astype(np.float32)).astype(np.float64)
+    z = rms_norm(h, one_plus("input_layernorm.weight"), eps)
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    T = x.shape[0]
+    q = rms_norm(q.reshape(T, H, hd), one_plus("self_attn.q_norm.weight"), eps).reshape(T, -1)
+    k = rms_norm(k.reshape(T, KV, hd), one_plus("self_attn.k_norm.weight"), eps).reshape(T, -1)
+    if gemma3_is_sliding(cfg, layer):
+        rc = dict(cfg, rope_theta=cfg.get("rope_local_base_freq", 10000.0), rope_scaling=None,
+                  rope_parameters=None, head_dim=hd)
+    else:
+        rc = dict(cfg, rope_theta=cfg.get("rope_theta", 1000000.0), head_dim=hd)
+    q, k, att = _rope_qk(q, k, positions, rc, H, KV, hd, partial=False)
+    s = scores(q, k, H, KV, hd, cfg.get("query_pre_attn_scalar", 256) ** -0.5)
+    return {"q": q, "k": k, "v": v, "scores": softcap(s, cfg.get("attn_logit_softcapping")),
+            "attention_factor": att}

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Model directories over HTTP: for each architecture (Llama family, GPT-2,
 BERT, BLOOM, T5; GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma in a second
-server), each dtype (F32, F16, BF16), single and sharded files,
+server; Qwen3, OLMo 2, Gemma 2, Gemma 3 (q/k norms, two rope bases, score
+scale and soft cap) in a third), each dtype (F32, F16, BF16), single and sharded files,
 layer 0 and a later layer, token_ids and embeddings, /apply must return the
 Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
 hf_ref.py; every Hugging Face rope scaling type is checked the same way;
@@ -49,7 +50,8 @@ class Case:
 
     def reference(self, x, positions, from_ids=False):
         kw = {} if self.prefix is None else {"prefix": self.prefix}
-        if self.ref is hf_ref.gemma:  # the normalizer's rounding depends on the path
+        if self.ref in (hf_ref.gemma, hf_ref.gemma2, hf_ref.gemma3):
+            # the normalizer's rounding depends on the path
             kw.update(from_ids=from_ids, dtype=self.ckpt.tensors[0][1])
         return self.ref(self.config or self.ckpt.config, self.ckpt.weights(), x, positions,
                         self.layer, **kw)
@@ -421,6 +423,183 @@ def falcon_mpt_malformed(root):
     return out
 
 
+# ------------------------- q/k norms and score transforms (issue 13, MODELS3)
+def models3_cases():
+    """Qwen3, OLMo 2, Gemma 2 and Gemma 3 with their real names and keys.
+    Config values of None stay in config.json as null, as the published
+    configs have them (attn_logit_softcapping null means no cap)."""
+    cases = {
+        "qwen3": Case("qwen3", ck.qwen3(), hf_ref.qwen3),
+        # head_dim absent: Qwen3Config's default 128 (not hidden/heads = 8)
+        "qwen3_f16": Case("qwen3_f16", ck.qwen3(seed=161, dtype="F16", head_dim=128),
+                          hf_ref.qwen3),
+        "qwen3_bf16": Case("qwen3_bf16", ck.qwen3(seed=162, dtype="BF16", prefix="", bias=True,
+                                                  kv_heads=1, rope_theta=10000.0),
+                           hf_ref.qwen3, prefix="", shards=2),
+        "olmo2": Case("olmo2", ck.olmo2(), hf_ref.olmo2),
+        "olmo2_bf16": Case("olmo2_bf16", ck.olmo2(seed=171, dtype="BF16", kv_heads=2,
+                                                  rope_theta=10000.0), hf_ref.olmo2, shards=3),
+        "gemma2": Case("gemma2", ck.gemma2(), hf_ref.gemma2),
+        # a cap the scores reach, and a scalar that is not head_dim
+        "gemma2_bf16": Case("gemma2_bf16", ck.gemma2(seed=181, dtype="BF16",
+                                                     attn_logit_softcapping=1.5,
+                                                     query_pre_attn_scalar=24),
+                            hf_ref.gemma2, shards=2),
+        "gemma2_nocap": Case("gemma2_nocap", ck.gemma2(seed=182, dtype="F16",
+                                                       attn_logit_softcapping=None),
+                             hf_ref.gemma2),
+        # sliding_window_pattern 6: layers 0-4 sliding (local base), 5 global
+        # (rope_theta with gemma-3-4b's linear factor 8)
+        "gemma3": Case("gemma3", ck.gemma3(rope_scaling={"rope_type": "linear", "factor": 8.0}),
+                       hf_ref.gemma3),
+        # layer_types (newer configs): layer 0 global, layer 1 sliding
+        "gemma3_bf16": Case("gemma3_bf16", ck.gemma3(seed=191, dtype="BF16", layers=2,
+                                                     kv_heads=2, rope_local_base_freq=50.0,
+                                                     query_pre_attn_scalar=24,
+                                                     attn_logit_softcapping=2.0,
+                                                     layer_types=["full_attention",
+                                                                  "sliding_attention"]),
+                            hf_ref.gemma3, shards=2),
+        # pattern 2: layer 1 is global; rope_theta absent: Gemma3TextConfig's 1e6
+        "gemma3_f16": Case("gemma3_f16", ck.gemma3(seed=192, dtype="F16", layers=2, prefix="",
+                                                   sliding_window_pattern=2),
+                           hf_ref.gemma3, prefix=""),
+    }
+    del cases["qwen3_f16"].ckpt.config["head_dim"]
+    del cases["gemma3_f16"].ckpt.config["rope_theta"]
+    for base, layer in (("qwen3", 1), ("olmo2_bf16", 1), ("gemma2_bf16", 1), ("gemma3", 5),
+                        ("gemma3_bf16", 1), ("gemma3_f16", 1)):
+        c = cases[base]
+        cases[f"{base}_l{layer}"] = Case(f"{base}_l{layer}", c.ckpt, c.ref, layer=layer,
+                                         prefix=c.prefix, shards=c.shards)
+    return cases
+
+
+def models3_info(models):
+    qk = models["qwen3"].get("qk_norm")
+    C.check(qk == {"type": "rmsnorm", "over": "head", "eps": 1e-6}
+            and models["qwen3"]["norm"]["type"] == "rmsnorm",
+            f"/info qwen3: q/k norm per head, eps 1e-6, RMSNorm before attention: {qk}")
+    C.check(models["qwen3_f16"]["head_dim"] == 128 and models["qwen3"]["head_dim"] == 16,
+            "/info qwen3: head_dim from the config, default 128")
+    C.check(models["qwen3"]["weights"].get("q_norm_weight") == [16],
+            f"/info qwen3: q_norm_weight [16]: {models['qwen3']['weights']}")
+    o = models["olmo2"]
+    C.check(o["norm"] is None and o.get("qk_norm", {}).get("over") == "width"
+            and o["weights"].get("q_norm_weight") == [32],
+            f"/info olmo2: no norm before attention, q/k norm over the width: {o}")
+    C.check("qk_norm" not in models["gemma2"] and "score_softcap" not in models["gemma2_nocap"],
+            "/info gemma2: no q/k norm; no soft cap when attn_logit_softcapping is null")
+    g2 = models["gemma2"]
+    C.check(g2.get("score_softcap") == 50 and g2["params"].get("score_scale") == 256 ** -0.5
+            and models["gemma2_bf16"].get("score_softcap") == 1.5,
+            f"/info gemma2: soft cap 50, score_scale 256**-0.5: {g2}")
+    g3, g5 = models["gemma3"], models["gemma3_l5"]
+    C.check(g3["params"].get("base") == 10000 and "scaling" not in g3["params"],
+            f"/info gemma3 layer 0 (sliding): rope_local_base_freq, no scaling: {g3['params']}")
+    C.check(g5["params"].get("base") == 1e6 and g5["params"].get("scaling", {}).get("type")
+            == "linear", f"/info gemma3 layer 5 (global): rope_theta, linear: {g5['params']}")
+    C.check(models["gemma3_bf16"]["params"]["base"] == 1e6
+            and models["gemma3_bf16_l1"]["params"]["base"] == 50,
+            "/info gemma3 layer_types: layer 0 full (1e6), layer 1 sliding (50)")
+    C.check(models["gemma3_f16"]["params"]["base"] == 10000
+            and models["gemma3_f16_l1"]["params"]["base"] == 1e6,
+            "/info gemma3 without rope_theta: sliding 10000, global Gemma3TextConfig's 1e6")
+    C.check(g3.get("qk_norm", {}).get("over") == "head" and "score_softcap" not in g3
+            and models["gemma3_bf16"].get("score_softcap") == 2.0
+            and g3["params"].get("score_scale") == 256 ** -0.5,
+            f"/info gemma3: q/k norm per head, score_scale, soft cap only when set: {g3}")
+
+
+def models3_checks(root):
+    cases = models3_cases()
+    args = []
+    for c in cases.values():
+        d = os.path.join(root, "m3_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        if not os.path.exists(d):
+            c.ckpt.write(d, shards=c.shards)
+        args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
+    with Server(args) as srv:
+        for c in cases.values():
+            run_case(srv, c)
+        # far positions on a global and a sliding layer
+        for name in ("gemma3_l5", "gemma3"):
+            c = cases[name]
+            x = RNG.standard_normal((4, c.d)).astype(np.float32)
+            pos = np.array([3, 100, 1000, 4097])
+            st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                           "positions": pos.tolist(), "return": ["q", "k"]})
+            if C.check(st == 200, f"{name} far positions: status {st} {r}"):
+                compare(c, "far positions", r, c.reference(x.astype(np.float64), pos), "qk")
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info["models"]}
+        check_info_cases(models, cases)
+        models3_info(models)
+        status = srv.stop()
+        C.check(status == 0, f"q/k-norm architectures: server exits 0 (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+
+def models3_malformed(root):
+    """A malformed value of each key the MODELS3 loaders read, and their
+    new tensors: exit 2 naming it."""
+    out = []
+
+    def case(label, ckpt, want, drop=(), **over):
+        d = os.path.join(root, "bad3_" + label.replace(" ", "_").replace(":", ""))
+        cfg = {kk: v for kk, v in dict(ckpt.config, **over).items() if kk not in drop}
+        ckpt.write(d, config=cfg)
+        out.append((label, d, ["config.json"] + want))
+
+    q3, o2 = ck.qwen3(layers=1), ck.olmo2(layers=1)
+    g2, g3 = ck.gemma2(layers=1), ck.gemma3(layers=2)
+    case("qwen3: head_dim 0", q3, ["head_dim", "0"], head_dim=0)
+    case("qwen3: attention_bias a string", q3, ["attention_bias"], attention_bias="no")
+    case("qwen3: rms_norm_eps negative", q3, ["rms_norm_eps", "-1"], rms_norm_eps=-1.0)
+    case("olmo2: rms_norm_eps 0", o2, ["rms_norm_eps", "> 0"], rms_norm_eps=0)
+    case("olmo2: heads not dividing hidden_size", o2, ["hidden_size", "5"],
+         num_attention_heads=5, num_key_value_heads=5)
+    case("gemma2: attn_logit_softcapping a string", g2, ["attn_logit_softcapping"],
+         attn_logit_softcapping="fifty")
+    case("gemma2: attn_logit_softcapping -1", g2, ["attn_logit_softcapping", "-1"],
+         attn_logit_softcapping=-1.0)
+    case("gemma2: query_pre_attn_scalar 0", g2, ["query_pre_attn_scalar", "> 0"],
+         query_pre_attn_scalar=0)
+    case("gemma3: query_pre_attn_scalar null", g3, ["query_pre_attn_scalar", "null"],
+         query_pre_attn_scalar=None)
+    case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "chunked_attention"],
+         layer_types=["chunked_attention", "full_attention"])
+    case("gemma3: layer_types not a list", g3, ["layer_types", "list"],
+         layer_types="sliding_attention")
+    case("gemma3: layer_types of the wrong length", g3, ["layer_types", "3 entries",
+                                                         "num_hidden_layers"],
+         layer_types=["full_attention"] * 3)
+    case("gemma3: sliding_window_pattern 0", g3, ["sliding_window_pattern", "0"],
+         sliding_window_pattern=0)
+    case("gemma3: rope_local_base_freq 0", g3, ["rope_local_base_freq", "> 0"],
+         rope_local_base_freq=0)
+    case("gemma3: rope_parameters per layer type", g3, ["rope_parameters", "per layer type"],
+         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                          "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
+    case("gemma3: rope_scaling of an unknown type", g3, ["rope_scaling", "ntk9"],
+         rope_scaling={"rope_type": "ntk9", "factor": 2.0})
+    # the new tensors: a missing q_norm, a k_norm per head where OLMo 2 needs the width
+    for label, ckpt, name, edit, want in (
+            ("qwen3: no q_norm tensor", q3, "model.layers.0.self_attn.q_norm.weight", None,
+             "no tensor"),
+            ("gemma3: no k_norm tensor", g3, "model.layers.0.self_attn.k_norm.weight", None,
+             "no tensor"),
+            ("olmo2: k_norm per head", o2, "model.layers.0.self_attn.k_norm.weight",
+             lambda a: a[:8], "shape")):
+        bad = ck.Checkpoint(ckpt.config, [(n, dt, edit(a) if n == name else a)
+                                          for n, dt, a in ckpt.tensors
+                                          if n != name or edit])
+        d = os.path.join(root, "bad3_" + label.replace(" ", "_").replace(":", ""))
+        bad.write(d)
+        out.append((label, d, [os.path.join(d, "model.safetensors"), name, want]))
+    return out
+
+
 # ------------------------------------------------------------- rope scaling
 def rope_cases():
     """(name, config overrides, requests as position arrays)."""
@@ -729,7 +908,7 @@ def long_path_case(root):
 
 def malformed_checks(root):
     for label, d, want in (malformed_cases(root) + new_arch_malformed(root) +
-                           falcon_mpt_malformed(root) + fifo_cases(root) + [long_path_case(root)]):
+                           falcon_mpt_malformed(root) + models3_malformed(root) + fifo_cases(root) + [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
@@ -837,6 +1016,7 @@ def main():
 
         new_arch_checks(root)
         falcon_mpt_checks(root)
+        models3_checks(root)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -54,5 +54,6 @@ void test_qkv(void);
 void test_default_weights(void);
 void test_threads(void);
 void test_pe_cache(void);
+void test_qk_norm(void);
 
 #endif /* CHECK_H */

@@ -1,0 +1,36 @@
+/*
+ * qk_norm.c - RMSNorm of q or k after the projection and before the
+ * rotation, over groups of channels: per head (Qwen3, Gemma 3: group =
+ * head_dim) or over the whole projection width (OLMo 2: group = width).
+ */
+#include <math.h>
+
+#include "internal.h"
+#include "posenc.h"
+
+/* One group: g = g * 1/sqrt(mean(g^2) + eps) * weight, in double, rounded
+ * once. */
+static void rms_norm_group(float *g, size_t group, const float *weight, double eps)
+{
+    double ms = 0.0;
+
+    for (size_t j = 0; j < group; j++)
+        ms += (double)g[j] * (double)g[j];
+    double inv = 1.0 / sqrt(ms / (double)group + eps);
+    for (size_t j = 0; j < group; j++)
+        g[j] = (float)((double)g[j] * inv * (double)weight[j]);
+}
+
+void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight, double eps,
+                       float *x, size_t stride)
+{
+    if (n == 0 || width == 0 || group == 0)
+        return;
+    size_t groups = width / group, work = 0;
+    bool parallel = pe_size_mul(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
+
+#pragma omp parallel for schedule(static) if (parallel)
+    for (size_t i = 0; i < n; i++)
+        for (size_t h = 0; h < groups; h++)
+            rms_norm_group(x + i * stride + h * group, group, weight, eps);
+}
