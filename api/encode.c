@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "api.h"
 #include "json/array_writer.h"
 #include "relative.h"
@@ -27,12 +28,12 @@ static void write_header(strbuf *sb, const request *rq)
 void api_encode(const api_service *svc, const api_budget *budget,
                 const char *body, size_t len, api_response *out)
 {
-    (void)budget; /* not charged yet */
     request rq;
     api_error err;
     rope_plan plan = {0};
-    strbuf sb = {0};
-    float *values = NULL; /* owned: the answer's array */
+    answer ans;
+    reservation held = {0};
+    float *values = NULL; /* owned until the answer owns it */
     size_t dim[4];
     bias_plan bias;
     pe_absolute pe = {.kind = PE_ABS_NONE};
@@ -40,6 +41,7 @@ void api_encode(const api_service *svc, const api_budget *budget,
     const char *name = "encoded";
 
     memset(out, 0, sizeof *out);
+    answer_init(&ans);
     if (request_decode(svc, REQUEST_ENCODE, body, len, &rq, &err))
         goto fail;
     /* plan: every check before any arithmetic */
@@ -49,58 +51,73 @@ void api_encode(const api_service *svc, const api_budget *budget,
         (rq.scheme.kind == SCHEME_ROPE && rope_plan_init(svc, &rq, rq.d, 0, &plan, &err)) ||
         (!relative && absolute_plan(svc, &rq, &pe, &err)))
         goto fail;
+    if (rq.batched)
+        dim[n++] = rq.batch;
+    if (relative) {
+        name = "bias";
+        dim[n++] = bias.heads;
+        dim[n++] = rq.tokens;
+    } else {
+        dim[n++] = rq.tokens;
+    }
+    dim[n++] = relative ? rq.tokens : rq.d;
+    view = array_dense(NULL, n, dim);
+    size_t count = array_count(&view);
+    /* what the request holds until its answer is sent: input, positions,
+     * the result and the answer's text (a window when streamed) */
+    if (reservation_take(&held, budget,
+                         request_held_bytes(&rq) + count * sizeof(float) +
+                             answer_held_bytes(svc, array_text_bound(&view, rq.base64)),
+                         &err))
+        goto fail;
     /* compute: can fail only for memory or a non-finite result */
-    values = malloc((relative ? bias.total : rows * rq.d) * sizeof *values);
+    values = malloc(count * sizeof *values);
     if (!values) {
         api_fail_oom(&err);
         goto fail;
     }
-    if (rq.batched)
-        dim[n++] = rq.batch;
     if (relative) {
         relative_fill(&rq, &bias, values);
-        name = "bias";
-        dim[n++] = bias.heads;
-        dim[n++] = rq.tokens;
-        dim[n++] = rq.tokens;
+    } else if (rq.scheme.kind == SCHEME_ROPE) {
+        pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
+                      rq.d, rq.x.data, rq.d, values, rq.d);
+    } else if (rq.scheme.kind == SCHEME_NONE) {
+        /* x unchanged, bit for bit (also -0.0); the bare table is zeros */
+        if (rq.x.data)
+            memcpy(values, rq.x.data, rows * rq.d * sizeof *values);
+        else
+            memset(values, 0, rows * rq.d * sizeof *values);
     } else {
-        if (rq.scheme.kind == SCHEME_ROPE) {
-            pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
-                          rq.d, rq.x.data, rq.d, values, rq.d);
-        } else if (rq.scheme.kind == SCHEME_NONE) {
-            /* x unchanged, bit for bit (also -0.0); the bare table is zeros */
-            if (rq.x.data)
-                memcpy(values, rq.x.data, rows * rq.d * sizeof *values);
-            else
-                memset(values, 0, rows * rq.d * sizeof *values);
-        } else {
-            size_t bad = 0;
-            pe_status st = pe_encode_absolute(&pe, NULL, rq.embed_scale, rq.x.data,
-                                              rq.positions, rows, rq.d, values, &bad);
-            if (st != PE_OK) {
-                absolute_fail(&rq, &pe, st, bad, "encoded", &err);
-                goto fail;
-            }
+        size_t bad = 0;
+        pe_status st = pe_encode_absolute(&pe, NULL, rq.embed_scale, rq.x.data, rq.positions,
+                                          rows, rq.d, values, &bad);
+        if (st != PE_OK) {
+            absolute_fail(&rq, &pe, st, bad, "encoded", &err);
+            goto fail;
         }
-        dim[n++] = rq.tokens;
-        dim[n++] = rq.d;
     }
-    view = array_dense(values, n, dim);
+    view.data = values;
     if (api_json(&err, array_check_finite(&view, name, &err.json)))
         goto fail;
-    write_header(&sb, &rq);
-    strbuf_putc(&sb, ',');
-    array_write(&sb, name, &view, rq.base64);
+    /* write: small answers whole, large ones streamed */
+    answer_own(&ans, values);
+    values = NULL;
+    ans.held = held;
+    held = (reservation){0};
+    write_header(answer_text(&ans), &rq);
+    strbuf_putc(answer_text(&ans), ',');
+    answer_array(&ans, name, &view, rq.base64);
     if (scheme_reports_attention_factor(&rq.scheme))
-        json_write_float_field(&sb, "attention_factor", plan.attention_factor);
-    strbuf_putc(&sb, '}');
-    if (respond_json(out, &sb, rows, &err))
+        json_write_float_field(answer_text(&ans), "attention_factor", plan.attention_factor);
+    strbuf_putc(answer_text(&ans), '}');
+    if (answer_respond(&ans, out, rows, stream_min_bytes(svc), &err))
         goto fail;
     goto done;
 fail:
-    strbuf_free(&sb);
     api_respond_error(out, &err);
 done:
+    answer_free(&ans);
+    reservation_release(&held);
     free(values);
     rope_plan_free(&plan);
     request_free(&rq);

@@ -363,6 +363,12 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
     return rc ? -1 : 0;
 }
 
+size_t request_held_bytes(const request *rq)
+{
+    size_t rows = request_rows(rq);
+    return (rq->x.data ? rows * rq->d * sizeof(float) : 0) + rows * sizeof *rq->positions;
+}
+
 void request_free(request *rq)
 {
     if (!rq)

@@ -19,6 +19,8 @@ void api_response_free(api_response *out)
     if (!out)
         return;
     free(out->body);
+    if (out->stream.free)
+        out->stream.free(out->stream.state);
     memset(out, 0, sizeof *out);
 }
 

@@ -129,6 +129,25 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
     return req;
 }
 
+/* A streamed answer (api_response.stream) read by libmicrohttpd as the
+ * client takes it; the stream is freed with the response. */
+static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    api_body_stream *st = cls;
+    (void)pos;
+    size_t n = st->read(st->state, buf, max);
+    if (n == API_STREAM_FAILED)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
+}
+
+static void free_stream(void *cls)
+{
+    api_body_stream *st = cls;
+    st->free(st->state);
+    free(st);
+}
+
 /* Sends rep (steals rep->api.body, even on failure) with the headers every
  * response carries, and records what was sent. */
 static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
@@ -143,6 +162,18 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
         const struct MHD_IoVec iov = {rep->static_body, rep->static_len};
         len = rep->static_len;
         resp = MHD_create_response_from_iovec(&iov, 1, NULL, NULL);
+    } else if (a->stream.read != NULL) {
+        api_body_stream *st = malloc(sizeof *st);
+        len = 0; /* not known before it is sent */
+        resp = st == NULL ? NULL
+                          : MHD_create_response_from_callback(
+                                MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, st, free_stream);
+        if (resp != NULL) {
+            *st = a->stream; /* the response owns the stream now */
+            a->stream = (api_body_stream){0};
+        } else {
+            free(st);
+        }
     } else {
         len = a->body != NULL ? a->body_len : 0;
         resp = MHD_create_response_from_buffer(

@@ -211,6 +211,54 @@ static void write_base64(strbuf *sb, const array_view *a)
     strbuf_advance(sb, len + 2);
 }
 
+void array_write_value(strbuf *sb, const array_view *a, bool base64)
+{
+    if (base64)
+        write_base64(sb, a);
+    else
+        write_nested(sb, a);
+}
+
+size_t array_rows(const array_view *a)
+{
+    return a->ndim == 1 ? 1 : row_count(a);
+}
+
+size_t array_text_bound(const array_view *a, bool base64)
+{
+    size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
+
+    if (base64)
+        return base64_encoded_len(rows * cols * sizeof(float)) + 2;
+    /* each number and its comma, each row's brackets, the outer ones */
+    return rows * (cols * (FLOAT_TEXT_MAX / 2 + 1) + 2 * a->ndim + 1) + 2 * a->ndim;
+}
+
+void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1)
+{
+    size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
+
+    if (!base64) {
+        if (a->ndim == 1)
+            write_row(sb, a->data, cols);
+        else
+            write_rows(sb, a, r0, r1);
+        return;
+    }
+    size_t len = base64_encoded_len((r1 - r0) * cols * sizeof(float));
+    char *dst = strbuf_reserve(sb, len + 2);
+    if (!dst)
+        return;
+    size_t n = 0;
+    if (r0 == 0)
+        dst[n++] = '"';
+    encode_rows(dst + n, a, r0, r1);
+    n += len;
+    if (r1 == rows)
+        dst[n++] = '"';
+    strbuf_advance(sb, n);
+}
+
 void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
 {
     strbuf_put_json_string(sb, name);
