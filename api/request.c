@@ -23,6 +23,8 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
                         svc->limits.max_json_values);
     case JSON_CODEC_NO_MEMORY:
         return api_fail_oom(err);
+    case JSON_CODEC_INTERNAL:
+        return api_fail(err, API_E_INTERNAL, NULL, "decoding the body: %s", ce->message);
     default:
         return api_fail(err, API_E_INVALID_JSON, NULL, "%s", ce->message);
     }

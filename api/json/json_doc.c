@@ -472,8 +472,9 @@ static void line_column(const char *text, size_t at, int *line, int *column)
     }
 }
 
-/* The message for malformed JSON: jansson's own, placed in the body. */
-static void syntax_message(const scanner *s, json_codec_error *err)
+/* The message for malformed JSON: jansson's own, placed in the body.
+ * False when jansson finds nothing wrong with the blanked body. */
+static bool syntax_message(const scanner *s, json_codec_error *err)
 {
     json_error_t jerr;
     char *blank = blanked_text(s);
@@ -494,8 +495,10 @@ static void syntax_message(const scanner *s, json_codec_error *err)
         snprintf(err->message, sizeof err->message, "malformed JSON at line %d column %d: %s",
                  line, column + 1, s->why ? s->why : "invalid JSON");
     }
+    bool found = blank && !v;
     json_decref(v);
     free(blank);
+    return found;
 }
 
 /* Give every stand-in of the tree its span: the `[]` of the tree in
@@ -578,17 +581,19 @@ int json_doc_load(json_doc *doc, const char *body, size_t len,
         goto out;
     }
     doc->root = json_loadb(envelope, envelope_len, LOAD_FLAGS, &jerr);
-    if (!doc->root) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
-            err->kind = JSON_CODEC_NO_MEMORY;
-        else
-            syntax_message(&s, err);
+    /* jansson does not always say that an allocation failed: when the
+     * same text parses the second time, that is what happened */
+    if (!doc->root && (json_error_code(&jerr) == json_error_out_of_memory ||
+                       !syntax_message(&s, err))) {
+        err->kind = JSON_CODEC_NO_MEMORY;
         goto out;
     }
+    if (!doc->root)
+        goto out;
     if (!assign_stand_ins(s.spans, s.empties, s.n_empties, &next, doc->root) ||
         next != s.n_empties) {
-        err->kind = JSON_CODEC_SYNTAX;
-        snprintf(err->message, sizeof err->message, "internal: the envelope lost its order");
+        err->kind = JSON_CODEC_INTERNAL;
+        snprintf(err->message, sizeof err->message, "the envelope lost its order");
         goto out;
     }
     if (s.n_spans > 1)
