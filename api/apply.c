@@ -213,13 +213,8 @@ void api_apply(const api_service *svc, const api_budget *budget,
                  rq.model->d_model);
         goto fail;
     }
-    /* The contract: a scheme that needs a table the model lacks is a 422,
-     * whatever the request asks to see (t5 changes scores, not q/k/v). */
-    if (rq.scheme.kind == SCHEME_T5 && !model_has(rq.model, W_T5_BIAS)) {
-        api_fail(&err, API_E_MISSING_WEIGHT, "model",
-                 "scheme t5 needs weights.t5_bias, which model '%s' lacks", rq.model->name);
+    if (t5_table_check(&rq, &err))
         goto fail;
-    }
     if (plan_apply(svc, &rq, &rq.outputs, &plan, &err))
         goto fail;
     /* what the request holds until its answer is sent: input, positions,
