@@ -21,6 +21,10 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
         return api_fail(err, API_E_TOO_LARGE, NULL,
                         "the JSON holds more than %zu values outside numeric arrays",
                         svc->limits.max_json_values);
+    case JSON_CODEC_NON_FINITE:
+        return api_fail(err, API_E_NON_FINITE, NULL, "%s", ce->message);
+    case JSON_CODEC_INTEGER_RANGE:
+        return api_fail(err, API_E_OUT_OF_RANGE, NULL, "%s", ce->message);
     case JSON_CODEC_NO_MEMORY:
         return api_fail_oom(err);
     case JSON_CODEC_INTERNAL:

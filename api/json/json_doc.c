@@ -481,7 +481,21 @@ static bool syntax_message(const scanner *s, json_codec_error *err)
     json_t *v = blank ? json_loadb(blank, s->len, LOAD_FLAGS, &jerr) : NULL;
 
     err->kind = JSON_CODEC_SYNTAX;
-    if (blank && !v && json_error_code(&jerr) == json_error_stack_overflow) {
+    if (blank && !v && json_error_code(&jerr) == json_error_numeric_overflow) {
+        /* a well-formed number jansson cannot hold: its text ends at
+         * jerr.position; a fraction or exponent makes it a real */
+        size_t end = (size_t)jerr.position, start = end;
+        while (start > 0 && strchr("0123456789.eE+-", blank[start - 1]))
+            start--;
+        bool real = memchr(blank + start, '.', end - start) ||
+                    memchr(blank + start, 'e', end - start) ||
+                    memchr(blank + start, 'E', end - start);
+        err->kind = real ? JSON_CODEC_NON_FINITE : JSON_CODEC_INTEGER_RANGE;
+        snprintf(err->message, sizeof err->message,
+                 real ? "the number at line %d column %d is not finite"
+                      : "the integer at line %d column %d does not fit in 64 bits",
+                 jerr.line, jerr.column);
+    } else if (blank && !v && json_error_code(&jerr) == json_error_stack_overflow) {
         err->kind = JSON_CODEC_TOO_DEEP;
         snprintf(err->message, sizeof err->message, "line %d column %d", jerr.line,
                  jerr.column);

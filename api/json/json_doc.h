@@ -33,6 +33,8 @@ typedef enum json_codec_kind {
     JSON_CODEC_SYNTAX,          /* malformed JSON; the message gives line and column */
     JSON_CODEC_TOO_DEEP,        /* nests deeper than max_depth (or jansson's 2048) */
     JSON_CODEC_TOO_MANY_VALUES, /* more than max_values outside numeric arrays */
+    JSON_CODEC_NON_FINITE,      /* a number (not in a numeric array) past double's range */
+    JSON_CODEC_INTEGER_RANGE,   /* an integer (not in a numeric array) past int64 */
     JSON_CODEC_NO_MEMORY,
     JSON_CODEC_INTERNAL         /* a bug: the envelope and the scan disagree */
 } json_codec_kind;

@@ -153,6 +153,30 @@ static void put_matrix(strbuf *sb, int diagonal)
     strbuf_putc(sb, ']');
 }
 
+/* Issue 14 item 7, scalars: `1e400` outside a numeric array was a 400
+ * invalid_json; a non-finite value is a 422 non_finite (contract), and an
+ * integer past int64 a 422 out_of_range, at any body size. */
+static void test_scalar_numbers(const api_service *svc)
+{
+    static const struct {
+        const char *body, *code;
+    } cases[] = {
+        {"{\"shape\":[2,4],\"embed_scale\":1e400}", "non_finite"},
+        {"{\"shape\":[2,4],\"params\":{\"base\":-1.5E999}}", "non_finite"},
+        {"{\"shape\":[2,4],\"offset\":12345678901234567890}", "out_of_range"},
+        {"{\"shape\":[2,4],\"x\":[1e400,\"a\"]}", "non_finite"},
+    };
+    char code[64];
+
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        answer a = ask(svc, false, cases[i].body, strlen(cases[i].body));
+        CHECK(a.status == 422 && strcmp(code_of(&a, code, sizeof code), cases[i].code) == 0,
+              "%s: %d %.*s, want 422 %s", cases[i].body, a.status, (int)a.len, a.body,
+              cases[i].code);
+        free(a.body);
+    }
+}
+
 /* Issue 14 item 5: "\u0023posenc-array:0" spelled a marker of the old fast
  * path and was replaced by another array's data (the embeddings became wq:
  * a 200). It is an ordinary string: a base64 wq without wq_shape, a 400. */
@@ -474,6 +498,7 @@ void test_request_path(void)
         return;
     test_one_grammar(svc);
     test_forged_marker(svc);
+    test_scalar_numbers(svc);
     test_key_order(svc);
     test_longrope_in_double(svc);
     test_yarn_derived_factor(svc);
