@@ -258,18 +258,3 @@ void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, s
         dst[n++] = '"';
     strbuf_advance(sb, n);
 }
-
-void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
-{
-    strbuf_put_json_string(sb, name);
-    strbuf_putc(sb, ':');
-    if (!base64) {
-        write_nested(sb, a);
-        return;
-    }
-    write_base64(sb, a);
-    strbuf_printf(sb, ",\"%s_shape\":[", name);
-    for (size_t i = 0; i < a->ndim; i++)
-        strbuf_printf(sb, "%s%zu", i ? "," : "", a->dim[i]);
-    strbuf_putc(sb, ']');
-}

@@ -85,7 +85,7 @@ json_span *json_doc_array(const json_doc *doc, const json_t *v);
  * stand-in shows its text. */
 void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t cap);
 
-/* What reading a span's numbers into a type can meet. */
+/* What reading a span's numbers into a type can meet (json_span.c). */
 typedef enum json_read_status {
     JSON_READ_OK = 0,
     JSON_READ_NOT_INTEGER, /* a fraction or exponent where an integer is read */
