@@ -14,6 +14,7 @@
 
 #include "../unit/check.h"
 #include "api.h"
+#include "json/json_doc.h"
 #include "json/strbuf.h"
 
 void test_collect(api_response *r, size_t chunk)
@@ -151,6 +152,52 @@ static void put_matrix(strbuf *sb, int diagonal)
         strbuf_putc(sb, ']');
     }
     strbuf_putc(sb, ']');
+}
+
+/* The text of the span v stands in for, or "-" when v is no stand-in. */
+static const char *span_text(const json_doc *doc, const json_t *v, char *buf, size_t cap)
+{
+    const json_span *span = json_doc_array(doc, v);
+    if (!span)
+        return "-";
+    snprintf(buf, cap, "%.*s", (int)(span->end - span->start), doc->text + span->start);
+    return buf;
+}
+
+/* Stand-ins are told apart from the body's own `[]` by their place in
+ * document order, never by content: every numeric array maps back to its
+ * own text, real empty arrays to none, whatever the nesting. */
+static void test_stand_ins(void)
+{
+    static const char body[] =
+        "{\"a\":[],\"b\":[1, 2],\"c\":{\"d\":[],\"e\":[[3]],\"s\":\"[]\"},"
+        "\"f\":[[],[4],{\"g\":[5,6]},[[]]],\"h\":[[7,8],[9,10]]}";
+    json_doc_limits limits = {.max_depth = 32, .max_values = 100};
+    json_codec_error ce;
+    json_doc doc;
+    char buf[64];
+
+    CHECK(json_doc_load(&doc, body, strlen(body), &limits, &ce) == 0, "load: %s", ce.message);
+    const json_t *r = doc.root, *c = json_object_get(r, "c"), *f = json_object_get(r, "f");
+    static const struct {
+        const char *want;
+    } want[] = {{"-"}, {"[1, 2]"}, {"-"}, {"[[3]]"}, {"-"}, {"[4]"}, {"[5,6]"}, {"-"},
+                {"[[7,8],[9,10]]"}};
+    const json_t *got[] = {json_object_get(r, "a"),
+                           json_object_get(r, "b"),
+                           json_object_get(c, "d"),
+                           json_object_get(c, "e"),
+                           json_array_get(f, 0),
+                           json_array_get(f, 1),
+                           json_object_get(json_array_get(f, 2), "g"),
+                           json_array_get(json_array_get(f, 3), 0),
+                           json_object_get(r, "h")};
+    for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+        const char *t = span_text(&doc, got[i], buf, sizeof buf);
+        CHECK(strcmp(t, want[i].want) == 0, "stand-in %zu: %s, want %s", i, t, want[i].want);
+    }
+    CHECK(json_is_string(json_object_get(c, "s")), "a string \"[]\" stays a string");
+    json_doc_free(&doc);
 }
 
 /* Issue 14 item 7, scalars: `1e400` outside a numeric array was a 400
@@ -497,6 +544,7 @@ void test_request_path(void)
     if (!svc)
         return;
     test_one_grammar(svc);
+    test_stand_ins();
     test_forged_marker(svc);
     test_scalar_numbers(svc);
     test_key_order(svc);
