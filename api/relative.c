@@ -157,9 +157,9 @@ int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
                             "alibi needs params.heads (or a model)");
         plan->alibi_form = s->alibi_form;
     } else {
-        const tensor *table = &rq->model->weights[W_T5_BIAS];
-        if (t5_table_check(rq, err))
+        if (t5_table_check(rq, err)) /* after it, the model and its table are there */
             return -1;
+        const tensor *table = &rq->model->weights[W_T5_BIAS];
         if (table->dim[0] != s->num_buckets)
             return api_fail(err, API_E_INVALID_SHAPE, "params.num_buckets",
                             "t5_bias has %zu buckets but params.num_buckets is %zu",
