@@ -12,8 +12,9 @@
 struct answer_segment {
     strbuf text;      /* owned: literal text, when !is_array */
     bool is_array;
-    array_view view;  /* borrowed data (the answer owns it) */
+    array_view view;  /* borrowed data (the answer owns it); NULL when generated */
     bool base64;
+    answer_rows gen;  /* owned state: rows made as they are written */
 };
 
 int reservation_take(reservation *r, const api_budget *budget, size_t bytes, api_error *err)
@@ -67,8 +68,11 @@ void answer_free(answer *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; i < a->n; i++)
+    for (size_t i = 0; i < a->n; i++) {
         strbuf_free(&a->segments[i].text);
+        if (a->segments[i].gen.free_state)
+            a->segments[i].gen.free_state(a->segments[i].gen.state);
+    }
     free(a->segments);
     for (size_t i = 0; i < a->n_owned; i++)
         free(a->owned[i]);
@@ -121,6 +125,21 @@ void answer_array(answer *a, const char *name, const array_view *v, bool base64)
     strbuf_putc(sb, ']');
 }
 
+void answer_generated(answer *a, const char *name, const array_view *shape, bool base64,
+                      answer_rows gen)
+{
+    size_t before = a->n;
+
+    answer_array(a, name, shape, base64);
+    for (size_t i = a->n; i-- > before;)
+        if (a->segments[i].is_array) {
+            a->segments[i].gen = gen;
+            return;
+        }
+    if (gen.free_state) /* the array segment could not be added */
+        gen.free_state(gen.state);
+}
+
 void answer_own(answer *a, void *p)
 {
     if (!p)
@@ -148,6 +167,8 @@ size_t answer_bound(const answer *a)
 typedef struct answer_stream {
     answer a;        /* owned */
     strbuf window;   /* owned: text written, not yet read */
+    float *scratch;  /* owned: a window of generated rows, scratch_len floats */
+    size_t scratch_len;
     size_t sent;     /* of window */
     size_t segment, row;
 } answer_stream;
@@ -184,10 +205,25 @@ static bool refill(answer_stream *st)
             st->row = 0;
             continue;
         }
-        size_t end = st->row + rows_per_window(s);
+        size_t per = rows_per_window(s), end = st->row + per;
         if (end > rows)
             end = rows;
-        array_write_rows(&st->window, &s->view, s->base64, st->row, end);
+        if (s->gen.fill) {
+            size_t cols = s->view.dim[s->view.ndim - 1];
+            if (st->scratch_len < per * cols) {
+                free(st->scratch);
+                st->scratch = malloc(per * cols * sizeof *st->scratch);
+                st->scratch_len = st->scratch ? per * cols : 0;
+            }
+            if (!st->scratch) {
+                st->window.failed = true;
+                return true;
+            }
+            s->gen.fill(s->gen.state, st->row, end, st->scratch);
+            array_write_rows_at(&st->window, &s->view, s->base64, st->row, end, st->scratch);
+        } else {
+            array_write_rows(&st->window, &s->view, s->base64, st->row, end);
+        }
         st->row = end;
         return true;
     }
@@ -222,6 +258,7 @@ static void stream_free(void *state)
         return;
     answer_free(&st->a);
     strbuf_free(&st->window);
+    free(st->scratch);
     free(st);
 }
 
@@ -237,7 +274,21 @@ static int respond_whole(answer *a, api_response *out, size_t tokens, api_error 
             strbuf_put(&sb, s->text.data, s->text.len);
             continue;
         }
-        array_write_value(&sb, &s->view, s->base64);
+        if (!s->gen.fill) {
+            array_write_value(&sb, &s->view, s->base64);
+            continue;
+        }
+        size_t rows = array_rows(&s->view), cols = s->view.dim[s->view.ndim - 1];
+        float *values = malloc(rows * cols * sizeof *values);
+        if (!values) {
+            sb.failed = true;
+            break;
+        }
+        s->gen.fill(s->gen.state, 0, rows, values);
+        array_view v = s->view;
+        v.data = values;
+        array_write_value(&sb, &v, s->base64);
+        free(values);
     }
     answer_free(a);
     return respond_json(out, &sb, tokens, err);

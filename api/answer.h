@@ -62,6 +62,21 @@ strbuf *answer_text(answer *a);
  * view's data must stay valid while the answer lives (answer_own it). */
 void answer_array(answer *a, const char *name, const array_view *v, bool base64);
 
+/* Rows made when they are written: fill() writes rows [r0, r1) of the
+ * array (each of its last dimension) at out, and cannot fail. */
+typedef struct answer_rows {
+    void *state; /* owned: freed by free_state with the answer */
+    void (*fill)(void *state, size_t r0, size_t r1, float *out);
+    void (*free_state)(void *state);
+} answer_rows;
+
+/* answer_array() for an array of shape->dim (shape->data unused, dense)
+ * whose rows come from gen, a window at a time when streamed: a large bare
+ * table then costs a window, not its values. Takes gen's state even on
+ * failure. */
+void answer_generated(answer *a, const char *name, const array_view *shape, bool base64,
+                      answer_rows gen);
+
 /* The answer frees p (malloc'd) when it is freed; steals p even on
  * failure. */
 void answer_own(answer *a, void *p);

@@ -55,5 +55,10 @@ size_t array_text_bound(const array_view *a, bool base64);
  * row. */
 void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1);
 
+/* array_write_rows() with row r0's data at `first` (rows a->row_stride
+ * apart): for rows made just before they are written (a->data unused). */
+void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1,
+                         const float *first);
+
 
 #endif /* ARRAY_WRITER_H */
