@@ -32,6 +32,10 @@ typedef struct api_limits {
     size_t max_json_values;     /* values and members of a body outside its
                                    numeric arrays (what jansson builds: default
                                    2^18); past it a 422 too_large */
+    size_t stream_min_bytes;    /* answers whose text may reach this are
+                                   streamed (api_response.stream) a window
+                                   at a time (default 1 MiB; SIZE_MAX:
+                                   never) */
 } api_limits;
 
 #define API_DEFAULT_MAX_TOKENS ((size_t)65536)
@@ -117,7 +121,8 @@ typedef struct api_response {
                                      is streamed and body is NULL */
 } api_response;
 
-/* Frees out->body and resets the struct; accepts NULL. */
+/* Frees out->body (and an unread out->stream) and resets the struct;
+ * accepts NULL. */
 void api_response_free(api_response *out);
 
 /* Fill *out with the contract's JSON error body for *err. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "api.h"
 #include "json/array_writer.h"
 #include "relative.h"
@@ -61,8 +62,10 @@ static array_view view_of(const request *rq, const apply_plan *p, output_id id,
     case OUT_V:
         dim[n++] = rq->tokens;
         dim[n++] = id == OUT_Q ? p->qd : p->kvd;
-        v = array_dense(r->qkv + (id == OUT_Q ? 0 : id == OUT_K ? p->qd : p->qd + p->kvd), n,
-                        dim);
+        /* r->qkv is NULL when only the shape is asked for (the budget) */
+        v = array_dense(r->qkv ? r->qkv + (id == OUT_Q ? 0 : id == OUT_K ? p->qd : p->qd + p->kvd)
+                               : NULL,
+                        n, dim);
         v.row_stride = p->width;
         return v;
     case OUT_ENCODED:
@@ -199,14 +202,15 @@ static void write_shape(strbuf *sb, const request *rq)
 void api_apply(const api_service *svc, const api_budget *budget,
                const char *body, size_t len, api_response *out)
 {
-    (void)budget; /* not charged yet */
     request rq;
     api_error err;
     apply_plan plan = {0};
     results r = {0};
-    strbuf sb = {0};
+    answer ans;
+    reservation held = {0};
 
     memset(out, 0, sizeof *out);
+    answer_init(&ans);
     if (request_decode(svc, REQUEST_APPLY, body, len, &rq, &err))
         goto fail;
     if (rq.d != rq.model->d_model) {
@@ -215,14 +219,22 @@ void api_apply(const api_service *svc, const api_budget *budget,
                  rq.model->d_model);
         goto fail;
     }
-    /* The contract: a scheme that needs a table the model lacks is a 422,
-     * whatever the request asks to see (t5 changes scores, not q/k/v). */
-    if (rq.scheme.kind == SCHEME_T5 && !model_has(rq.model, W_T5_BIAS)) {
-        api_fail(&err, API_E_MISSING_WEIGHT, "model",
-                 "scheme t5 needs weights.t5_bias, which model '%s' lacks", rq.model->name);
+    if (t5_table_check(&rq, &err))
         goto fail;
+    if (plan_apply(svc, &rq, &rq.outputs, &plan, &err))
+        goto fail;
+    /* what the request holds until its answer is sent: input, positions,
+     * z, q|k|v, bias, scores and the answer's text (a window when streamed) */
+    size_t text = 512;
+    for (size_t i = 0; i < rq.outputs.count; i++) {
+        array_view v = view_of(&rq, &plan, rq.outputs.order[i], &r);
+        text += array_text_bound(&v, rq.base64) + 32;
     }
-    if (plan_apply(svc, &rq, &rq.outputs, &plan, &err) ||
+    size_t work = plan.rows * (rq.d + plan.width) * sizeof(float) +
+                  (plan.need_bias ? plan.per_row * rq.batch * sizeof(float) : 0) *
+                      (rq.outputs.wanted[OUT_SCORES] ? 2 : 1);
+    if (reservation_take(&held, budget,
+                         request_held_bytes(&rq) + work + answer_held_bytes(svc, text), &err) ||
         compute(&rq, &rq.outputs, &plan, &r, &err))
         goto fail;
     for (size_t i = 0; i < rq.outputs.count; i++) {
@@ -230,26 +242,36 @@ void api_apply(const api_service *svc, const api_budget *budget,
         if (api_json(&err, array_check_finite(&v, output_names[rq.outputs.order[i]], &err.json)))
             goto fail;
     }
-    strbuf_puts(&sb, "{\"model\":");
-    strbuf_put_json_string(&sb, rq.model->name);
-    strbuf_puts(&sb, ",\"scheme\":");
-    strbuf_put_json_string(&sb, scheme_names[rq.scheme.kind]);
-    write_shape(&sb, &rq);
+    /* write: small answers whole, large ones streamed */
+    strbuf *sb = answer_text(&ans);
+    strbuf_puts(sb, "{\"model\":");
+    strbuf_put_json_string(sb, rq.model->name);
+    strbuf_puts(sb, ",\"scheme\":");
+    strbuf_put_json_string(sb, scheme_names[rq.scheme.kind]);
+    write_shape(sb, &rq);
     if (scheme_reports_attention_factor(&rq.scheme))
-        json_write_float_field(&sb, "attention_factor", plan.rope.attention_factor);
+        json_write_float_field(sb, "attention_factor", plan.rope.attention_factor);
     for (size_t i = 0; i < rq.outputs.count; i++) {
         array_view v = view_of(&rq, &plan, rq.outputs.order[i], &r);
-        strbuf_putc(&sb, ',');
-        array_write(&sb, output_names[rq.outputs.order[i]], &v, rq.base64);
+        strbuf_putc(answer_text(&ans), ',');
+        answer_array(&ans, output_names[rq.outputs.order[i]], &v, rq.base64);
     }
-    strbuf_putc(&sb, '}');
-    if (respond_json(out, &sb, request_rows(&rq), &err))
+    strbuf_putc(answer_text(&ans), '}');
+    answer_own(&ans, r.z);
+    answer_own(&ans, r.qkv);
+    answer_own(&ans, r.bias);
+    answer_own(&ans, r.scores);
+    r = (results){0};
+    ans.held = held;
+    held = (reservation){0};
+    if (answer_respond(&ans, out, request_rows(&rq), stream_min_bytes(svc), &err))
         goto fail;
     goto done;
 fail:
-    strbuf_free(&sb);
     api_respond_error(out, &err);
 done:
+    answer_free(&ans);
+    reservation_release(&held);
     results_free(&r);
     rope_plan_free(&plan.rope);
     pe_cache_release(plan.pe.cache);

@@ -12,6 +12,20 @@ static const char *model_label(const request *rq)
     return rq->model ? rq->model->name : "the request (no model)";
 }
 
+int t5_table_check(const request *rq, api_error *err)
+{
+    const tensor *table = rq->model ? &rq->model->weights[W_T5_BIAS] : NULL;
+
+    if (rq->scheme.kind != SCHEME_T5 || (table && table->data))
+        return 0;
+    if (rq->model)
+        return api_fail(err, API_E_MISSING_WEIGHT, "model",
+                        "scheme t5 needs weights.t5_bias, which model '%s' lacks",
+                        rq->model->name);
+    return api_fail(err, API_E_MISSING_WEIGHT, "model",
+                    "scheme t5 needs weights.t5_bias, which %s lacks", model_label(rq));
+}
+
 int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
                   api_error *err)
 {
@@ -145,10 +159,9 @@ int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
                             "alibi needs params.heads (or a model)");
         plan->alibi_form = s->alibi_form;
     } else {
-        const tensor *table = rq->model ? &rq->model->weights[W_T5_BIAS] : NULL;
-        if (!table || !table->data)
-            return api_fail(err, API_E_MISSING_WEIGHT, "model",
-                            "scheme t5 needs weights.t5_bias, which %s lacks", model_label(rq));
+        if (t5_table_check(rq, err)) /* after it, the model and its table are there */
+            return -1;
+        const tensor *table = &rq->model->weights[W_T5_BIAS];
         if (table->dim[0] != s->num_buckets)
             return api_fail(err, API_E_INVALID_SHAPE, "params.num_buckets",
                             "t5_bias has %zu buckets but params.num_buckets is %zu",

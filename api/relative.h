@@ -38,6 +38,10 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width,
                    size_t fixed_head_dim, rope_plan *plan, api_error *err);
 void rope_plan_free(rope_plan *plan);
 
+/* The contract: a t5 request needs the model's t5_bias table, whatever it
+ * asks to see (t5 changes scores, not q/k/v): the one place of the rule. */
+int t5_table_check(const request *rq, api_error *err);
+
 /* The alibi or t5 bias of a request, planned: every check and its size. */
 typedef struct bias_plan {
     scheme_kind kind;       /* SCHEME_ALIBI or SCHEME_T5 */

@@ -21,8 +21,14 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
         return api_fail(err, API_E_TOO_LARGE, NULL,
                         "the JSON holds more than %zu values outside numeric arrays",
                         svc->limits.max_json_values);
+    case JSON_CODEC_NON_FINITE:
+        return api_fail(err, API_E_NON_FINITE, NULL, "%s", ce->message);
+    case JSON_CODEC_INTEGER_RANGE:
+        return api_fail(err, API_E_OUT_OF_RANGE, NULL, "%s", ce->message);
     case JSON_CODEC_NO_MEMORY:
         return api_fail_oom(err);
+    case JSON_CODEC_INTERNAL:
+        return api_fail(err, API_E_INTERNAL, NULL, "decoding the body: %s", ce->message);
     default:
         return api_fail(err, API_E_INVALID_JSON, NULL, "%s", ce->message);
     }
@@ -112,6 +118,16 @@ static int decode_scheme(request *rq, api_error *err)
     return scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base, &rq->scheme, err);
 }
 
+static int positions_shape_fail(const request *rq, api_error *err)
+{
+    if (rq->batched)
+        return api_fail(err, API_E_INVALID_SHAPE, "positions",
+                        "positions must be [%zu] or [%zu][%zu] for this input", rq->tokens,
+                        rq->batch, rq->tokens);
+    return api_fail(err, API_E_INVALID_SHAPE, "positions",
+                    "positions has the wrong shape: expected [%zu]", rq->tokens);
+}
+
 static int decode_positions(request *rq, api_error *err)
 {
     const json_t *positions = jf_get(rq->doc.root, "positions");
@@ -128,6 +144,11 @@ static int decode_positions(request *rq, api_error *err)
         if (jf_get(rq->doc.root, "offset"))
             return api_fail(err, API_E_INVALID_REQUEST, "offset",
                             "give offset or positions, not both");
+        /* A list that cannot have the right shape is refused before its
+         * integers are read: 32M of them would hold 256 MB for nothing. */
+        const json_span *span = json_doc_array(&rq->doc, positions);
+        if (span && span->count != rq->tokens && span->count != rows)
+            return positions_shape_fail(rq, err);
         if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, JSON_E_TOO_LARGE,
                                 &given, &err->json)))
             return -1;
@@ -136,12 +157,7 @@ static int decode_positions(request *rq, api_error *err)
             (per_row && (!rq->batched || given.dim[0] != rq->batch ||
                          given.dim[1] != rq->tokens))) {
             int_array_free(&given);
-            if (rq->batched)
-                return api_fail(err, API_E_INVALID_SHAPE, "positions",
-                                "positions must be [%zu] or [%zu][%zu] for this input",
-                                rq->tokens, rq->batch, rq->tokens);
-            return api_fail(err, API_E_INVALID_SHAPE, "positions",
-                            "positions has the wrong shape: expected [%zu]", rq->tokens);
+            return positions_shape_fail(rq, err);
         }
         for (size_t b = 0; b < rq->batch; b++)
             memcpy(rq->positions + b * rq->tokens, given.data + (per_row ? b * rq->tokens : 0),
@@ -361,6 +377,12 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
     /* decoded: no JSON survives this point (arrays were moved out) */
     json_doc_free(&rq->doc);
     return rc ? -1 : 0;
+}
+
+size_t request_held_bytes(const request *rq)
+{
+    size_t rows = request_rows(rq);
+    return (rq->x.data ? rows * rq->d * sizeof(float) : 0) + rows * sizeof *rq->positions;
 }
 
 void request_free(request *rq)

@@ -55,6 +55,9 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
 
 void request_free(request *rq);
 
+/* Bytes the decoded request holds (input and positions), for the budget. */
+size_t request_held_bytes(const request *rq);
+
 /* Rows of the flattened input: batch * tokens. */
 static inline size_t request_rows(const request *rq)
 {

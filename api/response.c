@@ -10,15 +10,18 @@
 #include "respond.h"
 #include "json/strbuf.h"
 
-/* Served when even the error body cannot be allocated. */
+/* Served when even the error body cannot be allocated: out of memory is a
+ * 503 (retry later), like every allocation failure on the request path. */
 static const char out_of_memory_body[] =
-    "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+    "{\"error\":{\"code\":\"unavailable\",\"message\":\"out of memory: retry later\"}}";
 
 void api_response_free(api_response *out)
 {
     if (!out)
         return;
     free(out->body);
+    if (out->stream.free)
+        out->stream.free(out->stream.state);
     memset(out, 0, sizeof *out);
 }
 
@@ -43,8 +46,8 @@ void api_respond_error(api_response *out, const api_error *err)
     if (!out->body) {
         out->body = strdup(out_of_memory_body);
         out->body_len = out->body ? strlen(out->body) : 0;
-        out->status = 500;
-        out->error_code = "internal";
+        out->status = api_error_status(API_E_UNAVAILABLE);
+        out->error_code = api_error_code(API_E_UNAVAILABLE);
     }
 }
 

@@ -91,6 +91,8 @@ api_service *api_service_new_with_models(const api_limits *limits,
         svc->limits.max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
     if (svc->limits.max_json_depth > API_MAX_JSON_DEPTH)
         svc->limits.max_json_depth = API_MAX_JSON_DEPTH;
+    if (svc->limits.stream_min_bytes == 0)
+        svc->limits.stream_min_bytes = (size_t)1 << 20;
     if (svc->limits.max_json_values == 0)
         svc->limits.max_json_values = API_DEFAULT_MAX_JSON_VALUES;
     svc->models = calloc(n + 1, sizeof *svc->models);

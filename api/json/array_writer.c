@@ -98,7 +98,8 @@ static void write_row(strbuf *sb, const float *row, size_t cols)
  * row r opens one '[' for every enclosing array it starts and closes one
  * for every enclosing array it ends, so any range of rows can be written
  * on its own. */
-static void write_rows(strbuf *sb, const array_view *a, size_t r0, size_t r1)
+static void write_rows_at(strbuf *sb, const array_view *a, size_t r0, size_t r1,
+                          const float *first)
 {
     size_t lead = a->ndim - 1, cols = a->dim[lead], span[4];
 
@@ -117,11 +118,16 @@ static void write_rows(strbuf *sb, const array_view *a, size_t r0, size_t r1)
             if (r % span[i] == 0)
                 at[n++] = '[';
         strbuf_advance(sb, n);
-        write_row(sb, a->data + r * a->row_stride, cols);
+        write_row(sb, first + (r - r0) * a->row_stride, cols);
         for (size_t i = lead; i-- > 0;)
             if ((r + 1) % span[i] == 0)
                 strbuf_putc(sb, ']');
     }
+}
+
+static void write_rows(strbuf *sb, const array_view *a, size_t r0, size_t r1)
+{
+    write_rows_at(sb, a, r0, r1, a->data + r0 * a->row_stride);
 }
 
 /* Big arrays are written by the OpenMP team, one chunk of rows each, then
@@ -171,19 +177,26 @@ void json_write_float_field(strbuf *sb, const char *name, double value)
     strbuf_puts(sb, text);
 }
 
-/* Rows [r0, r1) as base64 of their float32 bytes, at dst. */
-static void encode_rows(char *dst, const array_view *a, size_t r0, size_t r1)
+/* Rows [r0, r1) as base64 of their float32 bytes, at dst; row r0 is at
+ * first. */
+static void encode_rows_at(char *dst, const array_view *a, size_t r0, size_t r1,
+                           const float *first)
 {
     size_t cols = a->dim[a->ndim - 1];
     base64_writer w = {.out = dst};
 
     if (a->row_stride == cols) {
-        base64_write(&w, a->data + r0 * cols, (r1 - r0) * cols * sizeof(float));
+        base64_write(&w, first, (r1 - r0) * cols * sizeof(float));
     } else {
         for (size_t r = r0; r < r1; r++)
-            base64_write(&w, a->data + r * a->row_stride, cols * sizeof(float));
+            base64_write(&w, first + (r - r0) * a->row_stride, cols * sizeof(float));
     }
     base64_finish(&w);
+}
+
+static void encode_rows(char *dst, const array_view *a, size_t r0, size_t r1)
+{
+    encode_rows_at(dst, a, r0, r1, a->data + r0 * a->row_stride);
 }
 
 /* The array as one base64 string, sized exactly up front. Big arrays are
@@ -211,17 +224,56 @@ static void write_base64(strbuf *sb, const array_view *a)
     strbuf_advance(sb, len + 2);
 }
 
-void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
+void array_write_value(strbuf *sb, const array_view *a, bool base64)
 {
-    strbuf_put_json_string(sb, name);
-    strbuf_putc(sb, ':');
-    if (!base64) {
+    if (base64)
+        write_base64(sb, a);
+    else
         write_nested(sb, a);
+}
+
+size_t array_rows(const array_view *a)
+{
+    return a->ndim == 1 ? 1 : row_count(a);
+}
+
+size_t array_text_bound(const array_view *a, bool base64)
+{
+    size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
+
+    if (base64)
+        return base64_encoded_len(rows * cols * sizeof(float)) + 2;
+    /* each number and its comma, each row's brackets, the outer ones */
+    return rows * (cols * (FLOAT_TEXT_MAX / 2 + 1) + 2 * a->ndim + 1) + 2 * a->ndim;
+}
+
+void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1)
+{
+    array_write_rows_at(sb, a, base64, r0, r1, a->data + r0 * a->row_stride);
+}
+
+void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1,
+                         const float *first)
+{
+    size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
+
+    if (!base64) {
+        if (a->ndim == 1)
+            write_row(sb, first, cols);
+        else
+            write_rows_at(sb, a, r0, r1, first);
         return;
     }
-    write_base64(sb, a);
-    strbuf_printf(sb, ",\"%s_shape\":[", name);
-    for (size_t i = 0; i < a->ndim; i++)
-        strbuf_printf(sb, "%s%zu", i ? "," : "", a->dim[i]);
-    strbuf_putc(sb, ']');
+    size_t len = base64_encoded_len((r1 - r0) * cols * sizeof(float));
+    char *dst = strbuf_reserve(sb, len + 2);
+    if (!dst)
+        return;
+    size_t n = 0;
+    if (r0 == 0)
+        dst[n++] = '"';
+    encode_rows_at(dst + n, a, r0, r1, first);
+    n += len;
+    if (r1 == rows)
+        dst[n++] = '"';
+    strbuf_advance(sb, n);
 }

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/json_number.h"
 #include "json/json_rows.h"
 
 /* Arrays whose text may be this long are tried with the parallel row
@@ -472,15 +471,30 @@ static void line_column(const char *text, size_t at, int *line, int *column)
     }
 }
 
-/* The message for malformed JSON: jansson's own, placed in the body. */
-static void syntax_message(const scanner *s, json_codec_error *err)
+/* The message for malformed JSON: jansson's own, placed in the body.
+ * False when jansson finds nothing wrong with the blanked body. */
+static bool syntax_message(const scanner *s, json_codec_error *err)
 {
     json_error_t jerr;
     char *blank = blanked_text(s);
     json_t *v = blank ? json_loadb(blank, s->len, LOAD_FLAGS, &jerr) : NULL;
 
     err->kind = JSON_CODEC_SYNTAX;
-    if (blank && !v && json_error_code(&jerr) == json_error_stack_overflow) {
+    if (blank && !v && json_error_code(&jerr) == json_error_numeric_overflow) {
+        /* a well-formed number jansson cannot hold: its text ends at
+         * jerr.position; a fraction or exponent makes it a real */
+        size_t end = (size_t)jerr.position, start = end;
+        while (start > 0 && strchr("0123456789.eE+-", blank[start - 1]))
+            start--;
+        bool real = memchr(blank + start, '.', end - start) ||
+                    memchr(blank + start, 'e', end - start) ||
+                    memchr(blank + start, 'E', end - start);
+        err->kind = real ? JSON_CODEC_NON_FINITE : JSON_CODEC_INTEGER_RANGE;
+        snprintf(err->message, sizeof err->message,
+                 real ? "the number at line %d column %d is not finite"
+                      : "the integer at line %d column %d does not fit in 64 bits",
+                 jerr.line, jerr.column);
+    } else if (blank && !v && json_error_code(&jerr) == json_error_stack_overflow) {
         err->kind = JSON_CODEC_TOO_DEEP;
         snprintf(err->message, sizeof err->message, "line %d column %d", jerr.line,
                  jerr.column);
@@ -494,8 +508,10 @@ static void syntax_message(const scanner *s, json_codec_error *err)
         snprintf(err->message, sizeof err->message, "malformed JSON at line %d column %d: %s",
                  line, column + 1, s->why ? s->why : "invalid JSON");
     }
+    bool found = blank && !v;
     json_decref(v);
     free(blank);
+    return found;
 }
 
 /* Give every stand-in of the tree its span: the `[]` of the tree in
@@ -578,17 +594,19 @@ int json_doc_load(json_doc *doc, const char *body, size_t len,
         goto out;
     }
     doc->root = json_loadb(envelope, envelope_len, LOAD_FLAGS, &jerr);
-    if (!doc->root) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
-            err->kind = JSON_CODEC_NO_MEMORY;
-        else
-            syntax_message(&s, err);
+    /* jansson does not always say that an allocation failed: when the
+     * same text parses the second time, that is what happened */
+    if (!doc->root && (json_error_code(&jerr) == json_error_out_of_memory ||
+                       !syntax_message(&s, err))) {
+        err->kind = JSON_CODEC_NO_MEMORY;
         goto out;
     }
+    if (!doc->root)
+        goto out;
     if (!assign_stand_ins(s.spans, s.empties, s.n_empties, &next, doc->root) ||
         next != s.n_empties) {
-        err->kind = JSON_CODEC_SYNTAX;
-        snprintf(err->message, sizeof err->message, "internal: the envelope lost its order");
+        err->kind = JSON_CODEC_INTERNAL;
+        snprintf(err->message, sizeof err->message, "the envelope lost its order");
         goto out;
     }
     if (s.n_spans > 1)
@@ -656,97 +674,4 @@ void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t c
     }
     snprintf(buf, cap, strlen(dumped) > 40 ? "%.37s..." : "%s", dumped);
     free(dumped);
-}
-
-/* ---- reading a span's numbers ---------------------------------------- */
-
-/* The next number of a span's text at *p: [*num, *p) afterwards. */
-static bool next_number(const char **p, const char *end, const char **num)
-{
-    while (*p < end && (is_space(**p) || **p == '[' || **p == ']' || **p == ','))
-        (*p)++;
-    if (*p >= end)
-        return false;
-    *num = *p;
-    while (*p < end && !is_space(**p) && **p != ',' && **p != ']')
-        (*p)++;
-    return true;
-}
-
-json_read_status json_span_take_floats(json_span *span, const char *text, float **out,
-                                       size_t *bad)
-{
-    const char *p = text + span->start, *end = text + span->end, *num;
-
-    if (span->floats) {
-        *out = span->floats;
-        span->floats = NULL;
-        return JSON_READ_OK;
-    }
-    float *values = malloc(span->count * sizeof *values);
-    if (!values)
-        return JSON_READ_NO_MEMORY;
-    for (size_t i = 0; i < span->count; i++) {
-        if (!next_number(&p, end, &num) || json_number_to_float(num, p, &values[i]) != p ||
-            !isfinite(values[i])) {
-            free(values);
-            *bad = i;
-            return JSON_READ_BEYOND;
-        }
-    }
-    *out = values;
-    return JSON_READ_OK;
-}
-
-json_read_status json_span_int64s(const json_span *span, const char *text, int64_t *out,
-                                  size_t *bad)
-{
-    const char *p = text + span->start, *end = text + span->end, *num;
-
-    for (size_t i = 0; i < span->count; i++) {
-        *bad = i;
-        if (!next_number(&p, end, &num))
-            return JSON_READ_NOT_INTEGER;
-        bool negative = *num == '-';
-        uint64_t magnitude = 0, limit = negative ? (uint64_t)INT64_MAX + 1 : INT64_MAX;
-        bool beyond = false;
-        for (const char *d = num + negative; d < p; d++) {
-            if (!is_digit(*d))
-                return JSON_READ_NOT_INTEGER; /* '.', 'e': jansson's reals */
-            unsigned digit = (unsigned)(*d - '0');
-            if (magnitude > (limit - digit) / 10)
-                beyond = true;
-            else
-                magnitude = magnitude * 10 + digit;
-        }
-        if (beyond)
-            return JSON_READ_BEYOND;
-        out[i] = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
-    }
-    return JSON_READ_OK;
-}
-
-json_read_status json_span_doubles(const json_span *span, const char *text, double *out,
-                                   size_t *bad)
-{
-    const char *p = text + span->start, *end = text + span->end, *num;
-    char small[64];
-
-    for (size_t i = 0; i < span->count; i++) {
-        *bad = i;
-        if (!next_number(&p, end, &num))
-            return JSON_READ_BEYOND;
-        size_t n = (size_t)(p - num);
-        char *copy = n < sizeof small ? small : malloc(n + 1);
-        if (!copy)
-            return JSON_READ_NO_MEMORY;
-        memcpy(copy, num, n);
-        copy[n] = '\0';
-        out[i] = strtod(copy, NULL);
-        if (copy != small)
-            free(copy);
-        if (!isfinite(out[i]))
-            return JSON_READ_BEYOND;
-    }
-    return JSON_READ_OK;
 }

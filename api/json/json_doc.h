@@ -33,7 +33,10 @@ typedef enum json_codec_kind {
     JSON_CODEC_SYNTAX,          /* malformed JSON; the message gives line and column */
     JSON_CODEC_TOO_DEEP,        /* nests deeper than max_depth (or jansson's 2048) */
     JSON_CODEC_TOO_MANY_VALUES, /* more than max_values outside numeric arrays */
-    JSON_CODEC_NO_MEMORY
+    JSON_CODEC_NON_FINITE,      /* a number (not in a numeric array) past double's range */
+    JSON_CODEC_INTEGER_RANGE,   /* an integer (not in a numeric array) past int64 */
+    JSON_CODEC_NO_MEMORY,
+    JSON_CODEC_INTERNAL         /* a bug: the envelope and the scan disagree */
 } json_codec_kind;
 
 typedef struct json_codec_error {
@@ -82,7 +85,7 @@ json_span *json_doc_array(const json_doc *doc, const json_t *v);
  * stand-in shows its text. */
 void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t cap);
 
-/* What reading a span's numbers into a type can meet. */
+/* What reading a span's numbers into a type can meet (json_span.c). */
 typedef enum json_read_status {
     JSON_READ_OK = 0,
     JSON_READ_NOT_INTEGER, /* a fraction or exponent where an integer is read */

@@ -130,25 +130,22 @@ bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
 
     if (!map_array(&m, 0) || m.n_rows == 0)
         goto done;
-    /* The first row gives the row length; bound it by its text. */
-    size_t first_cap = (m.rows[0].end - m.rows[0].start + 1) / 2 + 1;
-    float *first = malloc(first_cap * sizeof *first);
-    size_t cols = first ? parse_row(text, m.rows[0].start, m.rows[0].end, first, first_cap)
-                        : SIZE_MAX;
-    size_t count = 0;
-    if (cols == SIZE_MAX || cols > JSON_ARRAY_MAX_ELEMENTS / m.n_rows) {
-        free(first);
+    /* The first row gives the row length: its commas (numbers hold none)
+     * say it before anything is parsed, so the values go straight into
+     * their block, allocated once. */
+    size_t cols = 1, count = 0;
+    for (const char *p = text + m.rows[0].start, *end = text + m.rows[0].end;
+         (p = memchr(p, ',', (size_t)(end - p))) != NULL; p++)
+        cols++;
+    if (cols > JSON_ARRAY_MAX_ELEMENTS / m.n_rows)
         goto done;
-    }
     count = cols * m.n_rows;
     block = malloc(header + count * sizeof(float));
-    if (!block) {
-        free(first);
+    if (!block)
         goto done;
-    }
     float *values = (float *)(void *)(block + header);
-    memcpy(values, first, cols * sizeof *first);
-    free(first);
+    if (parse_row(text, m.rows[0].start, m.rows[0].end, values, cols) != cols)
+        goto done;
     int bad = 0;
 #pragma omp parallel for schedule(dynamic, 16) reduction(| : bad)
     for (size_t r = 1; r < m.n_rows; r++)

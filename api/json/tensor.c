@@ -533,7 +533,7 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
                         json_error *err)
 {
     size_t ndim = 0, dim[TENSOR_MAX_NDIM] = {0}, count = 1;
-    const json_span *span = json_doc_array(doc, value);
+    json_span *span = json_doc_array(doc, value);
     fill_state st;
 
     memset(out, 0, sizeof *out);
@@ -550,6 +550,10 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
     }
     if (check_rank(field, ndim, dim, 1, 2, err) || count_within(field, ndim, dim, &count, err))
         return -1;
+    if (span) { /* read as integers: the float32 the scanner parsed are of no use */
+        free(span->floats);
+        span->floats = NULL;
+    }
     int64_t *data = malloc(count * sizeof *data);
     if (!data)
         return json_fail_oom(err);

@@ -141,6 +141,7 @@ static json_t *call(const api_service *svc, bool apply, const char *body, int *s
         api_apply(svc, NULL, body, strlen(body), &r);
     else
         api_encode(svc, NULL, body, strlen(body), &r);
+    test_collect(&r, 1000);
     *status = r.status;
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     api_response_free(&r);
@@ -192,6 +193,7 @@ static void test_handlers(void)
     api_response r;
     const char *none = "{\"scheme\":\"none\",\"embeddings\":[[-0.0,1e-45,0.1]]}";
     api_encode(svc, NULL, none, strlen(none), &r);
+    test_collect(&r, 1000);
     CHECK(r.status == 200 && r.body && strstr(r.body, "[[-0,1e-45,0.1]]") != NULL,
           "scheme none echo: %.*s", (int)r.body_len, r.body);
     api_response_free(&r);
@@ -368,6 +370,7 @@ static void test_fast_base64(void)
         return;
     char *body = base64_body(32, ",\"shape\":[32,64],\"encoding\":\"base64\"", -1, 0, values);
     api_encode(svc, NULL, body, strlen(body), &r);
+    test_collect(&r, 1000);
     CHECK(r.status == 200, "base64 fast path status %d", r.status);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     size_t n = 0;
@@ -417,6 +420,7 @@ static void test_fast_arrays(void)
     CHECK(taken && ndim == 2 && dim[0] == 40 && dim[1] == 24, "the codec took the embeddings");
     free(taken);
     api_encode(svc, NULL, body, strlen(body), &r);
+    test_collect(&r, 1000);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     json_t *enc = json_object_get(doc, "encoded");
     size_t mismatches = 0;
@@ -456,6 +460,7 @@ static void test_fast_arrays(void)
             json_decref(plain);
             snprintf(want, sizeof want, "line %d column %d", jerr.line, jerr.column);
             api_encode(svc, NULL, body, strlen(body), &r);
+            test_collect(&r, 1000);
             CHECK(r.body && strstr(r.body, want) != NULL, "error position: want %s in %.*s", want,
                   (int)r.body_len, r.body);
             api_response_free(&r);
@@ -520,6 +525,7 @@ static void test_parallel_base64_out(void)
     char *body = base64_body(ROWS * COLS / 64, ",\"shape\":[900,96],\"encoding\":\"base64\"",
                              -1, 0, values);
     api_encode(svc, NULL, body, strlen(body), &r);
+    test_collect(&r, 1000);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     const char *text = json_string_value(json_object_get(doc, "encoded"));
     size_t n = 0;
@@ -547,9 +553,11 @@ static void test_parallel_base64_out(void)
     strbuf_puts(&sb, "}");
     api_response as_json, as_b64;
     api_apply(svc, NULL, sb.data, sb.len, &as_json);
+    test_collect(&as_json, 1000);
     sb.len = mark;
     strbuf_puts(&sb, ",\"encoding\":\"base64\"}");
     api_apply(svc, NULL, sb.data, sb.len, &as_b64);
+    test_collect(&as_b64, 1000);
     json_t *dj = json_loadb(as_json.body, as_json.body_len, 0, NULL);
     json_t *db = json_loadb(as_b64.body, as_b64.body_len, 0, NULL);
     size_t mismatches = 0, checked = 0;

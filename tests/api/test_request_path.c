@@ -9,11 +9,31 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../unit/check.h"
 #include "api.h"
+#include "json/json_doc.h"
 #include "json/strbuf.h"
+
+void test_collect(api_response *r, size_t chunk)
+{
+    strbuf sb = {0};
+
+    if (!r->stream.read)
+        return;
+    for (;;) {
+        char *at = strbuf_reserve(&sb, chunk);
+        size_t n = at ? r->stream.read(r->stream.state, at, chunk) : API_STREAM_FAILED;
+        if (n == 0 || n == API_STREAM_FAILED)
+            break;
+        strbuf_advance(&sb, n);
+    }
+    r->stream.free(r->stream.state);
+    r->stream = (api_body_stream){0};
+    r->body = strbuf_detach(&sb, &r->body_len);
+}
 
 typedef struct answer {
     int status;
@@ -30,6 +50,7 @@ static answer ask(const api_service *svc, bool apply, const char *body, size_t l
         api_apply(svc, NULL, body, len, &r);
     else
         api_encode(svc, NULL, body, len, &r);
+    test_collect(&r, 4096);
     a.status = r.status;
     a.len = r.body_len;
     a.body = r.body;
@@ -131,6 +152,76 @@ static void put_matrix(strbuf *sb, int diagonal)
         strbuf_putc(sb, ']');
     }
     strbuf_putc(sb, ']');
+}
+
+/* The text of the span v stands in for, or "-" when v is no stand-in. */
+static const char *span_text(const json_doc *doc, const json_t *v, char *buf, size_t cap)
+{
+    const json_span *span = json_doc_array(doc, v);
+    if (!span)
+        return "-";
+    snprintf(buf, cap, "%.*s", (int)(span->end - span->start), doc->text + span->start);
+    return buf;
+}
+
+/* Stand-ins are told apart from the body's own `[]` by their place in
+ * document order, never by content: every numeric array maps back to its
+ * own text, real empty arrays to none, whatever the nesting. */
+static void test_stand_ins(void)
+{
+    static const char body[] =
+        "{\"a\":[],\"b\":[1, 2],\"c\":{\"d\":[],\"e\":[[3]],\"s\":\"[]\"},"
+        "\"f\":[[],[4],{\"g\":[5,6]},[[]]],\"h\":[[7,8],[9,10]]}";
+    json_doc_limits limits = {.max_depth = 32, .max_values = 100};
+    json_codec_error ce;
+    json_doc doc;
+    char buf[64];
+
+    CHECK(json_doc_load(&doc, body, strlen(body), &limits, &ce) == 0, "load: %s", ce.message);
+    const json_t *r = doc.root, *c = json_object_get(r, "c"), *f = json_object_get(r, "f");
+    static const struct {
+        const char *want;
+    } want[] = {{"-"}, {"[1, 2]"}, {"-"}, {"[[3]]"}, {"-"}, {"[4]"}, {"[5,6]"}, {"-"},
+                {"[[7,8],[9,10]]"}};
+    const json_t *got[] = {json_object_get(r, "a"),
+                           json_object_get(r, "b"),
+                           json_object_get(c, "d"),
+                           json_object_get(c, "e"),
+                           json_array_get(f, 0),
+                           json_array_get(f, 1),
+                           json_object_get(json_array_get(f, 2), "g"),
+                           json_array_get(json_array_get(f, 3), 0),
+                           json_object_get(r, "h")};
+    for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+        const char *t = span_text(&doc, got[i], buf, sizeof buf);
+        CHECK(strcmp(t, want[i].want) == 0, "stand-in %zu: %s, want %s", i, t, want[i].want);
+    }
+    CHECK(json_is_string(json_object_get(c, "s")), "a string \"[]\" stays a string");
+    json_doc_free(&doc);
+}
+
+/* Issue 14 item 7, scalars: `1e400` outside a numeric array was a 400
+ * invalid_json; a non-finite value is a 422 non_finite (contract), and an
+ * integer past int64 a 422 out_of_range, at any body size. */
+static void test_scalar_numbers(const api_service *svc)
+{
+    static const struct {
+        const char *body, *code;
+    } cases[] = {
+        {"{\"shape\":[2,4],\"embed_scale\":1e400}", "non_finite"},
+        {"{\"shape\":[2,4],\"params\":{\"base\":-1.5E999}}", "non_finite"},
+        {"{\"shape\":[2,4],\"offset\":12345678901234567890}", "out_of_range"},
+        {"{\"shape\":[2,4],\"x\":[1e400,\"a\"]}", "non_finite"},
+    };
+    char code[64];
+
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        answer a = ask(svc, false, cases[i].body, strlen(cases[i].body));
+        CHECK(a.status == 422 && strcmp(code_of(&a, code, sizeof code), cases[i].code) == 0,
+              "%s: %d %.*s, want 422 %s", cases[i].body, a.status, (int)a.len, a.body,
+              cases[i].code);
+        free(a.body);
+    }
 }
 
 /* Issue 14 item 5: "\u0023posenc-array:0" spelled a marker of the old fast
@@ -297,6 +388,152 @@ static void test_params_merge(const api_service *svc)
     free(a.body);
 }
 
+/* A budget that records what is reserved and released. */
+typedef struct fake_budget {
+    api_budget_answer answer;
+    size_t reserved, released, calls;
+} fake_budget;
+
+static api_budget_answer fake_reserve(void *owner, size_t bytes)
+{
+    fake_budget *b = owner;
+    b->calls++;
+    if (b->answer == API_BUDGET_GRANTED)
+        b->reserved += bytes;
+    return b->answer;
+}
+
+static void fake_release(void *owner, size_t bytes)
+{
+    ((fake_budget *)owner)->released += bytes;
+}
+
+/* One body through a service, its answer read whole (a stream in chunks
+ * of `chunk` bytes). */
+static answer ask_budget(const api_service *svc, const api_budget *budget, bool apply,
+                         const char *body, size_t chunk, bool *streamed)
+{
+    api_response r;
+    answer a;
+
+    if (apply)
+        api_apply(svc, budget, body, strlen(body), &r);
+    else
+        api_encode(svc, budget, body, strlen(body), &r);
+    *streamed = r.stream.read != NULL;
+    test_collect(&r, chunk);
+    a.status = r.status;
+    a.len = r.body_len;
+    a.body = r.body;
+    r.body = NULL;
+    api_response_free(&r);
+    return a;
+}
+
+/* Issue 14 item 2: large answers are streamed a window at a time; the
+ * bytes must be those of the answer written whole, for every layout the
+ * writer has (nested 2-D and 3-D, base64, strided q/k/v, scores). */
+static void test_streamed_answers(void)
+{
+    api_limits whole_limits = {.stream_min_bytes = SIZE_MAX};
+    api_limits small_limits = {.stream_min_bytes = 4096};
+    api_error err;
+    api_service *whole = api_service_new(&whole_limits, &err);
+    api_service *streamer = api_service_new(&small_limits, &err);
+    static const struct {
+        bool apply;
+        const char *body;
+    } cases[] = {
+        {false, "{\"shape\":[300,70]}"},
+        {false, "{\"shape\":[3,100,70],\"offset\":5}"},
+        {false, "{\"shape\":[301,70],\"encoding\":\"base64\"}"},
+        {false, "{\"shape\":[64,16],\"scheme\":\"alibi\",\"params\":{\"heads\":4}}"},
+        {false, "{\"shape\":[40,64],\"scheme\":\"rope\",\"params\":{\"scaling\":{"
+                "\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":16}}}"},
+        {true, NULL}, /* built below: q, v, scores of the default model */
+        {true, NULL}, /* the same in base64 */
+    };
+    strbuf apply_body = {0};
+
+    CHECK(whole && streamer, "services");
+    if (!whole || !streamer)
+        goto out;
+    for (int b64 = 0; b64 < 2; b64++) {
+        strbuf_puts(&apply_body, "{\"return\":[\"v\",\"scores\",\"q\"],\"embeddings\":[");
+        for (size_t t = 0; t < 7; t++) {
+            strbuf_puts(&apply_body, t ? ",[" : "[");
+            for (size_t j = 0; j < 512; j++)
+                strbuf_printf(&apply_body, "%s%d", j ? "," : "", (int)((t * 5 + j) % 9) - 4);
+            strbuf_putc(&apply_body, ']');
+        }
+        strbuf_puts(&apply_body, b64 ? "],\"encoding\":\"base64\"}" : "]}");
+        strbuf_putc(&apply_body, '\0');
+    }
+    const char *apply_bodies[2] = {apply_body.data,
+                                   apply_body.data + strlen(apply_body.data) + 1};
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        const char *body = cases[i].body ? cases[i].body : apply_bodies[i + 2 - ARRAY_LEN(cases)];
+        bool streamed = false;
+        answer want = ask_budget(whole, NULL, cases[i].apply, body, 4096, &streamed);
+        CHECK(want.status == 200 && !streamed, "case %zu written whole: %d", i, want.status);
+        static const size_t chunks[] = {1, 997, 65536};
+        for (size_t c = 0; c < ARRAY_LEN(chunks); c++) {
+            answer got = ask_budget(streamer, NULL, cases[i].apply, body, chunks[c], &streamed);
+            CHECK(streamed && got.status == 200 && got.len == want.len &&
+                      memcmp(got.body, want.body, want.len) == 0,
+                  "case %zu streamed in chunks of %zu: %s, %zu bytes vs %zu", i, chunks[c],
+                  streamed ? "streamed" : "whole", got.len, want.len);
+            free(got.body);
+        }
+        free(want.body);
+    }
+out:
+    strbuf_free(&apply_body);
+    api_service_free(whole);
+    api_service_free(streamer);
+}
+
+/* The budget hooks of api.h: a request reserves after its plan, gives it
+ * all back when its answer is gone (for a stream: when the stream is
+ * freed); busy is a 503, more than the whole budget a 422 too_large. A
+ * streamed answer holds a window, not its text. */
+static void test_budget(const api_service *svc)
+{
+    fake_budget fb = {.answer = API_BUDGET_GRANTED};
+    api_budget budget = {.owner = &fb, .reserve = fake_reserve, .release = fake_release};
+    static const char big[] = "{\"shape\":[2048,1024]}";
+    bool streamed = false;
+    char code[64];
+
+    answer a = ask_budget(svc, &budget, false, big, 65536, &streamed);
+    CHECK(a.status == 200 && streamed && fb.calls == 1 && fb.released == fb.reserved,
+          "granted: %d, %s, reserved %zu released %zu", a.status, streamed ? "streamed" : "whole",
+          fb.reserved, fb.released);
+    /* positions (16 KiB) + the table (8 MiB) + a window: far below the text */
+    CHECK(fb.reserved < (size_t)9 << 20 && a.len > (size_t)16 << 20,
+          "a streamed answer of %zu bytes held %zu", a.len, fb.reserved);
+    free(a.body);
+    fb = (fake_budget){.answer = API_BUDGET_GRANTED};
+    a = ask_budget(svc, &budget, true, "{\"embeddings\":[[1,2]]}", 4096, &streamed);
+    CHECK(fb.calls == 0 && a.status == 422, "a request refused in decoding reserves nothing");
+    free(a.body);
+    fb = (fake_budget){.answer = API_BUDGET_BUSY};
+    a = ask_budget(svc, &budget, false, "{\"shape\":[4,8]}", 4096, &streamed);
+    CHECK(a.status == 503 && strcmp(code_of(&a, code, sizeof code), "unavailable") == 0,
+          "busy budget: %d %s", a.status, code);
+    free(a.body);
+    fb = (fake_budget){.answer = API_BUDGET_NEVER};
+    a = ask_budget(svc, &budget, true, "{\"embeddings\":[[1,2,3,4,5,6,7,8]]}", 4096, &streamed);
+    CHECK(a.status == 422 || a.status == 503, "never: %d", a.status);
+    free(a.body);
+    fb = (fake_budget){.answer = API_BUDGET_NEVER};
+    a = ask_budget(svc, &budget, false, "{\"shape\":[4,8]}", 4096, &streamed);
+    CHECK(a.status == 422 && strcmp(code_of(&a, code, sizeof code), "too_large") == 0 &&
+              fb.released == 0,
+          "a request past the whole budget: %d %s", a.status, code);
+    free(a.body);
+}
+
 void test_request_path(void)
 {
     api_limits limits = {0};
@@ -307,11 +544,15 @@ void test_request_path(void)
     if (!svc)
         return;
     test_one_grammar(svc);
+    test_stand_ins();
     test_forged_marker(svc);
+    test_scalar_numbers(svc);
     test_key_order(svc);
     test_longrope_in_double(svc);
     test_yarn_derived_factor(svc);
     test_params_merge(svc);
     test_envelope_bound();
+    test_streamed_answers();
+    test_budget(svc);
     api_service_free(svc);
 }

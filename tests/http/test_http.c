@@ -68,6 +68,8 @@ int main(int argc, char **argv)
                 test_apply(&s, &dm);
             if (want_group(argc, argv, "errors"))
                 test_errors(&s);
+            if (want_group(argc, argv, "grammar"))
+                test_grammar(&s);
             if (want_group(argc, argv, "concurrency"))
                 test_concurrency(&s, &dm);
             server_stop(&s);
