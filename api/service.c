@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "json/json_doc.h"
 #include "models/model_dir.h"
 
 /* The shared sinusoidal/RoPE tables may take this much memory (the 64 MiB
@@ -33,17 +34,19 @@ static void warn_line(void *ctx, const char *message)
 static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *err)
 {
     model_warner warn = {.fn = warn_line, .ctx = (void *)(uintptr_t)spec->name};
-    model_error *inner;
+    model_error *inner; /* owned: freed below */
     model *m;
 
     if (service_find_model(svc, spec->name))
         return api_fail(err, API_E_INVALID_REQUEST, NULL,
                         "model '%s': the name is given twice", spec->name);
-    if (!(inner = malloc(sizeof *inner))) /* owned: freed below */
+    if (!(inner = calloc(1, sizeof *inner)))
         return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading model '%s'",
                         spec->name);
     m = model_load_dir(spec->name, spec->dir, spec->has_layer, spec->layer, &warn, inner);
     if (!m) {
+        if (inner->message[0] == '\0') /* a loader path that met no reason but memory */
+            model_nomem(inner, "the model");
         api_error_kind kind = inner->kind == MODEL_E_NOMEM ? API_E_INTERNAL
                                                            : API_E_INVALID_REQUEST;
         if (strlen(inner->message) + strlen(spec->name) + 16 >= API_MESSAGE_MAX)
@@ -74,6 +77,7 @@ api_service *api_service_new_with_models(const api_limits *limits,
     /* jansson's hash seed is its one global; set it before any thread
      * parses (jansson doc/threadsafety.rst) */
     json_object_seed(0);
+    json_doc_setup(); /* jansson's allocator: also process-wide, set once here */
     svc->limits = *limits;
     if (svc->limits.max_tokens == 0)
         svc->limits.max_tokens = API_DEFAULT_MAX_TOKENS;

@@ -558,6 +558,46 @@ static void free_spans(json_span *spans, size_t n)
     free(spans);
 }
 
+/* Whether one of jansson's allocations failed on this thread since the
+ * flag was last cleared. jansson 2.14 does not always report a failed
+ * allocation: its lexer drops a byte when it cannot grow a string and the
+ * parse succeeds with a wrong key. jansson has no per-parse allocator, so
+ * the only way to tie a failure to the parse that met it is this
+ * thread-local flag, set by the allocator below and read right after
+ * json_loadb on the same thread. */
+static _Thread_local bool jansson_alloc_failed;
+
+static void *jansson_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p)
+        jansson_alloc_failed = true;
+    return p;
+}
+
+static void jansson_free(void *p)
+{
+    free(p);
+}
+
+void json_doc_setup(void)
+{
+    json_set_alloc_funcs(jansson_malloc, jansson_free);
+}
+
+/* json_loadb, with an allocation failure inside it reported as one. */
+static json_t *load_checked(const char *text, size_t len, json_error_t *jerr, bool *no_memory)
+{
+    jansson_alloc_failed = false;
+    json_t *v = json_loadb(text, len, LOAD_FLAGS, jerr);
+    *no_memory = jansson_alloc_failed;
+    if (*no_memory) {
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
+}
+
 int json_doc_load(json_doc *doc, const char *body, size_t len,
                   const json_doc_limits *limits, json_codec_error *err)
 {
@@ -593,10 +633,11 @@ int json_doc_load(json_doc *doc, const char *body, size_t len,
         err->kind = JSON_CODEC_NO_MEMORY;
         goto out;
     }
-    doc->root = json_loadb(envelope, envelope_len, LOAD_FLAGS, &jerr);
+    bool no_memory = false;
+    doc->root = load_checked(envelope, envelope_len, &jerr, &no_memory);
     /* jansson does not always say that an allocation failed: when the
      * same text parses the second time, that is what happened */
-    if (!doc->root && (json_error_code(&jerr) == json_error_out_of_memory ||
+    if (!doc->root && (no_memory || json_error_code(&jerr) == json_error_out_of_memory ||
                        !syntax_message(&s, err))) {
         err->kind = JSON_CODEC_NO_MEMORY;
         goto out;

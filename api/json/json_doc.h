@@ -68,6 +68,12 @@ typedef struct json_doc {
     size_t n_spans;
 } json_doc;
 
+/* Route jansson's allocations through the codec, so that a failed one is
+ * seen even where jansson 2.14 itself does not report it. Process-wide
+ * (json_set_alloc_funcs): call once at start-up, before any thread parses,
+ * as api_service_new does. */
+void json_doc_setup(void);
+
 /* Parse body (len bytes, need not be NUL-terminated) into *doc. Any JSON
  * value may be the root; duplicate keys are a syntax error. Returns 0, or
  * -1 with *err filled and *doc empty. */

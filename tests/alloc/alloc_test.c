@@ -15,7 +15,8 @@
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,
  * --wrap=free: every allocation in build/libposenc*.a and here goes through
- * the wrappers below, and jansson's through json_set_alloc_funcs(). The
+ * the wrappers below, and so does jansson's: api_service_new routes it
+ * through the codec's allocator (json_doc_setup), which calls malloc. The
  * injection switch is this binary's one piece of global state (the wrappers
  * cannot be given a context).
  *
@@ -116,15 +117,6 @@ char *__wrap_strdup(const char *s)
     return d;
 }
 
-static void *json_alloc(size_t n)
-{
-    return __wrap_malloc(n);
-}
-
-static void json_dealloc(void *p)
-{
-    __wrap_free(p);
-}
 
 static void arm(long n)
 {
@@ -570,7 +562,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s MODELS_DIR (from tests/alloc/write_models.py)\n", argv[0]);
         return 2;
     }
-    json_set_alloc_funcs(json_alloc, json_dealloc);
     /* debugging: ALLOC_CASE=text runs the cases whose name holds it, and
      * ALLOC_BACKTRACE=N prints the stack of each failing allocation N */
     const char *only = getenv("ALLOC_CASE");
