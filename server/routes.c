@@ -43,6 +43,14 @@ static void handle_apply(server_ctx *srv, const char *body, size_t len,
     server_compute_end(srv);
 }
 
+static void handle_diagnose(server_ctx *srv, const char *body, size_t len,
+                            route_reply *out)
+{
+    server_compute_begin(srv);
+    api_diagnose(srv->svc, NULL, body, len, &out->api);
+    server_compute_end(srv);
+}
+
 /* Liveness: answering at all is the whole check. */
 static void handle_healthz(server_ctx *srv, const char *body, size_t len,
                            route_reply *out)
@@ -138,6 +146,7 @@ static void handle_page(server_ctx *srv, const char *body, size_t len,
 static const route ROUTES[] = {
     {"POST", "/encode", handle_encode, true, true, true},
     {"POST", "/apply", handle_apply, true, true, true},
+    {"POST", "/diagnose", handle_diagnose, true, true, true},
     {"GET", "/healthz", handle_healthz, false, false, false},
     {"GET", "/readyz", handle_readyz, false, false, false},
     {"GET", "/info", handle_info, true, false, false},
