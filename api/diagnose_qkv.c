@@ -318,6 +318,9 @@ static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *
         best_rel = fmax(best_rel, be->max_rel);
         if (rotation && i != V && w->res[i].verdict > verdict)
             verdict = w->res[i].verdict;
+        /* a permutation is structural: never a match */
+        if (rotation && i != V && w->permuted[i] && verdict == PE_DX_MATCH)
+            verdict = PE_DX_EXPLAINED;
         if ((!rotation || i == V) && w->claimed[i].mismatched > 0)
             verdict = PE_DX_UNEXPLAINED;
     }
