@@ -142,9 +142,9 @@ static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *
         dx_put_double(sb, r->best.embed_scale);
     }
     strbuf_puts(sb, ",\"max_abs_error\":");
-    dx_put_double(sb, r->best_errors.max_abs);
+    dx_put_float(sb, r->best_errors.max_abs);
     strbuf_puts(sb, ",\"max_rel_error\":");
-    dx_put_double(sb, r->best_errors.max_rel);
+    dx_put_float(sb, r->best_errors.max_rel);
     strbuf_putc(sb, '}');
 }
 

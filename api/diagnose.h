@@ -64,6 +64,10 @@ int dx_claim(const api_service *svc, const dx_request *dr, size_t width, size_t 
  * when not finite. */
 void dx_put_double(strbuf *sb, double x);
 
+/* A value measured on float32 data (errors, got/want, slopes) as the
+ * shortest float32 text; null when not finite. */
+void dx_put_float(strbuf *sb, double x);
+
 /* params of a variant as the contract's `params` object of its scheme. */
 void dx_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, size_t heads);
 

@@ -354,9 +354,9 @@ static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *
         dx_put_double(sb, rq->embed_scale);
     }
     strbuf_puts(sb, ",\"max_abs_error\":");
-    dx_put_double(sb, best_abs);
+    dx_put_float(sb, best_abs);
     strbuf_puts(sb, ",\"max_rel_error\":");
-    dx_put_double(sb, best_rel);
+    dx_put_float(sb, best_rel);
     strbuf_putc(sb, '}');
 }
 

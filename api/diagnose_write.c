@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "diagnose.h"
+#include "json/float_text.h"
 
 void dx_put_double(strbuf *sb, double x)
 {
@@ -20,6 +21,18 @@ void dx_put_double(strbuf *sb, double x)
     snprintf(text, sizeof text, "%.15g", x);
     if (strtod(text, NULL) != x)
         snprintf(text, sizeof text, "%.17g", x);
+    strbuf_puts(sb, text);
+}
+
+void dx_put_float(strbuf *sb, double x)
+{
+    char text[FLOAT_TEXT_MAX];
+
+    if (!isfinite(x) || !isfinite((float)x)) {
+        strbuf_puts(sb, "null");
+        return;
+    }
+    float_to_text((float)x, text);
     strbuf_puts(sb, text);
 }
 
@@ -149,11 +162,11 @@ void dx_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, 
     strbuf_puts(sb, ",\"params\":");
     dx_write_params(sb, kind, claim, heads);
     strbuf_puts(sb, ",\"max_abs_error\":");
-    dx_put_double(sb, e->max_abs);
+    dx_put_float(sb, e->max_abs);
     strbuf_puts(sb, ",\"max_rel_error\":");
-    dx_put_double(sb, e->max_rel);
+    dx_put_float(sb, e->max_rel);
     strbuf_puts(sb, ",\"mismatched\":");
-    dx_put_double(sb, e->mismatched);
+    dx_put_float(sb, e->mismatched);
     strbuf_puts(sb, ",\"worst\":{");
     if (worst_array) {
         strbuf_puts(sb, "\"array\":");
@@ -164,9 +177,9 @@ void dx_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, 
     for (size_t i = 0; i < ndim; i++)
         strbuf_printf(sb, "%s%zu", i ? "," : "", index[i]);
     strbuf_puts(sb, "],\"got\":");
-    dx_put_double(sb, e->got);
+    dx_put_float(sb, e->got);
     strbuf_puts(sb, ",\"want\":");
-    dx_put_double(sb, e->want);
+    dx_put_float(sb, e->want);
     strbuf_puts(sb, "}}");
 }
 
@@ -230,8 +243,12 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
                 strbuf_printf(sb, "%s%zu", heads++ ? "," : "", h);
         strbuf_putc(sb, ']');
         put_key(sb, &first, "slopes");
+        for (size_t h = 0; b->slopes && h < n_heads; h++) {
+            strbuf_putc(sb, h ? ',' : '[');
+            dx_put_float(sb, b->slopes[h]);
+        }
         if (b->slopes)
-            put_list(sb, b->slopes, n_heads);
+            strbuf_putc(sb, ']');
         else
             strbuf_puts(sb, "null");
         break;
