@@ -17,8 +17,14 @@
 #include "json/array_writer.h"
 #include "respond.h"
 
+void diag_require_finite_best(pe_dx_result *r)
+{
+    if (r->verdict == PE_DX_EXPLAINED && !isfinite(r->best_errors.max_abs))
+        r->verdict = PE_DX_UNEXPLAINED;
+}
+
 /* Which claim schemes each subject can be read under. */
-static int check_scheme(const dx_request *dr, pe_dx_kind *kind, api_error *err)
+static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err)
 {
     scheme_kind s = dr->rq.scheme.kind;
     const char *want = NULL;
@@ -26,13 +32,14 @@ static int check_scheme(const dx_request *dr, pe_dx_kind *kind, api_error *err)
     switch (dr->kind) {
     case DX_TABLE:
         *kind = PE_DX_SUBJ_TABLE;
-        want = s == SCHEME_SINUSOIDAL ? NULL : "a table subject is read under a sinusoidal claim";
+        want = s == SCHEME_SINUSOIDAL ? NULL
+                                      : "a table subject is read under a sinusoidal or learned claim";
         break;
     case DX_ENCODED:
         *kind = s == SCHEME_ROPE ? PE_DX_SUBJ_ROPE_ENCODED : PE_DX_SUBJ_ABS_ENCODED;
         want = s == SCHEME_SINUSOIDAL || s == SCHEME_ROPE
                    ? NULL
-                   : "an encoded subject is read under a sinusoidal or rope claim";
+                   : "an encoded subject is read under a sinusoidal, learned or rope claim";
         break;
     case DX_CACHE:
         *kind = PE_DX_SUBJ_ROPE_CACHE;
@@ -58,7 +65,7 @@ static int check_scheme(const dx_request *dr, pe_dx_kind *kind, api_error *err)
 }
 
 /* The claim's head count against the subject's (alibi, t5). */
-static int check_heads(const dx_request *dr, const pe_dx_variant *claim, size_t heads,
+static int check_heads(const diag_request *dr, const pe_dx_variant *claim, size_t heads,
                        api_error *err)
 {
     const scheme *s = &dr->rq.scheme;
@@ -74,7 +81,7 @@ static int check_heads(const dx_request *dr, const pe_dx_variant *claim, size_t 
 }
 
 /* |subject - render(claim)| in the subject's arrays, as error_map. */
-static int write_error_map(strbuf *sb, const dx_request *dr, const pe_dx_subject *subj,
+static int write_error_map(strbuf *sb, const diag_request *dr, const pe_dx_subject *subj,
                            const pe_dx_variant *claim, size_t n, api_error *err)
 {
     float *map = malloc(n * sizeof *map); /* owned */
@@ -105,7 +112,7 @@ static int write_error_map(strbuf *sb, const dx_request *dr, const pe_dx_subject
     return 0;
 }
 
-static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *claim,
+static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
                          const pe_dx_result *r, size_t heads)
 {
     scheme_kind kind = dr->rq.scheme.kind;
@@ -118,38 +125,38 @@ static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *
         array = flat >= n ? "sin" : "cos";
         flat = flat >= n ? flat - n : flat;
     }
-    dx_unflatten(flat, main->ndim, main->dim, index);
+    diag_unflatten(flat, main->ndim, main->dim, index);
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(r->verdict));
     strbuf_putc(sb, ',');
-    dx_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
+    diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
     strbuf_puts(sb, ",\"findings\":[");
     for (size_t i = 0; i < r->n_findings; i++) {
         if (i)
             strbuf_putc(sb, ',');
-        dx_write_finding(sb, r, i, kind, heads, "");
+        diag_write_finding(sb, r, i, kind, heads, "");
     }
     strbuf_puts(sb, "],\"best\":{\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
-    dx_write_params(sb, kind, &r->best, heads);
+    diag_write_params(sb, kind, &r->best, heads);
     if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
-        dx_write_best_positions(sb, dr->rq.positions, dr->rq.tokens, r->best.offset);
+        diag_write_best_positions(sb, dr->rq.positions, dr->rq.tokens, r->best.offset);
     }
     if (kind == SCHEME_SINUSOIDAL) {
         strbuf_puts(sb, ",\"embed_scale\":");
-        dx_put_double(sb, r->best.embed_scale);
+        diag_put_double(sb, r->best.embed_scale);
     }
     strbuf_puts(sb, ",\"max_abs_error\":");
-    dx_put_float(sb, r->best_errors.max_abs);
+    diag_put_float(sb, r->best_errors.max_abs);
     strbuf_puts(sb, ",\"max_rel_error\":");
-    dx_put_float(sb, r->best_errors.max_rel);
+    diag_put_float(sb, r->best_errors.max_rel);
     strbuf_putc(sb, '}');
 }
 
 /* Every subject but q/k/v: plan, search, answer into *sb. */
-static int diagnose_arrays(const api_service *svc, const dx_request *dr, strbuf *sb,
+static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbuf *sb,
                            api_error *err)
 {
     const request *rq = &dr->rq;
@@ -160,6 +167,8 @@ static int diagnose_arrays(const api_service *svc, const dx_request *dr, strbuf 
     pe_dx_kind kind = PE_DX_SUBJ_TABLE;
     int rc = -1;
 
+    if (rq->scheme.kind == SCHEME_LEARNED && (dr->kind == DX_TABLE || dr->kind == DX_ENCODED))
+        return diag_diagnose_learned(svc, dr, sb, err);
     if (check_scheme(dr, &kind, err))
         return -1;
     size_t width = main->ndim == 2 ? main->dim[1] : 0;
@@ -167,7 +176,7 @@ static int diagnose_arrays(const api_service *svc, const dx_request *dr, strbuf 
         width = rq->scheme.head_dim ? rq->scheme.head_dim
                 : rq->model && rq->model->head_dim ? rq->model->head_dim
                                                    : width;
-    if (dx_claim(svc, dr, width, 0, &claim, &rope, err))
+    if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
         goto done;
     bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
     size_t heads = relative ? main->dim[0] : 0;
@@ -195,6 +204,7 @@ static int diagnose_arrays(const api_service *svc, const dx_request *dr, strbuf 
         api_fail_oom(err);
         goto done;
     }
+    diag_require_finite_best(&r);
     write_answer(sb, dr, &claim, &r, heads);
     if (dr->return_map && write_error_map(sb, dr, &subj, &claim, n, err))
         goto done;
@@ -210,14 +220,14 @@ void api_diagnose(const api_service *svc, const api_budget *budget, const char *
                   api_response *out)
 {
     (void)budget; /* not charged yet, as /encode and /apply */
-    dx_request dr;
+    diag_request dr;
     api_error err;
     strbuf sb = {0};
 
     memset(out, 0, sizeof *out);
-    if (dx_decode(svc, body, len, &dr, &err))
+    if (diag_decode(svc, body, len, &dr, &err))
         goto fail;
-    if (dr.kind == DX_QKV ? dx_diagnose_qkv(svc, &dr, &sb, &err)
+    if (dr.kind == DX_QKV ? diag_diagnose_qkv(svc, &dr, &sb, &err)
                           : diagnose_arrays(svc, &dr, &sb, &err))
         goto fail;
     if (respond_json(out, &sb, dr.rq.tokens, &err))
@@ -227,5 +237,5 @@ fail:
     strbuf_free(&sb);
     api_respond_error(out, &err);
 done:
-    dx_request_free(&dr);
+    diag_request_free(&dr);
 }

@@ -1,5 +1,5 @@
 /*
- * diagnose_decode.c - the body of POST /diagnose into a dx_request: which
+ * diagnose_decode.c - the body of POST /diagnose into a diag_request: which
  * subject it sends (exactly one), its arrays, tolerance, return_map, and
  * the claim through the shared request path (request_open*).
  */
@@ -20,7 +20,7 @@ static const char *const diagnose_keys[] = {
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
 
 /* The subject's kind from the fields present: exactly one kind. */
-static int subject_kind(const json_t *root, dx_kind *kind, api_error *err)
+static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
 {
     bool has_qkv = jf_get(root, "q") || jf_get(root, "k") || jf_get(root, "v");
     bool present[] = {
@@ -60,13 +60,13 @@ static int subject_kind(const json_t *root, dx_kind *kind, api_error *err)
     if (found != DX_QKV && jf_get(root, "token_ids"))
         return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
                         "token_ids go with a q/k/v subject");
-    *kind = (dx_kind)found;
+    *kind = (diag_kind)found;
     return 0;
 }
 
 /* Read the array `name` (with its `<name>_shape`, or `alt_shape` too) of
  * rank min..max into slot i. */
-static int read_array(dx_request *dr, size_t i, const char *name, const char *alt_shape,
+static int read_array(diag_request *dr, size_t i, const char *name, const char *alt_shape,
                       size_t min_ndim, size_t max_ndim, api_error *err)
 {
     json_doc *doc = &dr->rq.doc;
@@ -86,7 +86,7 @@ static int read_array(dx_request *dr, size_t i, const char *name, const char *al
     return 0;
 }
 
-static int read_tolerance(dx_request *dr, api_error *err)
+static int read_tolerance(diag_request *dr, api_error *err)
 {
     const json_doc *doc = &dr->rq.doc;
     const json_t *tol = jf_get(doc->root, "tolerance");
@@ -112,7 +112,7 @@ static int read_tolerance(dx_request *dr, api_error *err)
 }
 
 /* The subject's arrays, and the rows and width the claim reads. */
-static int read_subject(const api_service *svc, dx_request *dr, size_t *tokens, size_t *d,
+static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens, size_t *d,
                         api_error *err)
 {
     request *rq = &dr->rq;
@@ -181,7 +181,7 @@ static int read_subject(const api_service *svc, dx_request *dr, size_t *tokens, 
     return 0;
 }
 
-int dx_decode(const api_service *svc, const char *body, size_t len, dx_request *dr,
+int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
               api_error *err)
 {
     size_t tokens = 0, d = 0;
@@ -205,7 +205,7 @@ int dx_decode(const api_service *svc, const char *body, size_t len, dx_request *
     return rc ? -1 : 0;
 }
 
-void dx_request_free(dx_request *dr)
+void diag_request_free(diag_request *dr)
 {
     if (!dr)
         return;
@@ -215,7 +215,7 @@ void dx_request_free(dx_request *dr)
     memset(dr, 0, sizeof *dr);
 }
 
-int dx_claim(const api_service *svc, const dx_request *dr, size_t width, size_t fixed_head_dim,
+int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
              pe_dx_variant *claim, rope_plan *rope, api_error *err)
 {
     const request *rq = &dr->rq;

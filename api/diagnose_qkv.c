@@ -45,8 +45,7 @@ static void work_free(qkv_work *w)
     pe_dx_result_free(&w->res[1]);
 }
 
-/* got against want, as pe_dx_errors. */
-static pe_dx_errors compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol)
+pe_dx_errors diag_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol)
 {
     pe_dx_errors e = {0};
     size_t bad = 0;
@@ -109,7 +108,7 @@ static void permute_heads(const float *in, float *out, size_t rows, size_t cols,
 }
 
 /* z, the projection before rotation, and the claim's q/k/v. */
-static int project(const api_service *svc, const dx_request *dr, const rope_plan *rope,
+static int project(const api_service *svc, const diag_request *dr, const rope_plan *rope,
                    qkv_work *w, api_error *err)
 {
     const request *rq = &dr->rq;
@@ -166,13 +165,15 @@ done:
 
 /* pe_diagnose of the client's q (i = Q) or k against posenc's before
  * rotation; then the permuted trials when that explains nothing. */
-static int diagnose_rotation(const dx_request *dr, const pe_dx_variant *claim, qkv_work *w,
+static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim, qkv_work *w,
                              int i, api_error *err)
 {
     const request *rq = &dr->rq;
     pe_dx_subject subj = {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = w->rows, .cols = w->cols[i],
                           .x = w->pre[i], .a = dr->arr[i].data, .positions = rq->positions};
     pe_status st = pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
+    if (st == PE_OK)
+        diag_require_finite_best(&w->res[i]);
 
     w->diagnosed[i] = true;
     for (int to_hf = 1; st == PE_OK && w->res[i].verdict == PE_DX_UNEXPLAINED && to_hf >= 0;
@@ -184,6 +185,8 @@ static int diagnose_rotation(const dx_request *dr, const pe_dx_variant *claim, q
                       claim->rope.rotary_dim, to_hf);
         subj.x = w->permuted_x;
         st = pe_diagnose(&subj, claim, dr->tol, &trial);
+        if (st == PE_OK)
+            diag_require_finite_best(&trial);
         if (st == PE_OK && trial.verdict != PE_DX_UNEXPLAINED) {
             pe_dx_result_free(&w->res[i]);
             w->res[i] = trial;
@@ -199,12 +202,12 @@ static int diagnose_rotation(const dx_request *dr, const pe_dx_variant *claim, q
     return st == PE_OK ? 0 : api_fail_oom(err);
 }
 
-static bool v_differs(const dx_request *dr, const qkv_work *w, int i)
+static bool v_differs(const diag_request *dr, const qkv_work *w, int i)
 {
     return dr->arr[i].data && w->claimed[i].mismatched > 0;
 }
 
-static void write_findings(strbuf *sb, const dx_request *dr, const qkv_work *w, bool rotation,
+static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w, bool rotation,
                            bool projection)
 {
     static const char *const names[] = {"q", "k", "v"};
@@ -266,14 +269,14 @@ static void write_findings(strbuf *sb, const dx_request *dr, const qkv_work *w, 
                 continue;
             seen[code] = true;
             strbuf_puts(sb, first ? "" : ",");
-            dx_write_finding(sb, &w->res[i], f, SCHEME_ROPE, 0, prefix);
+            diag_write_finding(sb, &w->res[i], f, SCHEME_ROPE, 0, prefix);
             first = false;
         }
     }
     strbuf_putc(sb, ']');
 }
 
-static void write_error_maps(strbuf *sb, const dx_request *dr, const qkv_work *w)
+static void write_error_maps(strbuf *sb, const diag_request *dr, const qkv_work *w)
 {
     bool first = true;
 
@@ -293,7 +296,7 @@ static void write_error_maps(strbuf *sb, const dx_request *dr, const qkv_work *w
     strbuf_putc(sb, '}');
 }
 
-static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *claim,
+static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
                          qkv_work *w)
 {
     const request *rq = &dr->rq;
@@ -329,12 +332,12 @@ static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *
     pe_dx_errors all = w->claimed[worst];
     all.mismatched = total > 0 ? bad / total : 0;
     size_t index[2];
-    dx_unflatten(all.worst, 2, dr->arr[worst].dim, index);
+    diag_unflatten(all.worst, 2, dr->arr[worst].dim, index);
 
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(verdict));
     strbuf_putc(sb, ',');
-    dx_write_claimed(sb, kind, claim, 0, &all, dr->names[worst], index, 2);
+    diag_write_claimed(sb, kind, claim, 0, &all, dr->names[worst], index, 2);
     write_findings(sb, dr, w, rotation, projection);
     /* best: an /apply request with the same model */
     const pe_dx_variant *best = rotation && w->diagnosed[from] ? &w->res[from].best : claim;
@@ -346,21 +349,21 @@ static void write_answer(strbuf *sb, const dx_request *dr, const pe_dx_variant *
     strbuf_puts(sb, ",\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
-    dx_write_params(sb, kind, best, 0);
+    diag_write_params(sb, kind, best, 0);
     strbuf_putc(sb, ',');
-    dx_write_best_positions(sb, rq->positions, rq->tokens, best->offset);
+    diag_write_best_positions(sb, rq->positions, rq->tokens, best->offset);
     if (scheme_is_absolute(kind)) {
         strbuf_puts(sb, ",\"embed_scale\":");
-        dx_put_double(sb, rq->embed_scale);
+        diag_put_double(sb, rq->embed_scale);
     }
     strbuf_puts(sb, ",\"max_abs_error\":");
-    dx_put_float(sb, best_abs);
+    diag_put_float(sb, best_abs);
     strbuf_puts(sb, ",\"max_rel_error\":");
-    dx_put_float(sb, best_rel);
+    diag_put_float(sb, best_rel);
     strbuf_putc(sb, '}');
 }
 
-int dx_diagnose_qkv(const api_service *svc, dx_request *dr, strbuf *sb, api_error *err)
+int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_error *err)
 {
     static const char *const names[] = {"q", "k", "v"};
     const request *rq = &dr->rq;
@@ -393,7 +396,7 @@ int dx_diagnose_qkv(const api_service *svc, dx_request *dr, strbuf *sb, api_erro
             goto done;
         }
     if (rq->scheme.kind == SCHEME_ROPE) {
-        if (dx_claim(svc, dr, w.qd, m->head_dim, &claim, &rope, err))
+        if (diag_claim(svc, dr, w.qd, m->head_dim, &claim, &rope, err))
             goto done;
     } else {
         pe_dx_variant_init(&claim);
@@ -405,7 +408,7 @@ int dx_diagnose_qkv(const api_service *svc, dx_request *dr, strbuf *sb, api_erro
         goto done;
     for (int i = 0; i < DX_ARRAYS; i++)
         if (dr->arr[i].data)
-            w.claimed[i] = compare(dr->arr[i].data, w.want[i], w.rows * w.cols[i], dr->tol);
+            w.claimed[i] = diag_compare(dr->arr[i].data, w.want[i], w.rows * w.cols[i], dr->tol);
     for (int i = Q; rq->scheme.kind == SCHEME_ROPE && i <= K; i++)
         if (dr->arr[i].data && diagnose_rotation(dr, &claim, &w, i, err))
             goto done;

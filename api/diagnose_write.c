@@ -10,7 +10,7 @@
 #include "diagnose.h"
 #include "json/float_text.h"
 
-void dx_put_double(strbuf *sb, double x)
+void diag_put_double(strbuf *sb, double x)
 {
     char text[40];
 
@@ -24,7 +24,7 @@ void dx_put_double(strbuf *sb, double x)
     strbuf_puts(sb, text);
 }
 
-void dx_put_float(strbuf *sb, double x)
+void diag_put_float(strbuf *sb, double x)
 {
     char text[FLOAT_TEXT_MAX];
 
@@ -47,7 +47,7 @@ static void put_key(strbuf *sb, bool *first, const char *key)
 static void put_number(strbuf *sb, bool *first, const char *key, double x)
 {
     put_key(sb, first, key);
-    dx_put_double(sb, x);
+    diag_put_double(sb, x);
 }
 
 static const char *const scaling_names[] = {"default", "linear", "dynamic",
@@ -59,7 +59,7 @@ static void put_list(strbuf *sb, const double *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (i)
             strbuf_putc(sb, ',');
-        dx_put_double(sb, v[i]);
+        diag_put_double(sb, v[i]);
     }
     strbuf_putc(sb, ']');
 }
@@ -106,7 +106,7 @@ static void write_scaling(strbuf *sb, const pe_rope_scaling *sc, size_t n)
     strbuf_putc(sb, '}');
 }
 
-void dx_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, size_t heads)
+void diag_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, size_t heads)
 {
     bool first = true;
 
@@ -145,7 +145,7 @@ void dx_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, size_
     strbuf_putc(sb, '}');
 }
 
-void dx_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index)
+void diag_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index)
 {
     for (size_t i = ndim; i-- > 0;) {
         index[i] = dim[i] ? flat % dim[i] : 0;
@@ -153,20 +153,20 @@ void dx_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index)
     }
 }
 
-void dx_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, size_t heads,
+void diag_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, size_t heads,
                       const pe_dx_errors *e, const char *worst_array, const size_t *index,
                       size_t ndim)
 {
     strbuf_puts(sb, "\"claimed\":{\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
-    dx_write_params(sb, kind, claim, heads);
+    diag_write_params(sb, kind, claim, heads);
     strbuf_puts(sb, ",\"max_abs_error\":");
-    dx_put_float(sb, e->max_abs);
+    diag_put_float(sb, e->max_abs);
     strbuf_puts(sb, ",\"max_rel_error\":");
-    dx_put_float(sb, e->max_rel);
+    diag_put_float(sb, e->max_rel);
     strbuf_puts(sb, ",\"mismatched\":");
-    dx_put_float(sb, e->mismatched);
+    diag_put_float(sb, e->mismatched);
     strbuf_puts(sb, ",\"worst\":{");
     if (worst_array) {
         strbuf_puts(sb, "\"array\":");
@@ -177,9 +177,9 @@ void dx_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, 
     for (size_t i = 0; i < ndim; i++)
         strbuf_printf(sb, "%s%zu", i ? "," : "", index[i]);
     strbuf_puts(sb, "],\"got\":");
-    dx_put_float(sb, e->got);
+    diag_put_float(sb, e->got);
     strbuf_puts(sb, ",\"want\":");
-    dx_put_float(sb, e->want);
+    diag_put_float(sb, e->want);
     strbuf_puts(sb, "}}");
 }
 
@@ -245,7 +245,7 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         put_key(sb, &first, "slopes");
         for (size_t h = 0; b->slopes && h < n_heads; h++) {
             strbuf_putc(sb, h ? ',' : '[');
-            dx_put_float(sb, b->slopes[h]);
+            diag_put_float(sb, b->slopes[h]);
         }
         if (b->slopes)
             strbuf_putc(sb, ']');
@@ -270,7 +270,7 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     strbuf_putc(sb, '}');
 }
 
-void dx_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind,
+void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind,
                       size_t heads, const char *prefix)
 {
     const pe_dx_finding *f = &r->findings[i];
@@ -286,7 +286,7 @@ void dx_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind k
     strbuf_putc(sb, '}');
 }
 
-void dx_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, int64_t shift)
+void diag_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, int64_t shift)
 {
     bool consecutive = true;
 

@@ -969,6 +969,93 @@ static void qkv_cases(const server *s, const default_model *dm)
     free(y);
 }
 
+/* ---- learned ------------------------------------------------------------ */
+
+static void learned_cases(const server *s)
+{
+    size_t rows = 16, d = 4, T = 8;
+    float table[64], sub[32], got[32];
+    trng g;
+    trng_seed(&g, 31);
+    trng_fill(&g, table, rows * d, -1, 1);
+    sbuf model;
+    sb_init(&model);
+    sb_puts(&model, "{\"d_model\":4,\"heads\":1,\"scheme\":\"learned\",\"weights\":{"
+                    "\"wq\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],"
+                    "\"wk\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],"
+                    "\"wv\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],\"position_table\":");
+    sb_farray(&model, table, 2, (size_t[]){rows, d});
+    sb_puts(&model, "}}");
+    for (int shift = 0; shift <= 2; shift += 2) {
+        /* rows p + shift of the table: OPT's offset of 2 */
+        memcpy(sub, table + (size_t)shift * d, T * d * sizeof *sub);
+        sbuf b;
+        sb_init(&b);
+        sb_printf(&b, "{\"scheme\":\"learned\",\"model\":%s,", model.s);
+        put_array(&b, "table", sub, 2, (size_t[]){T, d});
+        sb_puts(&b, "}");
+        const char *L = shift ? "diagnose learned table read from row 2 -> position_offset 2"
+                              : "diagnose learned table exact -> match";
+        http_resp r;
+        const json_t *f = diagnose(s, L, b.s, shift ? "explained" : "match",
+                                   shift ? "position_offset" : NULL, &r);
+        if (f)
+            CHECK(evidence_number(f, "offset") == 2, L, "offset %g", evidence_number(f, "offset"));
+        sbuf extra;
+        sb_init(&extra);
+        sb_printf(&extra, "\"model\":%s,\"shape\":[%zu,%zu]", model.s, T, d);
+        if (r.json && best_reproduce(s, L, &r, "/encode", extra.s, "encoded", got, T * d))
+            check_within(L, "best via /encode vs the subject", got, sub, T * d, TOL);
+        sb_free(&extra);
+        http_resp_free(&r);
+        sb_free(&b);
+    }
+    sb_free(&model);
+}
+
+/* ---- adversarial subjects: bounded, never a crash ---------------------- */
+
+static void adversarial_cases(const server *s)
+{
+    size_t T = 256, d = 64, n = T * d;
+    float *v = xmalloc(n * sizeof *v);
+    static const float fills[] = {0.0f, 1.0f, -3e38f, 1e-38f};
+    for (size_t k = 0; k < sizeof fills / sizeof fills[0]; k++) {
+        for (size_t i = 0; i < n; i++)
+            v[i] = (k == 2 && i % 2) ? -fills[k] : fills[k];
+        for (int kind = 0; kind < 2; kind++) {
+            sbuf b;
+            sb_init(&b);
+            if (kind == 0) {
+                sb_puts(&b, "{\"scheme\":\"sinusoidal\",\"encoding\":\"base64\",\"table\":");
+                sb_base64_floats(&b, v, n);
+                sb_printf(&b, ",\"table_shape\":[%zu,%zu]}", T, d);
+            } else {
+                sb_puts(&b, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":64},\"cos\":");
+                sb_base64_floats(&b, v, n);
+                sb_printf(&b, ",\"cos_shape\":[%zu,%zu],\"sin\":", T, d);
+                sb_base64_floats(&b, v, n);
+                sb_printf(&b, ",\"sin_shape\":[%zu,%zu]}", T, d);
+            }
+            char label[96];
+            snprintf(label, sizeof label, "diagnose %s filled with %g -> unexplained",
+                     kind ? "rope cache" : "sinusoidal table", (double)fills[k]);
+            http_resp r;
+            diagnose(s, label, b.s, "unexplained", NULL, &r);
+            http_resp_free(&r);
+            sb_free(&b);
+        }
+    }
+    free(v);
+    /* its time is in /metrics like every route */
+    http_resp m;
+    http_get(s, "/metrics", &m);
+    CHECK(m.status == 200 && m.body &&
+              strstr(m.body, "posenc_request_duration_seconds_count{route=\"/diagnose\"}"),
+          "GET /metrics after /diagnose", "no duration series for /diagnose");
+    http_resp_free(&m);
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 static void error_cases(const server *s)
@@ -1025,6 +1112,8 @@ void test_diagnose(const server *s, const default_model *dm)
     rope_cases(s);
     alibi_cases(s);
     t5_cases(s);
+    learned_cases(s);
     qkv_cases(s, dm);
+    adversarial_cases(s);
     error_cases(s);
 }
