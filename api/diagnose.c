@@ -32,8 +32,9 @@ static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err
     switch (dr->kind) {
     case DX_TABLE:
         *kind = PE_DX_SUBJ_TABLE;
-        want = s == SCHEME_SINUSOIDAL ? NULL
-                                      : "a table subject is read under a sinusoidal or learned claim";
+        want = s == SCHEME_SINUSOIDAL
+                   ? NULL
+                   : "a table subject is read under a sinusoidal or learned claim";
         break;
     case DX_ENCODED:
         *kind = s == SCHEME_ROPE ? PE_DX_SUBJ_ROPE_ENCODED : PE_DX_SUBJ_ABS_ENCODED;
@@ -59,8 +60,7 @@ static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err
         break;
     }
     if (want)
-        return api_fail(err, API_E_INVALID_REQUEST, "scheme", "%s, not %s", want,
-                        scheme_names[s]);
+        return api_fail(err, API_E_INVALID_REQUEST, "scheme", "%s, not %s", want, scheme_names[s]);
     return 0;
 }
 
@@ -173,7 +173,7 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         return -1;
     size_t width = main->ndim == 2 ? main->dim[1] : 0;
     if (dr->kind == DX_CACHE) /* the cache is read with the claim's head_dim */
-        width = rq->scheme.head_dim ? rq->scheme.head_dim
+        width = rq->scheme.head_dim                ? rq->scheme.head_dim
                 : rq->model && rq->model->head_dim ? rq->model->head_dim
                                                    : width;
     if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
@@ -182,9 +182,14 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     size_t heads = relative ? main->dim[0] : 0;
     if (check_heads(dr, &claim, heads, err))
         goto done;
-    pe_dx_subject subj = {.kind = kind, .rows = rq->tokens, .cols = relative ? 0 : main->dim[1],
-                          .heads = heads, .x = rq->x.data, .a = main->data,
-                          .b = dr->arr[1].data, .positions = rq->positions};
+    pe_dx_subject subj = {.kind = kind,
+                          .rows = rq->tokens,
+                          .cols = relative ? 0 : main->dim[1],
+                          .heads = heads,
+                          .x = rq->x.data,
+                          .a = main->data,
+                          .b = dr->arr[1].data,
+                          .positions = rq->positions};
     size_t n = pe_dx_subject_size(&subj);
     if (n == 0) {
         api_fail(err, API_E_TOO_LARGE, dr->names[0], "the subject has too many elements");

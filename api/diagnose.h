@@ -36,11 +36,11 @@ enum { DX_ARRAYS = 3 };
 
 /* A decoded /diagnose request. */
 typedef struct diag_request {
-    request rq;                 /* owned: the claim (scheme, params, model,
+    request rq; /* owned: the claim (scheme, params, model,
                                    positions, embed_scale, encoding); rq.x
                                    holds embeddings when given */
     diag_kind kind;
-    tensor arr[DX_ARRAYS];      /* owned: the subject's arrays */
+    tensor arr[DX_ARRAYS];        /* owned: the subject's arrays */
     const char *names[DX_ARRAYS]; /* static: their contract names, NULL if absent */
     pe_dx_tolerance tol;
     bool return_map;
@@ -49,20 +49,20 @@ typedef struct diag_request {
 /* Decode the body: exactly one subject, its arrays, the claim. On failure
  * *err says why; diag_request_free(dr) is due either way. */
 int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
-              api_error *err);
+                api_error *err);
 void diag_request_free(diag_request *dr);
 
 /* The claim as pe_diagnose reads it, for a rope claim of `width` columns
  * (fixed_head_dim: the model's for q/k/v, else 0). *rope is filled for a
  * rope claim (the caller frees it with rope_plan_free). */
 int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
-             pe_dx_variant *claim, rope_plan *rope, api_error *err);
+               pe_dx_variant *claim, rope_plan *rope, api_error *err);
 
 /* A learned claim (table or embeddings + encoded subject) answered into
  * *sb: the model's table is compared as is and at small position offsets
  * (diagnose_learned.c; pe_diagnose has no learned claims). */
 int diag_diagnose_learned(const api_service *svc, const diag_request *dr, strbuf *sb,
-                        api_error *err);
+                          api_error *err);
 
 /* ---- writing (diagnose_write.c) -------------------------------------- */
 
@@ -80,14 +80,14 @@ void diag_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, siz
 /* "claimed":{...}. worst_array names the array the worst value is in (NULL
  * for a one-array subject); index/ndim its index in that array. */
 void diag_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, size_t heads,
-                      const pe_dx_errors *e, const char *worst_array, const size_t *index,
-                      size_t ndim);
+                        const pe_dx_errors *e, const char *worst_array, const size_t *index,
+                        size_t ndim);
 
 /* One finding of a result, with its evidence (read off r->best), as a JSON
  * object; heads: the subject's (alibi slopes); prefix (may be "") goes
  * before the message. */
-void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind,
-                      size_t heads, const char *prefix);
+void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
+                        const char *prefix);
 
 /* The position fields of `best` ("offset" or "positions") for the claim's
  * positions shifted by `shift`. */

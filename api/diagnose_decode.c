@@ -9,13 +9,15 @@
 #include "diagnose.h"
 #include "json/json_fields.h"
 
-static const char *const diagnose_keys[] = {
-    "table",     "table_shape",  "embeddings", "embeddings_shape", "shape",     "encoded",
-    "encoded_shape", "cos",      "cos_shape",  "sin",              "sin_shape", "bias",
-    "bias_shape", "slopes",      "slopes_shape", "q",              "q_shape",   "k",
-    "k_shape",   "v",            "v_shape",    "token_ids",        "scheme",    "params",
-    "model",     "offset",       "positions",  "embed_scale",      "encoding",  "tolerance",
-    "return_map", NULL};
+static const char *const diagnose_keys[] =
+    {"table",      "table_shape", "embeddings",    "embeddings_shape",
+     "shape",      "encoded",     "encoded_shape", "cos",
+     "cos_shape",  "sin",         "sin_shape",     "bias",
+     "bias_shape", "slopes",      "slopes_shape",  "q",
+     "q_shape",    "k",           "k_shape",       "v",
+     "v_shape",    "token_ids",   "scheme",        "params",
+     "model",      "offset",      "positions",     "embed_scale",
+     "encoding",   "tolerance",   "return_map",    NULL};
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
 
@@ -31,8 +33,9 @@ static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
         [DX_SLOPES] = jf_get(root, "slopes") != NULL,
         [DX_QKV] = has_qkv,
     };
-    static const char *const words[] = {"table", "embeddings + encoded", "cos + sin", "bias",
-                                        "slopes", "q/k/v"};
+    static const char *const words[] = {"table",     "embeddings + encoded",
+                                        "cos + sin", "bias",
+                                        "slopes",    "q/k/v"};
     int found = -1;
 
     for (int k = DX_TABLE; k <= DX_QKV; k++) {
@@ -93,8 +96,7 @@ static int read_tolerance(diag_request *dr, api_error *err)
     bool present;
 
     dr->tol = (pe_dx_tolerance){.atol = 1e-4, .rtol = 1e-4};
-    if (api_json(err, jf_bool(doc->root, "", "return_map", &present, &dr->return_map,
-                              &err->json)))
+    if (api_json(err, jf_bool(doc->root, "", "return_map", &present, &dr->return_map, &err->json)))
         return -1;
     if (!tol)
         return 0;
@@ -105,8 +107,8 @@ static int read_tolerance(diag_request *dr, api_error *err)
                                 &err->json)))
         return -1;
     if (dr->tol.atol < 0 || dr->tol.rtol < 0)
-        return api_fail(err, API_E_OUT_OF_RANGE, dr->tol.atol < 0 ? "tolerance.atol"
-                                                                  : "tolerance.rtol",
+        return api_fail(err, API_E_OUT_OF_RANGE,
+                        dr->tol.atol < 0 ? "tolerance.atol" : "tolerance.rtol",
                         "tolerances must be >= 0");
     return 0;
 }
@@ -124,15 +126,14 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
         break;
     case DX_ENCODED:
         if (read_array(dr, 0, "encoded", NULL, 2, 2, err) ||
-            api_json(err, tensor_from_json(&rq->doc, jf_get(rq->doc.root, "embeddings"),
-                                           "embeddings",
-                                           jf_get(rq->doc.root, "embeddings_shape")
-                                               ? jf_get(rq->doc.root, "embeddings_shape")
-                                               : jf_get(rq->doc.root, "shape"),
-                                           jf_get(rq->doc.root, "embeddings_shape")
-                                               ? "embeddings_shape"
-                                               : "shape",
-                                           2, 2, &rq->x, &err->json)))
+            api_json(err,
+                     tensor_from_json(&rq->doc, jf_get(rq->doc.root, "embeddings"), "embeddings",
+                                      jf_get(rq->doc.root, "embeddings_shape")
+                                          ? jf_get(rq->doc.root, "embeddings_shape")
+                                          : jf_get(rq->doc.root, "shape"),
+                                      jf_get(rq->doc.root, "embeddings_shape") ? "embeddings_shape"
+                                                                               : "shape",
+                                      2, 2, &rq->x, &err->json)))
             return -1;
         if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
             return api_fail(err, API_E_INVALID_SHAPE, "encoded",
@@ -176,13 +177,13 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     *tokens = dr->kind == DX_SLOPES ? 1 : dr->kind == DX_BIAS ? main->dim[1] : main->dim[0];
     *d = dr->kind == DX_BIAS || dr->kind == DX_SLOPES ? 0 : main->dim[1];
     if (*d > svc->limits.max_dim)
-        return api_fail(err, API_E_TOO_LARGE, dr->names[0], "d = %zu exceeds the limit of %zu",
-                        *d, svc->limits.max_dim);
+        return api_fail(err, API_E_TOO_LARGE, dr->names[0], "d = %zu exceeds the limit of %zu", *d,
+                        svc->limits.max_dim);
     return 0;
 }
 
 int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
-              api_error *err)
+                api_error *err)
 {
     size_t tokens = 0, d = 0;
     int rc;
@@ -216,7 +217,7 @@ void diag_request_free(diag_request *dr)
 }
 
 int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
-             pe_dx_variant *claim, rope_plan *rope, api_error *err)
+               pe_dx_variant *claim, rope_plan *rope, api_error *err)
 {
     const request *rq = &dr->rq;
     const scheme *s = &rq->scheme;

@@ -46,8 +46,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_errors 
     diag_unflatten(claimed->worst, 2, dr->arr[0].dim, index);
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, claimed->mismatched == 0 ? "match"
-                               : explained                ? "explained"
-                                                          : "unexplained");
+                               : explained              ? "explained"
+                                                        : "unexplained");
     strbuf_putc(sb, ',');
     diag_write_claimed(sb, SCHEME_LEARNED, &none, 0, claimed, NULL, index, 2);
     strbuf_puts(sb, ",\"findings\":[");
@@ -81,14 +81,14 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_errors 
 }
 
 int diag_diagnose_learned(const api_service *svc, const diag_request *dr, strbuf *sb,
-                        api_error *err)
+                          api_error *err)
 {
     const request *rq = &dr->rq;
     const float *subject = dr->arr[0].data;
     size_t n = rq->tokens * rq->d;
     pe_absolute pe;
-    float *want = NULL;       /* owned: the claim's render, then the map */
-    int64_t *shifted = NULL;  /* owned: positions + a shift */
+    float *want = NULL;      /* owned: the claim's render, then the map */
+    int64_t *shifted = NULL; /* owned: positions + a shift */
     pe_dx_errors claimed = {0}, best = {0};
     int64_t best_shift = 0;
     int rc = -1;

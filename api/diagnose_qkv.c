@@ -23,13 +23,13 @@ enum { Q = 0, K = 1, V = 2 };
 /* Everything computed for the answer; all buffers owned. */
 typedef struct qkv_work {
     size_t rows, qd, kvd, width, cols[DX_ARRAYS];
-    float *z, *qkv;                /* the attention input; [rows][width] before rotation */
-    float *pre[DX_ARRAYS];         /* dense q, k, v before rotation */
-    float *want[DX_ARRAYS];        /* the claim's q, k, v */
+    float *z, *qkv;         /* the attention input; [rows][width] before rotation */
+    float *pre[DX_ARRAYS];  /* dense q, k, v before rotation */
+    float *want[DX_ARRAYS]; /* the claim's q, k, v */
     pe_dx_errors claimed[DX_ARRAYS];
-    pe_dx_result res[2];           /* q, k under rope */
+    pe_dx_result res[2]; /* q, k under rope */
     bool diagnosed[2], permuted[2];
-    float *permuted_x;             /* scratch for the permuted trial */
+    float *permuted_x; /* scratch for the permuted trial */
 } qkv_work;
 
 static void work_free(qkv_work *w)
@@ -130,13 +130,19 @@ static int project(const api_service *svc, const diag_request *dr, const rope_pl
     if (!w->z || !w->qkv)
         goto oom;
     /* the input stage of /apply (apply.c attention_input) */
-    pe_norm norm = {.kind = m->norm, .eps = m->norm_eps, .weight = m->weights[W_NORM_WEIGHT].data,
+    pe_norm norm = {.kind = m->norm,
+                    .eps = m->norm_eps,
+                    .weight = m->weights[W_NORM_WEIGHT].data,
                     .bias = m->weights[W_NORM_BIAS].data};
-    pe_norm embed_norm = {.kind = m->embed_norm, .eps = m->embed_norm_eps,
+    pe_norm embed_norm = {.kind = m->embed_norm,
+                          .eps = m->embed_norm_eps,
                           .weight = m->weights[W_EMBED_NORM_WEIGHT].data,
                           .bias = m->weights[W_EMBED_NORM_BIAS].data};
-    pe_input in = {.pe = &pe, .embed_scale = pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale,
-                   .add = m->weights[W_INPUT_BIAS].data, .pre_norm = &embed_norm, .norm = &norm};
+    pe_input in = {.pe = &pe,
+                   .embed_scale = pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale,
+                   .add = m->weights[W_INPUT_BIAS].data,
+                   .pre_norm = &embed_norm,
+                   .norm = &norm};
     pe_status st = pe_encode_input(&in, rq->x.data, rq->positions, w->rows, rq->d, w->z, &bad);
     if (st != PE_OK) {
         absolute_fail(rq, &pe, st, bad, "encoded (z)", err);
@@ -165,12 +171,16 @@ done:
 
 /* pe_diagnose of the client's q (i = Q) or k against posenc's before
  * rotation; then the permuted trials when that explains nothing. */
-static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim, qkv_work *w,
-                             int i, api_error *err)
+static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim, qkv_work *w, int i,
+                             api_error *err)
 {
     const request *rq = &dr->rq;
-    pe_dx_subject subj = {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = w->rows, .cols = w->cols[i],
-                          .x = w->pre[i], .a = dr->arr[i].data, .positions = rq->positions};
+    pe_dx_subject subj = {.kind = PE_DX_SUBJ_ROPE_ENCODED,
+                          .rows = w->rows,
+                          .cols = w->cols[i],
+                          .x = w->pre[i],
+                          .a = dr->arr[i].data,
+                          .positions = rq->positions};
     pe_status st = pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
     if (st == PE_OK)
         diag_require_finite_best(&w->res[i]);
@@ -375,8 +385,7 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
 
     if (rq->batched || rq->d != m->d_model) {
         api_fail(err, API_E_INVALID_SHAPE, "embeddings",
-                 "the input must be [tokens][d_model = %zu] for model '%s'", m->d_model,
-                 m->name);
+                 "the input must be [tokens][d_model = %zu] for model '%s'", m->d_model, m->name);
         goto done;
     }
     w.rows = rq->tokens;

@@ -154,8 +154,8 @@ void diag_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index)
 }
 
 void diag_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim, size_t heads,
-                      const pe_dx_errors *e, const char *worst_array, const size_t *index,
-                      size_t ndim)
+                        const pe_dx_errors *e, const char *worst_array, const size_t *index,
+                        size_t ndim)
 {
     strbuf_puts(sb, "\"claimed\":{\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
@@ -270,8 +270,8 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     strbuf_putc(sb, '}');
 }
 
-void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind,
-                      size_t heads, const char *prefix)
+void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
+                        const char *prefix)
 {
     const pe_dx_finding *f = &r->findings[i];
     char message[400];

@@ -34,7 +34,7 @@ static const json_t *finding(const http_resp *r, const char *code)
     size_t i;
     const json_t *f;
 
-    json_array_foreach(list, i, f) {
+    json_array_foreach (list, i, f) {
         const char *c = jstr(f, "code");
         if (c && strcmp(c, code) == 0)
             return f;
@@ -96,8 +96,8 @@ static char *best_body(const http_resp *r, const char *extra)
 }
 
 /* |got - want| <= TOL + TOL*|want| everywhere (the default tolerance). */
-static void check_within(const char *label, const char *what, const float *got,
-                         const float *want, size_t n, double tol)
+static void check_within(const char *label, const char *what, const float *got, const float *want,
+                         size_t n, double tol)
 {
     double worst = 0;
     size_t at = 0, bad = 0;
@@ -115,9 +115,8 @@ static void check_within(const char *label, const char *what, const float *got,
 }
 
 /* Send `best` (+ extra) to path and read `key`, n floats, into out. */
-static bool best_reproduce(const server *s, const char *label, const http_resp *r,
-                           const char *path, const char *extra, const char *key, float *out,
-                           size_t n)
+static bool best_reproduce(const server *s, const char *label, const http_resp *r, const char *path,
+                           const char *extra, const char *key, float *out, size_t n)
 {
     char *body = best_body(r, extra);
     http_resp rr;
@@ -155,8 +154,8 @@ typedef struct sin_impl {
     bool swap;       /* cos where sin belongs */
     bool transposed; /* written [d][tokens] */
     int64_t offset;
-    double scale;    /* embed_scale (with x) */
-    bool f32;        /* angles in float32 */
+    double scale; /* embed_scale (with x) */
+    bool f32;     /* angles in float32 */
 } sin_impl;
 
 /* out = scale*x + PE (x NULL: the table), [T][d] or [d][T]. */
@@ -218,8 +217,8 @@ static void sin_table_case(const server *s, const char *label, const sin_impl *m
               "evidence %s = %g, want %g", ev_key, evidence_number(f, ev_key), ev_want);
     if (f && ev_str) {
         const char *e = evidence_string(f, ev_key);
-        CHECK(e && strstr(e, ev_str), label, "evidence %s = %s, want %s", ev_key,
-              e ? e : "(none)", ev_str);
+        CHECK(e && strstr(e, ev_str), label, "evidence %s = %s, want %s", ev_key, e ? e : "(none)",
+              ev_str);
     }
     char shape[64];
     snprintf(shape, sizeof shape, "\"shape\":[%zu,%zu]", T, d);
@@ -363,16 +362,15 @@ typedef struct rope_impl {
     bool reversed;    /* rotates by -theta */
     bool swap;        /* the cache's cos holds the sines */
     int64_t offset;
-    double linear;    /* frequencies divided by it */
-    double att;       /* on cos and sin */
-    bool bf16;        /* angles and cos/sin in bfloat16 */
+    double linear;          /* frequencies divided by it */
+    double att;             /* on cos and sin */
+    bool bf16;              /* angles and cos/sin in bfloat16 */
     const long double *inv; /* given frequencies (scaled ones), else base */
 } rope_impl;
 
 static rope_impl rope_default(size_t hd)
 {
-    return (rope_impl){.base = 10000, .hd = hd, .rd = hd, .fd = (double)hd, .linear = 1,
-                       .att = 1};
+    return (rope_impl){.base = 10000, .hd = hd, .rd = hd, .fd = (double)hd, .linear = 1, .att = 1};
 }
 
 static void rope_cs(const rope_impl *m, size_t i, int64_t pos, double *c, double *s)
@@ -481,8 +479,8 @@ static void check_evidence(const char *label, const json_t *f, const rope_case *
               e ? e : "(none)", c->ev_str);
     } else {
         double v = evidence_number(f, c->ev_key);
-        CHECK(fabs(v - c->ev_want) <= c->ev_tol, label, "evidence %s = %.9g, want %.9g",
-              c->ev_key, v, c->ev_want);
+        CHECK(fabs(v - c->ev_want) <= c->ev_tol, label, "evidence %s = %.9g, want %.9g", c->ev_key,
+              v, c->ev_want);
     }
 }
 
@@ -580,108 +578,124 @@ static void rope_cases(const server *s)
 {
     const char *hd64 = "{\"head_dim\":64}";
     rope_impl m = rope_default(64);
-    rope_cache_case(s, &(rope_case){"diagnose rope cache exact -> match", hd64, "match", NULL,
-                                    .reproduce_tol = TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache exact -> match", hd64, "match", NULL,
+                                 .reproduce_tol = TOL},
                     &m, 64, 64);
     m.interleaved = true;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache repeat_interleave -> layout_swapped",
-                                    hd64, "explained", "layout_swapped", "layout", "interleaved",
-                                    .reproduce_tol = TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache repeat_interleave -> layout_swapped", hd64,
+                                 "explained", "layout_swapped", "layout", "interleaved",
+                                 .reproduce_tol = TOL},
                     &m, 64, 64);
     m = rope_default(64);
     m.base = 500000;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache base 500000 -> base_mismatch", hd64,
-                                    "explained", "base_mismatch", "base", NULL, 500000, 1e-3,
-                                    TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache base 500000 -> base_mismatch", hd64,
+                                 "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL},
                     &m, 64, 32);
     m = rope_default(64);
     m.interleaved = true;
     m.base = 500000;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache interleaved + base 500000 -> both",
-                                    hd64, "explained", "base_mismatch", "base", NULL, 500000,
-                                    1e-3, TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache interleaved + base 500000 -> both", hd64,
+                                 "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL},
                     &m, 64, 64);
     m = rope_default(64);
     m.fd = 63; /* 2i/(d-1): exactly base^(64/63) */
-    rope_cache_case(s, &(rope_case){"diagnose rope cache exponent 2i/(d-1) -> frequency_formula",
-                                    hd64, "explained", "frequency_formula", "base", NULL,
-                                    pow(10000, 64.0 / 63.0), 1e-2, TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache exponent 2i/(d-1) -> frequency_formula", hd64,
+                                 "explained", "frequency_formula", "base", NULL,
+                                 pow(10000, 64.0 / 63.0), 1e-2, TOL},
                     &m, 64, 32);
     m = rope_default(64);
     m.swap = true;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache cos/sin swapped -> sin_cos_swapped",
-                                    hd64, "explained", "sin_cos_swapped", .reproduce_tol = TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache cos/sin swapped -> sin_cos_swapped", hd64,
+                                 "explained", "sin_cos_swapped", .reproduce_tol = TOL},
                     &m, 64, 64);
     m = rope_default(64);
     m.reversed = true;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache sin negated -> rotation_reversed", hd64,
-                                    "explained", "rotation_reversed", .reproduce_tol = TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache sin negated -> rotation_reversed", hd64,
+                                 "explained", "rotation_reversed", .reproduce_tol = TOL},
                     &m, 64, 64);
     m = rope_default(64);
     m.linear = 2;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache linear x2 unclaimed -> scaling_mismatch",
-                                    hd64, "explained", "scaling_mismatch", .reproduce_tol = TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache linear x2 unclaimed -> scaling_mismatch",
+                                 hd64, "explained", "scaling_mismatch", .reproduce_tol = TOL},
                     &m, 64, 32);
     /* a dropped YaRN attention factor: yarn frequencies, cos/sin not scaled */
     long double inv[32], att;
-    ref_rope_cfg yarn = {.base = 10000, .head_dim = 64, .rotary_dim = 64,
-                         .scaling = REF_SCALING_YARN, .factor = 4, .orig = 2048,
-                         .beta_fast = 32, .beta_slow = 1};
+    ref_rope_cfg yarn = {.base = 10000,
+                         .head_dim = 64,
+                         .rotary_dim = 64,
+                         .scaling = REF_SCALING_YARN,
+                         .factor = 4,
+                         .orig = 2048,
+                         .beta_fast = 32,
+                         .beta_slow = 1};
     ref_rope_freqs(&yarn, 64, inv, &att);
     m = rope_default(64);
     m.inv = inv;
     const char *yarn_claim = "{\"head_dim\":64,\"scaling\":{\"type\":\"yarn\",\"factor\":4,"
                              "\"original_max_position_embeddings\":2048}}";
-    rope_cache_case(s, &(rope_case){"diagnose rope cache yarn factor dropped -> attention_factor",
-                                    yarn_claim, "explained", "attention_factor", "factor", NULL,
-                                    1.0, 1e-4, TOL},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache yarn factor dropped -> attention_factor",
+                                 yarn_claim, "explained", "attention_factor", "factor", NULL, 1.0,
+                                 1e-4, TOL},
                     &m, 64, 32);
     m.bf16 = true;
     /* bf16 angles: within what bfloat16 explains (|angle| < 32: 2 roundings
      * of 2^-9 relative, plus cos/sin and the factor) */
-    rope_cache_case(s, &(rope_case){"diagnose rope cache yarn factor dropped at bf16 -> "
-                                    "attention_factor + low_precision",
-                                    yarn_claim, "explained", "low_precision", "precision",
-                                    "bfloat16", .reproduce_tol = 0.35},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache yarn factor dropped at bf16 -> "
+                                 "attention_factor + low_precision",
+                                 yarn_claim, "explained", "low_precision", "precision", "bfloat16",
+                                 .reproduce_tol = 0.35},
                     &m, 32, 32);
     m = rope_default(64);
     m.bf16 = true;
-    rope_cache_case(s, &(rope_case){"diagnose rope cache bf16 angles -> low_precision bfloat16",
-                                    hd64, "explained", "low_precision", "precision", "bfloat16",
-                                    .reproduce_tol = 0.35},
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache bf16 angles -> low_precision bfloat16", hd64,
+                                 "explained", "low_precision", "precision", "bfloat16",
+                                 .reproduce_tol = 0.35},
                     &m, 32, 64);
 
     /* rotated vectors */
     m = rope_default(64);
     m.reversed = true;
-    rope_encoded_case(s, &(rope_case){"diagnose rope encoded by -theta -> rotation_reversed",
-                                      hd64, "explained", "rotation_reversed",
-                                      .reproduce_tol = TOL},
+    rope_encoded_case(s,
+                      &(rope_case){"diagnose rope encoded by -theta -> rotation_reversed", hd64,
+                                   "explained", "rotation_reversed", .reproduce_tol = TOL},
                       &m, 32, 128);
     m = rope_default(64);
     m.offset = 3;
-    rope_encoded_case(s, &(rope_case){"diagnose rope encoded positions +3 -> position_offset",
-                                      hd64, "explained", "position_offset", "offset", NULL, 3, 0,
-                                      TOL},
+    rope_encoded_case(s,
+                      &(rope_case){"diagnose rope encoded positions +3 -> position_offset", hd64,
+                                   "explained", "position_offset", "offset", NULL, 3, 0, TOL},
                       &m, 32, 128);
     m = rope_default(64);
     m.offset = 1;
-    rope_encoded_case(s, &(rope_case){"diagnose rope encoded interleaved claim, half + offset 1",
-                                      "{\"head_dim\":64,\"layout\":\"interleaved\"}", "explained",
-                                      "layout_swapped", "layout", "half", .reproduce_tol = TOL},
+    rope_encoded_case(s,
+                      &(rope_case){"diagnose rope encoded interleaved claim, half + offset 1",
+                                   "{\"head_dim\":64,\"layout\":\"interleaved\"}", "explained",
+                                   "layout_swapped", "layout", "half", .reproduce_tol = TOL},
                       &m, 32, 128);
     m = rope_default(128); /* one rotation over the whole vector */
-    rope_encoded_case(s, &(rope_case){"diagnose rope encoded head_dim 128 -> head_dim_mismatch",
-                                      hd64, "explained", "head_dim_mismatch", "head_dim", NULL,
-                                      128, 0, TOL},
+    rope_encoded_case(s,
+                      &(rope_case){"diagnose rope encoded head_dim 128 -> head_dim_mismatch", hd64,
+                                   "explained", "head_dim_mismatch", "head_dim", NULL, 128, 0, TOL},
                       &m, 32, 128);
     m = rope_default(64);
     m.rd = 32;
     m.fd = 64; /* partial rotary with frequencies from head_dim */
-    rope_encoded_case(s, &(rope_case){"diagnose rope encoded partial rotary, frequencies of "
-                                      "head_dim -> rotary_dim_mismatch",
-                                      "{\"head_dim\":64,\"rotary_dim\":32}", "explained",
-                                      "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL},
+    rope_encoded_case(s,
+                      &(rope_case){"diagnose rope encoded partial rotary, frequencies of "
+                                   "head_dim -> rotary_dim_mismatch",
+                                   "{\"head_dim\":64,\"rotary_dim\":32}", "explained",
+                                   "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL},
                       &m, 32, 128);
     /* random: nothing explains it */
     size_t T = 32, w = 32;
@@ -730,8 +744,7 @@ static void alibi_cases(const server *s)
         double worst = 0;
         for (size_t h = 0; h < H && json_array_size(found) == H; h++)
             worst = fmax(worst, fabs(json_number_value(json_array_get(found, h)) - sl[h]));
-        CHECK(json_array_size(found) == H && worst < 1e-6, L, "evidence slopes off by %g",
-              worst);
+        CHECK(json_array_size(found) == H && worst < 1e-6, L, "evidence slopes off by %g", worst);
         size_t differ = 0;
         for (size_t h = 0; h < H; h++)
             differ += fabsl((long double)sl[h] - paper[h]) > 1e-6L * paper[h];
@@ -822,8 +835,8 @@ static void t5_cases(const server *s)
         if (f && variant == 1)
             CHECK(evidence_number(f, "max_distance") == 64 &&
                       evidence_number(f, "num_buckets") == 32,
-                  L, "evidence max_distance %g num_buckets %g",
-                  evidence_number(f, "max_distance"), evidence_number(f, "num_buckets"));
+                  L, "evidence max_distance %g num_buckets %g", evidence_number(f, "max_distance"),
+                  evidence_number(f, "num_buckets"));
         sbuf extra;
         sb_init(&extra);
         sb_printf(&extra, "\"model\":%s,\"shape\":[%zu,4]", model.s, T);
@@ -881,11 +894,11 @@ static void qkv_cases(const server *s, const default_model *dm)
     sb_init(&emb);
     put_array(&emb, "embeddings", x, 2, (size_t[]){T, D});
     for (int variant = 0; variant < 4; variant++) {
-        static const char *const labels[] = {
-            "diagnose q/k/v exact -> match",
-            "diagnose q/k/v rope base 500000 -> base_mismatch, best via /apply",
-            "diagnose q/k/v Meta-order weights in a half-layout rotation -> weights_permuted",
-            "diagnose q/k/v v scaled by 1.01 -> projection_mismatch"};
+        static const char *const labels[] =
+            {"diagnose q/k/v exact -> match",
+             "diagnose q/k/v rope base 500000 -> base_mismatch, best via /apply",
+             "diagnose q/k/v Meta-order weights in a half-layout rotation -> weights_permuted",
+             "diagnose q/k/v v scaled by 1.01 -> projection_mismatch"};
         const char *L = labels[variant];
         rope_impl m = rope_default(DEFAULT_HD);
         if (variant == 1)
@@ -1065,14 +1078,13 @@ static void error_cases(const server *s)
         long status;
     } cases[] = {
         {"diagnose two subjects -> 400",
-         "{\"scheme\":\"sinusoidal\",\"table\":[[0,1]],\"slopes\":[0.5]}", "invalid_request",
-         NULL, 400},
-        {"diagnose no subject -> 400", "{\"scheme\":\"sinusoidal\"}", "invalid_request", NULL,
+         "{\"scheme\":\"sinusoidal\",\"table\":[[0,1]],\"slopes\":[0.5]}", "invalid_request", NULL,
          400},
+        {"diagnose no subject -> 400", "{\"scheme\":\"sinusoidal\"}", "invalid_request", NULL, 400},
         {"diagnose cos without sin -> 400", "{\"scheme\":\"rope\",\"cos\":[[1,1]]}",
          "invalid_request", "sin", 400},
-        {"diagnose unknown key -> 400", "{\"table\":[[0,1]],\"tabel\":1}", "invalid_request",
-         NULL, 400},
+        {"diagnose unknown key -> 400", "{\"table\":[[0,1]],\"tabel\":1}", "invalid_request", NULL,
+         400},
         {"diagnose cos and sin of other shapes -> 422",
          "{\"scheme\":\"rope\",\"cos\":[[1,1],[1,1]],\"sin\":[[0,0]]}", "invalid_shape", "sin",
          422},
@@ -1081,29 +1093,62 @@ static void error_cases(const server *s)
          "invalid_shape", NULL, 422},
         {"diagnose ragged table -> 422", "{\"scheme\":\"sinusoidal\",\"table\":[[0,1],[0]]}",
          "invalid_shape", NULL, 422},
-        {"diagnose a table under a rope claim -> 400",
-         "{\"scheme\":\"rope\",\"table\":[[0,1]]}", "invalid_request", "scheme", 400},
+        {"diagnose a table under a rope claim -> 400", "{\"scheme\":\"rope\",\"table\":[[0,1]]}",
+         "invalid_request", "scheme", 400},
         {"diagnose bias that is not [heads][T][T] -> 422",
          "{\"scheme\":\"alibi\",\"bias\":[[[0,1]]]}", "invalid_shape", "bias", 422},
         {"diagnose q of the wrong width -> 422",
          "{\"scheme\":\"rope\",\"token_ids\":[0],\"q\":[[1,2,3]]}", "invalid_shape|invalid_request",
          NULL, 422},
-        {"diagnose negative tolerance -> 422",
-         "{\"table\":[[0,1]],\"tolerance\":{\"atol\":-1}}", "out_of_range", "tolerance.atol",
-         422},
+        {"diagnose negative tolerance -> 422", "{\"table\":[[0,1]],\"tolerance\":{\"atol\":-1}}",
+         "out_of_range", "tolerance.atol", 422},
         {"diagnose non-finite -> 422", "{\"table\":[[0,1e39]]}", "non_finite", NULL, 422},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         http_resp r;
         http_post_json(s, "/diagnose", cases[i].body, &r);
         if (strchr(cases[i].code, '|')) {
-            CHECK(r.status == 422 || r.status == 400, cases[i].label, "status %ld: %s",
-                  r.status, r.body);
+            CHECK(r.status == 422 || r.status == 400, cases[i].label, "status %ld: %s", r.status,
+                  r.body);
         } else {
             expect_error(cases[i].label, &r, cases[i].status, cases[i].code, cases[i].field);
         }
         http_resp_free(&r);
     }
+}
+
+/* The subject counts against the output caps: a server whose arrays may
+ * hold 1000 elements refuses a [40][32] table (1280) with 422 too_large and
+ * diagnoses a [30][32] one (960). */
+static void limit_cases(void)
+{
+    static const char *const args[] = {"--max-output-elements", "1000", NULL};
+    server s;
+    if (!server_start(&s, "diagnose-limits", args, NULL))
+        return;
+    for (size_t T = 30; T <= 40; T += 10) {
+        size_t d = 32;
+        float *v = xmalloc(T * d * sizeof *v);
+        sin_impl m = sin_default();
+        sin_make(&m, NULL, T, d, 0, v);
+        sbuf b;
+        sb_init(&b);
+        sb_puts(&b, "{\"scheme\":\"sinusoidal\",");
+        put_array(&b, "table", v, 2, (size_t[]){T, d});
+        sb_puts(&b, "}");
+        http_resp r;
+        if (T == 30)
+            diagnose(&s, "diagnose [30][32] under a cap of 1000 -> match", b.s, "match", NULL, &r);
+        else {
+            http_post_json(&s, "/diagnose", b.s, &r);
+            expect_error("diagnose [40][32] under a cap of 1000 -> 422 too_large", &r, 422,
+                         "too_large", NULL);
+        }
+        http_resp_free(&r);
+        sb_free(&b);
+        free(v);
+    }
+    server_stop(&s);
 }
 
 void test_diagnose(const server *s, const default_model *dm)
@@ -1116,4 +1161,5 @@ void test_diagnose(const server *s, const default_model *dm)
     qkv_cases(s, dm);
     adversarial_cases(s);
     error_cases(s);
+    limit_cases();
 }
