@@ -29,7 +29,8 @@ typedef struct qkv_work {
     pe_dx_errors claimed[DX_ARRAYS];
     pe_dx_result res[2]; /* q, k under rope */
     bool diagnosed[2], permuted[2];
-    float *permuted_x; /* scratch for the permuted trial */
+    bool off[DX_ARRAYS]; /* differs before any rotation: projection_mismatch */
+    float *permuted_x;   /* scratch for the permuted trial */
 } qkv_work;
 
 static void work_free(qkv_work *w)
@@ -217,6 +218,52 @@ static bool v_differs(const diag_request *dr, const qkv_work *w, int i)
     return dr->arr[i].data && w->claimed[i].mismatched > 0;
 }
 
+/* Whether a [rows][cols] differs from x before any rotation: a rotation
+ * (with one constant factor) keeps |a_h| / |x_h| the same for every row
+ * and head of head_dim. */
+static bool norms_differ(const float *x, const float *a, size_t rows, size_t cols, size_t head_dim,
+                         pe_dx_tolerance tol)
+{
+    double ratio = -1, slack = tol.atol * sqrt((double)head_dim);
+
+    for (size_t t = 0; t < rows; t++)
+        for (size_t h = 0; h < cols / head_dim; h++) {
+            double nx = 0, na = 0;
+            for (size_t j = h * head_dim; j < (h + 1) * head_dim; j++) {
+                nx += (double)x[t * cols + j] * x[t * cols + j];
+                na += (double)a[t * cols + j] * a[t * cols + j];
+            }
+            nx = sqrt(nx);
+            na = sqrt(na);
+            if (nx <= slack) {
+                if (na > 2 * slack)
+                    return true;
+                continue;
+            }
+            if (ratio < 0)
+                ratio = na / nx;
+            else if (fabs(na / nx - ratio) > 1e-3 * ratio + slack / nx)
+                return true;
+        }
+    return false;
+}
+
+/* Which arrays differ in their projection: v (it carries no position),
+ * q/k under a claim without rotation, and q/k under rope when nothing
+ * explains them and their head norms differ from posenc's. */
+static void mark_projection(const diag_request *dr, qkv_work *w, bool rotation)
+{
+    for (int i = 0; i < DX_ARRAYS; i++) {
+        if (!rotation || i == V)
+            w->off[i] = v_differs(dr, w, i);
+        else
+            w->off[i] = w->diagnosed[i] && w->res[i].verdict == PE_DX_UNEXPLAINED &&
+                        !w->permuted[i] &&
+                        norms_differ(w->pre[i], dr->arr[i].data, w->rows, w->cols[i],
+                                     dr->rq.model->head_dim, dr->tol);
+    }
+}
+
 static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w, bool rotation,
                            bool projection)
 {
@@ -228,26 +275,27 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
     if (projection) {
         char message[600] = "";
         for (int i = 0; i < DX_ARRAYS; i++)
-            if ((i == V || !rotation) && v_differs(dr, w, i)) {
+            if (w->off[i]) {
                 size_t used = strlen(message);
                 snprintf(message + used, sizeof message - used,
                          "%s%s differs from posenc's projection (max error %.3g in %.3g%% of its "
-                         "values) although it carries no position: the weights, norm or input "
-                         "differ, not the encoding.",
+                         "values) %s: the weights, norm or input differ, not the encoding.",
                          used ? " " : "", names[i], w->claimed[i].max_abs,
-                         100 * w->claimed[i].mismatched);
+                         100 * w->claimed[i].mismatched,
+                         i == V || !rotation ? "although it carries no position"
+                                             : "before any rotation (its head norms differ)");
             }
         strbuf_puts(sb, "{\"code\":\"projection_mismatch\",\"message\":");
         strbuf_put_json_string(sb, message);
         strbuf_puts(sb, ",\"evidence\":{\"outputs\":[");
         bool any = false;
         for (int i = 0; i < DX_ARRAYS; i++)
-            if ((i == V || !rotation) && v_differs(dr, w, i)) {
+            if (w->off[i]) {
                 strbuf_printf(sb, "%s\"%s\"", any ? "," : "", names[i]);
                 any = true;
             }
         strbuf_puts(sb, "],\"heads\":");
-        int shown = v_differs(dr, w, V) ? V : !rotation && v_differs(dr, w, Q) ? Q : K;
+        int shown = w->off[V] ? V : w->off[Q] ? Q : K;
         write_heads_differing(sb, dr->arr[shown].data, w->want[shown], w->rows, w->cols[shown],
                               m->head_dim, dr->tol);
         strbuf_puts(sb, "}}");
@@ -312,8 +360,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     const request *rq = &dr->rq;
     scheme_kind kind = rq->scheme.kind;
     bool rotation = kind == SCHEME_ROPE;
-    bool projection = v_differs(dr, w, V) ||
-                      (!rotation && (v_differs(dr, w, Q) || v_differs(dr, w, K)));
+    mark_projection(dr, w, rotation);
+    bool projection = w->off[Q] || w->off[K] || w->off[V];
     pe_dx_verdict verdict = PE_DX_MATCH;
     int worst = -1, from = w->diagnosed[Q] ? Q : K;
     double total = 0, bad = 0, best_abs = 0, best_rel = 0;
