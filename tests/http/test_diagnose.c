@@ -467,6 +467,7 @@ typedef struct rope_case {
     const char *verdict, *code, *ev_key, *ev_str;
     double ev_want, ev_tol;
     double reproduce_tol; /* TOL, or what a low precision explains */
+    const char *also;     /* a second code that must be found, or NULL */
 } rope_case;
 
 static void check_evidence(const char *label, const json_t *f, const rope_case *c)
@@ -500,6 +501,8 @@ static void rope_cache_case(const server *s, const rope_case *c, const rope_impl
     http_resp r;
     const json_t *f = diagnose(s, c->label, b.s, c->verdict, c->code, &r);
     check_evidence(c->label, f, c);
+    if (c->also)
+        CHECK(finding(&r, c->also) != NULL, c->label, "no finding %s beside %s", c->also, c->code);
     if (r.json && cache_via_encode(s, c->label, &r, T, w, gc, gs)) {
         /* apply the findings /encode cannot express */
         bool swapped = finding(&r, "sin_cos_swapped") != NULL;
@@ -592,21 +595,23 @@ static void rope_cases(const server *s)
     m.base = 500000;
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache base 500000 -> base_mismatch", hd64,
-                                 "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL},
+                                 "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL,
+                                 NULL},
                     &m, 64, 32);
     m = rope_default(64);
     m.interleaved = true;
     m.base = 500000;
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache interleaved + base 500000 -> both", hd64,
-                                 "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL},
+                                 "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL,
+                                 "layout_swapped"},
                     &m, 64, 64);
     m = rope_default(64);
     m.fd = 63; /* 2i/(d-1): exactly base^(64/63) */
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache exponent 2i/(d-1) -> frequency_formula", hd64,
                                  "explained", "frequency_formula", "base", NULL,
-                                 pow(10000, 64.0 / 63.0), 1e-2, TOL},
+                                 pow(10000, 64.0 / 63.0), 1e-2, TOL, NULL},
                     &m, 64, 32);
     m = rope_default(64);
     m.swap = true;
@@ -644,7 +649,7 @@ static void rope_cases(const server *s)
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache yarn factor dropped -> attention_factor",
                                  yarn_claim, "explained", "attention_factor", "factor", NULL, 1.0,
-                                 1e-4, TOL},
+                                 1e-4, TOL, NULL},
                     &m, 64, 32);
     m.bf16 = true;
     /* bf16 angles: within what bfloat16 explains (|angle| < 32: 2 roundings
@@ -653,7 +658,7 @@ static void rope_cases(const server *s)
                     &(rope_case){"diagnose rope cache yarn factor dropped at bf16 -> "
                                  "attention_factor + low_precision",
                                  yarn_claim, "explained", "low_precision", "precision", "bfloat16",
-                                 .reproduce_tol = 0.35},
+                                 .reproduce_tol = 0.35, .also = "attention_factor"},
                     &m, 32, 32);
     m = rope_default(64);
     m.bf16 = true;
@@ -674,7 +679,7 @@ static void rope_cases(const server *s)
     m.offset = 3;
     rope_encoded_case(s,
                       &(rope_case){"diagnose rope encoded positions +3 -> position_offset", hd64,
-                                   "explained", "position_offset", "offset", NULL, 3, 0, TOL},
+                                   "explained", "position_offset", "offset", NULL, 3, 0, TOL, NULL},
                       &m, 32, 128);
     m = rope_default(64);
     m.offset = 1;
@@ -686,7 +691,8 @@ static void rope_cases(const server *s)
     m = rope_default(128); /* one rotation over the whole vector */
     rope_encoded_case(s,
                       &(rope_case){"diagnose rope encoded head_dim 128 -> head_dim_mismatch", hd64,
-                                   "explained", "head_dim_mismatch", "head_dim", NULL, 128, 0, TOL},
+                                   "explained", "head_dim_mismatch", "head_dim", NULL, 128, 0, TOL,
+                                   NULL},
                       &m, 32, 128);
     m = rope_default(64);
     m.rd = 32;
@@ -695,7 +701,7 @@ static void rope_cases(const server *s)
                       &(rope_case){"diagnose rope encoded partial rotary, frequencies of "
                                    "head_dim -> rotary_dim_mismatch",
                                    "{\"head_dim\":64,\"rotary_dim\":32}", "explained",
-                                   "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL},
+                                   "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL, NULL},
                       &m, 32, 128);
     /* random: nothing explains it */
     size_t T = 32, w = 32;
