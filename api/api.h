@@ -141,6 +141,12 @@ void api_encode(const api_service *svc, const api_budget *budget,
 void api_apply(const api_service *svc, const api_budget *budget,
                const char *body, size_t len, api_response *out);
 
+/* POST /diagnose: what differs between an encoding a client computed and
+ * the one it claims, and which known mistake explains it (api/diagnose.c).
+ * Same conventions as api_encode. */
+void api_diagnose(const api_service *svc, const api_budget *budget,
+                  const char *body, size_t len, api_response *out);
+
 /* What the server knows about itself, for GET /info. Strings borrowed. */
 typedef struct api_server_facts {
     const char *version;

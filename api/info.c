@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "pe_diagnose.h"
 #include "respond.h"
 #include "service.h"
 #include "json/strbuf.h"
@@ -99,6 +100,13 @@ void api_info(const api_service *svc, const api_server_facts *facts,
     strbuf_printf(&sb, ",\"memory\":{\"budget_bytes\":%zu,\"reserved_bytes\":%zu}",
                   facts->memory_budget, facts->memory_reserved);
     strbuf_puts(&sb, ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
+    /* /diagnose's finding codes: the lib's, then the two q/k/v adds */
+    strbuf_puts(&sb, ",\"diagnose\":{\"finding_codes\":[");
+    for (int c = 0; c < PE_DX_CODE_COUNT; c++) {
+        strbuf_put_json_string(&sb, pe_dx_code_name((pe_dx_code)c));
+        strbuf_putc(&sb, ',');
+    }
+    strbuf_puts(&sb, "\"weights_permuted\",\"projection_mismatch\"]}");
     strbuf_puts(&sb, ",\"models\":[");
     for (size_t i = 0; i < svc->n_models; i++) {
         if (i)

@@ -363,6 +363,69 @@ static int decode_apply(const api_service *svc, request *rq, api_error *err)
     return parse_outputs(&rq->doc, &rq->outputs, err);
 }
 
+/* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
+
+int request_open(const api_service *svc, const char *body, size_t len,
+                 const char *const *allowed, bool default_model, request *rq, api_error *err)
+{
+    return request_parse(svc, body, len, allowed, rq, err) ||
+                   request_model(svc, rq, default_model ? "default" : NULL, err)
+               ? -1
+               : 0;
+}
+
+int request_open_input(const api_service *svc, request *rq, api_error *err)
+{
+    const json_t *ids = jf_get(rq->doc.root, "token_ids");
+    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
+
+    for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv; w++)
+        if (!model_has(rq->model, w))
+            return api_fail(err, API_E_MISSING_WEIGHT, "model",
+                            "q, k and v need weights.%s, which model '%s' lacks",
+                            weight_names[w], rq->model->name);
+    if (ids && embeddings)
+        return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
+                        "give embeddings or token_ids, not both");
+    if (!ids && !embeddings)
+        return api_fail(err, API_E_INVALID_REQUEST, "embeddings",
+                        "q, k and v need the input they came from: give embeddings or token_ids");
+    return (ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err) ? -1 : 0;
+}
+
+int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,
+                       api_error *err)
+{
+    static const char *const encodings[] = {"json", "base64", NULL};
+    bool present;
+    int which = 0;
+
+    if (decode_scheme(rq, err))
+        return -1;
+    if (rq->scheme.heads > svc->limits.max_heads)
+        return api_fail(err, API_E_TOO_LARGE, "params.heads", "heads %zu exceeds the limit of %zu",
+                        rq->scheme.heads, svc->limits.max_heads);
+    if (rq->scheme.head_dim > svc->limits.max_dim)
+        return api_fail(err, API_E_TOO_LARGE, "params.head_dim",
+                        "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
+                        svc->limits.max_dim);
+    if (tokens > svc->limits.max_tokens)
+        return api_fail(err, API_E_TOO_LARGE, NULL,
+                        "%zu tokens exceed the limit of %zu tokens per request", tokens,
+                        svc->limits.max_tokens);
+    rq->batched = false;
+    rq->batch = 1;
+    rq->tokens = tokens;
+    rq->d = d;
+    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present,
+                                &rq->embed_scale, &err->json)) ||
+        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present,
+                                &which, &err->json)))
+        return -1;
+    rq->base64 = which == 1;
+    return decode_positions(rq, err);
+}
+
 int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
                    request *rq, api_error *err)
 {

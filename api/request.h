@@ -53,6 +53,20 @@ typedef struct request {
 int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
                    request *rq, api_error *err);
 
+/* /diagnose decodes its subject itself, between these steps, while the
+ * body's parse (rq->doc) is alive; it frees the parse with json_doc_free
+ * when done. request_open parses the body (keys in `allowed`) and resolves
+ * `model` (absent: the default model when default_model, else none). Then
+ * request_open_input reads embeddings or token_ids and every field /apply
+ * shares (scheme, embed_scale, encoding, positions) for a q/k/v subject,
+ * or request_open_claim reads the same claim for a subject of `tokens`
+ * rows of width d that has no input. request_free(rq) is due either way. */
+int request_open(const api_service *svc, const char *body, size_t len,
+                 const char *const *allowed, bool default_model, request *rq, api_error *err);
+int request_open_input(const api_service *svc, request *rq, api_error *err);
+int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,
+                       api_error *err);
+
 void request_free(request *rq);
 
 /* Bytes the decoded request holds (input and positions), for the budget. */

@@ -34,6 +34,11 @@ void handle_apply(server_ctx *srv, const char *body, size_t len,
     api_apply(srv->svc, &srv->api_budget, body, len, &out->api);
 }
 
+void handle_diagnose(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+{
+    api_diagnose(srv->svc, &srv->api_budget, body, len, &out->api);
+}
+
 /* Liveness: answering at all is the whole check. */
 void handle_healthz(server_ctx *srv, const char *body, size_t len,
                            handler_reply *out)

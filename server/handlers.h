@@ -32,6 +32,7 @@ typedef void handler_fn(server_ctx *srv, const char *body, size_t len,
 
 handler_fn handle_encode;       /* POST /encode */
 handler_fn handle_apply;        /* POST /apply */
+handler_fn handle_diagnose;     /* POST /diagnose */
 handler_fn handle_healthz;      /* GET /healthz: liveness */
 handler_fn handle_readyz;       /* GET /readyz: readiness */
 handler_fn handle_info;         /* GET /info */

@@ -11,6 +11,7 @@
 static const route ROUTES[] = {
     {"POST", "/encode", handle_encode, true, true, true},
     {"POST", "/apply", handle_apply, true, true, true},
+    {"POST", "/diagnose", handle_diagnose, true, true, true},
     {"GET", "/healthz", handle_healthz, false, false, false},
     {"GET", "/readyz", handle_readyz, false, false, false},
     {"GET", "/info", handle_info, true, false, false},

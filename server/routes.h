@@ -26,7 +26,7 @@ typedef struct route {
                                503 while draining */
 } route;
 
-#define ROUTE_COUNT 9
+#define ROUTE_COUNT 10
 
 /* The route for `path`, or NULL (404). */
 const route *routes_find(const char *path);

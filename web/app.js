@@ -1340,8 +1340,216 @@ window.addEventListener('resize', () => {
   resizeTimer = setTimeout(() => { for (const sec of SECTIONS) sec.draw(); }, 120);
 });
 
+// ---------------------------------------------------------------- 6. check my encoding
+/* The subject the reader gave: {kind, arrays: {name: {data: Float32Array, shape}}}.
+ * Pasted JSON or dropped .npy files; the claim comes from the view's controls. */
+const checkView = { files: {}, last: null };
+
+/* A .npy file (format 1.0-3.0) as {data: Float32Array, shape}: float32 or
+ * float64, little-endian, C order. Throws a readable error otherwise. */
+function parseNpy(buf, name) {
+  const u8 = new Uint8Array(buf);
+  const magic = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
+  if (u8.length < 10 || magic.some((b, i) => u8[i] !== b)) throw new Error(`${name}: not a .npy file`);
+  const major = u8[6], dv = new DataView(buf);
+  const hlen = major === 1 ? dv.getUint16(8, true) : dv.getUint32(8, true);
+  const start = major === 1 ? 10 : 12;
+  const header = new TextDecoder('latin1').decode(u8.subarray(start, start + hlen));
+  const descr = /'descr':\s*'([^']*)'/.exec(header);
+  const fortran = /'fortran_order':\s*(True|False)/.exec(header);
+  const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header);
+  if (!descr || !fortran || !shapeText) throw new Error(`${name}: unreadable .npy header`);
+  if (fortran[1] === 'True') throw new Error(`${name}: Fortran order; save it with np.ascontiguousarray`);
+  const shape = shapeText[1].split(',').map((x) => x.trim()).filter((x) => x).map(Number);
+  const count = shape.reduce((a, b) => a * b, 1);
+  const off = start + hlen;
+  let data;
+  if (descr[1] === '<f4') {
+    data = new Float32Array(buf.slice(off, off + 4 * count));
+  } else if (descr[1] === '<f8') {
+    data = Float32Array.from(new Float64Array(buf.slice(off, off + 8 * count)));
+  } else {
+    throw new Error(`${name}: dtype ${descr[1]}; float32 (<f4) or float64 (<f8) only`);
+  }
+  if (data.length !== count) throw new Error(`${name}: the file is shorter than its shape ${shape}`);
+  return { data, shape };
+}
+
+/* A nested JSON array as {data, shape}; rectangular only. */
+function fromNested(v, name) {
+  const shape = [];
+  for (let x = v; Array.isArray(x); x = x[0]) shape.push(x.length);
+  const flat = v.flat(Infinity);
+  if (flat.length !== shape.reduce((a, b) => a * b, 1) || flat.some((x) => typeof x !== 'number')) {
+    throw new Error(`${name}: not a rectangular array of numbers`);
+  }
+  return { data: Float32Array.from(flat), shape };
+}
+
+function checkArrays(kind) {
+  const names = kind === 'cache' ? ['cos', 'sin'] : [kind];
+  const text = $('k-text').value.trim();
+  const out = {};
+  if (text) {
+    let v;
+    try { v = JSON.parse(text); } catch (e) { throw new Error(`the pasted text is not JSON: ${e.message}`); }
+    if (Array.isArray(v)) {
+      if (kind === 'cache') throw new Error('paste {"cos": [...], "sin": [...]} for a cache');
+      out[kind] = fromNested(v, kind);
+    } else {
+      for (const n of names) {
+        if (!v || !Array.isArray(v[n])) throw new Error(`the pasted object has no "${n}" array`);
+        out[n] = fromNested(v[n], n);
+      }
+    }
+    return out;
+  }
+  for (const n of names) {
+    const f = checkView.files[n] || (names.length === 1 ? Object.values(checkView.files)[0] : null);
+    if (!f) throw new Error(names.length === 1 ? 'paste the array or drop a .npy file'
+      : 'drop two .npy files whose names contain cos and sin');
+    out[n] = f;
+  }
+  return out;
+}
+
+function checkClaim(kind, arrays) {
+  const scheme = kind === 'table' ? 'sinusoidal' : kind === 'cache' ? 'rope' : 'alibi';
+  const body = { scheme, encoding: 'base64', return_map: true };
+  const params = {};
+  if (scheme !== 'alibi') {
+    params.base = Number($('k-base').value) || 10000;
+    params.layout = $('k-layout').value;
+  }
+  const hd = Number($('k-headdim').value);
+  if (scheme === 'rope') params.head_dim = hd || arrays.cos.shape[1];
+  if (scheme === 'alibi') params.heads = arrays.bias.shape[0];
+  body.params = params;
+  body.offset = Math.max(0, Math.floor(Number($('k-offset').value) || 0));
+  return body;
+}
+
+function withSubject(body, arrays) {
+  const b = Object.assign({}, body);
+  for (const [n, a] of Object.entries(arrays)) {
+    b[n] = f32ToB64(a.data);
+    b[n + '_shape'] = a.shape;
+  }
+  return b;
+}
+
+/* error_map of an answer as {data, rows, cols}: a cache's cos rows then
+ * its sin rows, a bias's heads one below the other. */
+function errorMap(j) {
+  const m = j.error_map, shapeOf = (o, k) => o[k + '_shape'];
+  if (typeof m === 'string') {
+    const shape = j.error_map_shape, data = b64ToF32(m);
+    return { data, rows: data.length / shape[shape.length - 1], cols: shape[shape.length - 1] };
+  }
+  const c = b64ToF32(m.cos), s = b64ToF32(m.sin), cols = shapeOf(m, 'cos')[1];
+  const data = new Float32Array(c.length + s.length);
+  data.set(c);
+  data.set(s, c.length);
+  return { data, rows: data.length / cols, cols };
+}
+
+function drawCheckMap(id, j, label) {
+  const m = errorMap(j);
+  const vmax = maxAbs(m.data) || 1e-7;
+  heatmap($(id), {
+    data: m.data, rows: m.rows, cols: m.cols, vmin: 0, vmax, map: VIRIDIS, height: 300,
+    xlabel: 'column', ylabel: 'row', clabel: label,
+    hover: (r, c, v) => `row ${r}, column ${c}: |error| ${fmtVal(v)}`,
+  });
+}
+
+function esc(t) {
+  return String(t).replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[ch]));
+}
+
+async function runCheck() {
+  const kind = $('k-kind').value;
+  const st = $('k-status');
+  st.classList.remove('err');
+  st.textContent = 'diagnosing…';
+  document.body.dataset.check = 'loading';
+  try {
+    const arrays = checkArrays(kind);
+    const claim = checkClaim(kind, arrays);
+    const body = withSubject(claim, arrays);
+    showRequest('k-request', 'diagnose', body);
+    const ctl = new AbortController();
+    const first = await post('diagnose', body, `check ${Math.random()}`, ctl.signal);
+    const j = first.json;
+    // the second request: the same subject under `best`, for its error map
+    const best = j.best;
+    const second = withSubject({
+      scheme: best.scheme, params: best.params, encoding: 'base64', return_map: true,
+      offset: best.offset !== undefined ? best.offset : undefined,
+      positions: best.positions, embed_scale: best.scheme === 'sinusoidal' ? best.embed_scale : undefined,
+    }, arrays);
+    const again = await post('diagnose', second, `check best ${Math.random()}`, ctl.signal);
+    checkView.last = { j, best: again.json };
+    const v = $('k-verdict');
+    v.textContent = j.verdict;
+    v.className = `verdict ${j.verdict}`;
+    $('k-findings').innerHTML = j.findings.length
+      ? j.findings.map((f) => `<li><code>${esc(f.code)}</code> ${esc(f.message)}</li>`).join('')
+      : `<li>no finding: max error ${fmtVal(j.claimed.max_abs_error)} under the claim</li>`;
+    drawCheckMap('k-map-claim', j, '|error| under the claim');
+    drawCheckMap('k-map-best', again.json, '|error| under best');
+    st.textContent = `POST /diagnose ×2 in ${(first.ms + again.ms).toFixed(0)} ms: under the claim max error ` +
+      `${fmtVal(j.claimed.max_abs_error)}, under best ${fmtVal(j.best.max_abs_error)}.`;
+    document.body.dataset.check = 'ready';
+  } catch (e) {
+    st.textContent = e.message;
+    st.classList.add('err');
+    $('k-verdict').textContent = '';
+    document.body.dataset.check = 'error';
+  }
+}
+
+function bindCheck() {
+  const layouts = () => {
+    const list = $('k-kind').value === 'cache' ? LAYOUTS.rope : LAYOUTS.sinusoidal;
+    $('k-layout').innerHTML = list.map((l) => `<option value="${l}">${l}</option>`).join('');
+    $('k-layout').disabled = $('k-kind').value === 'bias';
+  };
+  $('k-kind').addEventListener('change', layouts);
+  layouts();
+  const take = async (files) => {
+    checkView.files = {};
+    const st = $('k-status');
+    try {
+      for (const f of files) {
+        const a = parseNpy(await f.arrayBuffer(), f.name);
+        const key = /sin/i.test(f.name) ? 'sin' : /cos/i.test(f.name) ? 'cos' : $('k-kind').value;
+        checkView.files[key] = a;
+      }
+      $('k-text').value = '';
+      st.classList.remove('err');
+      st.textContent = 'loaded ' + Object.entries(checkView.files).map(([k, a]) => `${k} [${a.shape.join('][')}]`).join(', ');
+    } catch (e) {
+      st.textContent = e.message;
+      st.classList.add('err');
+    }
+  };
+  $('k-file').addEventListener('change', () => take($('k-file').files));
+  const zone = $('k-drop');
+  zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
+  zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+  zone.addEventListener('drop', (e) => {
+    e.preventDefault();
+    zone.classList.remove('over');
+    take(e.dataTransfer.files);
+  });
+  $('k-run').addEventListener('click', runCheck);
+}
+api.parseNpy = parseNpy;
+
 bindControls();
 bindHover();
+bindCheck();
 syncControls();
 history.replaceState(null, '', stateToQuery(state));
 scheduleLoad();

@@ -277,3 +277,16 @@ void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0
         dst[n++] = '"';
     strbuf_advance(sb, n);
 }
+
+void array_write(strbuf *sb, const char *name, const array_view *a, bool base64)
+{
+    strbuf_put_json_string(sb, name);
+    strbuf_putc(sb, ':');
+    array_write_value(sb, a, base64);
+    if (!base64)
+        return;
+    strbuf_printf(sb, ",\"%s_shape\":[", name);
+    for (size_t i = 0; i < a->ndim; i++)
+        strbuf_printf(sb, "%s%zu", i ? "," : "", a->dim[i]);
+    strbuf_putc(sb, ']');
+}

@@ -36,9 +36,13 @@ int array_check_finite(const array_view *a, const char *name, json_error *err);
 /* Append `,"name":<number>`, a float32 scalar result in shortest text. */
 void json_write_float_field(strbuf *sb, const char *name, double value);
 
-/* The array's text alone , written
- * by the OpenMP team when big. */
+/* The array's text alone, written by the OpenMP team when big. */
 void array_write_value(strbuf *sb, const array_view *a, bool base64);
+
+/* `"name":<array>`, and `,"name_shape":[...]` after it for base64: an
+ * array written whole (answers that may be large go through api/answer.c,
+ * which streams them). */
+void array_write(strbuf *sb, const char *name, const array_view *a, bool base64);
 
 /* Rows of the array's text: the product of all but the last dimension (1
  * for a 1-D array). */

@@ -49,6 +49,48 @@ function startServer() {
 }
 
 // ---------------------------------------------------------------- page helpers
+
+/* A .npy file (format 1.0, little-endian float64, C order) of a [rows][cols] array. */
+function npyFloat64(values, rows, cols) {
+  let header = `{'descr': '<f8', 'fortran_order': False, 'shape': (${rows}, ${cols}), }`;
+  const total = Math.ceil((10 + header.length + 1) / 64) * 64;
+  header = header.padEnd(total - 10 - 1, ' ') + '\n';
+  const buf = Buffer.alloc(10 + header.length + 8 * values.length);
+  Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]).copy(buf, 0);
+  buf.writeUInt16LE(header.length, 8);
+  buf.write(header, 10, 'latin1');
+  values.forEach((v, i) => buf.writeDoubleLE(v, 10 + header.length + 8 * i));
+  return buf;
+}
+
+/* A sinusoidal table [T][D] computed here: split layout or interleaved, from position `from`. */
+function sinusoidalTable(T, D, split, from) {
+  const rows = [];
+  for (let p = 0; p < T; p++) {
+    const row = new Array(D);
+    for (let i = 0; i < D / 2; i++) {
+      const a = (p + from) / Math.pow(10000, (2 * i) / D);
+      row[split ? i : 2 * i] = Math.sin(a);
+      row[split ? D / 2 + i : 2 * i + 1] = Math.cos(a);
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
+async function runCheck(page) {
+  await page.evaluate(() => { document.body.dataset.check = ''; });
+  await page.click('#k-run');
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.check), null,
+    { timeout: READY_MS, polling: 50 });
+  return {
+    state: await page.evaluate(() => document.body.dataset.check),
+    verdict: await page.textContent('#k-verdict'),
+    findings: await page.textContent('#k-findings'),
+    status: await page.textContent('#k-status'),
+  };
+}
+
 async function waitReady(page, afterGeneration) {
   await page.waitForFunction((g) => {
     const b = document.body;
@@ -228,6 +270,27 @@ async function main() {
     check(r.status === 'ready' && simAfter.hash !== simBefore.hash && simAfter.colours > 20,
       'similarity → /apply scores: redrawn', JSON.stringify(r.errors));
 
+    // 5b. Check my encoding: a split-layout table pasted as JSON, then a
+    // float64 .npy file of an interleaved table that starts at position 1.
+    await page.locator('#s-check').scrollIntoViewIfNeeded();
+    await page.selectOption('#k-kind', 'table');
+    await page.fill('#k-text', JSON.stringify(sinusoidalTable(64, 16, true, 0)));
+    let ck = await runCheck(page);
+    check(ck.state === 'ready' && ck.verdict === 'explained' && /layout_swapped/.test(ck.findings),
+      'check my encoding: a pasted split table is explained by layout_swapped', `${ck.verdict} ${ck.findings.slice(0, 160)} ${ck.status}`);
+    const mapClaim = await canvasStats(page, 'k-map-claim'), mapBest = await canvasStats(page, 'k-map-best');
+    check(mapClaim.colours > 10 && mapBest.inked > 0 && mapClaim.hash !== mapBest.hash,
+      'check my encoding: the error maps under the claim and under best are drawn and differ',
+      JSON.stringify([mapClaim.colours, mapBest.inked]));
+    await page.fill('#k-text', '');
+    const flat = sinusoidalTable(48, 16, false, 1).flat();
+    await page.setInputFiles('#k-file', { name: 'pe.npy', mimeType: 'application/octet-stream', buffer: npyFloat64(flat, 48, 16) });
+    await page.waitForFunction(() => /loaded/.test(document.getElementById('k-status').textContent), null, { timeout: 5000 });
+    ck = await runCheck(page);
+    check(ck.state === 'ready' && ck.verdict === 'explained' && /position_offset/.test(ck.findings) && /\+1/.test(ck.findings),
+      'check my encoding: a dropped float64 .npy table from position 1 gives position_offset +1', `${ck.verdict} ${ck.findings.slice(0, 160)} ${ck.status}`);
+    await shot(page, 'explorer-check.png', '#s-check');
+
     // 6. 4096 positions x 1024 dimensions, and the page stays responsive.
     await page.goto(origin + '/?n=4096&d=1024');
     await page.evaluate(() => {
@@ -261,7 +324,8 @@ async function main() {
     check(failedRequests.length === 0, 'no failed request', failedRequests.slice(0, 5).join(' | '));
     check(badResponses.length === 0, 'no 4xx/5xx response', badResponses.slice(0, 5).join(' | '));
     check(seen.some((u) => u.endsWith('/encode')) && seen.some((u) => u.endsWith('/apply')) &&
-      seen.some((u) => u.endsWith('/info')), 'the page called /encode, /apply and /info');
+      seen.some((u) => u.endsWith('/info')) && seen.some((u) => u.endsWith('/diagnose')),
+      'the page called /encode, /apply, /diagnose and /info');
 
     // 8. The guard itself: a request to another host is seen and stopped.
     const probe = await context.newPage();

@@ -6,7 +6,7 @@
  *
  *   build/test_http                 all groups
  *   build/test_http encode apply    only these groups (service, encode,
- *                                   apply, errors, concurrency, auth, limits,
+ *                                   apply, errors, concurrency, diagnose, auth, limits,
  *                                   reqlimits, slowclient, connlimit,
  *                                   overload, drain, observe)
  *
@@ -45,13 +45,14 @@ int main(int argc, char **argv)
 
     bool need_default = want_group(argc, argv, "service") || want_group(argc, argv, "encode") ||
                         want_group(argc, argv, "apply") || want_group(argc, argv, "errors") ||
-                        want_group(argc, argv, "concurrency");
+                        want_group(argc, argv, "concurrency") || want_group(argc, argv, "diagnose");
     if (need_default) {
         server s;
         if (server_start(&s, "default", NULL, NULL)) {
             default_model dm = {0};
             bool need_weights = want_group(argc, argv, "apply") ||
-                                want_group(argc, argv, "concurrency");
+                                want_group(argc, argv, "concurrency") ||
+                                want_group(argc, argv, "diagnose");
             if (need_weights) {
                 dm.seed = default_seed(&s);
                 size_t n = (size_t)DEFAULT_D * DEFAULT_D;
@@ -72,6 +73,8 @@ int main(int argc, char **argv)
                 test_grammar(&s);
             if (want_group(argc, argv, "concurrency"))
                 test_concurrency(&s, &dm);
+            if (want_group(argc, argv, "diagnose"))
+                test_diagnose(&s, &dm);
             server_stop(&s);
             free(dm.wq);
             free(dm.wk);

@@ -1,0 +1,246 @@
+/*
+ * diagnose.c - POST /diagnose: what is wrong with an encoding a client
+ * computed (contract "POST /diagnose").
+ *
+ *   decode (diagnose_decode.c) -> plan: the claim and the subject as
+ *   pe_diagnose reads them, every check and the output caps -> the search
+ *   (lib/pe_diagnose.h) -> the answer (diagnose_write.c).
+ *
+ * Response: {"verdict", "claimed", "findings", "best", ["error_map"]}.
+ * q/k/v subjects take their own path (diagnose_qkv.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "json/array_writer.h"
+#include "respond.h"
+
+void diag_require_finite_best(pe_dx_result *r)
+{
+    if (r->verdict == PE_DX_EXPLAINED && !isfinite(r->best_errors.max_abs))
+        r->verdict = PE_DX_UNEXPLAINED;
+}
+
+/* Which claim schemes each subject can be read under. */
+static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err)
+{
+    scheme_kind s = dr->rq.scheme.kind;
+    const char *want = NULL;
+
+    switch (dr->kind) {
+    case DX_TABLE:
+        *kind = PE_DX_SUBJ_TABLE;
+        want = s == SCHEME_SINUSOIDAL
+                   ? NULL
+                   : "a table subject is read under a sinusoidal or learned claim";
+        break;
+    case DX_ENCODED:
+        *kind = s == SCHEME_ROPE ? PE_DX_SUBJ_ROPE_ENCODED : PE_DX_SUBJ_ABS_ENCODED;
+        want = s == SCHEME_SINUSOIDAL || s == SCHEME_ROPE
+                   ? NULL
+                   : "an encoded subject is read under a sinusoidal, learned or rope claim";
+        break;
+    case DX_CACHE:
+        *kind = PE_DX_SUBJ_ROPE_CACHE;
+        want = s == SCHEME_ROPE ? NULL : "a cos/sin subject is read under a rope claim";
+        break;
+    case DX_BIAS:
+        *kind = s == SCHEME_T5 ? PE_DX_SUBJ_T5_BIAS : PE_DX_SUBJ_ALIBI_BIAS;
+        want = s == SCHEME_ALIBI || s == SCHEME_T5
+                   ? NULL
+                   : "a bias subject is read under an alibi or t5 claim";
+        break;
+    case DX_SLOPES:
+        *kind = PE_DX_SUBJ_ALIBI_SLOPES;
+        want = s == SCHEME_ALIBI ? NULL : "a slopes subject is read under an alibi claim";
+        break;
+    case DX_QKV:
+        break;
+    }
+    if (want)
+        return api_fail(err, API_E_INVALID_REQUEST, "scheme", "%s, not %s", want, scheme_names[s]);
+    return 0;
+}
+
+/* The claim's head count against the subject's (alibi, t5). */
+static int check_heads(const diag_request *dr, const pe_dx_variant *claim, size_t heads,
+                       api_error *err)
+{
+    const scheme *s = &dr->rq.scheme;
+
+    if (s->kind == SCHEME_ALIBI && s->heads && s->heads != heads)
+        return api_fail(err, API_E_INVALID_SHAPE, "params.heads",
+                        "params.heads is %zu but the subject has %zu heads", s->heads, heads);
+    if (s->kind == SCHEME_T5 && claim->t5.heads != heads)
+        return api_fail(err, API_E_INVALID_SHAPE, dr->names[0],
+                        "the model's t5_bias has %zu heads but the subject has %zu",
+                        claim->t5.heads, heads);
+    return 0;
+}
+
+/* |subject - render(claim)| in the subject's arrays, as error_map. */
+static int write_error_map(strbuf *sb, const diag_request *dr, const pe_dx_subject *subj,
+                           const pe_dx_variant *claim, size_t n, api_error *err)
+{
+    float *map = malloc(n * sizeof *map); /* owned */
+    size_t half = dr->kind == DX_CACHE ? n / 2 : n;
+
+    if (!map)
+        return api_fail_oom(err);
+    if (pe_dx_render(subj, claim, map) != PE_OK) {
+        free(map);
+        return api_fail_oom(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        map[i] = fabsf((i < half ? subj->a[i] : subj->b[i - half]) - map[i]);
+    strbuf_putc(sb, ',');
+    if (dr->kind == DX_CACHE) {
+        array_view cos = array_dense(map, dr->arr[0].ndim, dr->arr[0].dim);
+        array_view sin = array_dense(map + half, dr->arr[1].ndim, dr->arr[1].dim);
+        strbuf_puts(sb, "\"error_map\":{");
+        array_write(sb, "cos", &cos, dr->rq.base64);
+        strbuf_putc(sb, ',');
+        array_write(sb, "sin", &sin, dr->rq.base64);
+        strbuf_putc(sb, '}');
+    } else {
+        array_view v = array_dense(map, dr->arr[0].ndim, dr->arr[0].dim);
+        array_write(sb, "error_map", &v, dr->rq.base64);
+    }
+    free(map);
+    return 0;
+}
+
+static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
+                         const pe_dx_result *r, size_t heads)
+{
+    scheme_kind kind = dr->rq.scheme.kind;
+    const tensor *main = &dr->arr[0];
+    size_t flat = r->claimed.worst, index[TENSOR_MAX_NDIM] = {0};
+    const char *array = NULL;
+
+    if (dr->kind == DX_CACHE) {
+        size_t n = tensor_count(main);
+        array = flat >= n ? "sin" : "cos";
+        flat = flat >= n ? flat - n : flat;
+    }
+    diag_unflatten(flat, main->ndim, main->dim, index);
+    strbuf_puts(sb, "{\"verdict\":");
+    strbuf_put_json_string(sb, pe_dx_verdict_name(r->verdict));
+    strbuf_putc(sb, ',');
+    diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
+    strbuf_puts(sb, ",\"findings\":[");
+    for (size_t i = 0; i < r->n_findings; i++) {
+        if (i)
+            strbuf_putc(sb, ',');
+        diag_write_finding(sb, r, i, kind, heads, "");
+    }
+    strbuf_puts(sb, "],\"best\":{\"scheme\":");
+    strbuf_put_json_string(sb, scheme_names[kind]);
+    strbuf_puts(sb, ",\"params\":");
+    diag_write_params(sb, kind, &r->best, heads);
+    if (dr->kind != DX_SLOPES) { /* slopes have no positions */
+        strbuf_putc(sb, ',');
+        diag_write_best_positions(sb, dr->rq.positions, dr->rq.tokens, r->best.offset);
+    }
+    if (kind == SCHEME_SINUSOIDAL) {
+        strbuf_puts(sb, ",\"embed_scale\":");
+        diag_put_double(sb, r->best.embed_scale);
+    }
+    strbuf_puts(sb, ",\"max_abs_error\":");
+    diag_put_float(sb, r->best_errors.max_abs);
+    strbuf_puts(sb, ",\"max_rel_error\":");
+    diag_put_float(sb, r->best_errors.max_rel);
+    strbuf_putc(sb, '}');
+}
+
+/* Every subject but q/k/v: plan, search, answer into *sb. */
+static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbuf *sb,
+                           api_error *err)
+{
+    const request *rq = &dr->rq;
+    const tensor *main = &dr->arr[0];
+    pe_dx_variant claim;
+    pe_dx_result r = {0};
+    rope_plan rope = {0};
+    pe_dx_kind kind = PE_DX_SUBJ_TABLE;
+    int rc = -1;
+
+    if (rq->scheme.kind == SCHEME_LEARNED && (dr->kind == DX_TABLE || dr->kind == DX_ENCODED))
+        return diag_diagnose_learned(svc, dr, sb, err);
+    if (check_scheme(dr, &kind, err))
+        return -1;
+    size_t width = main->ndim == 2 ? main->dim[1] : 0;
+    if (dr->kind == DX_CACHE) /* the cache is read with the claim's head_dim */
+        width = rq->scheme.head_dim                ? rq->scheme.head_dim
+                : rq->model && rq->model->head_dim ? rq->model->head_dim
+                                                   : width;
+    if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
+        goto done;
+    bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
+    size_t heads = relative ? main->dim[0] : 0;
+    if (check_heads(dr, &claim, heads, err))
+        goto done;
+    pe_dx_subject subj = {.kind = kind,
+                          .rows = rq->tokens,
+                          .cols = relative ? 0 : main->dim[1],
+                          .heads = heads,
+                          .x = rq->x.data,
+                          .a = main->data,
+                          .b = dr->arr[1].data,
+                          .positions = rq->positions};
+    size_t n = pe_dx_subject_size(&subj);
+    if (n == 0) {
+        api_fail(err, API_E_TOO_LARGE, dr->names[0], "the subject has too many elements");
+        goto done;
+    }
+    if (request_check_output(svc, n, "the subject", err))
+        goto done;
+    pe_status st = pe_diagnose(&subj, &claim, dr->tol, &r);
+    if (st == PE_EINVAL) {
+        api_fail(err, API_E_INVALID_SHAPE, dr->names[0],
+                 "%s cannot be read under the claim (its width must fit head_dim and "
+                 "rotary_dim, its heads the claim's, its positions [0, 2^40])",
+                 dr->names[0]);
+        goto done;
+    }
+    if (st != PE_OK) {
+        api_fail_oom(err);
+        goto done;
+    }
+    diag_require_finite_best(&r);
+    write_answer(sb, dr, &claim, &r, heads);
+    if (dr->return_map && write_error_map(sb, dr, &subj, &claim, n, err))
+        goto done;
+    strbuf_putc(sb, '}');
+    rc = 0;
+done:
+    pe_dx_result_free(&r);
+    rope_plan_free(&rope);
+    return rc;
+}
+
+void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                  api_response *out)
+{
+    (void)budget; /* not charged yet, as /encode and /apply */
+    diag_request dr;
+    api_error err;
+    strbuf sb = {0};
+
+    memset(out, 0, sizeof *out);
+    if (diag_decode(svc, body, len, &dr, &err))
+        goto fail;
+    if (dr.kind == DX_QKV ? diag_diagnose_qkv(svc, &dr, &sb, &err)
+                          : diagnose_arrays(svc, &dr, &sb, &err))
+        goto fail;
+    if (respond_json(out, &sb, dr.rq.tokens, &err))
+        goto fail;
+    goto done;
+fail:
+    strbuf_free(&sb);
+    api_respond_error(out, &err);
+done:
+    diag_request_free(&dr);
+}

@@ -1,0 +1,256 @@
+/*
+ * diagnose_decode.c - the body of POST /diagnose into a diag_request: which
+ * subject it sends (exactly one), its arrays, tolerance, return_map, and
+ * the claim through the shared request path (request_open*).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose.h"
+#include "json/json_fields.h"
+
+static const char *const diagnose_keys[] =
+    {"table",      "table_shape", "embeddings",    "embeddings_shape",
+     "shape",      "encoded",     "encoded_shape", "cos",
+     "cos_shape",  "sin",         "sin_shape",     "bias",
+     "bias_shape", "slopes",      "slopes_shape",  "q",
+     "q_shape",    "k",           "k_shape",       "v",
+     "v_shape",    "token_ids",   "scheme",        "params",
+     "model",      "offset",      "positions",     "embed_scale",
+     "encoding",   "tolerance",   "return_map",    NULL};
+
+static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
+
+/* The subject's kind from the fields present: exactly one kind. */
+static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
+{
+    bool has_qkv = jf_get(root, "q") || jf_get(root, "k") || jf_get(root, "v");
+    bool present[] = {
+        [DX_TABLE] = jf_get(root, "table") != NULL,
+        [DX_ENCODED] = jf_get(root, "encoded") != NULL,
+        [DX_CACHE] = jf_get(root, "cos") || jf_get(root, "sin"),
+        [DX_BIAS] = jf_get(root, "bias") != NULL,
+        [DX_SLOPES] = jf_get(root, "slopes") != NULL,
+        [DX_QKV] = has_qkv,
+    };
+    static const char *const words[] = {"table",     "embeddings + encoded",
+                                        "cos + sin", "bias",
+                                        "slopes",    "q/k/v"};
+    int found = -1;
+
+    for (int k = DX_TABLE; k <= DX_QKV; k++) {
+        if (!present[k])
+            continue;
+        if (found >= 0)
+            return api_fail(err, API_E_INVALID_REQUEST, NULL,
+                            "give one subject per request, not both %s and %s", words[found],
+                            words[k]);
+        found = k;
+    }
+    if (found < 0)
+        return api_fail(err, API_E_INVALID_REQUEST, NULL,
+                        "give a subject: table, embeddings + encoded, cos + sin, bias, slopes, "
+                        "or q/k/v with token_ids or embeddings");
+    if (found == DX_CACHE && !(jf_get(root, "cos") && jf_get(root, "sin")))
+        return api_fail(err, API_E_INVALID_REQUEST, jf_get(root, "cos") ? "sin" : "cos",
+                        "a RoPE cache subject needs both cos and sin");
+    if (found == DX_ENCODED && !jf_get(root, "embeddings"))
+        return api_fail(err, API_E_INVALID_REQUEST, "embeddings",
+                        "an encoded subject needs the embeddings it was computed from");
+    if (found != DX_QKV && found != DX_ENCODED && jf_get(root, "embeddings"))
+        return api_fail(err, API_E_INVALID_REQUEST, "embeddings",
+                        "embeddings go with encoded or with q/k/v, not with %s", words[found]);
+    if (found != DX_QKV && jf_get(root, "token_ids"))
+        return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
+                        "token_ids go with a q/k/v subject");
+    *kind = (diag_kind)found;
+    return 0;
+}
+
+/* Read the array `name` (with its `<name>_shape`, or `alt_shape` too) of
+ * rank min..max into slot i. */
+static int read_array(diag_request *dr, size_t i, const char *name, const char *alt_shape,
+                      size_t min_ndim, size_t max_ndim, api_error *err)
+{
+    json_doc *doc = &dr->rq.doc;
+    char shape_key[32];
+
+    snprintf(shape_key, sizeof shape_key, "%s_shape", name);
+    const json_t *shape = jf_get(doc->root, shape_key);
+    if (!shape && alt_shape) {
+        shape = jf_get(doc->root, alt_shape);
+        if (shape)
+            snprintf(shape_key, sizeof shape_key, "%s", alt_shape);
+    }
+    if (api_json(err, tensor_from_json(doc, jf_get(doc->root, name), name, shape, shape_key,
+                                       min_ndim, max_ndim, &dr->arr[i], &err->json)))
+        return -1;
+    dr->names[i] = name;
+    return 0;
+}
+
+static int read_tolerance(diag_request *dr, api_error *err)
+{
+    const json_doc *doc = &dr->rq.doc;
+    const json_t *tol = jf_get(doc->root, "tolerance");
+    bool present;
+
+    dr->tol = (pe_dx_tolerance){.atol = 1e-4, .rtol = 1e-4};
+    if (api_json(err, jf_bool(doc->root, "", "return_map", &present, &dr->return_map, &err->json)))
+        return -1;
+    if (!tol)
+        return 0;
+    if (api_json(err, jf_check_object(tol, "tolerance", tolerance_keys, &err->json)) ||
+        api_json(err, jf_number(doc, tol, "tolerance", "atol", false, &present, &dr->tol.atol,
+                                &err->json)) ||
+        api_json(err, jf_number(doc, tol, "tolerance", "rtol", false, &present, &dr->tol.rtol,
+                                &err->json)))
+        return -1;
+    if (dr->tol.atol < 0 || dr->tol.rtol < 0)
+        return api_fail(err, API_E_OUT_OF_RANGE,
+                        dr->tol.atol < 0 ? "tolerance.atol" : "tolerance.rtol",
+                        "tolerances must be >= 0");
+    return 0;
+}
+
+/* The subject's arrays, and the rows and width the claim reads. */
+static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens, size_t *d,
+                        api_error *err)
+{
+    request *rq = &dr->rq;
+
+    switch (dr->kind) {
+    case DX_TABLE:
+        if (read_array(dr, 0, "table", NULL, 2, 2, err))
+            return -1;
+        break;
+    case DX_ENCODED:
+        if (read_array(dr, 0, "encoded", NULL, 2, 2, err) ||
+            api_json(err,
+                     tensor_from_json(&rq->doc, jf_get(rq->doc.root, "embeddings"), "embeddings",
+                                      jf_get(rq->doc.root, "embeddings_shape")
+                                          ? jf_get(rq->doc.root, "embeddings_shape")
+                                          : jf_get(rq->doc.root, "shape"),
+                                      jf_get(rq->doc.root, "embeddings_shape") ? "embeddings_shape"
+                                                                               : "shape",
+                                      2, 2, &rq->x, &err->json)))
+            return -1;
+        if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
+            return api_fail(err, API_E_INVALID_SHAPE, "encoded",
+                            "encoded is [%zu][%zu] but embeddings are [%zu][%zu]",
+                            dr->arr[0].dim[0], dr->arr[0].dim[1], rq->x.dim[0], rq->x.dim[1]);
+        break;
+    case DX_CACHE:
+        if (read_array(dr, 0, "cos", NULL, 2, 2, err) || read_array(dr, 1, "sin", NULL, 2, 2, err))
+            return -1;
+        if (dr->arr[0].dim[0] != dr->arr[1].dim[0] || dr->arr[0].dim[1] != dr->arr[1].dim[1])
+            return api_fail(err, API_E_INVALID_SHAPE, "sin",
+                            "sin is [%zu][%zu] but cos is [%zu][%zu]", dr->arr[1].dim[0],
+                            dr->arr[1].dim[1], dr->arr[0].dim[0], dr->arr[0].dim[1]);
+        break;
+    case DX_BIAS:
+        if (read_array(dr, 0, "bias", NULL, 3, 3, err))
+            return -1;
+        if (dr->arr[0].dim[1] != dr->arr[0].dim[2])
+            return api_fail(err, API_E_INVALID_SHAPE, "bias",
+                            "bias must be [heads][tokens][tokens], not [%zu][%zu][%zu]",
+                            dr->arr[0].dim[0], dr->arr[0].dim[1], dr->arr[0].dim[2]);
+        break;
+    case DX_SLOPES:
+        if (read_array(dr, 0, "slopes", NULL, 1, 1, err))
+            return -1;
+        break;
+    case DX_QKV: {
+        static const char *const qkv[] = {"q", "k", "v"};
+        for (size_t i = 0; i < DX_ARRAYS; i++)
+            if (jf_get(rq->doc.root, qkv[i]) && read_array(dr, i, qkv[i], NULL, 2, 2, err))
+                return -1;
+        return 0;
+    }
+    }
+    const tensor *main = &dr->arr[0];
+    size_t heads = dr->kind == DX_BIAS || dr->kind == DX_SLOPES ? main->dim[0] : 0;
+    if (heads > svc->limits.max_heads)
+        return api_fail(err, API_E_TOO_LARGE, dr->names[0], "%zu heads exceed the limit of %zu",
+                        heads, svc->limits.max_heads);
+    /* slopes have no token axis: one position (0) stands in for the claim */
+    *tokens = dr->kind == DX_SLOPES ? 1 : dr->kind == DX_BIAS ? main->dim[1] : main->dim[0];
+    *d = dr->kind == DX_BIAS || dr->kind == DX_SLOPES ? 0 : main->dim[1];
+    if (*d > svc->limits.max_dim)
+        return api_fail(err, API_E_TOO_LARGE, dr->names[0], "d = %zu exceeds the limit of %zu", *d,
+                        svc->limits.max_dim);
+    return 0;
+}
+
+int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
+                api_error *err)
+{
+    size_t tokens = 0, d = 0;
+    int rc;
+
+    memset(dr, 0, sizeof *dr);
+    /* a q/k/v subject projects with a model: the default one unless named */
+    rc = request_open(svc, body, len, diagnose_keys, false, &dr->rq, err) ||
+         subject_kind(dr->rq.doc.root, &dr->kind, err) || read_tolerance(dr, err);
+    if (!rc && dr->kind == DX_QKV) {
+        if (!dr->rq.model)
+            dr->rq.model = service_find_model(svc, "default");
+        if (!dr->rq.model)
+            dr->rq.model = svc->models[0];
+        rc = read_subject(svc, dr, &tokens, &d, err) || request_open_input(svc, &dr->rq, err);
+    } else if (!rc) {
+        rc = read_subject(svc, dr, &tokens, &d, err) ||
+             request_open_claim(svc, &dr->rq, tokens, d, err);
+    }
+    json_doc_free(&dr->rq.doc);
+    return rc ? -1 : 0;
+}
+
+void diag_request_free(diag_request *dr)
+{
+    if (!dr)
+        return;
+    request_free(&dr->rq);
+    for (size_t i = 0; i < DX_ARRAYS; i++)
+        tensor_free(&dr->arr[i]);
+    memset(dr, 0, sizeof *dr);
+}
+
+int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
+               pe_dx_variant *claim, rope_plan *rope, api_error *err)
+{
+    const request *rq = &dr->rq;
+    const scheme *s = &rq->scheme;
+
+    pe_dx_variant_init(claim);
+    switch (s->kind) {
+    case SCHEME_SINUSOIDAL:
+        claim->base = s->base;
+        claim->sin_layout = s->sin_layout;
+        claim->embed_scale = rq->embed_scale;
+        return 0;
+    case SCHEME_ROPE:
+        if (rope_plan_init(svc, rq, width, fixed_head_dim, rope, err))
+            return -1;
+        claim->rope = rope->rope;
+        claim->rope.cache = NULL;
+        claim->rope.cache_rows = 0;
+        claim->frequency_dim = claim->rope.rotary_dim;
+        return 0;
+    case SCHEME_ALIBI:
+        claim->alibi_form = s->alibi_form;
+        return 0;
+    case SCHEME_T5: {
+        bias_plan bias;
+        if (relative_plan(svc, rq, 0, &bias, err))
+            return -1;
+        claim->t5 = bias.t5;
+        return 0;
+    }
+    default:
+        return api_fail(err, API_E_INVALID_REQUEST, "scheme",
+                        "/diagnose checks sinusoidal, rope, alibi and t5 claims; scheme %s is "
+                        "not diagnosed",
+                        scheme_names[s->kind]);
+    }
+}
