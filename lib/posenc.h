@@ -365,9 +365,20 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k,
  * normalises per head (Qwen3, Gemma 3; weight [head_dim] shared by the
  * heads), group = width over the whole projection (OLMo 2; weight
  * [width]). Architectures whose norm is x*(1 + w) pass 1 + w. eps > 0;
- * weight is borrowed [group]. */
+ * weight is borrowed [group], or NULL for none (Llama 4's L2Norm, a
+ * weightless RMSNorm per head applied after the rotation). */
 void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight,
                        double eps, float *x, size_t stride);
+
+/* Llama 4's attention-temperature tuning of q on its no-RoPE layers
+ * (modeling_llama4.py, Llama4TextAttention.forward), in place: row i
+ * (i < n) of x + i*stride, `width` channels, is multiplied by
+ *     s(p) = log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1
+ * with p = positions[i]. s is evaluated in float32 step by step as torch
+ * does it (cache_position.float(), then each operation in float32) and the
+ * product q * s is rounded to float32. floor_scale > 0. */
+void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale,
+                         double attn_scale, size_t width, float *x, size_t stride);
 
 /* The tanh soft cap of pre-softmax scores, in place, then the bias:
  *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)
