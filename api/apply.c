@@ -158,6 +158,7 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
         pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
                       p->kvd, r->qkv + p->qd, p->width, r->qkv + p->qd, p->width);
     }
+    model_apply_post_rope(m, p->rows, rq->positions, r->qkv); /* Llama 4 */
     if (!p->need_bias)
         return 0;
     r->bias = calloc(p->per_row * rq->batch, sizeof *r->bias);

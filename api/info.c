@@ -45,6 +45,13 @@ static void write_model(strbuf *sb, const model *m)
                       m->qk_norm == MODEL_QK_NORM_PER_HEAD ? "head" : "width", m->qk_norm_eps);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
+    /* Llama 4: after the rotation */
+    if (m->post_rope_qk_norm)
+        strbuf_printf(sb, ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
+                          "\"eps\":%.17g}", m->post_rope_qk_norm_eps);
+    if (m->attn_temperature)
+        strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
+                      m->attn_floor_scale, m->attn_temperature_scale);
     strbuf_puts(sb, ",\"source\":");
     strbuf_put_json_string(sb, m->source);
     strbuf_puts(sb, ",\"weights\":{");

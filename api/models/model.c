@@ -83,6 +83,21 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
                       m->qk_norm_eps, qkv + qd, width);
 }
 
+void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv)
+{
+    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    size_t width = qd + 2 * kvd;
+
+    if (m->post_rope_qk_norm) {
+        pe_group_rms_norm(rows, qd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv, width);
+        pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv + qd,
+                          width);
+    }
+    if (m->attn_temperature)
+        pe_attn_temperature(rows, positions, m->attn_floor_scale, m->attn_temperature_scale, qd,
+                            qkv, width);
+}
+
 static int alloc_square(tensor *t, size_t d)
 {
     t->data = malloc(d * d * sizeof *t->data);

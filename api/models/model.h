@@ -81,6 +81,14 @@ typedef struct model {
     model_qk_norm qk_norm;
     double qk_norm_eps;
     double score_softcap;  /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
+     * (Llama4TextL2Norm, use_qk_norm, rope layers only), and on the layers
+     * without rope the attention-temperature tuning of q,
+     * q *= log(floor((pos + 1) / floor_scale) + 1) * attn_scale + 1. */
+    bool post_rope_qk_norm;
+    double post_rope_qk_norm_eps;
+    bool attn_temperature;
+    double attn_floor_scale, attn_temperature_scale;
 } model;
 
 /* The built-in `default` model (contract "The default model"). Allocates;
@@ -115,6 +123,11 @@ int model_fuse(model *m, api_error *err);
 /* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
  * pe_project_qkv lays them out, in place. */
 void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
+
+/* What m does to q and k after the rotation (Llama 4's L2 norm and
+ * attention temperature; none: nothing), on qkv[rows][q | k | v] in place;
+ * positions[rows] are the rows' positions. */
+void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv);
 
 /* Whether weight w is present with its data. */
 static inline bool model_has(const model *m, weight_id w)

@@ -574,3 +574,56 @@ def gemma3(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="
     s = scores(q, k, H, KV, hd, cfg.get("query_pre_attn_scalar", 256) ** -0.5)
     return {"q": q, "k": k, "v": v, "scores": softcap(s, cfg.get("attn_logit_softcapping")),
             "attention_factor": att}
+
+
+# ------------------------------------------------ Llama 4 (issue 13, ARCH4)
+def llama4_uses_rope(cfg, layer):
+    """Llama4TextConfig: no_rope_layers (1 = rope), or when empty/absent
+    int((L + 1) % no_rope_layer_interval != 0), interval 4."""
+    nrl = cfg.get("no_rope_layers") or [int((L + 1) % cfg.get("no_rope_layer_interval", 4) != 0)
+                                        for L in range(cfg["num_hidden_layers"])]
+    return bool(nrl[layer])
+
+
+def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
+    """modeling_llama4.py: Llama4TextDecoderLayer.forward (input_layernorm,
+    Llama4TextRMSNorm), Llama4TextAttention.forward: q/k/v_proj viewed per
+    head; on rope layers apply_rotary_emb (view_as_complex of adjacent
+    pairs times freqs_cis = polar(1, pos*inv_freq) * attention_scaling from
+    Llama4TextRotaryEmbedding), then, with use_qk_norm, Llama4TextL2Norm
+    (x * rsqrt(mean(x^2) + rms_norm_eps), no weight) on q and k; on NoPE
+    layers with attn_temperature_tuning, q *= log(floor((pos + 1) /
+    floor_scale) + 1) * attn_scale + 1. Scores: head_dim ** -0.5."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim", 128)
+    eps = cfg.get("rms_norm_eps", 1e-5)
+    T = x.shape[0]
+    z = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    q, k = q.reshape(T, H, hd), k.reshape(T, KV, hd)
+    att = 1.0
+    if llama4_uses_rope(cfg, layer):
+        rc = dict(cfg, head_dim=hd)
+        rc.setdefault("rope_theta", 500000.0)
+        inv, att = rope_init(rc, int(positions.max()) + 1, partial=False)
+        freqs_cis = np.exp(1j * np.outer(positions.astype(np.float64), inv)) * att  # [T][hd/2]
+
+        def rot(a):
+            c = a[..., 0::2] + 1j * a[..., 1::2]          # view_as_complex(reshape(..., -1, 2))
+            out = c * freqs_cis[:, None, :]
+            return np.stack([out.real, out.imag], -1).reshape(a.shape)  # view_as_real.flatten
+        q, k = rot(q), rot(k)
+        if cfg.get("use_qk_norm", True):
+            q = q / np.sqrt((q ** 2).mean(-1, keepdims=True) + eps)
+            k = k / np.sqrt((k ** 2).mean(-1, keepdims=True) + eps)
+    elif cfg.get("attn_temperature_tuning", True):
+        s = np.log(np.floor((positions + 1.0) / cfg.get("floor_scale", 8192)) + 1.0) \
+            * cfg.get("attn_scale", 0.1) + 1.0
+        q = q * s[:, None, None]
+    q, k = q.reshape(T, -1), k.reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
