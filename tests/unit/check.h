@@ -56,5 +56,6 @@ void test_threads(void);
 void test_pe_cache(void);
 void test_qk_norm(void);
 void test_llama4_qk(void);
+void test_mla(void);
 
 #endif /* CHECK_H */
