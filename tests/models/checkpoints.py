@@ -606,3 +606,61 @@ def llama4_text(seed=21, dtype="F32", prefix="language_model.model.", layers=4, 
     g.add("language_model.lm_head.weight" if prefix.startswith("language_model") else
           "lm_head.weight", (vocab, d))
     return Checkpoint(cfg, g.out)
+
+
+def deepseek(seed=31, dtype="F32", prefix="model.", model_type="deepseek_v3", layers=2, d=32,
+             heads=4, q_lora_rank=12, kv_lora_rank=10, nope=6, rope=4, v_dim=5, vocab=50,
+             **extra):
+    """DeepSeek-V3's config keys (DeepseekV3ForCausalLM: q_lora_rank, yarn
+    rope_scaling of type yarn with mscale/mscale_all_dim, MoE keys) or, with
+    model_type deepseek_v2 and q_lora_rank None, DeepSeek-V2-Lite's (q_proj,
+    mscale 0.707); tensor names of both (layer 0 dense MLP, later ones
+    MoE experts and shared experts)."""
+    cfg = {"architectures": ["DeepseekV3ForCausalLM" if model_type == "deepseek_v3"
+                             else "DeepseekV2ForCausalLM"], "model_type": model_type,
+           "hidden_size": d, "intermediate_size": 3 * d, "moe_intermediate_size": d,
+           "num_attention_heads": heads, "num_key_value_heads": heads,
+           "num_hidden_layers": layers, "q_lora_rank": q_lora_rank,
+           "kv_lora_rank": kv_lora_rank, "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
+           "v_head_dim": v_dim, "rms_norm_eps": 1e-6, "rope_theta": 10000,
+           "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
+                            "mscale": 1.0 if model_type == "deepseek_v3" else 0.707,
+                            "mscale_all_dim": 1.0 if model_type == "deepseek_v3" else 0.707,
+                            "original_max_position_embeddings": 4096, "type": "yarn"},
+           "max_position_embeddings": 163840, "attention_bias": False,
+           "attention_dropout": 0.0, "first_k_dense_replace": 1, "n_routed_experts": 2,
+           "n_shared_experts": 1, "num_experts_per_tok": 1, "moe_layer_freq": 1,
+           "routed_scaling_factor": 2.5 if model_type == "deepseek_v3" else 1.0,
+           "topk_method": "noaux_tc" if model_type == "deepseek_v3" else "greedy",
+           "n_group": 1, "topk_group": 1, "norm_topk_prob": model_type == "deepseek_v3",
+           "scoring_func": "sigmoid" if model_type == "deepseek_v3" else "softmax",
+           "hidden_act": "silu", "vocab_size": vocab, "bos_token_id": 0, "eos_token_id": 1,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    qkh = nope + rope
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        a = p + "self_attn."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        if q_lora_rank:
+            g.add(a + "q_a_proj.weight", (q_lora_rank, d))
+            g.add(a + "q_a_layernorm.weight", (q_lora_rank,), 0.1, 1.0)
+            g.add(a + "q_b_proj.weight", (heads * qkh, q_lora_rank))
+        else:
+            g.add(a + "q_proj.weight", (heads * qkh, d))
+        g.add(a + "kv_a_proj_with_mqa.weight", (kv_lora_rank + rope, d))
+        g.add(a + "kv_a_layernorm.weight", (kv_lora_rank,), 0.1, 1.0)
+        g.add(a + "kv_b_proj.weight", (heads * (nope + v_dim), kv_lora_rank))
+        g.add(a + "o_proj.weight", (d, heads * v_dim))
+        if L == 0:
+            g.add(p + "mlp.gate_proj.weight", (3 * d, d))
+        else:
+            g.add(p + "mlp.gate.weight", (2, d))
+            g.add(p + "mlp.experts.0.gate_proj.weight", (d, d))
+            g.add(p + "mlp.shared_experts.gate_proj.weight", (d, d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)

@@ -3,7 +3,8 @@
 BERT, BLOOM, T5; GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma in a second
 server; Qwen3, OLMo 2, Gemma 2, Gemma 3 (q/k norms, two rope bases, score
 scale and soft cap) in a third; Llama 4's text model (NoPE layers, the
-interleaved rotation, L2 norm after it, attention temperature) in a fourth), each dtype (F32, F16, BF16), single and sharded files,
+interleaved rotation, L2 norm after it, attention temperature) in a fourth;
+DeepSeek-V2/V3's multi-head latent attention in a fifth), each dtype (F32, F16, BF16), single and sharded files,
 layer 0 and a later layer, token_ids and embeddings, /apply must return the
 Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
 hf_ref.py; every Hugging Face rope scaling type is checked the same way;
@@ -721,6 +722,130 @@ def llama4_malformed(root):
     return out
 
 
+# ------------------------------------------ DeepSeek-V2/V3 MLA (issue 13, ARCH4)
+def deepseek_cases():
+    """DeepSeek-V3 (low-rank q, interleave permutation, yarn with mscale in
+    the score scale), V3 without rope_interleave, DeepSeek-V2-Lite (q_proj,
+    complex rotation). A short original context makes yarn's ramp visible."""
+    short_yarn = {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                  "mscale_all_dim": 0.707, "original_max_position_embeddings": 16,
+                  "type": "yarn"}
+    cases = {
+        "ds3": Case("ds3", ck.deepseek(), hf_ref.deepseek),
+        "ds3_yarn": Case("ds3_yarn", ck.deepseek(seed=311, rope_scaling=short_yarn),
+                         hf_ref.deepseek),
+        "ds3_bf16": Case("ds3_bf16", ck.deepseek(seed=312, dtype="BF16", prefix="",
+                                                 rope_interleave=False, rope_scaling=None),
+                         hf_ref.deepseek, prefix="", shards=2),
+        "ds2": Case("ds2", ck.deepseek(seed=313, dtype="F16", model_type="deepseek_v2",
+                                       q_lora_rank=None, rope_scaling=short_yarn),
+                    hf_ref.deepseek),
+    }
+    for base in ("ds3", "ds2", "ds3_bf16"):
+        c = cases[base]
+        cases[f"{base}_l1"] = Case(f"{base}_l1", c.ckpt, c.ref, layer=1, prefix=c.prefix,
+                                   shards=c.shards)
+    return cases
+
+
+def deepseek_info(models, cases):
+    m = models["ds3"]
+    C.check(m.get("mla") == {"q_lora_rank": 12, "kv_lora_rank": 10, "qk_nope_head_dim": 6,
+                             "qk_rope_head_dim": 4, "v_head_dim": 5}
+            and m["head_dim"] == 10 and m["kv_heads"] == 4
+            and m["params"].get("layout") == "half"
+            and m["params"].get("scaling", {}).get("type") == "yarn"
+            and "q_a_proj" in m["weights"] and "kv_b_proj" in m["weights"],
+            f"/info ds3: MLA sizes, qk head 10, yarn, its weights: {m}")
+    C.check(models["ds2"]["mla"]["q_lora_rank"] == 0
+            and models["ds2"]["params"].get("layout") == "interleaved"
+            and "q_a_proj" not in models["ds2"]["weights"],
+            f"/info ds2: q_proj (q_lora_rank null), interleaved rope: {models['ds2']}")
+    for name in ("ds3", "ds3_yarn", "ds2", "ds3_bf16"):
+        want = cases[name].reference(np.zeros((1, 32)), np.arange(1))["score_scale"]
+        got = models[name]["params"].get("score_scale")
+        C.check(got is not None and abs(got - want) <= 1e-15,
+                f"/info {name}: score_scale {got}, HF's {want}")
+
+
+def deepseek_checks(root):
+    cases = deepseek_cases()
+    args = []
+    for c in cases.values():
+        d = os.path.join(root, "ds_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        if not os.path.exists(d):
+            c.ckpt.write(d, shards=c.shards)
+        args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
+    with Server(args) as srv:
+        for c in cases.values():
+            run_case(srv, c)
+        # far positions through yarn's ramp; the answer's shape names both head sizes
+        for name in ("ds3_yarn", "ds2_l1"):
+            c = cases[name]
+            x = RNG.standard_normal((4, c.d)).astype(np.float32)
+            pos = np.array([3, 100, 1000, 60000])
+            st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                           "positions": pos.tolist(),
+                                           "return": ["q", "k", "v", "scores"]})
+            if C.check(st == 200, f"{name} far positions: status {st} {r}"):
+                compare(c, "far positions", r, c.reference(x.astype(np.float64), pos),
+                        ["q", "k", "v", "scores"])
+                sh = r["shape"]
+                C.check(sh.get("qk_head_dim") == 10 and sh.get("v_head_dim") == 5
+                        and sh["head_dim"] == 10 and len(r["v"][0]) == 20
+                        and len(r["k"][0]) == 40, f"{name}: shape says both head sizes: {sh}")
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info["models"]}
+        check_info_cases(models, cases)
+        deepseek_info(models, cases)
+        status = srv.stop()
+        C.check(status == 0, f"deepseek: server exits 0 (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+
+def deepseek_malformed(root):
+    """A malformed value of each key the deepseek loader reads, and its
+    tensors: exit 2 naming it."""
+    out = []
+    v3, v2 = ck.deepseek(layers=1), ck.deepseek(layers=1, model_type="deepseek_v2",
+                                                q_lora_rank=None)
+
+    def case(label, ckpt, want, **over):
+        d = os.path.join(root, "badds_" + label.replace(" ", "_").replace(":", ""))
+        ckpt.write(d, config=dict(ckpt.config, **over))
+        out.append((label, d, ["config.json"] + want))
+
+    case("deepseek_v3: q_lora_rank 0", v3, ["q_lora_rank", "0"], q_lora_rank=0)
+    case("deepseek_v3: kv_lora_rank a string", v3, ["kv_lora_rank"], kv_lora_rank="512")
+    case("deepseek_v3: qk_rope_head_dim odd", v3, ["qk_rope_head_dim", "3", "even"],
+         qk_rope_head_dim=3)
+    case("deepseek_v3: qk_nope_head_dim negative", v3, ["qk_nope_head_dim", "-1"],
+         qk_nope_head_dim=-1)
+    case("deepseek_v3: v_head_dim 0", v3, ["v_head_dim", "0"], v_head_dim=0)
+    case("deepseek_v3: num_key_value_heads differs", v3, ["num_key_value_heads", "2"],
+         num_key_value_heads=2)
+    case("deepseek_v3: attention_bias true", v3, ["attention_bias", "not modelled"],
+         attention_bias=True)
+    case("deepseek_v3: rope_interleave a string", v3, ["rope_interleave"], rope_interleave="yes")
+    case("deepseek_v3: mscale_all_dim a string", v3, ["rope_scaling.mscale_all_dim"],
+         rope_scaling=dict(v3.config["rope_scaling"], mscale_all_dim="1"))
+    case("deepseek_v2: rope_scaling of an unknown type", v2, ["rope_scaling", "ntk9"],
+         rope_scaling={"type": "ntk9", "factor": 2.0})
+    for label, ckpt, name, edit, want in (
+            ("deepseek_v3: no q_a_layernorm", v3, "model.layers.0.self_attn.q_a_layernorm.weight",
+             None, "no tensor"),
+            ("deepseek_v2: no q_proj", v2, "model.layers.0.self_attn.q_proj.weight", None,
+             "no tensor"),
+            ("deepseek_v3: kv_b_proj of the wrong shape", v3,
+             "model.layers.0.self_attn.kv_b_proj.weight", lambda t: t[:-1], "shape")):
+        bad = ck.Checkpoint(ckpt.config, [(n, dt, edit(t) if n == name else t)
+                                          for n, dt, t in ckpt.tensors if n != name or edit])
+        d = os.path.join(root, "badds_" + label.replace(" ", "_").replace(":", ""))
+        bad.write(d)
+        out.append((label, d, [os.path.join(d, "model.safetensors"), name, want]))
+    return out
+
+
 # ------------------------------------------------------------- rope scaling
 def rope_cases():
     """(name, config overrides, requests as position arrays)."""
@@ -1030,7 +1155,8 @@ def long_path_case(root):
 def malformed_checks(root):
     for label, d, want in (malformed_cases(root) + new_arch_malformed(root) +
                            falcon_mpt_malformed(root) + models3_malformed(root) +
-                           llama4_malformed(root) + fifo_cases(root) + [long_path_case(root)]):
+                           llama4_malformed(root) + deepseek_malformed(root) +
+                           fifo_cases(root) + [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
@@ -1140,6 +1266,7 @@ def main():
         falcon_mpt_checks(root)
         models3_checks(root)
         llama4_checks(root)
+        deepseek_checks(root)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
