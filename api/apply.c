@@ -25,7 +25,7 @@
 /* Everything /apply will compute, decided before any arithmetic: sizes,
  * the absolute encoding, the rope and the bias. */
 typedef struct apply_plan {
-    size_t rows, qd, kvd, width;
+    size_t rows, qd, kvd, vd, width;
     bool need_bias;
     size_t per_row;      /* floats of bias and scores per batch row */
     pe_absolute pe;
@@ -61,7 +61,7 @@ static array_view view_of(const request *rq, const apply_plan *p, output_id id,
     case OUT_K:
     case OUT_V:
         dim[n++] = rq->tokens;
-        dim[n++] = id == OUT_Q ? p->qd : p->kvd;
+        dim[n++] = id == OUT_Q ? p->qd : id == OUT_K ? p->kvd : p->vd;
         /* r->qkv is NULL when only the shape is asked for (the budget) */
         v = array_dense(r->qkv ? r->qkv + (id == OUT_Q ? 0 : id == OUT_K ? p->qd : p->qd + p->kvd)
                                : NULL,
@@ -91,7 +91,8 @@ static int plan_apply(const api_service *svc, const request *rq, const request_o
     p->rows = request_rows(rq);
     p->qd = m->heads * m->head_dim;
     p->kvd = m->kv_heads * m->head_dim;
-    p->width = p->qd + 2 * p->kvd;
+    p->vd = model_v_width(m); /* kvd but for MLA (DeepSeek) */
+    p->width = p->qd + p->kvd + p->vd;
     p->need_bias = o->wanted[OUT_BIAS] || o->wanted[OUT_SCORES];
     if (mul_size(p->rows, p->width, &n))
         return api_fail(err, API_E_TOO_LARGE, NULL, "q, k and v would be too large");
@@ -106,7 +107,10 @@ static int plan_apply(const api_service *svc, const request *rq, const request_o
     }
     if (absolute_plan(svc, rq, &p->pe, err))
         return -1;
-    if (s->kind == SCHEME_ROPE && rope_plan_init(svc, rq, p->qd, m->head_dim, &p->rope, err))
+    /* MLA rotates the last rope_dim channels of each head (model_mla_rotate) */
+    size_t rope_width = m->mla ? m->heads * m->mla_w.rope_dim : p->qd;
+    size_t rope_head = m->mla ? m->mla_w.rope_dim : m->head_dim;
+    if (s->kind == SCHEME_ROPE && rope_plan_init(svc, rq, rope_width, rope_head, &p->rope, err))
         return -1;
     if (p->need_bias && (s->kind == SCHEME_ALIBI || s->kind == SCHEME_T5) &&
         relative_plan(svc, rq, m->heads, &p->bias, err))
@@ -152,15 +156,20 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
         return api_fail_oom(err);
     if (attention_input(rq, p, r->z, err))
         return -1;
-    pe_project_qkv(&m->qkv, r->z, p->rows, r->qkv);
+    if (model_project(m, r->z, p->rows, r->qkv, err))
+        return -1;
     model_apply_qk_norm(m, p->rows, r->qkv); /* Qwen3, OLMo 2, Gemma 3: before the rotation */
-    if (rq->scheme.kind == SCHEME_ROPE) {
+    if (rq->scheme.kind == SCHEME_ROPE && m->mla) {
+        model_mla_rotate(m, &p->rope.rope, p->rope.inv_freq, p->rope.attention_factor,
+                         rq->positions, p->rows, r->qkv);
+    } else if (rq->scheme.kind == SCHEME_ROPE) {
         const rope_plan *rp = &p->rope;
         pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
                       p->qd, r->qkv, p->width, r->qkv, p->width);
         pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
                       p->kvd, r->qkv + p->qd, p->width, r->qkv + p->qd, p->width);
     }
+    model_apply_post_rope(m, p->rows, rq->positions, r->qkv); /* Llama 4 */
     if (!p->need_bias)
         return 0;
     r->bias = calloc(p->per_row * rq->batch, sizeof *r->bias);
@@ -195,8 +204,12 @@ static void write_shape(strbuf *sb, const request *rq)
     if (rq->batched)
         strbuf_printf(sb, "\"batch\":%zu,", rq->batch);
     strbuf_printf(sb, "\"tokens\":%zu,\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
-                      "\"head_dim\":%zu}",
+                      "\"head_dim\":%zu",
                   rq->tokens, m->d_model, m->heads, m->kv_heads, m->head_dim);
+    if (m->mla) /* DeepSeek: q/k heads and v heads differ; head_dim is q/k's */
+        strbuf_printf(sb, ",\"qk_head_dim\":%zu,\"v_head_dim\":%zu", m->head_dim,
+                      m->mla_w.v_dim);
+    strbuf_putc(sb, '}');
 }
 
 void api_apply(const api_service *svc, const api_budget *budget,

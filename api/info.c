@@ -46,6 +46,18 @@ static void write_model(strbuf *sb, const model *m)
                       m->qk_norm == MODEL_QK_NORM_PER_HEAD ? "head" : "width", m->qk_norm_eps);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
+    /* Llama 4: after the rotation */
+    if (m->post_rope_qk_norm)
+        strbuf_printf(sb, ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
+                          "\"eps\":%.17g}", m->post_rope_qk_norm_eps);
+    if (m->attn_temperature)
+        strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
+                      m->attn_floor_scale, m->attn_temperature_scale);
+    if (m->mla) /* DeepSeek's multi-head latent attention */
+        strbuf_printf(sb, ",\"mla\":{\"q_lora_rank\":%zu,\"kv_lora_rank\":%zu,"
+                          "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu}",
+                      m->mla_w.q_lora_rank, m->mla_w.kv_lora_rank, m->mla_w.nope_dim,
+                      m->mla_w.rope_dim, m->mla_w.v_dim);
     strbuf_puts(sb, ",\"source\":");
     strbuf_put_json_string(sb, m->source);
     strbuf_puts(sb, ",\"weights\":{");

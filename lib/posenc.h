@@ -344,6 +344,38 @@ void pe_qkv_weights_free(pe_qkv_weights *w);
 void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n,
                     float *qkv);
 
+/* Multi-head latent attention's projection (DeepSeek-V2/V3, Hugging Face's
+ * DeepseekV3Attention / DeepseekV2Attention before the rotation). Every
+ * matrix is [in][out] (borrowed):
+ *   q    = q_b . rmsnorm(q_a . z; q_a_norm, q_norm_eps)   (q_lora_rank > 0)
+ *   q    = q_b . z, q_b [d_model][...]                    (q_lora_rank 0)
+ *   kv_a = z . kv_a  -> [compressed (kv_lora_rank) | k_rot (rope_dim)]
+ *   kv_b = rmsnorm(compressed; kv_a_norm, kv_norm_eps) . kv_b
+ *          -> per head [k_nope (nope_dim) | v (v_dim)]
+ * Each head of q and k is [nope_dim | rope_dim]; k's rope part is k_rot,
+ * the same for every head. */
+typedef struct pe_mla_weights {
+    size_t d_model, heads, q_lora_rank, kv_lora_rank, nope_dim, rope_dim, v_dim;
+    double q_norm_eps, kv_norm_eps;
+    const float *q_a;       /* [d_model][q_lora_rank], NULL when q_lora_rank is 0 */
+    const float *q_a_norm;  /* [q_lora_rank] */
+    const float *q_b;       /* [q_lora_rank or d_model][heads*(nope_dim+rope_dim)] */
+    const float *kv_a;      /* [d_model][kv_lora_rank+rope_dim] */
+    const float *kv_a_norm; /* [kv_lora_rank] */
+    const float *kv_b;      /* [kv_lora_rank][heads*(nope_dim+v_dim)] */
+} pe_mla_weights;
+
+/* heads*(nope_dim + rope_dim): the width of q and of k. */
+size_t pe_mla_qk_width(const pe_mla_weights *w);
+
+/* 2*pe_mla_qk_width + heads*v_dim: a row of out. */
+size_t pe_mla_width(const pe_mla_weights *w);
+
+/* out[n][q | k | v] from z[n][d_model], unrotated. Matrix products are
+ * sgemms (float32), the norms pe_group_rms_norm's. Returns PE_OK or
+ * PE_ENOMEM (scratch buffers). Sizes must fit in an int. */
+pe_status pe_mla_project(const pe_mla_weights *w, const float *z, size_t n, float *out);
+
 /* Pre-softmax scores of one sequence, no mask:
  *   scores[h][i][j] = scale * q_h[i].k_g(h)[j] + (bias ? bias[h][i][j] : 0)
  * with g(h) = h / (heads/kv_heads) (kv_heads divides heads). q rows are
@@ -365,9 +397,20 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k,
  * normalises per head (Qwen3, Gemma 3; weight [head_dim] shared by the
  * heads), group = width over the whole projection (OLMo 2; weight
  * [width]). Architectures whose norm is x*(1 + w) pass 1 + w. eps > 0;
- * weight is borrowed [group]. */
+ * weight is borrowed [group], or NULL for none (Llama 4's L2Norm, a
+ * weightless RMSNorm per head applied after the rotation). */
 void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight,
                        double eps, float *x, size_t stride);
+
+/* Llama 4's attention-temperature tuning of q on its no-RoPE layers
+ * (modeling_llama4.py, Llama4TextAttention.forward), in place: row i
+ * (i < n) of x + i*stride, `width` channels, is multiplied by
+ *     s(p) = log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1
+ * with p = positions[i]. s is evaluated in float32 step by step as torch
+ * does it (cache_position.float(), then each operation in float32) and the
+ * product q * s is rounded to float32. floor_scale > 0. */
+void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale,
+                         double attn_scale, size_t width, float *x, size_t stride);
 
 /* The tanh soft cap of pre-softmax scores, in place, then the bias:
  *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)

@@ -1,15 +1,16 @@
 /*
  * qk_norm.c - RMSNorm of q or k after the projection and before the
  * rotation, over groups of channels: per head (Qwen3, Gemma 3: group =
- * head_dim) or over the whole projection width (OLMo 2: group = width).
+ * head_dim) or over the whole projection width (OLMo 2: group = width);
+ * without a weight it is Llama 4's Llama4TextL2Norm (after the rotation).
  */
 #include <math.h>
 
 #include "internal.h"
 #include "posenc.h"
 
-/* One group: g = g * 1/sqrt(mean(g^2) + eps) * weight, in double, rounded
- * once. */
+/* One group: g = g * 1/sqrt(mean(g^2) + eps) * weight (1 when weight is
+ * NULL), in double, rounded once. */
 static void rms_norm_group(float *g, size_t group, const float *weight, double eps)
 {
     double ms = 0.0;
@@ -18,7 +19,7 @@ static void rms_norm_group(float *g, size_t group, const float *weight, double e
         ms += (double)g[j] * (double)g[j];
     double inv = 1.0 / sqrt(ms / (double)group + eps);
     for (size_t j = 0; j < group; j++)
-        g[j] = (float)((double)g[j] * inv * (double)weight[j]);
+        g[j] = (float)((double)g[j] * inv * (weight ? (double)weight[j] : 1.0));
 }
 
 void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight, double eps,

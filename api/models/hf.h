@@ -1,7 +1,8 @@
 /*
  * hf.h - what the Hugging Face architecture loaders (hf_<model_type>.c:
  * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma,
- * gemma2, gemma3_text, qwen3, olmo2, falcon, mpt)
+ * gemma2, gemma3_text, qwen3, olmo2, falcon, mpt, llama4_text, deepseek_v2,
+ * deepseek_v3)
  * share: the load in progress, config.json readers and tensor readers
  * whose errors (model_error.h) name the file and the key or tensor, the
  * rope parameters and the splitting of fused projections.
@@ -53,6 +54,8 @@ int hf_gemma2_load(hf_load *h, model_error *err);
 int hf_gemma3_load(hf_load *h, model_error *err);
 int hf_qwen3_load(hf_load *h, model_error *err);
 int hf_olmo2_load(hf_load *h, model_error *err);
+int hf_llama4_load(hf_load *h, model_error *err);
+int hf_deepseek_load(hf_load *h, model_error *err);
 
 /* Gemma's embedding scale (hf_gemma.c): m's loaded token table becomes
  * round_dtype(E * s) with s = sqrt(hidden_size) rounded to float32 and

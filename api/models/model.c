@@ -19,7 +19,8 @@
 const char *const weight_names[W_COUNT] = {
     "wq", "wk", "wv", "bq", "bk", "bv", "norm_weight", "norm_bias",
     "position_table", "t5_bias", "token_embedding",
-    "input_bias", "embed_norm_weight", "embed_norm_bias", "q_norm_weight", "k_norm_weight"};
+    "input_bias", "embed_norm_weight", "embed_norm_bias", "q_norm_weight", "k_norm_weight",
+    "q_a_proj", "q_a_norm_weight", "q_b_proj", "kv_a_proj", "kv_a_norm_weight", "kv_b_proj"};
 
 static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
                                          "scheme", "params", "norm", "weights", NULL};
@@ -59,6 +60,15 @@ model *model_alloc(const char *name, const char *source, const char *architectur
 /* Fuse wq|wk|wv (+ biases) once, when the three matrices are present. */
 int model_fuse(model *m, api_error *err)
 {
+    if (m->mla) { /* its projection reads the loaded matrices as they are */
+        m->mla_w.q_a = m->weights[W_MLA_Q_A].data;
+        m->mla_w.q_a_norm = m->weights[W_MLA_Q_A_NORM].data;
+        m->mla_w.q_b = m->weights[W_MLA_Q_B].data;
+        m->mla_w.kv_a = m->weights[W_MLA_KV_A].data;
+        m->mla_w.kv_a_norm = m->weights[W_MLA_KV_A_NORM].data;
+        m->mla_w.kv_b = m->weights[W_MLA_KV_B].data;
+        return 0;
+    }
     if (!model_has(m, W_WQ) || !model_has(m, W_WK) || !model_has(m, W_WV))
         return 0;
     if (pe_qkv_weights_init(&m->qkv, m->d_model, m->heads, m->kv_heads, m->head_dim,
@@ -81,6 +91,45 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
                       m->qk_norm_eps, qkv, width);
     pe_group_rms_norm(rows, kvd, per_head ? m->head_dim : kvd, m->weights[W_K_NORM_WEIGHT].data,
                       m->qk_norm_eps, qkv + qd, width);
+}
+
+int model_project(const model *m, const float *z, size_t rows, float *qkv, api_error *err)
+{
+    if (!m->mla) {
+        pe_project_qkv(&m->qkv, z, rows, qkv);
+        return 0;
+    }
+    return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : api_fail_oom(err);
+}
+
+void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_freq,
+                      double attention_factor, const int64_t *positions, size_t rows, float *qkv)
+{
+    size_t qk_head = m->mla_w.nope_dim + m->mla_w.rope_dim, qd = m->heads * qk_head;
+    size_t width = 2 * qd + model_v_width(m);
+
+    for (size_t h = 0; h < m->heads; h++) {
+        float *q_rot = qkv + h * qk_head + m->mla_w.nope_dim, *k_rot = q_rot + qd;
+        pe_rope_apply(rope, inv_freq, attention_factor, positions, rows, m->mla_w.rope_dim, q_rot,
+                      width, q_rot, width);
+        pe_rope_apply(rope, inv_freq, attention_factor, positions, rows, m->mla_w.rope_dim, k_rot,
+                      width, k_rot, width);
+    }
+}
+
+void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv)
+{
+    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    size_t width = qd + 2 * kvd;
+
+    if (m->post_rope_qk_norm) {
+        pe_group_rms_norm(rows, qd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv, width);
+        pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv + qd,
+                          width);
+    }
+    if (m->attn_temperature)
+        pe_attn_temperature(rows, positions, m->attn_floor_scale, m->attn_temperature_scale, qd,
+                            qkv, width);
 }
 
 static int alloc_square(tensor *t, size_t d)

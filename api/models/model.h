@@ -39,6 +39,13 @@ typedef enum weight_id {
     W_EMBED_NORM_BIAS,               /* [d_model], layernorm only */
     W_Q_NORM_WEIGHT,                 /* q norm's: [head_dim] per head, or [heads*head_dim] */
     W_K_NORM_WEIGHT,                 /* k norm's: [head_dim] per head, or [kv_heads*head_dim] */
+    /* Multi-head latent attention (DeepSeek), [in][out] like wq: */
+    W_MLA_Q_A,         /* q_a_proj [d_model][q_lora_rank] (absent without q_lora_rank) */
+    W_MLA_Q_A_NORM,    /* q_a_layernorm [q_lora_rank] */
+    W_MLA_Q_B,         /* q_b_proj [q_lora_rank][heads*qk_head_dim], or q_proj from d_model */
+    W_MLA_KV_A,        /* kv_a_proj_with_mqa [d_model][kv_lora_rank + qk_rope_head_dim] */
+    W_MLA_KV_A_NORM,   /* kv_a_layernorm [kv_lora_rank] */
+    W_MLA_KV_B,        /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
     W_COUNT
 } weight_id;
 
@@ -81,6 +88,21 @@ typedef struct model {
     model_qk_norm qk_norm;
     double qk_norm_eps;
     double score_softcap;  /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
+     * (Llama4TextL2Norm, use_qk_norm, rope layers only), and on the layers
+     * without rope the attention-temperature tuning of q,
+     * q *= log(floor((pos + 1) / floor_scale) + 1) * attn_scale + 1. */
+    bool post_rope_qk_norm;
+    double post_rope_qk_norm_eps;
+    bool attn_temperature;
+    double attn_floor_scale, attn_temperature_scale;
+    /* Multi-head latent attention (DeepSeek-V2/V3) instead of wq|wk|wv: q
+     * and k heads are [nope | rope] of head_dim = nope + rope, v heads are
+     * mla_w.v_dim wide, kv_heads == heads; the rope rotates the last
+     * mla_w.rope_dim channels of each head (model_mla_rotate). mla_w's
+     * matrices are borrowed from weights[W_MLA_*] (set by model_fuse). */
+    bool mla;
+    pe_mla_weights mla_w;
 } model;
 
 /* The built-in `default` model (contract "The default model"). Allocates;
@@ -115,6 +137,27 @@ int model_fuse(model *m, api_error *err);
 /* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
  * pe_project_qkv lays them out, in place. */
 void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
+
+/* What m does to q and k after the rotation (Llama 4's L2 norm and
+ * attention temperature; none: nothing), on qkv[rows][q | k | v] in place;
+ * positions[rows] are the rows' positions. */
+void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv);
+
+/* [rows][q | k | v] = the projection of z[rows][d_model]: the fused sgemm,
+ * or multi-head latent attention's. -1 + *err when out of memory. */
+int model_project(const model *m, const float *z, size_t rows, float *qkv, api_error *err);
+
+/* Width of v: heads*v_dim for MLA, else kv_heads*head_dim. */
+static inline size_t model_v_width(const model *m)
+{
+    return m->mla ? m->heads * m->mla_w.v_dim : m->kv_heads * m->head_dim;
+}
+
+/* MLA: rotate the rope part (the last mla_w.rope_dim channels) of every
+ * head of q and k in qkv[rows][q | k | v], in place, with `rope` (whose
+ * head_dim and rotary_dim are mla_w.rope_dim). */
+void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_freq,
+                      double attention_factor, const int64_t *positions, size_t rows, float *qkv);
 
 /* Whether weight w is present with its data. */
 static inline bool model_has(const model *m, weight_id w)

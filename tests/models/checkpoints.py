@@ -562,3 +562,105 @@ def gemma3(seed=19, dtype="F32", prefix="model.", layers=7, d=32, heads=4, kv_he
     g.add(prefix + "embed_tokens.weight", (vocab, d), 0.05)
     _gemma_layers(g, prefix, layers, d, heads, kv_heads, head_dim, True)
     return Checkpoint(cfg, g.out)
+
+
+def llama4_text(seed=21, dtype="F32", prefix="language_model.model.", layers=4, d=32, heads=4,
+                kv_heads=2, head_dim=16, vocab=50, bias=False, **extra):
+    """Llama-4-Scout-17B-16E's text_config keys (model_type llama4_text):
+    llama3 rope_scaling, rope_theta 5e5, use_qk_norm, attn_temperature_tuning
+    4 (an int, as published), floor_scale 8192, attn_scale 0.1,
+    no_rope_layers empty (the interval-4 default: layer 3 has no rope), and
+    the tensor names of Llama4ForConditionalGeneration
+    (language_model.model.layers.L.*; MoE experts as Scout stores them)."""
+    cfg = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
+           "hidden_size": d, "intermediate_size": 2 * d, "intermediate_size_mlp": 4 * d,
+           "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim,
+           "num_hidden_layers": layers, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+           "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                            "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+           "max_position_embeddings": 10485760, "attention_bias": bias,
+           "attention_chunk_size": 8192, "attn_temperature_tuning": 4, "floor_scale": 8192,
+           "attn_scale": 0.1, "use_qk_norm": True, "no_rope_layers": [],
+           "interleave_moe_layer_step": 1, "num_experts_per_tok": 1, "num_local_experts": 2,
+           "moe_layers": None, "hidden_act": "silu", "vocab_size": vocab,
+           "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        for n, out in (("q", heads * head_dim), ("k", kv_heads * head_dim),
+                       ("v", kv_heads * head_dim)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            if bias:
+                g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * head_dim))
+        g.add(p + "feed_forward.router.weight", (2, d))
+        g.add(p + "feed_forward.experts.gate_up_proj", (2, d, 4 * d))
+        g.add(p + "feed_forward.experts.down_proj", (2, 2 * d, d))
+        g.add(p + "feed_forward.shared_expert.gate_proj.weight", (2 * d, d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("language_model.lm_head.weight" if prefix.startswith("language_model") else
+          "lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)
+
+
+def deepseek(seed=31, dtype="F32", prefix="model.", model_type="deepseek_v3", layers=2, d=32,
+             heads=4, q_lora_rank=12, kv_lora_rank=10, nope=6, rope=4, v_dim=5, vocab=50,
+             **extra):
+    """DeepSeek-V3's config keys (DeepseekV3ForCausalLM: q_lora_rank, yarn
+    rope_scaling of type yarn with mscale/mscale_all_dim, MoE keys) or, with
+    model_type deepseek_v2 and q_lora_rank None, DeepSeek-V2-Lite's (q_proj,
+    mscale 0.707); tensor names of both (layer 0 dense MLP, later ones
+    MoE experts and shared experts)."""
+    cfg = {"architectures": ["DeepseekV3ForCausalLM" if model_type == "deepseek_v3"
+                             else "DeepseekV2ForCausalLM"], "model_type": model_type,
+           "hidden_size": d, "intermediate_size": 3 * d, "moe_intermediate_size": d,
+           "num_attention_heads": heads, "num_key_value_heads": heads,
+           "num_hidden_layers": layers, "q_lora_rank": q_lora_rank,
+           "kv_lora_rank": kv_lora_rank, "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
+           "v_head_dim": v_dim, "rms_norm_eps": 1e-6, "rope_theta": 10000,
+           "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
+                            "mscale": 1.0 if model_type == "deepseek_v3" else 0.707,
+                            "mscale_all_dim": 1.0 if model_type == "deepseek_v3" else 0.707,
+                            "original_max_position_embeddings": 4096, "type": "yarn"},
+           "max_position_embeddings": 163840, "attention_bias": False,
+           "attention_dropout": 0.0, "first_k_dense_replace": 1, "n_routed_experts": 2,
+           "n_shared_experts": 1, "num_experts_per_tok": 1, "moe_layer_freq": 1,
+           "routed_scaling_factor": 2.5 if model_type == "deepseek_v3" else 1.0,
+           "topk_method": "noaux_tc" if model_type == "deepseek_v3" else "greedy",
+           "n_group": 1, "topk_group": 1, "norm_topk_prob": model_type == "deepseek_v3",
+           "scoring_func": "sigmoid" if model_type == "deepseek_v3" else "softmax",
+           "hidden_act": "silu", "vocab_size": vocab, "bos_token_id": 0, "eos_token_id": 1,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    qkh = nope + rope
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        a = p + "self_attn."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        if q_lora_rank:
+            g.add(a + "q_a_proj.weight", (q_lora_rank, d))
+            g.add(a + "q_a_layernorm.weight", (q_lora_rank,), 0.1, 1.0)
+            g.add(a + "q_b_proj.weight", (heads * qkh, q_lora_rank))
+        else:
+            g.add(a + "q_proj.weight", (heads * qkh, d))
+        g.add(a + "kv_a_proj_with_mqa.weight", (kv_lora_rank + rope, d))
+        g.add(a + "kv_a_layernorm.weight", (kv_lora_rank,), 0.1, 1.0)
+        g.add(a + "kv_b_proj.weight", (heads * (nope + v_dim), kv_lora_rank))
+        g.add(a + "o_proj.weight", (d, heads * v_dim))
+        if L == 0:
+            g.add(p + "mlp.gate_proj.weight", (3 * d, d))
+        else:
+            g.add(p + "mlp.gate.weight", (2, d))
+            g.add(p + "mlp.experts.0.gate_proj.weight", (d, d))
+            g.add(p + "mlp.shared_experts.gate_proj.weight", (d, d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)

@@ -574,3 +574,120 @@ def gemma3(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="
     s = scores(q, k, H, KV, hd, cfg.get("query_pre_attn_scalar", 256) ** -0.5)
     return {"q": q, "k": k, "v": v, "scores": softcap(s, cfg.get("attn_logit_softcapping")),
             "attention_factor": att}
+
+
+# ------------------------------------------------ Llama 4 (issue 13, ARCH4)
+def llama4_uses_rope(cfg, layer):
+    """Llama4TextConfig: no_rope_layers (1 = rope), or when empty/absent
+    int((L + 1) % no_rope_layer_interval != 0), interval 4."""
+    nrl = cfg.get("no_rope_layers") or [int((L + 1) % cfg.get("no_rope_layer_interval", 4) != 0)
+                                        for L in range(cfg["num_hidden_layers"])]
+    return bool(nrl[layer])
+
+
+def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
+    """modeling_llama4.py: Llama4TextDecoderLayer.forward (input_layernorm,
+    Llama4TextRMSNorm), Llama4TextAttention.forward: q/k/v_proj viewed per
+    head; on rope layers apply_rotary_emb (view_as_complex of adjacent
+    pairs times freqs_cis = polar(1, pos*inv_freq) * attention_scaling from
+    Llama4TextRotaryEmbedding), then, with use_qk_norm, Llama4TextL2Norm
+    (x * rsqrt(mean(x^2) + rms_norm_eps), no weight) on q and k; on NoPE
+    layers with attn_temperature_tuning, q *= log(floor((pos + 1) /
+    floor_scale) + 1) * attn_scale + 1. Scores: head_dim ** -0.5."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim", 128)
+    eps = cfg.get("rms_norm_eps", 1e-5)
+    T = x.shape[0]
+    z = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    q, k = q.reshape(T, H, hd), k.reshape(T, KV, hd)
+    att = 1.0
+    if llama4_uses_rope(cfg, layer):
+        rc = dict(cfg, head_dim=hd)
+        rc.setdefault("rope_theta", 500000.0)
+        inv, att = rope_init(rc, int(positions.max()) + 1, partial=False)
+        freqs_cis = np.exp(1j * np.outer(positions.astype(np.float64), inv)) * att  # [T][hd/2]
+
+        def rot(a):
+            c = a[..., 0::2] + 1j * a[..., 1::2]          # view_as_complex(reshape(..., -1, 2))
+            out = c * freqs_cis[:, None, :]
+            return np.stack([out.real, out.imag], -1).reshape(a.shape)  # view_as_real.flatten
+        q, k = rot(q), rot(k)
+        if cfg.get("use_qk_norm", True):
+            q = q / np.sqrt((q ** 2).mean(-1, keepdims=True) + eps)
+            k = k / np.sqrt((k ** 2).mean(-1, keepdims=True) + eps)
+    elif cfg.get("attn_temperature_tuning", True):
+        s = np.log(np.floor((positions + 1.0) / cfg.get("floor_scale", 8192)) + 1.0) \
+            * cfg.get("attn_scale", 0.1) + 1.0
+        q = q * s[:, None, None]
+    q, k = q.reshape(T, -1), k.reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+# ------------------------------------- DeepSeek-V2/V3 MLA (issue 13, ARCH4)
+def deepseek(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_deepseek_v3.py DeepseekV3Attention.forward and
+    modeling_deepseek_v2.py DeepseekV2Attention.forward: q = q_b_proj(
+    q_a_layernorm(q_a_proj(z))) or q_proj(z); [c | k_rot] =
+    kv_a_proj_with_mqa(z); [k_nope | v] = kv_b_proj(kv_a_layernorm(c)) per
+    head (both norms DeepseekV*RMSNorm(rank), eps 1e-6); the rope over
+    qk_rope_head_dim: V3 apply_rotary_pos_emb_interleave (view (d/2, 2),
+    transpose, rotate_half; the result stays permuted) or, with
+    rope_interleave false, apply_rotary_pos_emb; V2 apply_rotary_emb
+    (view_as_complex * freqs_cis). k_rot is expanded to every head. Scores:
+    qk_head_dim ** -0.5, V3 times yarn_get_mscale(factor, mscale_all_dim)**2
+    when rope_scaling has a non-zero mscale_all_dim."""
+    p = f"{prefix}layers.{layer}."
+    a = p + "self_attn."
+    H = cfg["num_attention_heads"]
+    ql = cfg["q_lora_rank"] if "q_lora_rank" in cfg else 1536
+    kvl = cfg.get("kv_lora_rank", 512)
+    nope, rope, vd = (cfg.get("qk_nope_head_dim", 128), cfg.get("qk_rope_head_dim", 64),
+                      cfg.get("v_head_dim", 128))
+    qkh = nope + rope
+    T = x.shape[0]
+    z = rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-6))
+    if ql:
+        q = rms_norm(z @ w[a + "q_a_proj.weight"].T, w[a + "q_a_layernorm.weight"], 1e-6) \
+            @ w[a + "q_b_proj.weight"].T
+    else:
+        q = z @ w[a + "q_proj.weight"].T
+    q = q.reshape(T, H, qkh)
+    q_pass, q_rot = q[..., :nope], q[..., nope:]
+    ckv = z @ w[a + "kv_a_proj_with_mqa.weight"].T
+    c, k_rot = ckv[:, :kvl], ckv[:, None, kvl:]
+    kv = (rms_norm(c, w[a + "kv_a_layernorm.weight"], 1e-6) @ w[a + "kv_b_proj.weight"].T)
+    kv = kv.reshape(T, H, nope + vd)
+    k_pass, v = kv[..., :nope], kv[..., nope:]
+    inv, att = rope_init(dict(cfg, head_dim=rope), int(positions.max()) + 1, partial=False)
+    v3 = cfg["model_type"] == "deepseek_v3"
+    if v3:
+        def perm(t):
+            n, h, dd = t.shape
+            return t.reshape(n, h, dd // 2, 2).transpose(0, 1, 3, 2).reshape(n, h, dd)
+        if cfg.get("rope_interleave", True):
+            q_rot, k_rot = perm(q_rot), perm(k_rot)
+        q_rot, k_rot = apply_rope(q_rot, positions, inv, att), apply_rope(k_rot, positions, inv, att)
+    else:
+        freqs_cis = np.exp(1j * np.outer(positions.astype(np.float64), inv)) * att
+
+        def rot(t):
+            cplx = (t[..., 0::2] + 1j * t[..., 1::2]) * freqs_cis[:, None, :]
+            return np.stack([cplx.real, cplx.imag], -1).reshape(t.shape)
+        q_rot, k_rot = rot(q_rot), rot(k_rot)
+    k_rot = np.broadcast_to(k_rot, (T, H, rope))
+    q = np.concatenate([q_pass, q_rot], -1).reshape(T, -1)
+    k = np.concatenate([k_pass, k_rot], -1).reshape(T, -1)
+    scale = qkh ** -0.5
+    rs = cfg.get("rope_scaling")
+    if v3 and rs is not None and rs.get("mscale_all_dim", 0):
+        f = rs["factor"]
+        ms = 1.0 if f <= 1 else 0.1 * rs["mscale_all_dim"] * math.log(f) + 1.0
+        scale = scale * ms * ms
+    return {"q": q, "k": k, "v": v.reshape(T, -1), "scores": scores(q, k, H, H, qkh, scale),
+            "attention_factor": att, "score_scale": scale}

@@ -2,7 +2,9 @@
 """Model directories over HTTP: for each architecture (Llama family, GPT-2,
 BERT, BLOOM, T5; GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma in a second
 server; Qwen3, OLMo 2, Gemma 2, Gemma 3 (q/k norms, two rope bases, score
-scale and soft cap) in a third), each dtype (F32, F16, BF16), single and sharded files,
+scale and soft cap) in a third; Llama 4's text model (NoPE layers, the
+interleaved rotation, L2 norm after it, attention temperature) in a fourth;
+DeepSeek-V2/V3's multi-head latent attention in a fifth), each dtype (F32, F16, BF16), single and sharded files,
 layer 0 and a later layer, token_ids and embeddings, /apply must return the
 Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
 hf_ref.py; every Hugging Face rope scaling type is checked the same way;
@@ -64,7 +66,8 @@ class Case:
 
 def token_table(case):
     w = case.ckpt.weights()
-    for key in ("model.embed_tokens.weight", "embed_tokens.weight", "wte.weight",
+    for key in ("model.embed_tokens.weight", "language_model.model.embed_tokens.weight",
+                "embed_tokens.weight", "wte.weight",
                 "gpt_neox.embed_in.weight", "embed_in.weight",
                 "transformer.wte.weight", "bert.embeddings.word_embeddings.weight",
                 "embeddings.word_embeddings.weight", "word_embeddings.weight",
@@ -600,6 +603,249 @@ def models3_malformed(root):
     return out
 
 
+# ------------------------------------------------- Llama 4 (issue 13, ARCH4)
+def llama4_cases():
+    """Llama 4's text model with Scout's text_config keys: the default
+    NoPE pattern (layer 3 of 4), explicit no_rope_layers, the temperature
+    with a floor_scale the test positions reach, qk norm and tuning off."""
+    cases = {
+        "llama4": Case("llama4", ck.llama4_text(), hf_ref.llama4),
+        # layer 1 NoPE with a temperature visible at positions 1..6
+        "llama4_bf16": Case("llama4_bf16", ck.llama4_text(seed=211, dtype="BF16", prefix="model.",
+                                                          layers=2, bias=True,
+                                                          no_rope_layers=[1, 0], floor_scale=2,
+                                                          attn_scale=0.5,
+                                                          attn_temperature_tuning=True),
+                            hf_ref.llama4, prefix="model.", shards=2),
+        # no rope_theta / rope_scaling (5e5, default rope), no qk norm, no tuning
+        "llama4_f16": Case("llama4_f16", ck.llama4_text(seed=212, dtype="F16", prefix="", layers=2,
+                                                        kv_heads=1, no_rope_layers=[0, 1],
+                                                        use_qk_norm=False, floor_scale=1,
+                                                        attn_temperature_tuning=False),
+                           hf_ref.llama4, prefix=""),
+    }
+    for n in ("rope_theta", "rope_scaling"):
+        del cases["llama4_f16"].ckpt.config[n]
+    for base, layer in (("llama4", 3), ("llama4", 1), ("llama4_bf16", 1), ("llama4_f16", 1)):
+        c = cases[base]
+        cases[f"{base}_l{layer}"] = Case(f"{base}_l{layer}", c.ckpt, c.ref, layer=layer,
+                                         prefix=c.prefix, shards=c.shards)
+    return cases
+
+
+def llama4_info(models):
+    m0, m3, b1 = models["llama4"], models["llama4_l3"], models["llama4_bf16_l1"]
+    C.check(m0["scheme"] == "rope" and m0["params"].get("layout") == "interleaved"
+            and m0["params"].get("base") == 500000
+            and m0["params"].get("scaling", {}).get("type") == "llama3"
+            and m0.get("post_rope_qk_norm") == {"type": "l2norm", "over": "head", "eps": 1e-5}
+            and "attn_temperature" not in m0 and "qk_norm" not in m0,
+            f"/info llama4 layer 0: interleaved llama3 rope, L2 norm after it: {m0}")
+    C.check(m3["scheme"] == "none" and "post_rope_qk_norm" not in m3
+            and m3.get("attn_temperature") == {"floor_scale": 8192, "attn_scale": 0.1},
+            f"/info llama4 layer 3 (default NoPE pattern): temperature, no norm: {m3}")
+    C.check(models["llama4_l1"]["scheme"] == "rope"
+            and b1["scheme"] == "none" and b1.get("attn_temperature") == {"floor_scale": 2,
+                                                                           "attn_scale": 0.5},
+            "/info llama4: layer 1 rope by default, NoPE by no_rope_layers [1, 0]")
+    f0, f1 = models["llama4_f16"], models["llama4_f16_l1"]
+    C.check(f0["scheme"] == "none" and "attn_temperature" not in f0
+            and f1["scheme"] == "rope" and f1["params"].get("base") == 500000
+            and "scaling" not in f1["params"] and "post_rope_qk_norm" not in f1,
+            f"/info llama4 tuning and qk norm off, Llama4TextConfig's rope_theta: {f0} {f1}")
+
+
+def llama4_checks(root):
+    cases = llama4_cases()
+    args = []
+    for c in cases.values():
+        d = os.path.join(root, "l4_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        if not os.path.exists(d):
+            c.ckpt.write(d, shards=c.shards)
+        args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
+    with Server(args) as srv:
+        for c in cases.values():
+            run_case(srv, c)
+        # Scout's floor_scale 8192: the temperature past 8191; and far rope positions
+        for name in ("llama4_l3", "llama4", "llama4_bf16_l1"):
+            c = cases[name]
+            x = RNG.standard_normal((5, c.d)).astype(np.float32)
+            pos = np.array([3, 8190, 8191, 20000, 100000])
+            st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                           "positions": pos.tolist(),
+                                           "return": ["q", "k", "scores"]})
+            if C.check(st == 200, f"{name} far positions: status {st} {r}"):
+                compare(c, "far positions", r, c.reference(x.astype(np.float64), pos),
+                        ["q", "k", "scores"])
+        # offset: HF's temperature positions are arange(T) + past length
+        c = cases["llama4_bf16_l1"]
+        x = RNG.standard_normal((4, c.d)).astype(np.float32)
+        st, r = srv.request("/apply", {"model": c.name, "embeddings": x.tolist(), "offset": 9,
+                                       "return": ["q"]})
+        if C.check(st == 200, f"llama4 NoPE offset: status {st} {r}"):
+            compare(c, "offset 9", r, c.reference(x.astype(np.float64), np.arange(9, 13)), "q")
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info["models"]}
+        check_info_cases(models, cases)
+        llama4_info(models)
+        status = srv.stop()
+        C.check(status == 0, f"llama4: server exits 0 (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+
+def llama4_malformed(root):
+    """A malformed value of each key the llama4_text loader adds: exit 2
+    naming it."""
+    out = []
+
+    def case(label, want, **over):
+        ckpt = ck.llama4_text(layers=2)
+        d = os.path.join(root, "bad4_" + label.replace(" ", "_").replace(":", ""))
+        ckpt.write(d, config=dict(ckpt.config, **over))
+        out.append((label, d, ["config.json"] + want))
+
+    case("llama4: no_rope_layers entry 2", ["no_rope_layers[1]", "2"], no_rope_layers=[1, 2])
+    case("llama4: no_rope_layers a string", ["no_rope_layers", "list"], no_rope_layers="1,0")
+    case("llama4: no_rope_layers too short", ["no_rope_layers", "1 entries", "num_hidden_layers"],
+         no_rope_layers=[1])
+    case("llama4: no_rope_layer_interval 0", ["no_rope_layer_interval", "0"],
+         no_rope_layer_interval=0)
+    case("llama4: attn_temperature_tuning a string", ["attn_temperature_tuning"],
+         attn_temperature_tuning="yes")
+    case("llama4: floor_scale 0", ["floor_scale", "> 0"], floor_scale=0)
+    case("llama4: attn_scale a string", ["attn_scale"], attn_scale="0.1")
+    case("llama4: use_qk_norm a number", ["use_qk_norm"], use_qk_norm=1)
+    case("llama4: head_dim odd", ["head_dim", "15", "even"], head_dim=15)
+    case("llama4: rope_scaling llama3 without low_freq_factor", ["rope_scaling.low_freq_factor"],
+         rope_scaling={"rope_type": "llama3", "factor": 8.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192})
+    return out
+
+
+# ------------------------------------------ DeepSeek-V2/V3 MLA (issue 13, ARCH4)
+def deepseek_cases():
+    """DeepSeek-V3 (low-rank q, interleave permutation, yarn with mscale in
+    the score scale), V3 without rope_interleave, DeepSeek-V2-Lite (q_proj,
+    complex rotation). A short original context makes yarn's ramp visible."""
+    short_yarn = {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                  "mscale_all_dim": 0.707, "original_max_position_embeddings": 16,
+                  "type": "yarn"}
+    cases = {
+        "ds3": Case("ds3", ck.deepseek(), hf_ref.deepseek),
+        "ds3_yarn": Case("ds3_yarn", ck.deepseek(seed=311, rope_scaling=short_yarn),
+                         hf_ref.deepseek),
+        "ds3_bf16": Case("ds3_bf16", ck.deepseek(seed=312, dtype="BF16", prefix="",
+                                                 rope_interleave=False, rope_scaling=None),
+                         hf_ref.deepseek, prefix="", shards=2),
+        "ds2": Case("ds2", ck.deepseek(seed=313, dtype="F16", model_type="deepseek_v2",
+                                       q_lora_rank=None, rope_scaling=short_yarn),
+                    hf_ref.deepseek),
+    }
+    for base in ("ds3", "ds2", "ds3_bf16"):
+        c = cases[base]
+        cases[f"{base}_l1"] = Case(f"{base}_l1", c.ckpt, c.ref, layer=1, prefix=c.prefix,
+                                   shards=c.shards)
+    return cases
+
+
+def deepseek_info(models, cases):
+    m = models["ds3"]
+    C.check(m.get("mla") == {"q_lora_rank": 12, "kv_lora_rank": 10, "qk_nope_head_dim": 6,
+                             "qk_rope_head_dim": 4, "v_head_dim": 5}
+            and m["head_dim"] == 10 and m["kv_heads"] == 4
+            and m["params"].get("layout") == "half"
+            and m["params"].get("scaling", {}).get("type") == "yarn"
+            and "q_a_proj" in m["weights"] and "kv_b_proj" in m["weights"],
+            f"/info ds3: MLA sizes, qk head 10, yarn, its weights: {m}")
+    C.check(models["ds2"]["mla"]["q_lora_rank"] == 0
+            and models["ds2"]["params"].get("layout") == "interleaved"
+            and "q_a_proj" not in models["ds2"]["weights"],
+            f"/info ds2: q_proj (q_lora_rank null), interleaved rope: {models['ds2']}")
+    for name in ("ds3", "ds3_yarn", "ds2", "ds3_bf16"):
+        want = cases[name].reference(np.zeros((1, 32)), np.arange(1))["score_scale"]
+        got = models[name]["params"].get("score_scale")
+        C.check(got is not None and abs(got - want) <= 1e-15,
+                f"/info {name}: score_scale {got}, HF's {want}")
+
+
+def deepseek_checks(root):
+    cases = deepseek_cases()
+    args = []
+    for c in cases.values():
+        d = os.path.join(root, "ds_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        if not os.path.exists(d):
+            c.ckpt.write(d, shards=c.shards)
+        args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
+    with Server(args) as srv:
+        for c in cases.values():
+            run_case(srv, c)
+        # far positions through yarn's ramp; the answer's shape names both head sizes
+        for name in ("ds3_yarn", "ds2_l1"):
+            c = cases[name]
+            x = RNG.standard_normal((4, c.d)).astype(np.float32)
+            pos = np.array([3, 100, 1000, 60000])
+            st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                           "positions": pos.tolist(),
+                                           "return": ["q", "k", "v", "scores"]})
+            if C.check(st == 200, f"{name} far positions: status {st} {r}"):
+                compare(c, "far positions", r, c.reference(x.astype(np.float64), pos),
+                        ["q", "k", "v", "scores"])
+                sh = r["shape"]
+                C.check(sh.get("qk_head_dim") == 10 and sh.get("v_head_dim") == 5
+                        and sh["head_dim"] == 10 and len(r["v"][0]) == 20
+                        and len(r["k"][0]) == 40, f"{name}: shape says both head sizes: {sh}")
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info["models"]}
+        check_info_cases(models, cases)
+        deepseek_info(models, cases)
+        status = srv.stop()
+        C.check(status == 0, f"deepseek: server exits 0 (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+
+def deepseek_malformed(root):
+    """A malformed value of each key the deepseek loader reads, and its
+    tensors: exit 2 naming it."""
+    out = []
+    v3, v2 = ck.deepseek(layers=1), ck.deepseek(layers=1, model_type="deepseek_v2",
+                                                q_lora_rank=None)
+
+    def case(label, ckpt, want, **over):
+        d = os.path.join(root, "badds_" + label.replace(" ", "_").replace(":", ""))
+        ckpt.write(d, config=dict(ckpt.config, **over))
+        out.append((label, d, ["config.json"] + want))
+
+    case("deepseek_v3: q_lora_rank 0", v3, ["q_lora_rank", "0"], q_lora_rank=0)
+    case("deepseek_v3: kv_lora_rank a string", v3, ["kv_lora_rank"], kv_lora_rank="512")
+    case("deepseek_v3: qk_rope_head_dim odd", v3, ["qk_rope_head_dim", "3", "even"],
+         qk_rope_head_dim=3)
+    case("deepseek_v3: qk_nope_head_dim negative", v3, ["qk_nope_head_dim", "-1"],
+         qk_nope_head_dim=-1)
+    case("deepseek_v3: v_head_dim 0", v3, ["v_head_dim", "0"], v_head_dim=0)
+    case("deepseek_v3: num_key_value_heads differs", v3, ["num_key_value_heads", "2"],
+         num_key_value_heads=2)
+    case("deepseek_v3: attention_bias true", v3, ["attention_bias", "not modelled"],
+         attention_bias=True)
+    case("deepseek_v3: rope_interleave a string", v3, ["rope_interleave"], rope_interleave="yes")
+    case("deepseek_v3: mscale_all_dim a string", v3, ["rope_scaling.mscale_all_dim"],
+         rope_scaling=dict(v3.config["rope_scaling"], mscale_all_dim="1"))
+    case("deepseek_v2: rope_scaling of an unknown type", v2, ["rope_scaling", "ntk9"],
+         rope_scaling={"type": "ntk9", "factor": 2.0})
+    for label, ckpt, name, edit, want in (
+            ("deepseek_v3: no q_a_layernorm", v3, "model.layers.0.self_attn.q_a_layernorm.weight",
+             None, "no tensor"),
+            ("deepseek_v2: no q_proj", v2, "model.layers.0.self_attn.q_proj.weight", None,
+             "no tensor"),
+            ("deepseek_v3: kv_b_proj of the wrong shape", v3,
+             "model.layers.0.self_attn.kv_b_proj.weight", lambda t: t[:-1], "shape")):
+        bad = ck.Checkpoint(ckpt.config, [(n, dt, edit(t) if n == name else t)
+                                          for n, dt, t in ckpt.tensors if n != name or edit])
+        d = os.path.join(root, "badds_" + label.replace(" ", "_").replace(":", ""))
+        bad.write(d)
+        out.append((label, d, [os.path.join(d, "model.safetensors"), name, want]))
+    return out
+
+
 # ------------------------------------------------------------- rope scaling
 def rope_cases():
     """(name, config overrides, requests as position arrays)."""
@@ -908,7 +1154,9 @@ def long_path_case(root):
 
 def malformed_checks(root):
     for label, d, want in (malformed_cases(root) + new_arch_malformed(root) +
-                           falcon_mpt_malformed(root) + models3_malformed(root) + fifo_cases(root) + [long_path_case(root)]):
+                           falcon_mpt_malformed(root) + models3_malformed(root) +
+                           llama4_malformed(root) + deepseek_malformed(root) +
+                           fifo_cases(root) + [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
@@ -1017,6 +1265,8 @@ def main():
         new_arch_checks(root)
         falcon_mpt_checks(root)
         models3_checks(root)
+        llama4_checks(root)
+        deepseek_checks(root)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

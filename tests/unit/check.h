@@ -55,5 +55,7 @@ void test_default_weights(void);
 void test_threads(void);
 void test_pe_cache(void);
 void test_qk_norm(void);
+void test_llama4_qk(void);
+void test_mla(void);
 
 #endif /* CHECK_H */

@@ -26,6 +26,8 @@ int main(void)
     test_diagnose_abs();
     test_diagnose_bias();
     test_qk_norm();
+    test_llama4_qk();
+    test_mla();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(),
            check_failed_count());

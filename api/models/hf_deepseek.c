@@ -1,0 +1,194 @@
+/*
+ * hf_deepseek.c - DeepSeek-V2 and V3 (model_type deepseek_v2:
+ * DeepSeek-V2 / V2-Lite; deepseek_v3: DeepSeek-V3 / R1): multi-head latent
+ * attention (MLA), as Hugging Face's modeling_deepseek_v2.py /
+ * modeling_deepseek_v3.py compute q, k and v (DeepseekV2Attention /
+ * DeepseekV3Attention.forward):
+ *
+ *   z = input_layernorm(h)                       (RMSNorm, rms_norm_eps)
+ *   q = q_b_proj(q_a_layernorm(q_a_proj(z)))     (q_lora_rank), or q_proj(z) when
+ *                                                 q_lora_rank is null
+ *   [c | k_rot] = kv_a_proj_with_mqa(z)          (kv_lora_rank | qk_rope_head_dim)
+ *   [k_nope | v] per head = kv_b_proj(kv_a_layernorm(c))
+ *   q heads [q_nope | rot(q_rot)], k heads [k_nope | rot(k_rot)] (k_rot
+ *   shared by every head), v heads of v_head_dim.
+ * q_a_layernorm and kv_a_layernorm are DeepseekV*RMSNorm(rank) built
+ * without an eps, so 1e-6 whatever rms_norm_eps says.
+ *
+ * The rotation (rope of rope_theta / rope_scaling over qk_rope_head_dim,
+ * the config's head_dim as DeepseekV3Config sets it; YaRN's attention
+ * factor multiplies cos and sin):
+ * - deepseek_v3 with rope_interleave (default true):
+ *   apply_rotary_pos_emb_interleave views each rope slice as (d/2, 2),
+ *   transposes it (evens first, then odds) and applies rotate_half; the
+ *   result stays in that permuted order. posenc permutes the rope columns
+ *   of q_b_proj (q_proj) and kv_a_proj_with_mqa once at load (exact) and
+ *   rotates in the half layout, which gives the same numbers in the same
+ *   order. rope_interleave false: the half layout on the raw channels.
+ * - deepseek_v2: apply_rotary_emb, view_as_complex of adjacent pairs
+ *   times freqs_cis: the interleaved layout, output interleaved.
+ * Scores: qk_head_dim ** -0.5; deepseek_v3 multiplies it by mscale**2,
+ * mscale = 0.1 * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when
+ * rope_scaling is set and its mscale_all_dim is non-zero. Hugging Face's
+ * DeepseekV2Attention keeps qk_head_dim ** -0.5 (DeepSeek's own remote
+ * code applied mscale there too; posenc follows transformers).
+ *
+ * Config keys read: hidden_size, num_attention_heads, num_key_value_heads
+ * (must equal the heads: MLA expands k and v per head), num_hidden_layers,
+ * rms_norm_eps (1e-6), q_lora_rank (1536; null = q_proj), kv_lora_rank
+ * (512), qk_nope_head_dim (128), qk_rope_head_dim (64), v_head_dim (128),
+ * rope_interleave (v3, true), attention_bias (true is refused: not
+ * modelled), rope_theta, rope_scaling. Defaults are DeepseekV3Config's.
+ *
+ * Tensors ([model.] prefix): embed_tokens.weight, layers.L.input_layernorm.
+ * weight, layers.L.self_attn.{q_a_proj, q_a_layernorm, q_b_proj | q_proj,
+ * kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj}.weight.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "models/hf.h"
+
+/* An integer config key whose explicit null means something (q_lora_rank):
+ * absent -> dflt, null -> 0. */
+static int rank_or_null(const hf_load *h, const char *key, int64_t dflt, int64_t *out,
+                        model_error *err)
+{
+    const json_t *v = json_object_get(h->config, key);
+
+    if (v && json_is_null(v)) {
+        *out = 0;
+        return 0;
+    }
+    return hf_int(h, (const char *const[]){key, NULL}, false, dflt, 1, SCHEME_MAX_DIM, out, err);
+}
+
+/* Columns [off + g*group, off + g*group + r) of every row of t ([rows][cols])
+ * from (x0, x1, x2, x3, ...) to (x0, x2, ..., x1, x3, ...): the view(d/2, 2)
+ * .transpose of apply_rotary_pos_emb_interleave, folded into the weight. */
+static int deinterleave_columns(tensor *t, size_t off, size_t group, size_t r, model_error *err)
+{
+    size_t rows = t->dim[0], cols = t->dim[1];
+    float *tmp = malloc(r * sizeof *tmp); /* owned: one slice */
+
+    if (!tmp)
+        return model_nomem(err, "the model");
+    for (size_t i = 0; i < rows; i++)
+        for (size_t g = off; g + r <= cols; g += group) {
+            float *s = t->data + i * cols + g;
+            for (size_t j = 0; j < r / 2; j++) {
+                tmp[j] = s[2 * j];
+                tmp[r / 2 + j] = s[2 * j + 1];
+            }
+            memcpy(s, tmp, r * sizeof *s);
+        }
+    free(tmp);
+    return 0;
+}
+
+/* V3's score scale: qk_head_dim ** -0.5 times mscale**2 (see above). */
+static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
+{
+    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
+
+    *scale = 1.0 / sqrt(qk_head_dim);
+    if (!rs)
+        return 0;
+    if (!json_is_object(rs))
+        return hf_config_fail(h, err, "rope_scaling must be an object");
+    const json_t *all = json_object_get(rs, "mscale_all_dim");
+    if (!all || json_is_null(all))
+        return 0;
+    if (!json_is_number(all))
+        return hf_config_fail(h, err, "rope_scaling.mscale_all_dim must be a number");
+    if (json_number_value(all) == 0.0)
+        return 0;
+    const json_t *f = json_object_get(rs, "factor");
+    if (!json_is_number(f))
+        return hf_config_fail(h, err, "rope_scaling.factor must be a number (DeepseekV3Attention "
+                              "reads it with mscale_all_dim)");
+    double factor = json_number_value(f);
+    double mscale = factor <= 1.0 ? 1.0 : 0.1 * json_number_value(all) * log(factor) + 1.0;
+    *scale *= mscale * mscale;
+    return 0;
+}
+
+int hf_deepseek_load(hf_load *h, model_error *err)
+{
+    model *m = h->m;
+    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0;
+    int64_t hidden, heads, kv_heads, q_rank, kv_rank, nope, rope, v_dim;
+    bool bias, interleave = true;
+    size_t L = h->layer;
+
+    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &hidden, err) ||
+        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
+        hf_int(h, HF_KEYS("num_key_value_heads"), false, heads, 1, SCHEME_MAX_DIM, &kv_heads,
+               err) ||
+        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
+        hf_number(h, "rms_norm_eps", 1e-6, true, &m->norm_eps, err) ||
+        rank_or_null(h, "q_lora_rank", 1536, &q_rank, err) ||
+        hf_int(h, HF_KEYS("kv_lora_rank"), false, 512, 1, SCHEME_MAX_DIM, &kv_rank, err) ||
+        hf_int(h, HF_KEYS("qk_nope_head_dim"), false, 128, 0, SCHEME_MAX_DIM, &nope, err) ||
+        hf_int(h, HF_KEYS("qk_rope_head_dim"), false, 64, 2, SCHEME_MAX_DIM, &rope, err) ||
+        hf_int(h, HF_KEYS("v_head_dim"), false, 128, 1, SCHEME_MAX_DIM, &v_dim, err) ||
+        hf_bool(h, "attention_bias", false, &bias, err) ||
+        (v3 && hf_bool(h, "rope_interleave", true, &interleave, err)))
+        return -1;
+    if (kv_heads != heads)
+        return hf_value_fail(h, err, "num_key_value_heads %lld differs from num_attention_heads "
+                             "%lld: multi-head latent attention gives every head its own k "
+                             "and v", (long long)kv_heads, (long long)heads);
+    if (bias)
+        return hf_value_fail(h, err, "attention_bias true (biases on q_a_proj and "
+                             "kv_a_proj_with_mqa) is not modelled by posenc");
+    if (rope % 2 != 0)
+        return hf_value_fail(h, err, "qk_rope_head_dim %lld must be even", (long long)rope);
+    size_t qk_head = (size_t)(nope + rope), H = (size_t)heads, d = (size_t)hidden;
+    m->d_model = d;
+    m->heads = m->kv_heads = H;
+    m->head_dim = qk_head;
+    m->scheme = SCHEME_ROPE;
+    m->norm = PE_NORM_RMS;
+    m->mla = true;
+    m->mla_w = (pe_mla_weights){.d_model = d, .heads = H, .q_lora_rank = (size_t)q_rank,
+                                .kv_lora_rank = (size_t)kv_rank, .nope_dim = (size_t)nope,
+                                .rope_dim = (size_t)rope, .v_dim = (size_t)v_dim,
+                                .q_norm_eps = 1e-6, .kv_norm_eps = 1e-6};
+    double score_scale = 1.0 / sqrt((double)qk_head);
+    if (v3 && v3_score_scale(h, (double)qk_head, &score_scale, err))
+        return -1;
+    if (hf_rope_params(h, (size_t)rope, NULL, &m->params, err))
+        return -1;
+    if (json_object_set_new(m->params, "layout", json_string(v3 ? "half" : "interleaved")) ||
+        json_object_set_new(m->params, "score_scale", json_real(score_scale)))
+        return model_nomem(err, "the model");
+
+    size_t qd = H * qk_head, kv_a = (size_t)(kv_rank + rope), kv_b = H * (size_t)(nope + v_dim);
+    if (hf_pick_prefix(h, HF_KEYS("model.", ""), err, "layers.%zu.input_layernorm.weight", L) ||
+        hf_weight(h, W_NORM_WEIGHT, 1, d, 0, err, "layers.%zu.input_layernorm.weight", L))
+        return -1;
+    if (q_rank ? hf_linear(h, W_MLA_Q_A, (size_t)q_rank, d, err,
+                           "layers.%zu.self_attn.q_a_proj.weight", L) ||
+                     hf_weight(h, W_MLA_Q_A_NORM, 1, (size_t)q_rank, 0, err,
+                               "layers.%zu.self_attn.q_a_layernorm.weight", L) ||
+                     hf_linear(h, W_MLA_Q_B, qd, (size_t)q_rank, err,
+                               "layers.%zu.self_attn.q_b_proj.weight", L)
+               : hf_linear(h, W_MLA_Q_B, qd, d, err, "layers.%zu.self_attn.q_proj.weight", L))
+        return -1;
+    if (hf_linear(h, W_MLA_KV_A, kv_a, d, err, "layers.%zu.self_attn.kv_a_proj_with_mqa.weight",
+                  L) ||
+        hf_weight(h, W_MLA_KV_A_NORM, 1, (size_t)kv_rank, 0, err,
+                  "layers.%zu.self_attn.kv_a_layernorm.weight", L) ||
+        hf_linear(h, W_MLA_KV_B, kv_b, (size_t)kv_rank, err,
+                  "layers.%zu.self_attn.kv_b_proj.weight", L))
+        return -1;
+    if (v3 && interleave &&
+        (deinterleave_columns(&m->weights[W_MLA_Q_B], (size_t)nope, qk_head, (size_t)rope, err) ||
+         deinterleave_columns(&m->weights[W_MLA_KV_A], (size_t)kv_rank, kv_a, (size_t)rope,
+                              err)))
+        return -1;
+    if (L == 0 && hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "embed_tokens.weight"))
+        return -1;
+    return 0;
+}
