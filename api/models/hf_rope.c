@@ -215,7 +215,7 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
                              size_t rotary_dim, model_error *err)
 {
     scheme s;
-    api_error inner;
+    desc_error inner;
     double *inv_freq = NULL, att;
     int rc = -1;
 

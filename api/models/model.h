@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
+#include "models/model_error.h"
 #include "posenc.h"
 #include "models/scheme.h"
 #include "json/tensor.h"
@@ -89,11 +89,11 @@ model *model_new_default(void);
 
 /* An inline model object at JSON path `path` ("model") of doc. Validates
  * every key, shape and the params of its scheme. NULL + *err on failure. */
-model *model_from_json(json_doc *doc, const json_t *obj, const char *path, api_error *err);
+model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_error *err);
 
 /* Decode m->params of m->scheme into m->decoded, once, when the model is
  * built (the service calls it for every loaded model). */
-int model_decode_scheme(model *m, api_error *err);
+int model_decode_scheme(model *m, desc_error *err);
 
 /* Frees a model; accepts NULL. */
 void model_free(model *m);
@@ -105,12 +105,12 @@ model *model_alloc(const char *name, const char *source, const char *architectur
 /* The description keys of an inline model object or of a posenc-format
  * config.json: d_model, heads, kv_heads, head_dim, scheme, params and norm
  * into *m. `weights` is allowed only when with_weights (then the caller
- * parses it). Unknown keys -> 400. */
+ * parses it). Unknown keys: DESC_E_INVALID. */
 int model_parse_description(const json_t *obj, const char *path, bool with_weights,
-                            model *m, api_error *err);
+                            model *m, desc_error *err);
 
 /* Fuse wq|wk|wv (+ biases) into m->qkv once the three are present. */
-int model_fuse(model *m, api_error *err);
+int model_fuse(model *m, desc_error *err);
 
 /* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
  * pe_project_qkv lays them out, in place. */

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "json/json_error.h"
+
 typedef enum model_error_kind {
     MODEL_E_FILE = 0, /* a file is missing, unreadable, not a regular file or malformed */
     MODEL_E_KEY,      /* a config.json key is missing or has the wrong type */
@@ -48,5 +50,46 @@ typedef struct model_warner {
 
 /* Format and pass one warning to w (NULL or w->fn NULL: dropped). */
 void model_warn(const model_warner *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * What is wrong with a described model or scheme: an inline model, a
+ * request's or a config's params (model.h, scheme.h). The model layer's own
+ * kinds and the JSON path at fault; api/model_errors.h maps them to the
+ * contract's status and code, in one place. message and field are as long
+ * as the codec's (and the API's), so a text passed along is never cut
+ * differently.
+ */
+typedef enum desc_error_kind {
+    DESC_E_INVALID = 0,    /* what the codec refuses: a wrong type, a malformed value
+                              (a choice, base64), an unknown key */
+    DESC_E_KEY,            /* a key missing, or given with one it excludes */
+    DESC_E_SHAPE,          /* ragged, wrong rank, dimensions that disagree */
+    DESC_E_RANGE,          /* a number outside its allowed range */
+    DESC_E_NON_FINITE,     /* a number not finite in its type */
+    DESC_E_TOO_LARGE,      /* past a size limit */
+    DESC_E_MISSING_WEIGHT, /* the description needs a weight it does not give */
+    DESC_E_NO_MEMORY,      /* an allocation failed */
+    DESC_E_INTERNAL        /* a reader failed without saying why (a bug) */
+} desc_error_kind;
+
+typedef struct desc_error {
+    desc_error_kind kind;
+    char message[JSON_MESSAGE_MAX];
+    char field[JSON_FIELD_MAX]; /* JSON path, "" when no single field is at fault */
+    json_error json; /* where a typed JSON reader (api/json) reports, before
+                        desc_json() maps it into the fields above */
+} desc_error;
+
+/* Record an error; field may be NULL. Returns -1. */
+int desc_fail(desc_error *err, desc_error_kind kind, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* An allocation failed; returns -1. */
+int desc_fail_oom(desc_error *err);
+
+/* The result rc of a typed JSON reader that reported into &err->json: on
+ * failure its error is mapped to the model layer's kind in *err. Returns
+ * rc: `if (desc_json(err, jf_int(..., &err->json)))`. */
+int desc_json(desc_error *err, int rc);
 
 #endif /* MODEL_ERROR_H */
