@@ -366,15 +366,18 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
             goto out;
         break;
     case SCHEME_ALIBI: {
-        static const char *const forms[] = {"symmetric", "bloom", NULL};
+        /* indexed by pe_alibi_form */
+        static const char *const forms[] = {[PE_ALIBI_SYMMETRIC] = "symmetric",
+                                            [PE_ALIBI_BLOOM] = "bloom",
+                                            [PE_ALIBI_MPT] = "mpt", NULL};
         if (desc_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
             goto out;
         if (present)
             out->heads = (size_t)n;
-        which = out->alibi_form == PE_ALIBI_BLOOM;
+        which = (int)out->alibi_form;
         if (desc_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
             goto out;
-        out->alibi_form = which ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
+        out->alibi_form = (pe_alibi_form)which;
         break;
     }
     case SCHEME_T5:
