@@ -105,7 +105,7 @@ model *model_alloc(const char *name, const char *source, const char *architectur
 /* The description keys of an inline model object or of a posenc-format
  * config.json: d_model, heads, kv_heads, head_dim, scheme, params and norm
  * into *m. `weights` is allowed only when with_weights (then the caller
- * parses it). Unknown keys: DESC_E_INVALID. */
+ * parses it). Unknown keys: DESC_E_JSON. */
 int model_parse_description(const json_t *obj, const char *path, bool with_weights,
                             model *m, desc_error *err);
 

@@ -41,7 +41,7 @@ static int nomem(model_error *err)
 static int rewrap(model_error *err, model_error_kind kind, const char *where,
                   const desc_error *inner)
 {
-    return model_fail(err, kind, "%s: %s", where, inner->message);
+    return model_fail(err, kind, "%s: %s", where, inner->json.message);
 }
 
 /* ---- posenc's own format ----------------------------------------------- */

@@ -51,9 +51,8 @@ int desc_fail(desc_error *err, desc_error_kind kind, const char *field, const ch
 
     err->kind = kind;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    json_vfail(&err->json, JSON_E_NONE, field, fmt, ap);
     va_end(ap);
-    snprintf(err->field, sizeof err->field, "%s", field ? field : "");
     return -1;
 }
 
@@ -64,21 +63,7 @@ int desc_fail_oom(desc_error *err)
 
 int desc_json(desc_error *err, int rc)
 {
-    static const desc_error_kind kinds[] = {
-        [JSON_E_NONE] = DESC_E_INTERNAL,         [JSON_E_INVALID] = DESC_E_INVALID,
-        [JSON_E_SHAPE] = DESC_E_SHAPE,           [JSON_E_RANGE] = DESC_E_RANGE,
-        [JSON_E_NON_FINITE] = DESC_E_NON_FINITE, [JSON_E_TOO_LARGE] = DESC_E_TOO_LARGE,
-        [JSON_E_NO_MEMORY] = DESC_E_NO_MEMORY,
-    };
-    const json_error *je = &err->json;
-
-    if (!rc)
-        return 0;
-    if (je->kind == JSON_E_NO_MEMORY)
-        return desc_fail_oom(err);
-    err->kind = (unsigned)je->kind < sizeof kinds / sizeof kinds[0] ? kinds[je->kind]
-                                                                      : DESC_E_INTERNAL;
-    snprintf(err->message, sizeof err->message, "%s", je->message);
-    snprintf(err->field, sizeof err->field, "%s", je->field);
+    if (rc)
+        err->kind = DESC_E_JSON;
     return rc;
 }

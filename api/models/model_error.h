@@ -54,30 +54,27 @@ void model_warn(const model_warner *w, const char *fmt, ...) __attribute__((form
 /*
  * What is wrong with a described model or scheme: an inline model, a
  * request's or a config's params (model.h, scheme.h). The model layer's own
- * kinds and the JSON path at fault; api/model_errors.h maps them to the
- * contract's status and code, in one place. message and field are as long
- * as the codec's (and the API's), so a text passed along is never cut
- * differently.
+ * kinds, or DESC_E_JSON when a typed JSON reader (api/json) refused a value
+ * and said why in its own kind; api/model_errors.h maps both to the
+ * contract's status and code, in one place. The text and the JSON path at
+ * fault are in `json` in every case (json.kind is JSON_E_NONE unless
+ * kind is DESC_E_JSON).
  */
 typedef enum desc_error_kind {
-    DESC_E_INVALID = 0,    /* what the codec refuses: a wrong type, a malformed value
-                              (a choice, base64), an unknown key */
+    DESC_E_JSON = 0,       /* a reader refused a value (a type, a choice, an
+                              unknown key, a number): json.kind says how */
+    DESC_E_TYPE,           /* a value of the wrong type (params.scaling not an object) */
     DESC_E_KEY,            /* a key missing, or given with one it excludes */
-    DESC_E_SHAPE,          /* ragged, wrong rank, dimensions that disagree */
-    DESC_E_RANGE,          /* a number outside its allowed range */
-    DESC_E_NON_FINITE,     /* a number not finite in its type */
+    DESC_E_SHAPE,          /* dimensions or weight shapes that disagree */
+    DESC_E_RANGE,          /* a value outside the range its neighbours allow */
     DESC_E_TOO_LARGE,      /* past a size limit */
     DESC_E_MISSING_WEIGHT, /* the description needs a weight it does not give */
-    DESC_E_NO_MEMORY,      /* an allocation failed */
-    DESC_E_INTERNAL        /* a reader failed without saying why (a bug) */
+    DESC_E_NO_MEMORY       /* an allocation failed */
 } desc_error_kind;
 
 typedef struct desc_error {
     desc_error_kind kind;
-    char message[JSON_MESSAGE_MAX];
-    char field[JSON_FIELD_MAX]; /* JSON path, "" when no single field is at fault */
-    json_error json; /* where a typed JSON reader (api/json) reports, before
-                        desc_json() maps it into the fields above */
+    json_error json; /* message and field; where the readers report */
 } desc_error;
 
 /* Record an error; field may be NULL. Returns -1. */
@@ -88,8 +85,8 @@ int desc_fail(desc_error *err, desc_error_kind kind, const char *field, const ch
 int desc_fail_oom(desc_error *err);
 
 /* The result rc of a typed JSON reader that reported into &err->json: on
- * failure its error is mapped to the model layer's kind in *err. Returns
- * rc: `if (desc_json(err, jf_int(..., &err->json)))`. */
+ * failure err->kind becomes DESC_E_JSON. Returns rc:
+ * `if (desc_json(err, jf_int(..., &err->json)))`. */
 int desc_json(desc_error *err, int rc);
 
 #endif /* MODEL_ERROR_H */

@@ -119,7 +119,7 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     int64_t orig;
 
     if (!json_is_object(v))
-        return desc_fail(err, DESC_E_INVALID, path, "%s must be an object", path);
+        return desc_fail(err, DESC_E_TYPE, path, "%s must be an object", path);
     rope_type = jf_get(v, "rope_type");
     if (type && rope_type && !json_equal(type, rope_type))
         return desc_fail(err, DESC_E_KEY, path, "%s.type and %s.rope_type disagree",

@@ -61,7 +61,7 @@ typedef struct scheme {
 
 /* Decode params (an object, or NULL for none) of the scheme `kind`. path is
  * the JSON path of params for messages ("params", "model.params"). Unknown
- * keys: DESC_E_INVALID. On success *out may own arrays: free with scheme_free. */
+ * keys: DESC_E_JSON. On success *out may own arrays: free with scheme_free. */
 int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
                  scheme *out, desc_error *err);
 
