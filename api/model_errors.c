@@ -26,7 +26,7 @@ int api_desc(api_error *err, int rc, const desc_error *de)
     if (de->kind == DESC_E_NO_MEMORY)
         return api_fail_oom(err); /* the API's own 503 text */
     err->kind = (unsigned)de->kind < sizeof kinds / sizeof kinds[0] ? kinds[de->kind]
-                                                                      : API_E_INTERNAL;
+                                                                    : API_E_INTERNAL;
     snprintf(err->message, sizeof err->message, "%s", de->json.message);
     snprintf(err->field, sizeof err->field, "%s", de->json.field);
     return rc;

@@ -22,9 +22,9 @@ static void test_desc_kinds(void)
         int status;
         const char *code;
     } rows[] = {
-        {DESC_E_TYPE, 400, "invalid_request"},     {DESC_E_KEY, 400, "invalid_request"},
-        {DESC_E_SHAPE, 422, "invalid_shape"},      {DESC_E_RANGE, 422, "out_of_range"},
-        {DESC_E_TOO_LARGE, 422, "too_large"},      {DESC_E_MISSING_WEIGHT, 422, "invalid_request"},
+        {DESC_E_TYPE, 400, "invalid_request"}, {DESC_E_KEY, 400, "invalid_request"},
+        {DESC_E_SHAPE, 422, "invalid_shape"},  {DESC_E_RANGE, 422, "out_of_range"},
+        {DESC_E_TOO_LARGE, 422, "too_large"},  {DESC_E_MISSING_WEIGHT, 422, "invalid_request"},
     };
 
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -45,10 +45,10 @@ static void test_desc_kinds(void)
     api_error err;
     desc_fail_oom(&de);
     api_desc(&err, -1, &de);
-    CHECK(api_error_status(err.kind) == 503 && strcmp(api_error_code(err.kind), "unavailable") == 0
-              && err.field[0] == '\0',
-          "desc out of memory -> 503 unavailable, no field (got %d %s)",
-          api_error_status(err.kind), api_error_code(err.kind));
+    CHECK(api_error_status(err.kind) == 503 &&
+              strcmp(api_error_code(err.kind), "unavailable") == 0 && err.field[0] == '\0',
+          "desc out of memory -> 503 unavailable, no field (got %d %s)", api_error_status(err.kind),
+          api_error_code(err.kind));
     /* a reader's own kinds pass through desc_json to the contract's */
     static const struct {
         json_error_kind kind;
@@ -80,8 +80,7 @@ static void test_desc_kinds(void)
     longest[sizeof longest - 1] = '\0';
     desc_fail(&de, DESC_E_KEY, NULL, "%s", longest);
     api_desc(&err, -1, &de);
-    CHECK(strcmp(err.message, longest) == 0, "a %zu-byte message arrives whole",
-          strlen(longest));
+    CHECK(strcmp(err.message, longest) == 0, "a %zu-byte message arrives whole", strlen(longest));
     CHECK(api_desc(&err, 0, &de) == 0, "api_desc(0) is success");
 }
 
@@ -116,8 +115,7 @@ static void test_escape(void)
     char small[15];
     len = 0;
     api_json_escape(small, &len, sizeof small, 8, "abcde\xc3\xa9");
-    CHECK(len == 5 && strcmp(small, "abcde") == 0, "escape stops before a character: '%s'",
-          small);
+    CHECK(len == 5 && strcmp(small, "abcde") == 0, "escape stops before a character: '%s'", small);
     len = 0;
     api_json_escape(small, &len, sizeof small - 1, 8, "abcd\n");
     CHECK(len == 4 && strcmp(small, "abcd") == 0, "escape stops before an escape: '%s'", small);
