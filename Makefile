@@ -130,6 +130,7 @@ run: deps
 	exec ./$(SERVER) $(ARGS)
 
 test: test-deps
+	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) tests/run.sh
 

@@ -173,4 +173,12 @@ void api_info(const api_service *svc, const api_server_facts *facts,
 const char *api_openapi_yaml(size_t *len);
 const char *api_openapi_json(size_t *len);
 
+/* s as JSON string content (no quotes), escaped as the API escapes every
+ * string it writes (one escaper: api/json/strbuf.h's json_escape_char),
+ * appended at buf + *len for server/'s JSON log lines. Whole characters
+ * only: it stops quietly before the first one that would leave `keep` or
+ * fewer bytes of cap free, so the caller's closing text always fits.
+ * buf stays NUL-terminated; requires *len + keep < cap. */
+void api_json_escape(char *buf, size_t *len, size_t cap, size_t keep, const char *s);
+
 #endif /* API_H */

@@ -156,8 +156,8 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
         return api_fail_oom(err);
     if (attention_input(rq, p, r->z, err))
         return -1;
-    if (model_project(m, r->z, p->rows, r->qkv, err))
-        return -1;
+    if (model_project(m, r->z, p->rows, r->qkv))
+        return api_fail_oom(err);
     model_apply_qk_norm(m, p->rows, r->qkv); /* Qwen3, OLMo 2, Gemma 3: before the rotation */
     if (rq->scheme.kind == SCHEME_ROPE && m->mla) {
         model_mla_rotate(m, &p->rope.rope, p->rope.inv_freq, p->rope.attention_factor,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json/json_fields.h"
+#include "model_errors.h"
 
 /* The codec's failure as the contract's error. */
 static int codec_fail(const api_service *svc, const json_codec_error *ce, api_error *err)
@@ -91,9 +92,10 @@ static int request_model(const api_service *svc, request *rq,
         return 0;
     }
     if (json_is_object(v)) {
-        rq->owned_model = model_from_json(&rq->doc, v, "model", err);
+        desc_error de;
+        rq->owned_model = model_from_json(&rq->doc, v, "model", &de);
         rq->model = rq->owned_model;
-        return rq->model ? check_model_limits(svc, rq->model, err) : -1;
+        return rq->model ? check_model_limits(svc, rq->model, err) : api_desc(err, -1, &de);
     }
     return api_fail(err, API_E_INVALID_REQUEST, "model",
                     "model must be a model name or an inline model object");
@@ -115,7 +117,9 @@ static int decode_scheme(request *rq, api_error *err)
     if (params && !json_is_object(params))
         return api_fail(err, API_E_INVALID_REQUEST, "params", "params must be an object");
     const scheme *base = rq->model && rq->model->has_decoded ? &rq->model->decoded : NULL;
-    return scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base, &rq->scheme, err);
+    desc_error de;
+    return api_desc(err, scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base,
+                                       &rq->scheme, &de), &de);
 }
 
 static int positions_shape_fail(const request *rq, api_error *err)

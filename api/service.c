@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "json/json_doc.h"
+#include "model_errors.h"
 #include "models/model_dir.h"
 
 /* The shared sinusoidal/RoPE tables may take this much memory (the 64 MiB
@@ -58,8 +59,9 @@ static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *e
     free(inner);
     svc->models[svc->n_models++] = m;
     /* the params as loaded, decoded once for every request to start from */
+    desc_error de;
     api_error decode_err;
-    if (model_decode_scheme(m, &decode_err))
+    if (api_desc(&decode_err, model_decode_scheme(m, &de), &de))
         return api_fail(err, decode_err.kind, NULL, "model '%s': %s", spec->name,
                         decode_err.message);
     return 0;

@@ -125,8 +125,8 @@ pe_status pe_encode_input(const pe_input *in, const float *x,
     size_t rows_len, bytes;
     if (team < 1)
         team = 1;
-    if (!pe_size_mul((size_t)team, d, &rows_len) || rows_len > SIZE_MAX - nf ||
-        !pe_size_mul(rows_len + nf, sizeof *scratch, &bytes))
+    if (__builtin_mul_overflow((size_t)team, d, &rows_len) || rows_len > SIZE_MAX - nf ||
+        __builtin_mul_overflow(rows_len + nf, sizeof *scratch, &bytes))
         return PE_ENOMEM;
     scratch = malloc(bytes);
     if (!scratch)

@@ -24,7 +24,7 @@ void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale,
     if (n == 0 || width == 0)
         return;
     size_t work = 0;
-    bool parallel = pe_size_mul(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
+    bool parallel = !__builtin_mul_overflow(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
 
 #pragma omp parallel for schedule(static) if (parallel)
     for (size_t i = 0; i < n; i++) {

@@ -175,17 +175,18 @@ size_t pe_dx_subject_size(const pe_dx_subject *s)
     case PE_DX_SUBJ_TABLE:
     case PE_DX_SUBJ_ABS_ENCODED:
     case PE_DX_SUBJ_ROPE_ENCODED:
-        return pe_size_mul(s->rows, s->cols, &n) ? n : 0;
+        return __builtin_mul_overflow(s->rows, s->cols, &n) ? 0 : n;
     case PE_DX_SUBJ_ROPE_CACHE:
-        return pe_size_mul(s->rows, s->cols, &n) && pe_size_mul(n, 2, &n2)
-                   ? n2
-                   : 0;
+        return __builtin_mul_overflow(s->rows, s->cols, &n) ||
+                       __builtin_mul_overflow(n, 2, &n2)
+                   ? 0
+                   : n2;
     case PE_DX_SUBJ_ALIBI_BIAS:
     case PE_DX_SUBJ_T5_BIAS:
-        return pe_size_mul(s->rows, s->rows, &n) &&
-                       pe_size_mul(n, s->heads, &n2)
-                   ? n2
-                   : 0;
+        return __builtin_mul_overflow(s->rows, s->rows, &n) ||
+                       __builtin_mul_overflow(n, s->heads, &n2)
+                   ? 0
+                   : n2;
     case PE_DX_SUBJ_ALIBI_SLOPES:
         return s->heads;
     }

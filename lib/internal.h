@@ -15,14 +15,11 @@
  * waking the OpenMP team would cost more than the work. */
 #define PE_PARALLEL_MIN_WORK ((size_t)16384)
 
-/* *out = a * b; false (and *out untouched) when the product overflows. */
-static inline bool pe_size_mul(size_t a, size_t b, size_t *out)
-{
-    if (b != 0 && a > SIZE_MAX / b)
-        return false;
-    *out = a * b;
-    return true;
-}
+/* Sizes are multiplied with the compiler's checked multiply,
+ * __builtin_mul_overflow(a, b, &out) (what C23's ckd_mul is; gcc 12 has no
+ * <stdckdint.h>): nonzero when the product overflows, the convention of
+ * api/json/tensor.h's mul_size (which lib/ may not include), so a size check
+ * reads the same in every layer: `if (overflows) fail`. */
 
 /* The standard inverse frequency 1 / base^(2i/d), in double. Sinusoidal
  * tables and RoPE share it; the form (reciprocal of pow) is the one of

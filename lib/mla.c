@@ -64,7 +64,7 @@ pe_status pe_mla_project(const pe_mla_weights *w, const float *z, size_t n, floa
                       kv_a_width);
     matmul(kv_a, n, w->kv_lora_rank, kv_a_width, w->kv_b, kv_b_width, kv_b, kv_b_width);
     size_t work = 0;
-    bool parallel = pe_size_mul(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
+    bool parallel = !__builtin_mul_overflow(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
 #pragma omp parallel for schedule(static) if (parallel)
     for (size_t t = 0; t < n; t++) {
         float *k = out + t * width + qd, *v = k + qd;

@@ -28,7 +28,7 @@ void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight
     if (n == 0 || width == 0 || group == 0)
         return;
     size_t groups = width / group, work = 0;
-    bool parallel = pe_size_mul(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
+    bool parallel = !__builtin_mul_overflow(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
 
 #pragma omp parallel for schedule(static) if (parallel)
     for (size_t i = 0; i < n; i++)

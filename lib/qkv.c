@@ -17,8 +17,8 @@ size_t pe_qkv_width(const pe_qkv_weights *w)
 static bool fused_widths(size_t heads, size_t kv_heads, size_t head_dim,
                          size_t *q_cols, size_t *kv_cols, size_t *width)
 {
-    if (!pe_size_mul(heads, head_dim, q_cols) ||
-        !pe_size_mul(kv_heads, head_dim, kv_cols) ||
+    if (__builtin_mul_overflow(heads, head_dim, q_cols) ||
+        __builtin_mul_overflow(kv_heads, head_dim, kv_cols) ||
         *kv_cols > (SIZE_MAX - *q_cols) / 2)
         return false;
     *width = *q_cols + 2 * *kv_cols;
@@ -56,8 +56,8 @@ pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model,
         heads % kv_heads != 0)
         return PE_EINVAL;
     if (!fused_widths(heads, kv_heads, head_dim, &q_cols, &kv_cols, &width) ||
-        !pe_size_mul(d_model, width, &count) ||
-        !pe_size_mul(count, sizeof(float), &bytes))
+        __builtin_mul_overflow(d_model, width, &count) ||
+        __builtin_mul_overflow(count, sizeof(float), &bytes))
         goto fail;
 
     w.w_qkv = malloc(bytes);

@@ -6,38 +6,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api.h"
+
 #define LINE_MAX_BYTES 2048
 
-/* Appends s to buf[*len..cap) as JSON string content (no quotes), escaping
- * quotes, backslashes and control bytes. Stops quietly while 8 bytes are
- * still free, so the closing `"}` of a long line always fits. */
+/* Appends s to buf[*len..cap) as JSON string content (no quotes), with the
+ * API's escaper. Stops quietly while 8 bytes are still free, so the closing
+ * `"}` of a long line always fits. */
 static void append_json_escaped(char *buf, size_t *len, size_t cap,
                                 const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        char esc[7];
-        size_t n;
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            n = 2;
-        } else if (c < 0x20 || c == 0x7f) {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            n = 6;
-        } else {
-            esc[0] = (char)c;
-            n = 1;
-        }
-        if (*len + n + 8 >= cap)
-            return;
-        memcpy(buf + *len, esc, n);
-        *len += n;
-    }
-    buf[*len] = '\0';
+    api_json_escape(buf, len, cap, 8, s);
 }
 
 static void append_fmt(char *buf, size_t *len, size_t cap, const char *s)

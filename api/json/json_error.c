@@ -3,18 +3,24 @@
  */
 #include "json/json_error.h"
 
-#include <stdarg.h>
 #include <stdio.h>
+
+int json_vfail(json_error *err, json_error_kind kind, const char *field, const char *fmt,
+               va_list ap)
+{
+    err->kind = kind;
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+    return -1;
+}
 
 int json_fail(json_error *err, json_error_kind kind, const char *field, const char *fmt, ...)
 {
     va_list ap;
 
-    err->kind = kind;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    json_vfail(err, kind, field, fmt, ap);
     va_end(ap);
-    snprintf(err->field, sizeof err->field, "%s", field ? field : "");
     return -1;
 }
 

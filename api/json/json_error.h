@@ -6,6 +6,8 @@
 #ifndef JSON_ERROR_H
 #define JSON_ERROR_H
 
+#include <stdarg.h>
+
 #define JSON_MESSAGE_MAX 512
 #define JSON_FIELD_MAX 256
 
@@ -28,6 +30,11 @@ typedef struct json_error {
 /* Record an error (field may be NULL); returns -1. */
 int json_fail(json_error *err, json_error_kind kind, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* json_fail() with the arguments as a va_list (for another layer's own
+ * error kind that keeps its text in a json_error); returns -1. */
+int json_vfail(json_error *err, json_error_kind kind, const char *field, const char *fmt,
+               va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* An allocation failed while decoding; returns -1. */
 int json_fail_oom(json_error *err);

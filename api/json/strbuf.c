@@ -115,38 +115,47 @@ static size_t utf8_sequence(const unsigned char *p)
     return n;
 }
 
-void strbuf_put_json_string(strbuf *sb, const char *s)
+size_t json_escape_char(const char *s, char out[JSON_ESCAPE_MAX], size_t *consumed)
 {
     static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = utf8_sequence(p);
+
+    *consumed = n ? n : 1;
+    if (n == 0) { /* a truncated or invalid sequence: never emit invalid UTF-8 */
+        memcpy(out, "\\ufffd", 6);
+        return 6;
+    }
+    if (n > 1) {
+        memcpy(out, s, n);
+        return n;
+    }
+    switch (*p) {
+    case '"': memcpy(out, "\\\"", 2); return 2;
+    case '\\': memcpy(out, "\\\\", 2); return 2;
+    case '\n': memcpy(out, "\\n", 2); return 2;
+    case '\r': memcpy(out, "\\r", 2); return 2;
+    case '\t': memcpy(out, "\\t", 2); return 2;
+    default:
+        if (*p < 0x20 || *p == 0x7F) {
+            const char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+            memcpy(out, esc, sizeof esc);
+            return sizeof esc;
+        }
+        out[0] = (char)*p;
+        return 1;
+    }
+}
+
+void strbuf_put_json_string(strbuf *sb, const char *s)
+{
+    char esc[JSON_ESCAPE_MAX];
+    size_t used;
 
     strbuf_putc(sb, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        size_t n = utf8_sequence(p);
-        if (n == 0) { /* a truncated or invalid sequence: never emit invalid UTF-8 */
-            strbuf_puts(sb, "\\ufffd");
-            p++;
-            continue;
-        }
-        if (n > 1) {
-            strbuf_put(sb, (const char *)p, n);
-            p += n;
-            continue;
-        }
-        switch (*p) {
-        case '"': strbuf_put(sb, "\\\"", 2); break;
-        case '\\': strbuf_put(sb, "\\\\", 2); break;
-        case '\n': strbuf_put(sb, "\\n", 2); break;
-        case '\r': strbuf_put(sb, "\\r", 2); break;
-        case '\t': strbuf_put(sb, "\\t", 2); break;
-        default:
-            if (*p < 0x20 || *p == 0x7F) {
-                char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
-                strbuf_put(sb, esc, sizeof esc);
-            } else {
-                strbuf_putc(sb, (char)*p);
-            }
-        }
-        p++;
+    while (*s) {
+        strbuf_put(sb, esc, json_escape_char(s, esc, &used));
+        s += used;
     }
     strbuf_putc(sb, '"');
 }

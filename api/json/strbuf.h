@@ -29,8 +29,18 @@ void strbuf_putc(strbuf *sb, char c);
 void strbuf_printf(strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* A JSON string literal with quotes and escapes. */
+/* A JSON string literal with quotes and escapes (json_escape_char). */
 void strbuf_put_json_string(strbuf *sb, const char *s);
+
+/* The most bytes json_escape_char writes for one character. */
+#define JSON_ESCAPE_MAX 6
+
+/* The one JSON string escaper: the character at s (not its NUL) as string
+ * content in out: `"` `\` \n \r \t escaped short, other control bytes
+ * and DEL as \u00XX, a valid UTF-8 sequence as is, an invalid or truncated
+ * one as \ufffd (one byte consumed). Returns the bytes written; *consumed
+ * the bytes of s used (1-4). */
+size_t json_escape_char(const char *s, char out[JSON_ESCAPE_MAX], size_t *consumed);
 
 /* Hands the bytes to the caller (caller frees) and empties the buffer;
  * returns NULL if the buffer failed (its memory is then freed). */

@@ -15,9 +15,11 @@
 
 int mul_size(size_t a, size_t b, size_t *out)
 {
-    if (b != 0 && a > SIZE_MAX / b)
+    size_t product;
+
+    if (__builtin_mul_overflow(a, b, &product))
         return -1;
-    *out = a * b;
+    *out = product;
     return 0;
 }
 

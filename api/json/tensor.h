@@ -76,7 +76,9 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
 int double_list_from_json(const json_doc *doc, const json_t *value, const char *field,
                           bool positive, double **out, size_t *len, json_error *err);
 
-/* a*b with overflow check: returns 0 and sets *out, or -1 on overflow. */
+/* *out = a*b: 0, or -1 (and *out untouched) when the product overflows.
+ * The one overflow-checked multiply above lib/ (which uses the same
+ * compiler builtin directly, with the same nonzero-on-overflow sense). */
 int mul_size(size_t a, size_t b, size_t *out);
 
 #endif /* TENSOR_H */

@@ -18,11 +18,8 @@
  * (2^(-4/c))^(2j+1), the rest; for a power of two n2 = n and the slopes
  * are (2^(-8/n))^k. tests/models checks this for 1..64 heads. The bias
  * value is slope*(j - (T-1)) (key j of T, the last key at 0), whatever the
- * attention mask. posenc's "bloom" form, slope*j, differs from it by the
- * per-head constant slope*(T-1): q, k, v and the softmax of the scores are
- * the same, the raw `scores` and `bias` are shifted. The loader serves
- * form "bloom" and says so on stderr at start-up; lib's PE_ALIBI_MPT is the
- * exact form, for an alibi `form: "mpt"` once the scheme exposes it.
+ * attention mask: alibi form "mpt" (PE_ALIBI_MPT), slope*(p_j - p_last),
+ * which the loader serves, so the raw `scores` and `bias` are HF's.
  *
  * Refused at start-up, naming the key: attn_config.clip_qkv set (a clamp of
  * q, k, v posenc does not model yet; 0 and null do not clip, as HF's
@@ -157,13 +154,10 @@ int hf_mpt_load(hf_load *h, model_error *err)
     m->head_dim = head_dim;
     m->norm = PE_NORM_LAYER;
     m->scheme = SCHEME_ALIBI;
-    m->params = scale > 0 ? json_pack("{s:s, s:f}", "form", "bloom", "score_scale", scale)
-                          : json_pack("{s:s}", "form", "bloom");
+    m->params = scale > 0 ? json_pack("{s:s, s:f}", "form", "mpt", "score_scale", scale)
+                          : json_pack("{s:s}", "form", "mpt");
     if (!m->params)
         return model_nomem(err, "the model");
-    hf_warn(h, "MPT's ALiBi bias is slope*(key - last key); posenc serves alibi form 'bloom' "
-               "(slope*key), so `scores` and `bias` differ from Hugging Face's by slope*(T-1) "
-               "per head (q, k, v and the softmax are the same)");
 
     snprintf(w, sizeof w, "blocks.%zu.attn.Wqkv.weight", L);
     if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err, "%s", w) ||

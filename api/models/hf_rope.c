@@ -215,12 +215,12 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
                              size_t rotary_dim, model_error *err)
 {
     scheme s;
-    api_error inner;
+    desc_error inner;
     double *inv_freq = NULL, att;
     int rc = -1;
 
     if (scheme_parse(SCHEME_ROPE, params, "rope", &s, &inner))
-        return hf_value_fail(h, err, "%s", inner.message);
+        return hf_value_fail(h, err, "%s", inner.json.message);
     pe_rope rope = {.base = s.base, .head_dim = head_dim, .rotary_dim = rotary_dim,
                     .layout = s.rope_layout, .scaling = s.scaling};
     if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > head_dim) {

@@ -58,7 +58,7 @@ model *model_alloc(const char *name, const char *source, const char *architectur
 }
 
 /* Fuse wq|wk|wv (+ biases) once, when the three matrices are present. */
-int model_fuse(model *m, api_error *err)
+int model_fuse(model *m, desc_error *err)
 {
     if (m->mla) { /* its projection reads the loaded matrices as they are */
         m->mla_w.q_a = m->weights[W_MLA_Q_A].data;
@@ -75,7 +75,7 @@ int model_fuse(model *m, api_error *err)
                             m->weights[W_WQ].data, m->weights[W_WK].data,
                             m->weights[W_WV].data, m->weights[W_BQ].data,
                             m->weights[W_BK].data, m->weights[W_BV].data) != PE_OK)
-        return api_fail_oom(err);
+        return desc_fail_oom(err);
     return 0;
 }
 
@@ -93,13 +93,13 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
                       m->qk_norm_eps, qkv + qd, width);
 }
 
-int model_project(const model *m, const float *z, size_t rows, float *qkv, api_error *err)
+int model_project(const model *m, const float *z, size_t rows, float *qkv)
 {
     if (!m->mla) {
         pe_project_qkv(&m->qkv, z, rows, qkv);
         return 0;
     }
-    return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : api_fail_oom(err);
+    return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : -1;
 }
 
 void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_freq,
@@ -142,7 +142,7 @@ static int alloc_square(tensor *t, size_t d)
 
 model *model_new_default(void)
 {
-    api_error err;
+    desc_error err;
     model *m = model_alloc("default", "built-in (SplitMix64 seed 0, Xavier-uniform)", "posenc");
 
     if (!m)
@@ -171,40 +171,40 @@ fail:
 
 /* ---- inline models ---------------------------------------------------- */
 
-static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
+static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, model *m, desc_error *err)
 {
     bool present;
     int64_t n;
 
-    if (api_json(err, jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "d_model");
-        return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
+        return desc_fail(err, DESC_E_KEY, at.s, "missing field '%s'", at.s);
     }
     m->d_model = (size_t)n;
-    if (api_json(err, jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "heads");
-        return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
+        return desc_fail(err, DESC_E_KEY, at.s, "missing field '%s'", at.s);
     }
     m->heads = (size_t)n;
-    if (api_json(err, jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     m->kv_heads = present ? (size_t)n : m->heads;
     if (m->heads % m->kv_heads != 0) {
         jpath at = jpath_key(path, "kv_heads");
-        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+        return desc_fail(err, DESC_E_SHAPE, at.s,
                         "heads (%zu) must be a multiple of kv_heads (%zu)", m->heads, m->kv_heads);
     }
-    if (api_json(err, jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present) {
         m->head_dim = (size_t)n;
     } else if (m->d_model % m->heads != 0) {
         jpath at = jpath_key(path, "heads");
-        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+        return desc_fail(err, DESC_E_SHAPE, at.s,
                         "d_model (%zu) is not divisible by heads (%zu); give head_dim",
                         m->d_model, m->heads);
     } else {
@@ -212,12 +212,12 @@ static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, 
     }
     if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24) {
         jpath at = jpath_key(path, "head_dim");
-        return api_fail(err, API_E_TOO_LARGE, at.s, "(heads + 2*kv_heads)*head_dim is too large");
+        return desc_fail(err, DESC_E_TOO_LARGE, at.s, "(heads + 2*kv_heads)*head_dim is too large");
     }
     return 0;
 }
 
-static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
+static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, model *m, desc_error *err)
 {
     static const char *const norm_keys[] = {"type", "eps", NULL};
     static const char *const norm_types[] = {"layernorm", "rmsnorm", NULL};
@@ -229,19 +229,19 @@ static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, 
     m->norm = PE_NORM_NONE;
     if (!norm)
         return 0;
-    if (api_json(err, jf_check_object(norm, at.s, norm_keys, &err->json)) ||
-        api_json(err, jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
+    if (desc_json(err, jf_check_object(norm, at.s, norm_keys, &err->json)) ||
+        desc_json(err, jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath t = jpath_key(at.s, "type");
-        return api_fail(err, API_E_INVALID_REQUEST, t.s, "missing field '%s'", t.s);
+        return desc_fail(err, DESC_E_KEY, t.s, "missing field '%s'", t.s);
     }
     m->norm = which ? PE_NORM_RMS : PE_NORM_LAYER;
     m->norm_eps = pe_norm_default_eps(m->norm);
-    return api_json(err, jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
+    return desc_json(err, jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
 }
 
-static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m, api_error *err)
+static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m, desc_error *err)
 {
     const char *allowed[2 * W_CONTRACT_COUNT + 1];
     char shape_keys[W_CONTRACT_COUNT][40];
@@ -256,7 +256,7 @@ static int parse_weights(json_doc *doc, const json_t *obj, const char *path, mod
         allowed[2 * w + 1] = shape_keys[w];
     }
     allowed[2 * W_CONTRACT_COUNT] = NULL;
-    if (api_json(err, jf_check_object(weights, wpath.s, allowed, &err->json)))
+    if (desc_json(err, jf_check_object(weights, wpath.s, allowed, &err->json)))
         return -1;
     for (int w = 0; w < W_CONTRACT_COUNT; w++) {
         jpath at = jpath_key(wpath.s, weight_names[w]);
@@ -266,18 +266,18 @@ static int parse_weights(json_doc *doc, const json_t *obj, const char *path, mod
         size_t rank = (w >= W_BQ && w <= W_NORM_BIAS) ? 1 : 2;
         if (!value) {
             if (shape)
-                return api_fail(err, API_E_INVALID_REQUEST, shape_at.s,
+                return desc_fail(err, DESC_E_KEY, shape_at.s,
                                 "%s is given without %s", shape_at.s, at.s);
             continue;
         }
-        if (api_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], &err->json)))
+        if (desc_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], &err->json)))
             return -1;
     }
     return 0;
 }
 
 static int check_weight_shape(const model *m, weight_id w, size_t rows, size_t cols,
-                              const char *wpath, api_error *err)
+                              const char *wpath, desc_error *err)
 {
     const tensor *t = &m->weights[w];
     jpath at = jpath_key(wpath, weight_names[w]);
@@ -289,18 +289,18 @@ static int check_weight_shape(const model *m, weight_id w, size_t rows, size_t c
     if (ok)
         return 0;
     if (t->ndim == 2 && rows == 0)
-        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+        return desc_fail(err, DESC_E_SHAPE, at.s,
                         "%s has shape [%zu, %zu], expected [rows, %zu]", at.s, t->dim[0],
                         t->dim[1], cols);
     if (t->ndim == 2)
-        return api_fail(err, API_E_INVALID_SHAPE, at.s,
+        return desc_fail(err, DESC_E_SHAPE, at.s,
                         "%s has shape [%zu, %zu], expected [%zu, %zu]", at.s, t->dim[0],
                         t->dim[1], rows, cols);
-    return api_fail(err, API_E_INVALID_SHAPE, at.s, "%s has shape [%zu], expected [%zu]", at.s,
+    return desc_fail(err, DESC_E_SHAPE, at.s, "%s has shape [%zu], expected [%zu]", at.s,
                     t->dim[0], cols);
 }
 
-static int check_weights(const model *m, const char *path, api_error *err)
+static int check_weights(const model *m, const char *path, desc_error *err)
 {
     jpath wpath = jpath_key(path, "weights");
     size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
@@ -321,33 +321,33 @@ static int check_weights(const model *m, const char *path, api_error *err)
     for (weight_id w = W_NORM_WEIGHT; w <= W_NORM_BIAS; w++)
         if (model_has(m, w) && m->norm == PE_NORM_NONE) {
             jpath at = jpath_key(wpath.s, weight_names[w]);
-            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+            return desc_fail(err, DESC_E_KEY, at.s,
                             "%s is given but the model has no norm", at.s);
         }
     if (m->norm != PE_NORM_NONE && !model_has(m, W_NORM_WEIGHT)) {
         jpath at = jpath_key(wpath.s, "norm_weight");
-        return api_fail(err, API_E_MISSING_WEIGHT, at.s,
+        return desc_fail(err, DESC_E_MISSING_WEIGHT, at.s,
                         "the model's norm needs a weight: %s is missing", at.s);
     }
     if (m->norm == PE_NORM_RMS && model_has(m, W_NORM_BIAS)) {
         jpath at = jpath_key(wpath.s, "norm_bias");
-        return api_fail(err, API_E_INVALID_REQUEST, at.s, "%s: rmsnorm takes no bias", at.s);
+        return desc_fail(err, DESC_E_KEY, at.s, "%s: rmsnorm takes no bias", at.s);
     }
     return 0;
 }
 
 /* model_parse_description() with the document the object comes from. */
 static int parse_description(json_doc *doc, const json_t *obj, const char *path,
-                             bool with_weights, model *m, api_error *err)
+                             bool with_weights, model *m, desc_error *err)
 {
     static const char *const config_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
                                               "scheme", "params", "norm", NULL};
     bool present;
     int which = SCHEME_SINUSOIDAL;
 
-    if (api_json(err, jf_check_object(obj, path, with_weights ? model_keys : config_keys, &err->json)) ||
+    if (desc_json(err, jf_check_object(obj, path, with_weights ? model_keys : config_keys, &err->json)) ||
         parse_dims(doc, obj, path, m, err) ||
-        api_json(err, jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
+        desc_json(err, jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     m->scheme = (scheme_kind)which;
     const json_t *params = jf_get(obj, "params");
@@ -360,17 +360,17 @@ static int parse_description(json_doc *doc, const json_t *obj, const char *path,
     m->has_decoded = true;
     m->params = params ? json_deep_copy(params) : json_object();
     if (!m->params)
-        return api_fail_oom(err);
+        return desc_fail_oom(err);
     return parse_norm(doc, obj, path, m, err);
 }
 
 int model_parse_description(const json_t *obj, const char *path, bool with_weights,
-                            model *m, api_error *err)
+                            model *m, desc_error *err)
 {
     return parse_description(NULL, obj, path, with_weights, m, err);
 }
 
-int model_decode_scheme(model *m, api_error *err)
+int model_decode_scheme(model *m, desc_error *err)
 {
     scheme_free(&m->decoded);
     m->has_decoded = false;
@@ -380,12 +380,12 @@ int model_decode_scheme(model *m, api_error *err)
     return 0;
 }
 
-model *model_from_json(json_doc *doc, const json_t *obj, const char *path, api_error *err)
+model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_error *err)
 {
     model *m = model_alloc("inline", "inline", "posenc");
 
     if (!m) {
-        api_fail_oom(err);
+        desc_fail_oom(err);
         return NULL;
     }
     if (parse_description(doc, obj, path, true, m, err) ||

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
+#include "models/model_error.h"
 #include "posenc.h"
 #include "models/scheme.h"
 #include "json/tensor.h"
@@ -111,11 +111,11 @@ model *model_new_default(void);
 
 /* An inline model object at JSON path `path` ("model") of doc. Validates
  * every key, shape and the params of its scheme. NULL + *err on failure. */
-model *model_from_json(json_doc *doc, const json_t *obj, const char *path, api_error *err);
+model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_error *err);
 
 /* Decode m->params of m->scheme into m->decoded, once, when the model is
  * built (the service calls it for every loaded model). */
-int model_decode_scheme(model *m, api_error *err);
+int model_decode_scheme(model *m, desc_error *err);
 
 /* Frees a model; accepts NULL. */
 void model_free(model *m);
@@ -127,12 +127,12 @@ model *model_alloc(const char *name, const char *source, const char *architectur
 /* The description keys of an inline model object or of a posenc-format
  * config.json: d_model, heads, kv_heads, head_dim, scheme, params and norm
  * into *m. `weights` is allowed only when with_weights (then the caller
- * parses it). Unknown keys -> 400. */
+ * parses it). Unknown keys: DESC_E_JSON. */
 int model_parse_description(const json_t *obj, const char *path, bool with_weights,
-                            model *m, api_error *err);
+                            model *m, desc_error *err);
 
 /* Fuse wq|wk|wv (+ biases) into m->qkv once the three are present. */
-int model_fuse(model *m, api_error *err);
+int model_fuse(model *m, desc_error *err);
 
 /* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
  * pe_project_qkv lays them out, in place. */
@@ -144,8 +144,9 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
 void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv);
 
 /* [rows][q | k | v] = the projection of z[rows][d_model]: the fused sgemm,
- * or multi-head latent attention's. -1 + *err when out of memory. */
-int model_project(const model *m, const float *z, size_t rows, float *qkv, api_error *err);
+ * or multi-head latent attention's. 0, or -1 when out of memory (the
+ * only way it can fail). */
+int model_project(const model *m, const float *z, size_t rows, float *qkv);
 
 /* Width of v: heads*v_dim for MLA, else kv_heads*head_dim. */
 static inline size_t model_v_width(const model *m)

@@ -38,12 +38,12 @@ static int nomem(model_error *err)
     return model_nomem(err, "the model");
 }
 
-/* A failure of a model.h or scheme.h function (which still speak the API's
- * error type), rewrapped as the loader's: "<where>: <message>". */
+/* A failure of a model.h or scheme.h function (a description error),
+ * rewrapped as the loader's: "<where>: <message>". */
 static int rewrap(model_error *err, model_error_kind kind, const char *where,
-                  const api_error *inner)
+                  const desc_error *inner)
 {
-    return model_fail(err, kind, "%s: %s", where, inner->message);
+    return model_fail(err, kind, "%s: %s", where, inner->json.message);
 }
 
 /* ---- posenc's own format ----------------------------------------------- */
@@ -96,7 +96,7 @@ static int check_contract_weights(const model *m, const char *cfg_path, const ch
                         "scheme learned (%s) needs", src, cfg_path);
     if (m->scheme == SCHEME_T5) {
         scheme s;
-        api_error inner;
+        desc_error inner;
         if (!model_has(m, W_T5_BIAS))
             return model_fail(err, MODEL_E_TENSOR, "%s: no tensor t5_bias, which "
                             "scheme t5 (%s) needs", src, cfg_path);
@@ -113,7 +113,7 @@ static int check_contract_weights(const model *m, const char *cfg_path, const ch
 static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
                        model_error *err)
 {
-    api_error inner;
+    desc_error inner;
 
     if (model_parse_description(cfg, "", false, m, &inner))
         return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
@@ -129,7 +129,7 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
     hf_load h = {.config_path = cfg_path, .config = cfg, .weights = w, .layer = layer, .m = m,
                  .warn = warn};
-    api_error inner;
+    desc_error inner;
     scheme check;
 
     if (!type)
@@ -168,7 +168,7 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
  * for /info. The dtype on disk is the weights' common one, or "mixed". */
 static int finish(model *m, const char *where, model_error *err)
 {
-    api_error inner;
+    desc_error inner;
 
     if (model_fuse(m, &inner))
         return rewrap(err, MODEL_E_NOMEM, where, &inner);

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "json/json_error.h"
+
 typedef enum model_error_kind {
     MODEL_E_FILE = 0, /* a file is missing, unreadable, not a regular file or malformed */
     MODEL_E_KEY,      /* a config.json key is missing or has the wrong type */
@@ -48,5 +50,43 @@ typedef struct model_warner {
 
 /* Format and pass one warning to w (NULL or w->fn NULL: dropped). */
 void model_warn(const model_warner *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * What is wrong with a described model or scheme: an inline model, a
+ * request's or a config's params (model.h, scheme.h). The model layer's own
+ * kinds, or DESC_E_JSON when a typed JSON reader (api/json) refused a value
+ * and said why in its own kind; api/model_errors.h maps both to the
+ * contract's status and code, in one place. The text and the JSON path at
+ * fault are in `json` in every case (json.kind is JSON_E_NONE unless
+ * kind is DESC_E_JSON).
+ */
+typedef enum desc_error_kind {
+    DESC_E_JSON = 0,       /* a reader refused a value (a type, a choice, an
+                              unknown key, a number): json.kind says how */
+    DESC_E_TYPE,           /* a value of the wrong type (params.scaling not an object) */
+    DESC_E_KEY,            /* a key missing, or given with one it excludes */
+    DESC_E_SHAPE,          /* dimensions or weight shapes that disagree */
+    DESC_E_RANGE,          /* a value outside the range its neighbours allow */
+    DESC_E_TOO_LARGE,      /* past a size limit */
+    DESC_E_MISSING_WEIGHT, /* the description needs a weight it does not give */
+    DESC_E_NO_MEMORY       /* an allocation failed */
+} desc_error_kind;
+
+typedef struct desc_error {
+    desc_error_kind kind;
+    json_error json; /* message and field; where the readers report */
+} desc_error;
+
+/* Record an error; field may be NULL. Returns -1. */
+int desc_fail(desc_error *err, desc_error_kind kind, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* An allocation failed; returns -1. */
+int desc_fail_oom(desc_error *err);
+
+/* The result rc of a typed JSON reader that reported into &err->json: on
+ * failure err->kind becomes DESC_E_JSON. Returns rc:
+ * `if (desc_json(err, jf_int(..., &err->json)))`. */
+int desc_json(desc_error *err, int rc);
 
 #endif /* MODEL_ERROR_H */

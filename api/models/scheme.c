@@ -66,7 +66,7 @@ static double get_mscale(double scale, double m)
 
 /* A yarn attention factor derived from mscale / mscale_all_dim must be a
  * usable scale (> 0), as an explicit attention_factor must be. */
-static int check_yarn_attention(const pe_rope_scaling *sc, const char *path, api_error *err)
+static int check_yarn_attention(const pe_rope_scaling *sc, const char *path, desc_error *err)
 {
     if (sc->type != PE_ROPE_SCALING_YARN || sc->has_attention_factor || !sc->has_mscale ||
         sc->mscale == 0.0 || !sc->has_mscale_all_dim || sc->mscale_all_dim == 0.0)
@@ -75,7 +75,7 @@ static int check_yarn_attention(const pe_rope_scaling *sc, const char *path, api
     if (att > 0 && isfinite(att))
         return 0;
     jpath at = jpath_key(path, "mscale");
-    return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+    return desc_fail(err, DESC_E_RANGE, at.s,
                     "the attention factor derived from %s and mscale_all_dim is %g; it must be "
                     "> 0", at.s, att);
 }
@@ -110,7 +110,7 @@ static const char *const *const scaling_required[] = {
 };
 
 static int parse_scaling(const json_doc *doc, const json_t *v, const char *path, scheme *s,
-                         api_error *err)
+                         desc_error *err)
 {
     pe_rope_scaling *sc = &s->scaling;
     const json_t *type = jf_get(v, "type"), *rope_type = NULL;
@@ -119,23 +119,23 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     int64_t orig;
 
     if (!json_is_object(v))
-        return api_fail(err, API_E_INVALID_REQUEST, path, "%s must be an object", path);
+        return desc_fail(err, DESC_E_TYPE, path, "%s must be an object", path);
     rope_type = jf_get(v, "rope_type");
     if (type && rope_type && !json_equal(type, rope_type))
-        return api_fail(err, API_E_INVALID_REQUEST, path, "%s.type and %s.rope_type disagree",
+        return desc_fail(err, DESC_E_KEY, path, "%s.type and %s.rope_type disagree",
                         path, path);
-    if (api_json(err, jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present, &which, &err->json)))
+    if (desc_json(err, jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "type");
-        return api_fail(err, API_E_INVALID_REQUEST, at.s, "missing field '%s'", at.s);
+        return desc_fail(err, DESC_E_KEY, at.s, "missing field '%s'", at.s);
     }
-    if (api_json(err, jf_check_object(v, path, scaling_keys[which], &err->json)))
+    if (desc_json(err, jf_check_object(v, path, scaling_keys[which], &err->json)))
         return -1;
     for (const char *const *k = scaling_required[which]; *k; k++)
         if (!jf_get(v, *k)) {
             jpath at = jpath_key(path, *k);
-            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+            return desc_fail(err, DESC_E_KEY, at.s,
                             "missing field '%s' (required for %s scaling)", at.s,
                             scaling_types[which]);
         }
@@ -147,18 +147,18 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     memset(sc, 0, sizeof *sc);
     sc->type = scaling_type_values[which];
     sc->truncate = true;
-    if (api_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
+    if (desc_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
                   &sc->attention_factor, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
+        desc_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
                   &sc->mscale_all_dim, &err->json)) ||
-        api_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, &err->json)) ||
-        api_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, &err->json)) ||
-        api_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
+        desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, &err->json)) ||
+        desc_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
                &orig, &err->json)))
         return -1;
     if (present)
@@ -169,15 +169,15 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
         sc->beta_slow = 1.0;
     if (sc->type == PE_ROPE_SCALING_LLAMA3 && !(sc->high_freq_factor > sc->low_freq_factor)) {
         jpath at = jpath_key(path, "high_freq_factor");
-        return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+        return desc_fail(err, DESC_E_RANGE, at.s,
                         "%s must be greater than low_freq_factor", at.s);
     }
     if (sc->type == PE_ROPE_SCALING_LONGROPE) {
         jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");
         /* settings, read in double (contract 1.1), not float32 data */
-        if (api_json(err, double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true, &s->short_factor,
+        if (desc_json(err, double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true, &s->short_factor,
                                   &s->short_len, &err->json)) ||
-            api_json(err, double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true, &s->long_factor,
+            desc_json(err, double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true, &s->long_factor,
                                   &s->long_len, &err->json)))
             return -1;
         sc->short_factor = s->short_factor;
@@ -191,27 +191,27 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
 /* The keys of params present override *s (already the model's or the
  * defaults). */
 static int parse_rope(const json_doc *doc, const json_t *params, const char *path, scheme *s,
-                      api_error *err)
+                      desc_error *err)
 {
     bool present;
     int64_t n;
     int layout = s->rope_layout == PE_ROPE_INTERLEAVED;
     static const char *const layouts[] = {"half", "interleaved", NULL};
 
-    if (api_json(err, jf_number(doc, params, path, "base", true, &present, &s->base, &err->json)) ||
-        api_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &layout, &err->json)))
+    if (desc_json(err, jf_number(doc, params, path, "base", true, &present, &s->base, &err->json)) ||
+        desc_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &layout, &err->json)))
         return -1;
     s->rope_layout = layout ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF;
-    if (api_json(err, jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present)
         s->head_dim = (size_t)n;
-    if (api_json(err, jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present)
         s->rotary_dim = (size_t)n;
     double factor;
-    if (api_json(err, jf_number(doc, params, path, "partial_rotary_factor", true, &present, &factor, &err->json)))
+    if (desc_json(err, jf_number(doc, params, path, "partial_rotary_factor", true, &present, &factor, &err->json)))
         return -1;
     if (present) {
         s->has_partial_rotary_factor = true;
@@ -219,12 +219,12 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
     }
     if (s->rotary_dim && s->has_partial_rotary_factor) {
         jpath at = jpath_key(path, "partial_rotary_factor");
-        return api_fail(err, API_E_INVALID_REQUEST, at.s,
+        return desc_fail(err, DESC_E_KEY, at.s,
                         "give rotary_dim or partial_rotary_factor, not both");
     }
     if (s->has_partial_rotary_factor && s->partial_rotary_factor > 1) {
         jpath at = jpath_key(path, "partial_rotary_factor");
-        return api_fail(err, API_E_OUT_OF_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
+        return desc_fail(err, DESC_E_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
                         s->partial_rotary_factor);
     }
     const json_t *scaling = jf_get(params, "scaling");
@@ -237,10 +237,10 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
 }
 
 static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, int64_t hi,
-                      api_error *err)
+                      desc_error *err)
 {
     jpath at = jpath_key(path, key);
-    return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+    return desc_fail(err, DESC_E_RANGE, at.s,
                     "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
                     at.s, v, lo, hi);
 }
@@ -248,15 +248,15 @@ static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, 
 /* num_buckets and max_distance bound each other: checked on the merged
  * values, whichever side (model or request) gave them. */
 static int parse_t5(const json_doc *doc, const json_t *params, const char *path, scheme *s,
-                    api_error *err)
+                    desc_error *err)
 {
     bool present;
     int64_t n;
 
-    if (api_json(err, jf_bool(params, path, "bidirectional", &present, &s->bidirectional, &err->json)))
+    if (desc_json(err, jf_bool(params, path, "bidirectional", &present, &s->bidirectional, &err->json)))
         return -1;
     int64_t lo = s->bidirectional ? 4 : 2, hi = 1 << 20;
-    if (api_json(err, jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
         return -1;
     if (present) {
         s->num_buckets = (size_t)n;
@@ -269,7 +269,7 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
     size_t exact = (s->bidirectional ? s->num_buckets / 2 : s->num_buckets) / 2;
     lo = (int64_t)exact + 1;
     hi = (int64_t)1 << 40;
-    if (api_json(err, jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
         return -1;
     if (present) {
         s->max_distance = n;
@@ -279,7 +279,7 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
         return range_fail(path, "max_distance", s->max_distance, lo, hi, err);
     if (!s->given_max_distance && s->max_distance <= (int64_t)exact) {
         jpath at = jpath_key(path, "max_distance");
-        return api_fail(err, API_E_OUT_OF_RANGE, at.s,
+        return desc_fail(err, DESC_E_RANGE, at.s,
                         "the default max_distance %lld is too small for num_buckets %zu",
                         (long long)s->max_distance, s->num_buckets);
     }
@@ -317,13 +317,13 @@ int scheme_copy(const scheme *from, scheme *to)
 }
 
 int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
-                 scheme *out, api_error *err)
+                 scheme *out, desc_error *err)
 {
     return scheme_decode(NULL, kind, params, path, NULL, out, err);
 }
 
 int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
-                  const char *path, const scheme *base, scheme *out, api_error *err)
+                  const char *path, const scheme *base, scheme *out, desc_error *err)
 {
     bool present;
     int which = 0;
@@ -333,7 +333,7 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
 
     if (base && base->kind == kind) {
         if (scheme_copy(base, out))
-            return api_fail_oom(err);
+            return desc_fail_oom(err);
     } else {
         scheme_defaults(kind, out);
     }
@@ -341,11 +341,11 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
         params = empty = json_object();
     if (!params) {
         scheme_free(out);
-        return api_fail_oom(err);
+        return desc_fail_oom(err);
     }
     double score_scale;
-    if (api_json(err, jf_check_object(params, path, keys_by_kind[kind], &err->json)) ||
-        api_json(err, jf_number(doc, params, path, "score_scale", false, &present, &score_scale, &err->json)))
+    if (desc_json(err, jf_check_object(params, path, keys_by_kind[kind], &err->json)) ||
+        desc_json(err, jf_number(doc, params, path, "score_scale", false, &present, &score_scale, &err->json)))
         goto out;
     if (present) {
         out->has_score_scale = true;
@@ -355,8 +355,8 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
     case SCHEME_SINUSOIDAL: {
         static const char *const layouts[] = {"interleaved", "split", NULL};
         which = out->sin_layout == PE_SIN_SPLIT;
-        if (api_json(err, jf_number(doc, params, path, "base", true, &present, &out->base, &err->json)) ||
-            api_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &which, &err->json)))
+        if (desc_json(err, jf_number(doc, params, path, "base", true, &present, &out->base, &err->json)) ||
+            desc_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &which, &err->json)))
             goto out;
         out->sin_layout = which ? PE_SIN_SPLIT : PE_SIN_INTERLEAVED;
         break;
@@ -366,15 +366,18 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
             goto out;
         break;
     case SCHEME_ALIBI: {
-        static const char *const forms[] = {"symmetric", "bloom", NULL};
-        if (api_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+        /* indexed by pe_alibi_form */
+        static const char *const forms[] = {[PE_ALIBI_SYMMETRIC] = "symmetric",
+                                            [PE_ALIBI_BLOOM] = "bloom",
+                                            [PE_ALIBI_MPT] = "mpt", NULL};
+        if (desc_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
             goto out;
         if (present)
             out->heads = (size_t)n;
-        which = out->alibi_form == PE_ALIBI_BLOOM;
-        if (api_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
+        which = (int)out->alibi_form;
+        if (desc_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
             goto out;
-        out->alibi_form = which ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
+        out->alibi_form = (pe_alibi_form)which;
         break;
     }
     case SCHEME_T5:

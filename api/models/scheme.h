@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
+#include "models/model_error.h"
 #include "posenc.h"
 #include "json/json_doc.h"
 
@@ -61,9 +61,9 @@ typedef struct scheme {
 
 /* Decode params (an object, or NULL for none) of the scheme `kind`. path is
  * the JSON path of params for messages ("params", "model.params"). Unknown
- * keys -> 400. On success *out may own arrays: free with scheme_free. */
+ * keys: DESC_E_JSON. On success *out may own arrays: free with scheme_free. */
 int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
-                 scheme *out, api_error *err);
+                 scheme *out, desc_error *err);
 
 /* scheme_parse() for a request: numeric arrays are read from doc (may be
  * NULL), and when base (may be NULL) is a scheme of the same kind, params
@@ -71,7 +71,7 @@ int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
  * they start from the defaults. Every number, lists included, is read in
  * double. */
 int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
-                  const char *path, const scheme *base, scheme *out, api_error *err);
+                  const char *path, const scheme *base, scheme *out, desc_error *err);
 
 /* A deep copy (arrays included) of *from into *to: 0, or -1 on allocation
  * failure with *to empty. */

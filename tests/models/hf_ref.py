@@ -443,10 +443,10 @@ def mpt(cfg, w, x, positions, layer, prefix="transformer."):
     None), MptAttention.forward (Wqkv without bias, chunk(3); scores =
     q.k * softmax_scale + position_bias). HF's raw bias is
     slope*(j - (T-1)) (build_mpt_alibi_tensor over max_seq_len keys, the
-    last T kept); it is returned as "hf_bias"/"hf_scores". "bias" and
-    "scores" are the same with the per-head constant slope*(T-1) added back,
-    i.e. slope*j: the form posenc serves until an exact "mpt" form is
-    exposed (equal after the causal mask and softmax)."""
+    last T kept), what posenc's alibi form "mpt" serves: "bias" and "scores"
+    (also as "hf_bias"/"hf_scores"). "bloom_bias"/"bloom_scores" are the
+    same with the per-head constant slope*(T-1) added back, slope*j (equal
+    after the causal mask and softmax)."""
     d, H = cfg["d_model"], cfg["n_heads"]
     hd = d // H
     p = f"{prefix}blocks.{layer}."
@@ -459,9 +459,11 @@ def mpt(cfg, w, x, positions, layer, prefix="transformer."):
     max_len = cfg.get("max_seq_len", 2048)
     full = np.arange(1 - max_len, 1, dtype=np.float64)[None, None, :] * slopes[:, None, None]
     hf_bias = np.broadcast_to(full[:, :, max_len - T:], (H, T, T))
-    bias = hf_bias + (slopes * (T - 1))[:, None, None]
-    return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, scale, bias),
-            "hf_bias": hf_bias, "hf_scores": scores(q, k, H, H, hd, scale, hf_bias)}
+    bloom_bias = hf_bias + (slopes * (T - 1))[:, None, None]
+    hf_scores = scores(q, k, H, H, hd, scale, hf_bias)
+    return {"q": q, "k": k, "v": v, "bias": hf_bias, "scores": hf_scores,
+            "hf_bias": hf_bias, "hf_scores": hf_scores, "bloom_bias": bloom_bias,
+            "bloom_scores": scores(q, k, H, H, hd, scale, bloom_bias)}
 
 
 # ------------------------------------- q/k norms and score transforms (MODELS3)

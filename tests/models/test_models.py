@@ -317,6 +317,27 @@ def softmax_causal(s):
     return e / e.sum(-1, keepdims=True)
 
 
+def mpt_form_encode(srv):
+    """/encode alibi form "mpt" with explicit, unordered positions:
+    slope*(p_j - p_last) (the last token's position, not the largest), with
+    build_mpt_alibi_tensor's slopes, for head counts with and without a
+    power of two; and the form in a request overrides a model's."""
+    pos = np.array([0, 3, 1, 10, 4])
+    for heads in (4, 6, 12):
+        st, r = srv.request("/encode", {"scheme": "alibi", "shape": [5, 2],
+                                        "params": {"heads": heads, "form": "mpt"},
+                                        "positions": pos.tolist()})
+        want = hf_ref.mpt_slopes(heads)[:, None, None] * \
+            (pos[None, None, :] - pos[-1]).astype(np.float64) * np.ones((heads, 5, 1))
+        if C.check(st == 200, f"/encode alibi form mpt, {heads} heads: status {st} {r}"):
+            C.close(f"/encode alibi form mpt, {heads} heads: bias", arr(r, "bias"), want)
+    st, r = srv.request("/encode", {"scheme": "alibi", "shape": [2, 2],
+                                    "params": {"heads": 2, "form": "gpt"}})
+    C.check(st == 400 and r["error"].get("field") == "params.form" and
+            "mpt" in r["error"]["message"],
+            f"/encode alibi form gpt -> 400 naming params.form and the forms, got {st} {r}")
+
+
 def falcon_mpt_checks(root):
     cases = falcon_mpt_cases()
     args = []
@@ -327,17 +348,20 @@ def falcon_mpt_checks(root):
     with Server(args) as srv:
         for c in cases.values():
             run_case(srv, c)
-        # MPT: posenc's bias is HF's raw one plus slope*(T-1) per head, so
-        # the attention weights (causal softmax) are HF's exactly
+        # MPT: alibi form "mpt" is HF's raw bias, slope*(j - (T-1)): the raw
+        # scores and bias are HF's, not only their causal softmax
         for name in ("mpt", "mpt_bf16", "mpt_f16"):
             c = cases[name]
             x = RNG.standard_normal((9, c.d)).astype(np.float32)
             st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
-                                           "return": ["scores"]})
+                                           "return": ["scores", "bias"]})
             want = c.reference(x.astype(np.float64), np.arange(9))
             if C.check(st == 200, f"{name}: scores status {st}"):
-                C.close(f"{name}: causal softmax of scores = HF's (raw bias shifted)",
-                        softmax_causal(arr(r, "scores")), softmax_causal(want["hf_scores"]))
+                C.close(f"{name}: raw scores = HF's", arr(r, "scores"), want["hf_scores"])
+                C.close(f"{name}: raw bias = HF's", arr(r, "bias"), want["hf_bias"])
+                C.close(f"{name}: causal softmax = the bloom form's",
+                        softmax_causal(arr(r, "scores")), softmax_causal(want["bloom_scores"]))
+        mpt_form_encode(srv)
         st, info = srv.request("/info")
         models = {m["name"]: m for m in info["models"]}
         check_info_cases(models, cases)
@@ -349,7 +373,7 @@ def falcon_mpt_checks(root):
                 models["falcon_perhead_f16"]["params"]["base"] == 500,
                 "/info falcon per-head: 6 kv heads, rope_theta 500")
         m = models["mpt_bf16"]
-        C.check(m["scheme"] == "alibi" and m["params"].get("form") == "bloom" and
+        C.check(m["scheme"] == "alibi" and m["params"].get("form") == "mpt" and
                 m["params"].get("score_scale") == 0.3 and m["norm"]["type"] == "layernorm" and
                 "norm_bias" not in m["weights"],
                 f"/info mpt: alibi, softmax_scale as score_scale, weight-only LayerNorm: {m}")
@@ -359,8 +383,8 @@ def falcon_mpt_checks(root):
         C.check(status == 0, f"falcon/mpt: server exits 0 (got {status})")
         err = srv.stderr()
         C.check(sanitizer_clean(err), f"server stderr clean: {err[-800:]}")
-        C.check(err.count("posenc serves alibi form 'bloom'") >= 4,
-                f"each MPT model warns about its bias form at start-up: {err[-1200:]}")
+        C.check("alibi form" not in err,
+                f"no MPT model warns about its bias form (served exactly): {err[-1200:]}")
 
 
 def falcon_mpt_malformed(root):
