@@ -17,12 +17,6 @@
 #include "json/array_writer.h"
 #include "respond.h"
 
-void diag_require_finite_best(pe_dx_result *r)
-{
-    if (r->verdict == PE_DX_EXPLAINED && !isfinite(r->best_errors.max_abs))
-        r->verdict = PE_DX_UNEXPLAINED;
-}
-
 /* Which claim schemes each subject can be read under. */
 static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err)
 {

@@ -101,10 +101,11 @@ void diag_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index);
  * becomes unexplained: `best` must reproduce what it explains. */
 void diag_require_finite_best(pe_dx_result *r);
 
-/* ---- q/k/v (diagnose_qkv.c) ------------------------------------------ */
-
-/* got[n] against want[n] as pe_dx_errors (the lib's measure). */
+/* got[n] against want[n] as pe_dx_errors (the lib's measure;
+ * diagnose_compare.c, as diag_require_finite_best). */
 pe_dx_errors diag_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol);
+
+/* ---- q/k/v (diagnose_qkv.c) ------------------------------------------ */
 
 /* Answer a DX_QKV request into *sb (a complete JSON object). */
 int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_error *err);

@@ -46,28 +46,6 @@ static void work_free(qkv_work *w)
     pe_dx_result_free(&w->res[1]);
 }
 
-pe_dx_errors diag_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol)
-{
-    pe_dx_errors e = {0};
-    size_t bad = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]), w = fabs((double)want[i]);
-        if (d > tol.atol + tol.rtol * w)
-            bad++;
-        if (w > 0 && d / w > e.max_rel)
-            e.max_rel = d / w;
-        if (d > e.max_abs || i == 0) {
-            e.max_abs = d;
-            e.worst = i;
-            e.got = got[i];
-            e.want = want[i];
-        }
-    }
-    e.mismatched = n ? (double)bad / (double)n : 0.0;
-    return e;
-}
-
 /* Heads of a [rows][cols] array (head_dim wide) with a value outside tol. */
 static void write_heads_differing(strbuf *sb, const float *got, const float *want, size_t rows,
                                   size_t cols, size_t head_dim, pe_dx_tolerance tol)

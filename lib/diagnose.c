@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 static bool angle_kind(pe_dx_kind kind)
 {

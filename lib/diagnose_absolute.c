@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 #define MAX_FINALISTS 4
 

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
                            double *m)

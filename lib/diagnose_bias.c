@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 /* The slope sets clients get wrong: the paper's, the power-of-two formula
  * used for any head count, and the paper's for the next power of two. */

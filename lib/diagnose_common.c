@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 const char *pe_dx_code_name(pe_dx_code code)
 {

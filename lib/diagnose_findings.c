@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 typedef struct sink {
     pe_dx_finding *out;

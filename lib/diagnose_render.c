@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "diagnose_internal.h"
+#include "diagnose_common.h"
 
 /* The slack a precision explains on a value of amplitude amp at p. */
 static float precision_slack(pe_dx_precision prec, double amp, double p)

@@ -1,9 +1,9 @@
 /*
- * diagnose_internal.h - what the diagnose*.c sources share; not public
+ * diagnose_common.h - what the diagnose*.c sources share; not public
  * (pe_diagnose.h is). Nothing here keeps state.
  */
-#ifndef PE_DIAGNOSE_INTERNAL_H
-#define PE_DIAGNOSE_INTERNAL_H
+#ifndef PE_DIAGNOSE_COMMON_H
+#define PE_DIAGNOSE_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -110,4 +110,4 @@ pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v,
 pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v,
                            pe_dx_tolerance tol, pe_dx_errors *out, bool *full);
 
-#endif /* PE_DIAGNOSE_INTERNAL_H */
+#endif /* PE_DIAGNOSE_COMMON_H */
