@@ -13,6 +13,15 @@
  * thread that read it (saving the hand-over to a worker, about 50 us).
  * Bigger bodies mean long computations: they always go to the workers. */
 #define INLINE_MAX_BODY ((size_t)64 * 1024)
+/* A body up to this size computes on any HTTP thread, the last idle one
+ * included: its work is tens of microseconds (S1 of the benchmark, 16x64
+ * numbers, is 11 KiB and ~50 us), less than handing it to a worker and
+ * back costs (a suspend, a wake-up, a resume through libmicrohttpd's
+ * event pipe), and a probe arriving meanwhile waits no longer than that.
+ * Measured: S1 +20-30% req/s on 2 cores. The worst case such a body can
+ * ask for is /apply with ~3000 token_ids on the default model (tens of ms),
+ * which then delays a probe on that thread by as much. */
+#define ANY_THREAD_MAX_BODY ((size_t)16 * 1024)
 
 struct compute_gate {
     compute_gate_config cfg;
@@ -92,10 +101,12 @@ bool compute_gate_run_inline(compute_gate *g, size_t body_len,
 {
     if (body_len > INLINE_MAX_BODY)
         return false;
-    /* At least one other HTTP thread stays free for probes and 503s. */
+    /* At least one other HTTP thread stays free for probes and 503s,
+     * unless the work is too small to matter. */
+    unsigned keep_free = body_len <= ANY_THREAD_MAX_BODY ? 0 : 1;
     unsigned n = atomic_load(&g->inline_running);
     do {
-        if (n + 1 >= g->cfg.http_threads)
+        if (n + keep_free >= g->cfg.http_threads)
             return false;
     } while (!atomic_compare_exchange_weak(&g->inline_running, &n, n + 1));
     bool claimed = work_pool_try_claim(g->pool);

@@ -7,7 +7,8 @@
  * request ends (compute_gate_leave). Its computation then runs under one of
  * --workers permits (work_pool.h): on the HTTP thread that read it when the
  * body is small, a permit is free, nothing is queued and another HTTP
- * thread stays idle (compute_gate_run_inline), else on a worker thread
+ * thread stays idle (or the body is tiny: then any HTTP thread computes it,
+ * see compute_gate.c) (compute_gate_run_inline), else on a worker thread
  * (compute_gate_queue).
  *
  * OpenMP teams are set once per thread, never per request. libgomp keeps
@@ -34,7 +35,8 @@ typedef struct compute_gate compute_gate;
 typedef struct compute_gate_config {
     unsigned max_inflight; /* requests admitted at once */
     unsigned workers;      /* compute permits and worker threads */
-    unsigned http_threads; /* libmicrohttpd threads (one always stays free) */
+    unsigned http_threads; /* libmicrohttpd threads (one stays free, but
+                              for tiny bodies) */
     unsigned omp_threads;  /* team of a request computing alone (>= 1) */
 } compute_gate_config;
 

@@ -6,7 +6,6 @@
 #include "conn_guard.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
@@ -15,9 +14,15 @@
 #include <time.h>
 
 #include "access_log.h"
+#include "heap_policy.h"
 #include "mono_clock.h"
 
 #define WATCH_PERIOD_NS 100000000L /* the watchdog looks every 100 ms */
+/* Freed heap memory goes back to the system once no request has run for
+ * this long (heap_policy.h). Long against the gaps inside a burst of
+ * requests, short against a person's wait for memory to come back; the
+ * soak (tests/soak/run.sh) reads resident memory 2 s after its load. */
+#define IDLE_TRIM_NS 1000000000LL
 
 struct conn_guard {
     pthread_mutex_t lock;      /* the list, open count, stopping */
@@ -30,7 +35,8 @@ struct conn_guard {
     bool stopping;
     bool thread_started;
     pthread_t thread;
-    atomic_bool trim_wanted;
+    const atomic_uint *in_flight; /* requests under way (the daemon's) */
+    _Atomic uint64_t requests_done; /* ever, for the idle trim */
     _Atomic uint64_t timed_out;
     _Atomic uint64_t over_limit;
 };
@@ -75,9 +81,37 @@ static void reap_hung_up(conn_guard *g)
     }
 }
 
+/* The watchdog's view of the heap, for the idle trim. */
+typedef struct idle_trim {
+    uint64_t seen_done;  /* requests_done when last looked at */
+    int64_t idle_since;  /* mono_now_ns() of the last activity seen */
+    bool dirty;          /* requests ran since the last trim */
+} idle_trim;
+
+/* Whether the heap should be trimmed now: requests ran since the last
+ * trim, and none has run or finished for IDLE_TRIM_NS. */
+static bool idle_trim_due(conn_guard *g, idle_trim *t, int64_t now)
+{
+    uint64_t done = atomic_load_explicit(&g->requests_done,
+                                         memory_order_relaxed);
+    bool busy = g->in_flight != NULL &&
+                atomic_load_explicit(g->in_flight, memory_order_relaxed) > 0;
+    if (done != t->seen_done || busy) {
+        t->dirty = t->dirty || done != t->seen_done;
+        t->seen_done = done;
+        t->idle_since = now;
+        return false;
+    }
+    if (!t->dirty || now - t->idle_since < IDLE_TRIM_NS)
+        return false;
+    t->dirty = false;
+    return true;
+}
+
 static void *watchdog_main(void *arg)
 {
     conn_guard *g = arg;
+    idle_trim trim = {.idle_since = mono_now_ns()};
 
     pthread_mutex_lock(&g->lock);
     while (!g->stopping) {
@@ -93,7 +127,8 @@ static void *watchdog_main(void *arg)
             break;
         if (rc != 0 && rc != ETIMEDOUT)
             continue;
-        unsigned n = g->timeout_ns > 0 ? expire(g, mono_now_ns()) : 0;
+        int64_t now = mono_now_ns();
+        unsigned n = g->timeout_ns > 0 ? expire(g, now) : 0;
         reap_hung_up(g);
         pthread_mutex_unlock(&g->lock);
 
@@ -104,10 +139,10 @@ static void *watchdog_main(void *arg)
                     "--request-timeout (%lld s)",
                     n, n == 1 ? "" : "s", (long long)(g->timeout_ns / 1000000000LL));
         }
-        /* glibc keeps freed memory of big requests in its arenas; hand it
-         * back (TEI does this every 100 ms; here only after big requests). */
-        if (atomic_exchange(&g->trim_wanted, false))
-            malloc_trim(0);
+        /* Freed memory stays in the heaps for the next requests while the
+         * server is busy, and goes back once it is idle (heap_policy.h). */
+        if (idle_trim_due(g, &trim, now))
+            heap_policy_trim();
         pthread_mutex_lock(&g->lock);
     }
     pthread_mutex_unlock(&g->lock);
@@ -115,7 +150,7 @@ static void *watchdog_main(void *arg)
 }
 
 conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
-                           log_format fmt)
+                           log_format fmt, const atomic_uint *in_flight)
 {
     conn_guard *g = calloc(1, sizeof *g);
     if (g == NULL)
@@ -129,7 +164,8 @@ conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
     g->max_connections = max_connections;
     g->timeout_ns = (int64_t)request_timeout_s * 1000000000LL;
     g->fmt = fmt;
-    atomic_init(&g->trim_wanted, false);
+    g->in_flight = in_flight;
+    atomic_init(&g->requests_done, 0);
     atomic_init(&g->timed_out, 0);
     atomic_init(&g->over_limit, 0);
     if (pthread_create(&g->thread, NULL, watchdog_main, g) != 0) {
@@ -219,9 +255,9 @@ void conn_guard_disarm(conn_entry *e)
         atomic_store_explicit(&e->deadline_ns, 0, memory_order_relaxed);
 }
 
-void conn_guard_request_trim(conn_guard *g)
+void conn_guard_request_done(conn_guard *g)
 {
-    atomic_store(&g->trim_wanted, true);
+    atomic_fetch_add_explicit(&g->requests_done, 1, memory_order_relaxed);
 }
 
 void conn_guard_get_stats(conn_guard *g, conn_guard_stats *out)

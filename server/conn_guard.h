@@ -20,6 +20,9 @@
  * read, the body can never complete, and the socket is shut down, so that
  * libmicrohttpd ends the request (logged 499) at once.
  *
+ * The watchdog also gives freed heap memory back once the server has been
+ * idle for a second (heap_policy.h); while busy, requests reuse it.
+ *
  * The same registry counts connections: one beyond --max-connections is
  * marked over the limit (libmicrohttpd is allowed a few more, so that such
  * a client gets a 503 instead of hanging in the listen backlog).
@@ -61,10 +64,11 @@ typedef struct conn_guard_stats {
 } conn_guard_stats;
 
 /* New registry and watchdog for max_connections and request_timeout_s
- * (0 = no deadlines). NULL when out of memory or the thread cannot
- * start. */
+ * (0 = no deadlines). in_flight (borrowed, may be NULL) counts the requests
+ * under way: the idle trim waits for it to be 0. NULL when out of memory
+ * or the thread cannot start. */
 conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
-                           log_format fmt);
+                           log_format fmt, const atomic_uint *in_flight);
 
 /* Stops the watchdog and frees the registry; accepts NULL. Every
  * connection must have been closed (the daemon stopped). */
@@ -87,9 +91,10 @@ void conn_guard_await_body(conn_entry *e, bool on);
 /* The server is working (the request is complete): no deadline. */
 void conn_guard_disarm(conn_entry *e);
 
-/* Asks the watchdog to return free heap memory to the system soon (after
- * a large request: glibc keeps freed memory in its arenas otherwise). */
-void conn_guard_request_trim(conn_guard *g);
+/* A request has ended. Once none has run for a second, the watchdog
+ * returns the heaps' free memory to the system (heap_policy.h), once per
+ * idle period: while requests keep coming, their buffers are reused. */
+void conn_guard_request_done(conn_guard *g);
 
 void conn_guard_get_stats(conn_guard *g, conn_guard_stats *out);
 

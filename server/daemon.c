@@ -40,9 +40,6 @@
  * answered 503 (probes are served) and closed, rather than left waiting in
  * the listen backlog with no answer. Past these, new connections wait. */
 #define CONNECTION_OVERFLOW 16u
-/* A request or response this big asks for freed heap to go back to the
- * system afterwards (see conn_guard_request_trim). */
-#define TRIM_AFTER_BYTES ((uint64_t)4 << 20)
 
 _Static_assert(ROUTE_COUNT <= METRICS_MAX_ROUTES,
                "raise METRICS_MAX_ROUTES to label every route");
@@ -735,8 +732,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     body_stream_detach(req->stream); /* it may outlive the request */
     /* The next request on this connection must arrive in time. */
     conn_guard_arm(srv->guard, req->ce);
-    if (s.bytes_in + s.bytes_out >= TRIM_AFTER_BYTES)
-        conn_guard_request_trim(srv->guard);
+    conn_guard_request_done(srv->guard); /* for the idle trim */
     api_response_free(&req->reply.api);
     drop_body(req);
     free(req);
@@ -807,7 +803,7 @@ int daemon_start(server_ctx *srv)
         srv->route_labels[i] = route_label(i);
     metrics_init(&srv->metrics, srv->route_labels, ROUTE_COUNT);
     srv->guard = conn_guard_new(cfg->max_connections, cfg->request_timeout_s,
-                                cfg->log_format);
+                                cfg->log_format, &srv->metrics.in_flight);
     const compute_gate_config gc = {
         .max_inflight = cfg->max_inflight,
         .workers = cfg->workers,

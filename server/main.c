@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "heap_policy.h"
 #include "models.h"
 #include "probe.h"
 #include "server.h"
@@ -26,6 +27,9 @@ int main(int argc, char **argv)
     }
     if (cfg.check)
         return probe_healthz(&cfg);
+
+    /* Before any thread exists (malloc arenas, see heap_policy.h). */
+    heap_policy_init();
 
     /* Before any thread exists, so that every thread inherits the mask. */
     sigset_t signals;
