@@ -53,6 +53,16 @@ typedef enum model_qk_norm {
     MODEL_QK_NORM_WIDTH
 } model_qk_norm;
 
+/* How the architecture's Hugging Face forward pass derives positions from
+ * an attention mask (contract v1.1, "Padding-aware positions"); what a
+ * request's attention_mask turns into (request_positions_from_mask). */
+typedef enum model_position_rule {
+    MODEL_POSITIONS_CUMSUM = 0, /* cumsum(mask) - 1, 1 where the mask is 0 (the default) */
+    MODEL_POSITIONS_BLOOM,      /* ALiBi key positions (cumsum(mask) - 1) * mask */
+    MODEL_POSITIONS_SLOT,       /* MPT: the slot index, the mask ignored */
+    MODEL_POSITIONS_PAD_IDS,    /* RoBERTa: cumsum(ids != pad) * (ids != pad) + pad */
+} model_position_rule;
+
 typedef struct model {
     char *name;            /* owned */
     char *source;          /* owned: "built-in ...", "inline", a file path */
@@ -81,6 +91,8 @@ typedef struct model {
     model_qk_norm qk_norm;
     double qk_norm_eps;
     double score_softcap;  /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    model_position_rule position_rule; /* positions from a mask or token_ids */
+    int64_t pad_token_id;  /* MODEL_POSITIONS_PAD_IDS only */
 } model;
 
 /* The built-in `default` model (contract "The default model"). Allocates;
