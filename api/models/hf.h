@@ -40,6 +40,10 @@ typedef int (*hf_loader)(hf_load *h, model_error *err);
 int hf_llama_load(hf_load *h, model_error *err);
 int hf_gpt2_load(hf_load *h, model_error *err);
 int hf_bert_load(hf_load *h, model_error *err);
+/* BERT's embeddings and layer under the first of `prefixes` that holds the
+ * layer (hf_bert.c): what RoBERTa shares with it. */
+int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err);
+int hf_roberta_load(hf_load *h, model_error *err); /* roberta, xlm-roberta */
 int hf_bloom_load(hf_load *h, model_error *err);
 int hf_t5_load(hf_load *h, model_error *err);
 int hf_gpt_neox_load(hf_load *h, model_error *err);

@@ -28,6 +28,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
+import mask_models  # noqa: E402
 import st_write  # noqa: E402
 from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
 
@@ -1017,6 +1018,7 @@ def main():
         new_arch_checks(root)
         falcon_mpt_checks(root)
         models3_checks(root)
+        mask_models.mask_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
