@@ -142,6 +142,9 @@ void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, 
         case MODEL_POSITIONS_SLOT: /* MPT's bias: the slot, whatever the mask */
             positions[t] = (int64_t)t;
             break;
+        case MODEL_POSITIONS_OPT: /* OPTLearnedPositionalEmbedding: -1 where masked */
+            positions[t] = seen * mask[t] - 1;
+            break;
         default: /* generate(): cumsum - 1, masked_fill_(mask == 0, 1) */
             positions[t] = mask[t] ? seen - 1 : 1;
             break;
@@ -303,6 +306,10 @@ static int decode_positions(request *rq, api_error *err)
             for (size_t t = 0; t < rq->tokens; t++)
                 rq->positions[b * rq->tokens + t] = offset + (int64_t)t;
     }
+    /* OPT: the table row of every position (a masked -1 reads row 1) */
+    int64_t table_offset = rq->model ? rq->model->table_offset : 0;
+    for (size_t i = 0; table_offset && i < rows; i++)
+        rq->positions[i] += table_offset;
     rq->max_position = 0;
     for (size_t i = 0; i < rows; i++)
         if (rq->positions[i] > rq->max_position)

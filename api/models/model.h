@@ -61,6 +61,7 @@ typedef enum model_position_rule {
     MODEL_POSITIONS_BLOOM,      /* ALiBi key positions (cumsum(mask) - 1) * mask */
     MODEL_POSITIONS_SLOT,       /* MPT: the slot index, the mask ignored */
     MODEL_POSITIONS_PAD_IDS,    /* RoBERTa: cumsum(ids != pad) * (ids != pad) + pad */
+    MODEL_POSITIONS_OPT,        /* cumsum(mask) * mask - 1 (then table_offset) */
 } model_position_rule;
 
 typedef struct model {
@@ -93,6 +94,8 @@ typedef struct model {
     double score_softcap;  /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;  /* MODEL_POSITIONS_PAD_IDS only */
+    int64_t table_offset;  /* added to every position of a request (OPT: 2,
+                              its table's first rows are never a position) */
 } model;
 
 /* The built-in `default` model (contract "The default model"). Allocates;

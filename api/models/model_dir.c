@@ -28,7 +28,7 @@ static const struct {
     {"falcon", hf_falcon_load}, {"mpt", hf_mpt_load},
     {"gemma2", hf_gemma2_load}, {"gemma3_text", hf_gemma3_load},
     {"qwen3", hf_qwen3_load}, {"olmo2", hf_olmo2_load},
-    {"roberta", hf_roberta_load}, {"xlm-roberta", hf_roberta_load},
+    {"roberta", hf_roberta_load}, {"xlm-roberta", hf_roberta_load}, {"opt", hf_opt_load},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -157,7 +157,7 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
     return model_fail(err, MODEL_E_VALUE, "%s: model_type '%.60s' is not supported "
                     "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5, gpt_neox, "
                     "phi, phi3, starcoder2, gemma, gemma2, gemma3_text, qwen3, olmo2, falcon, "
-                    "mpt, roberta, xlm-roberta; a config "
+                    "mpt, roberta, xlm-roberta, opt; a config "
                     "without model_type is posenc's own format)", cfg_path, type);
 }
 

@@ -210,6 +210,32 @@ def roberta(cfg, w, x, positions, layer, prefix="roberta."):
     return bert(cfg, w, x, positions, layer, prefix=prefix)
 
 
+def opt_positions(mask):
+    """modeling_opt.py OPTLearnedPositionalEmbedding.forward (past 0):
+    (cumsum(mask) * mask - 1), looked up at + offset 2."""
+    mask = np.asarray(mask, np.int64)
+    return np.cumsum(mask, axis=-1) * mask - 1
+
+
+def opt(cfg, w, x, positions, layer, prefix="model.decoder."):
+    """OPTDecoder.forward: h = embed_tokens(ids) + embed_positions(mask)
+    (positions are OPT's own, the table row is + 2); OPTDecoderLayer:
+    self_attn_layer_norm first when do_layer_norm_before; OPTAttention:
+    q/k/v nn.Linear (biases), scores q.k * head_dim^-0.5 (q_proj(h) is
+    returned without the scaling)."""
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    h = x
+    if layer == 0:
+        h = x + w[prefix + "embed_positions.weight"][np.asarray(positions) + 2]
+    if cfg.get("do_layer_norm_before", True):
+        p = f"{prefix}layers.{layer}.self_attn_layer_norm."
+        h = layer_norm(h, w[p + "weight"], w[p + "bias"], 1e-5)
+    p = f"{prefix}layers.{layer}.self_attn."
+    q, k, v = (h @ w[p + n + "_proj.weight"].T + w[p + n + "_proj.bias"] for n in "qkv")
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, H, hd, hd ** -0.5)}
+
+
 def bloom_slopes(n):
     """build_alibi_tensor's slopes."""
     cp = 2 ** math.floor(math.log2(n))

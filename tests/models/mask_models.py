@@ -1,7 +1,8 @@
 """Padding-aware positions on loaded checkpoints (contract v1.1): RoBERTa and
 XLM-RoBERTa (positions from token_ids, modeling_roberta.py
 create_position_ids_from_input_ids / create_position_ids_from_inputs_embeds),
-BLOOM (build_alibi_tensor's key positions from the mask), MPT (its bias
+OPT (modeling_opt.py OPTLearnedPositionalEmbedding: cumsum(mask) * mask - 1,
+row + 2; pre- and post-norm layers), BLOOM (build_alibi_tensor's key positions from the mask), MPT (its bias
 ignores the mask), and a rope model (generate()'s cumsum(mask) - 1) over
 HTTP against the numpy ports of hf_ref.py. Masked keys must read float32's
 lowest in bias and scores."""
@@ -85,6 +86,63 @@ def _roberta_embeddings(C, srv, name, ckpt, prefix, layer):
             C.close(f"{name} embeddings (layer {layer}): {k}", np.array(r[k]), want[k])
 
 
+def _opt_cases():
+    return {
+        "opt": (ck.opt(), "model.decoder.", 0, 0),
+        # opt-350m's post-norm layers (no norm before attention), sharded
+        "opt_post_f16": (ck.opt(seed=212, dtype="F16", do_layer_norm_before=False),
+                         "model.decoder.", 0, 2),
+        "opt_bf16": (ck.opt(seed=213, dtype="BF16", prefix="decoder."), "decoder.", 0, 0),
+        "opt_l1": (ck.opt(seed=214), "model.decoder.", 1, 0),
+    }
+
+
+def _opt(C, srv, name, ckpt, prefix, layer):
+    cfg, w = ckpt.config, ckpt.weights()
+    T = 6
+    if layer == 0:
+        table = w[prefix + "embed_tokens.weight"]
+        ids = np.array([[4, 9, 3, 7, 5, 8], [1, 1, 4, 9, 3, 7], [4, 9, 3, 7, 1, 1]])
+        mask = (ids != 1).astype(int)
+        for body_mask in (mask, None):
+            pos = hf_ref.opt_positions(mask if body_mask is not None else np.ones_like(ids))
+            body = {"model": name, "token_ids": ids.tolist(),
+                    "return": ["q", "k", "v", "scores"]}
+            label = f"{name} token_ids"
+            if body_mask is not None:
+                body["attention_mask"] = body_mask.tolist()
+                label += " + attention_mask (left and right padding)"
+            st, r = srv.request("/apply", body)
+            if not C.check(st == 200, f"{label}: status {st} {r}"):
+                continue
+            for b in range(3):
+                want = hf_ref.opt(cfg, w, table[ids[b]], pos[b], 0, prefix=prefix)
+                for k in "qkv":  # padded slots too: they read row 1, as HF's
+                    C.close(f"{label}: row {b} {k}", np.array(r[k][b]), want[k])
+                keep = np.ones(T, bool) if body_mask is None else mask[b].astype(bool)
+                _masked_close(C, f"{label}: row {b} scores", r["scores"][b], want["scores"],
+                              keep[None, None, :])
+            if body_mask is not None:
+                q = np.array(r["q"])
+                C.close(f"{name}: left-padded real tokens get the unpadded q", q[1, 2:], q[0, :4])
+        st, r = srv.request("/apply", {"model": name, "token_ids": [4, 9], "offset": 5})
+        if C.check(st == 200, f"{name} offset 5: status {st} {r}"):
+            want = hf_ref.opt(cfg, w, table[[4, 9]], np.array([5, 6]), 0, prefix=prefix)
+            C.close(f"{name} offset 5 (rows 7, 8): q", np.array(r["q"]), want["q"])
+        n_pos = cfg["max_position_embeddings"]
+        st, r = srv.request("/apply", {"model": name, "token_ids": [4], "offset": n_pos - 1})
+        C.check(st == 200, f"{name}: position max_position_embeddings - 1 is the last row: {st}")
+        st, r = srv.request("/apply", {"model": name, "token_ids": [4], "offset": n_pos})
+        C.check(st == 422, f"{name}: position max_position_embeddings is past the table: {st}")
+    x = np.random.default_rng(10).standard_normal((T, cfg["hidden_size"])).astype(np.float32)
+    st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                   "return": ["q", "k", "v", "scores"]})
+    if C.check(st == 200, f"{name} embeddings: status {st} {r}"):
+        want = hf_ref.opt(cfg, w, x.astype(np.float64), np.arange(T), layer, prefix=prefix)
+        for k in ("q", "k", "v", "scores"):
+            C.close(f"{name} embeddings (layer {layer}): {k}", np.array(r[k]), want[k])
+
+
 def _bloom_mpt(C, srv):
     """BLOOM: key positions (cumsum(mask) - 1) * mask; MPT: the slot index,
     whatever the mask (its bias does not read it)."""
@@ -142,6 +200,11 @@ def mask_checks(root, C):
         d = os.path.join(root, "mask_" + name)
         ckpt.write(d, shards=shards)
         args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
+    opt_cases = _opt_cases()
+    for name, (ckpt, prefix, layer, shards) in opt_cases.items():
+        d = os.path.join(root, "mask_" + name)
+        ckpt.write(d, shards=shards)
+        args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
     for name, ckpt in (("mask_bloom", ck.bloom(prefix="")), ("mask_mpt", ck.mpt(layers=1)),
                        ("mask_llama", ck.llama(seed=205, layers=1))):
         d = os.path.join(root, name)
@@ -152,6 +215,8 @@ def mask_checks(root, C):
             if layer == 0:
                 _roberta_ids(C, srv, name, ckpt, prefix)
             _roberta_embeddings(C, srv, name, ckpt, prefix, layer)
+        for name, (ckpt, prefix, layer, shards) in opt_cases.items():
+            _opt(C, srv, name, ckpt, prefix, layer)
         _bloom_mpt(C, srv)
         _rope(C, srv)
         st, r = srv.request("/apply", {"model": "roberta", "token_ids": [5, 6],
@@ -165,19 +230,28 @@ def mask_checks(root, C):
 
 
 def _malformed(root, C):
-    """pad_token_id: the one key the RoBERTa loader adds to BERT's."""
-    base = ck.roberta(layers=1)
-    for label, over, want in (
-            ("pad_token_id a string", {"pad_token_id": "one"}, ["pad_token_id"]),
-            ("pad_token_id negative", {"pad_token_id": -1}, ["pad_token_id", "-1"]),
-            ("pad_token_id past the table", {"pad_token_id": 41},
+    """pad_token_id: the one key the RoBERTa loader adds to BERT's; OPT's
+    keys."""
+    rb, op = ck.roberta(layers=1), ck.opt(layers=1)
+    for label, base, over, want in (
+            ("opt word_embed_proj_dim 16", op, {"word_embed_proj_dim": 16},
+             ["word_embed_proj_dim", "16", "project_in"]),
+            ("opt do_layer_norm_before a string", op, {"do_layer_norm_before": "yes"},
+             ["do_layer_norm_before"]),
+            ("opt enable_bias a number", op, {"enable_bias": 1}, ["enable_bias"]),
+            ("opt layer_norm_elementwise_affine false", op,
+             {"layer_norm_elementwise_affine": False}, ["layer_norm_elementwise_affine"]),
+            ("opt heads not dividing", op, {"num_attention_heads": 5}, ["hidden_size", "5"]),
+            ("pad_token_id a string", rb, {"pad_token_id": "one"}, ["pad_token_id"]),
+            ("pad_token_id negative", rb, {"pad_token_id": -1}, ["pad_token_id", "-1"]),
+            ("pad_token_id past the table", rb, {"pad_token_id": 41},
              ["pad_token_id", "41", "position_embeddings"]),
-            ("position_embedding_type relative_key",
+            ("position_embedding_type relative_key", rb,
              {"position_embedding_type": "relative_key"}, ["position_embedding_type"])):
         d = os.path.join(root, "badmask_" + label.replace(" ", "_"))
         base.write(d, config=dict(base.config, **over))
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in ["config.json"] + want)
-        C.check(ok, f"malformed roberta ({label}): exit {st}, want 2 and {want} in: "
+        C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: "
                     f"{err.strip()[:400]}")
-        C.check(sanitizer_clean(err), f"malformed roberta ({label}): sanitizer clean")
+        C.check(sanitizer_clean(err), f"malformed ({label}): sanitizer clean")
