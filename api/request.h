@@ -62,9 +62,11 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
 void request_free(request *rq);
 
 /* One row's positions from its attention mask (tokens 0/1 values), the
- * way `rule`'s Hugging Face forward pass derives them (model.h). The
- * MODEL_POSITIONS_PAD_IDS rule does not read a mask: see
- * request_positions_from_ids. Also used by /diagnose for its claim. */
+ * way `rule`'s Hugging Face forward pass derives them (model.h): HF's own
+ * numbers, before the model's table_offset (OPT's masked tokens are -1
+ * here, row 1 of its table once offset). The MODEL_POSITIONS_PAD_IDS rule
+ * does not read a mask: see request_positions_from_ids. Also for
+ * /diagnose's claim. */
 void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, size_t tokens,
                                  int64_t *positions);
 
