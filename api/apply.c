@@ -177,6 +177,7 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
         return api_fail_oom(err);
     if (rq->scheme.kind == SCHEME_ALIBI || rq->scheme.kind == SCHEME_T5)
         relative_fill(rq, &p->bias, r->bias);
+    relative_mask_keys(rq, m->heads, r->bias);
     if (!o->wanted[OUT_SCORES])
         return 0;
     r->scores = malloc(p->per_row * rq->batch * sizeof *r->scores);
@@ -193,6 +194,8 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
             pe_softcap_scores(r->scores + b * p->per_row, r->bias + b * p->per_row, p->per_row,
                               m->score_softcap);
     }
+    /* a masked key's score is the mask's value itself, not value + mask */
+    relative_mask_keys(rq, m->heads, r->scores);
     return 0;
 }
 

@@ -175,6 +175,7 @@ void api_encode(const api_service *svc, const api_budget *budget,
     }
     if (relative) {
         relative_fill(&rq, &bias, values);
+        relative_mask_keys(&rq, bias.heads, values);
     } else if (rq.scheme.kind == SCHEME_ROPE) {
         pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
                       rq.d, rq.x.data, rq.d, values, rq.d);

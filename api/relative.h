@@ -6,6 +6,7 @@
 #ifndef RELATIVE_H
 #define RELATIVE_H
 
+#include <float.h>
 #include <stddef.h>
 
 #include "api_error.h"
@@ -60,5 +61,15 @@ int relative_plan(const api_service *svc, const request *rq,
 /* Write the planned bias [batch][heads][t][t] into bias (plan->total
  * floats). Cannot fail. */
 void relative_fill(const request *rq, const bias_plan *plan, float *bias);
+
+/* What Hugging Face adds for a key a query may not see (float32's lowest,
+ * torch.finfo(torch.float32).min): the value such a key gets in bias and
+ * scores instead of its own. */
+#define RELATIVE_MASKED_KEY (-FLT_MAX) /* -3.4028235e38 */
+
+/* Every key a query may not see (attention_mask 0, or after the query when
+ * causal: request_key_visible) gets RELATIVE_MASKED_KEY in values
+ * [batch][heads][t][t]. Nothing changes without a mask and causal. */
+void relative_mask_keys(const request *rq, size_t heads, float *values);
 
 #endif /* RELATIVE_H */

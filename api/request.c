@@ -132,41 +132,172 @@ static int positions_shape_fail(const request *rq, api_error *err)
                     "positions has the wrong shape: expected [%zu]", rq->tokens);
 }
 
+void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, size_t tokens,
+                                 int64_t *positions)
+{
+    int64_t seen = 0; /* cumsum(mask) up to and including t */
+
+    for (size_t t = 0; t < tokens; t++) {
+        seen += mask[t];
+        switch (rule) {
+        case MODEL_POSITIONS_BLOOM: /* build_alibi_tensor */
+            positions[t] = (seen - 1) * mask[t];
+            break;
+        case MODEL_POSITIONS_SLOT: /* MPT's bias: the slot, whatever the mask */
+            positions[t] = (int64_t)t;
+            break;
+        case MODEL_POSITIONS_OPT: /* OPTLearnedPositionalEmbedding: -1 where masked */
+            positions[t] = seen * mask[t] - 1;
+            break;
+        default: /* generate(): cumsum - 1, masked_fill_(mask == 0, 1) */
+            positions[t] = mask[t] ? seen - 1 : 1;
+            break;
+        }
+    }
+}
+
+void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad,
+                                int64_t *positions)
+{
+    int64_t seen = 0; /* cumsum(ids != pad) */
+
+    for (size_t t = 0; t < tokens; t++) {
+        if (!ids) {
+            positions[t] = pad + 1 + (int64_t)t;
+            continue;
+        }
+        bool real = ids[t] != pad;
+        seen += real;
+        positions[t] = real ? seen + pad : pad;
+    }
+}
+
+static int mask_shape_fail(const request *rq, api_error *err)
+{
+    if (rq->batched)
+        return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+                        "attention_mask must be [%zu] or [%zu][%zu] of 0 and 1 for this input",
+                        rq->tokens, rq->batch, rq->tokens);
+    return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+                    "attention_mask must be [%zu] (or [1][%zu]) of 0 and 1 for this input",
+                    rq->tokens, rq->tokens);
+}
+
+/* attention_mask -> rq->mask, one row per batch row ([tokens] is every
+ * row's). Anything but 0 and 1 in a list is a 422 invalid_shape, as the
+ * contract says, also a fraction or an integer past int64. */
+static int decode_mask(request *rq, const json_t *value, api_error *err)
+{
+    size_t rows = request_rows(rq);
+    int_array given;
+
+    const json_span *span = json_doc_array(&rq->doc, value);
+    if (span && span->count != rq->tokens && span->count != rows)
+        return mask_shape_fail(rq, err);
+    if (int_array_from_json(&rq->doc, value, "attention_mask", INT64_MIN, INT64_MAX, JSON_E_SHAPE,
+                            &given, &err->json)) {
+        json_error_kind k = err->json.kind;
+        if ((span || json_is_array(value)) && (k == JSON_E_INVALID || k == JSON_E_RANGE))
+            err->json.kind = JSON_E_SHAPE;
+        return api_json(err, -1);
+    }
+    bool per_row = given.ndim == 2;
+    if ((!per_row && given.dim[0] != rq->tokens) ||
+        (per_row && (given.dim[0] != rq->batch || given.dim[1] != rq->tokens))) {
+        int_array_free(&given);
+        return mask_shape_fail(rq, err);
+    }
+    size_t n = per_row ? rows : rq->tokens;
+    for (size_t i = 0; i < n; i++)
+        if (given.data[i] != 0 && given.data[i] != 1) {
+            int64_t bad = given.data[i];
+            int_array_free(&given);
+            if (per_row)
+                return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+                                "attention_mask[%zu][%zu] is %" PRId64 "; a mask holds 0 and 1",
+                                i / rq->tokens, i % rq->tokens, bad);
+            return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+                            "attention_mask[%zu] is %" PRId64 "; a mask holds 0 and 1", i, bad);
+        }
+    rq->mask = malloc(rows * sizeof *rq->mask);
+    if (!rq->mask) {
+        int_array_free(&given);
+        return api_fail_oom(err);
+    }
+    for (size_t i = 0; i < rows; i++)
+        rq->mask[i] = (uint8_t)given.data[per_row ? i : i % rq->tokens];
+    int_array_free(&given);
+    return 0;
+}
+
+static int decode_given_positions(request *rq, const json_t *positions, api_error *err)
+{
+    size_t rows = request_rows(rq);
+    int_array given;
+
+    /* A list that cannot have the right shape is refused before its
+     * integers are read: 32M of them would hold 256 MB for nothing. */
+    const json_span *span = json_doc_array(&rq->doc, positions);
+    if (span && span->count != rq->tokens && span->count != rows)
+        return positions_shape_fail(rq, err);
+    if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, JSON_E_TOO_LARGE,
+                            &given, &err->json)))
+        return -1;
+    bool per_row = given.ndim == 2;
+    if ((!per_row && given.dim[0] != rq->tokens) ||
+        (per_row && (!rq->batched || given.dim[0] != rq->batch ||
+                     given.dim[1] != rq->tokens))) {
+        int_array_free(&given);
+        return positions_shape_fail(rq, err);
+    }
+    for (size_t b = 0; b < rq->batch; b++)
+        memcpy(rq->positions + b * rq->tokens, given.data + (per_row ? b * rq->tokens : 0),
+               rq->tokens * sizeof *rq->positions);
+    int_array_free(&given);
+    return 0;
+}
+
+/* positions, offset, attention_mask and causal. Explicit positions or an
+ * offset win; without them the model's own derivation (model.h): from
+ * token_ids for RoBERTa, from the mask when one is sent, else 0.. */
 static int decode_positions(request *rq, api_error *err)
 {
     const json_t *positions = jf_get(rq->doc.root, "positions");
+    const json_t *mask = jf_get(rq->doc.root, "attention_mask");
+    model_position_rule rule = rq->model ? rq->model->position_rule : MODEL_POSITIONS_CUMSUM;
     size_t rows = request_rows(rq);
     int64_t offset = 0;
-    bool present;
+    bool present, has_offset = jf_get(rq->doc.root, "offset") != NULL;
 
+    if (api_json(err, jf_bool(rq->doc.root, "", "causal", &present, &rq->causal, &err->json)))
+        return -1;
+    if (mask && (positions || has_offset))
+        return api_fail(err, API_E_INVALID_REQUEST, positions ? "positions" : "offset",
+                        "give attention_mask or %s, not both: with a mask the positions "
+                        "come from it", positions ? "positions" : "offset");
+    if (positions && has_offset)
+        return api_fail(err, API_E_INVALID_REQUEST, "offset",
+                        "give offset or positions, not both");
+    if (mask && decode_mask(rq, mask, err))
+        return -1;
     rq->positions = malloc(rows * sizeof *rq->positions);
     if (!rq->positions)
         return api_fail_oom(err);
     if (positions) {
-        int_array given;
         rq->pos_field = "positions";
-        if (jf_get(rq->doc.root, "offset"))
-            return api_fail(err, API_E_INVALID_REQUEST, "offset",
-                            "give offset or positions, not both");
-        /* A list that cannot have the right shape is refused before its
-         * integers are read: 32M of them would hold 256 MB for nothing. */
-        const json_span *span = json_doc_array(&rq->doc, positions);
-        if (span && span->count != rq->tokens && span->count != rows)
-            return positions_shape_fail(rq, err);
-        if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, JSON_E_TOO_LARGE,
-                                &given, &err->json)))
+        if (decode_given_positions(rq, positions, err))
             return -1;
-        bool per_row = given.ndim == 2;
-        if ((!per_row && given.dim[0] != rq->tokens) ||
-            (per_row && (!rq->batched || given.dim[0] != rq->batch ||
-                         given.dim[1] != rq->tokens))) {
-            int_array_free(&given);
-            return positions_shape_fail(rq, err);
-        }
+    } else if (!has_offset && rule == MODEL_POSITIONS_PAD_IDS) {
+        rq->pos_field = rq->token_ids ? "token_ids" : "embeddings";
         for (size_t b = 0; b < rq->batch; b++)
-            memcpy(rq->positions + b * rq->tokens, given.data + (per_row ? b * rq->tokens : 0),
-                   rq->tokens * sizeof *rq->positions);
-        int_array_free(&given);
+            request_positions_from_ids(rq->token_ids ? rq->token_ids + b * rq->tokens : NULL,
+                                       rq->tokens, rq->model->pad_token_id,
+                                       rq->positions + b * rq->tokens);
+    } else if (mask) {
+        rq->pos_field = "attention_mask";
+        for (size_t b = 0; b < rq->batch; b++)
+            request_positions_from_mask(rule, rq->mask + b * rq->tokens, rq->tokens,
+                                        rq->positions + b * rq->tokens);
     } else {
         rq->pos_field = "offset";
         if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present, &offset, &err->json)))
@@ -179,10 +310,18 @@ static int decode_positions(request *rq, api_error *err)
             for (size_t t = 0; t < rq->tokens; t++)
                 rq->positions[b * rq->tokens + t] = offset + (int64_t)t;
     }
+    /* OPT: the table row of every position (a masked -1 reads row 1) */
+    int64_t table_offset = rq->model ? rq->model->table_offset : 0;
+    for (size_t i = 0; table_offset && i < rows; i++)
+        rq->positions[i] += table_offset;
     rq->max_position = 0;
     for (size_t i = 0; i < rows; i++)
         if (rq->positions[i] > rq->max_position)
             rq->max_position = rq->positions[i];
+    if (rq->max_position > PE_MAX_POSITION)
+        return api_fail(err, API_E_TOO_LARGE, rq->pos_field,
+                        "the positions from %s reach %" PRId64 ", past the largest position %"
+                        PRId64, rq->pos_field, rq->max_position, PE_MAX_POSITION);
     return 0;
 }
 
@@ -259,11 +398,12 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
 
 static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
                                           "offset", "positions", "encoding", "embed_scale",
-                                          NULL};
+                                          "attention_mask", "causal", NULL};
 
 static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
                                          "params", "model", "offset", "positions",
-                                         "encoding", "embed_scale", "return", NULL};
+                                         "encoding", "embed_scale", "return",
+                                         "attention_mask", "causal", NULL};
 
 const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
 
@@ -341,6 +481,10 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
     rq->x.ndim = ids.ndim + 1;
     memcpy(rq->x.dim, ids.dim, ids.ndim * sizeof *ids.dim);
     rq->x.dim[ids.ndim] = d;
+    if (rq->model->position_rule == MODEL_POSITIONS_PAD_IDS) { /* its positions come from them */
+        rq->token_ids = ids.data; /* moved */
+        ids.data = NULL;
+    }
     int_array_free(&ids);
     return 0;
 }
@@ -449,7 +593,9 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
 size_t request_held_bytes(const request *rq)
 {
     size_t rows = request_rows(rq);
-    return (rq->x.data ? rows * rq->d * sizeof(float) : 0) + rows * sizeof *rq->positions;
+    return (rq->x.data ? rows * rq->d * sizeof(float) : 0) + rows * sizeof *rq->positions +
+           (rq->mask ? rows * sizeof *rq->mask : 0) +
+           (rq->token_ids ? rows * sizeof *rq->token_ids : 0);
 }
 
 void request_free(request *rq)
@@ -461,5 +607,7 @@ void request_free(request *rq)
     scheme_free(&rq->scheme);
     tensor_free(&rq->x);
     free(rq->positions);
+    free(rq->mask);
+    free(rq->token_ids);
     memset(rq, 0, sizeof *rq);
 }

@@ -39,7 +39,13 @@ typedef struct request {
     bool batched;
     size_t batch, tokens, d;
     int64_t *positions;    /* owned, [batch * tokens] */
-    const char *pos_field; /* "offset" or "positions", for messages */
+    const char *pos_field; /* "offset", "positions", "attention_mask" or
+                              "token_ids", for messages */
+    uint8_t *mask;         /* owned, [batch * tokens] of 0/1; NULL without
+                              attention_mask */
+    bool causal;           /* keys after the query are masked in bias/scores */
+    int64_t *token_ids;    /* owned, [batch * tokens]: kept only when the
+                              model derives positions from them */
     int64_t max_position;
     double embed_scale;
     bool base64;
@@ -68,6 +74,28 @@ int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_
                        api_error *err);
 
 void request_free(request *rq);
+
+/* One row's positions from its attention mask (tokens 0/1 values), the
+ * way `rule`'s Hugging Face forward pass derives them (model.h): HF's own
+ * numbers, before the model's table_offset (OPT's masked tokens are -1
+ * here, row 1 of its table once offset). The MODEL_POSITIONS_PAD_IDS rule
+ * does not read a mask: see request_positions_from_ids. Also for
+ * /diagnose's claim. */
+void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, size_t tokens,
+                                 int64_t *positions);
+
+/* RoBERTa's create_position_ids_from_input_ids for one row:
+ * cumsum(ids != pad) * (ids != pad) + pad; with ids NULL (embeddings in),
+ * create_position_ids_from_inputs_embeds: pad + 1 .. pad + tokens. */
+void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad,
+                                int64_t *positions);
+
+/* Whether query i of a row may see key j (mask NULL: every key is real). */
+static inline bool request_key_visible(const uint8_t *mask, bool causal,
+                                       const int64_t *positions, size_t i, size_t j)
+{
+    return (!mask || mask[j]) && (!causal || positions[j] <= positions[i]);
+}
 
 /* Bytes the decoded request holds (input and positions), for the budget. */
 size_t request_held_bytes(const request *rq);

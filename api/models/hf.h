@@ -2,7 +2,7 @@
  * hf.h - what the Hugging Face architecture loaders (hf_<model_type>.c:
  * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma,
  * gemma2, gemma3_text, qwen3, olmo2, falcon, mpt, llama4_text, deepseek_v2,
- * deepseek_v3)
+ * deepseek_v3, roberta, xlm-roberta, opt)
  * share: the load in progress, config.json readers and tensor readers
  * whose errors (model_error.h) name the file and the key or tensor, the
  * rope parameters and the splitting of fused projections.
@@ -41,6 +41,11 @@ typedef int (*hf_loader)(hf_load *h, model_error *err);
 int hf_llama_load(hf_load *h, model_error *err);
 int hf_gpt2_load(hf_load *h, model_error *err);
 int hf_bert_load(hf_load *h, model_error *err);
+/* BERT's embeddings and layer under the first of `prefixes` that holds the
+ * layer (hf_bert.c): what RoBERTa shares with it. */
+int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err);
+int hf_roberta_load(hf_load *h, model_error *err); /* roberta, xlm-roberta */
+int hf_opt_load(hf_load *h, model_error *err);
 int hf_bloom_load(hf_load *h, model_error *err);
 int hf_t5_load(hf_load *h, model_error *err);
 int hf_gpt_neox_load(hf_load *h, model_error *err);

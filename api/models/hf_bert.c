@@ -56,7 +56,7 @@ static int token_type0(hf_load *h, size_t d, model_error *err)
     return 0;
 }
 
-int hf_bert_load(hf_load *h, model_error *err)
+int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err)
 {
     model *m = h->m;
     int64_t d, heads;
@@ -83,7 +83,7 @@ int hf_bert_load(hf_load *h, model_error *err)
         return model_nomem(err, "the model");
 
     size_t n = m->d_model;
-    if (hf_pick_prefix(h, HF_KEYS("bert.", ""), err,
+    if (hf_pick_prefix(h, prefixes, err,
                        "encoder.layer.%zu.attention.self.query.weight", L) ||
         hf_linear(h, W_WQ, n, n, err, "encoder.layer.%zu.attention.self.query.weight", L) ||
         hf_linear(h, W_WK, n, n, err, "encoder.layer.%zu.attention.self.key.weight", L) ||
@@ -100,4 +100,9 @@ int hf_bert_load(hf_load *h, model_error *err)
         token_type0(h, n, err) || embed_norm(h, n, err))
         return -1;
     return 0;
+}
+
+int hf_bert_load(hf_load *h, model_error *err)
+{
+    return hf_bert_like_load(h, HF_KEYS("bert.", ""), err);
 }

@@ -56,6 +56,7 @@ int hf_bloom_load(hf_load *h, model_error *err)
     m->head_dim = head_dim;
     m->norm = PE_NORM_LAYER;
     m->scheme = SCHEME_ALIBI;
+    m->position_rule = MODEL_POSITIONS_BLOOM; /* build_alibi_tensor: (cumsum(mask) - 1) * mask */
     m->params = json_pack("{s:s}", "form", "bloom");
     if (!m->params)
         return model_nomem(err, "the model");

@@ -154,6 +154,7 @@ int hf_mpt_load(hf_load *h, model_error *err)
     m->head_dim = head_dim;
     m->norm = PE_NORM_LAYER;
     m->scheme = SCHEME_ALIBI;
+    m->position_rule = MODEL_POSITIONS_SLOT; /* MptModel: the alibi bias ignores the mask */
     m->params = scale > 0 ? json_pack("{s:s, s:f}", "form", "mpt", "score_scale", scale)
                           : json_pack("{s:s}", "form", "mpt");
     if (!m->params)

@@ -60,6 +60,17 @@ typedef enum model_qk_norm {
     MODEL_QK_NORM_WIDTH
 } model_qk_norm;
 
+/* How the architecture's Hugging Face forward pass derives positions from
+ * an attention mask (contract v1.1, "Padding-aware positions"); what a
+ * request's attention_mask turns into (request_positions_from_mask). */
+typedef enum model_position_rule {
+    MODEL_POSITIONS_CUMSUM = 0, /* cumsum(mask) - 1, 1 where the mask is 0 (the default) */
+    MODEL_POSITIONS_BLOOM,      /* ALiBi key positions (cumsum(mask) - 1) * mask */
+    MODEL_POSITIONS_SLOT,       /* MPT: the slot index, the mask ignored */
+    MODEL_POSITIONS_PAD_IDS,    /* RoBERTa: cumsum(ids != pad) * (ids != pad) + pad */
+    MODEL_POSITIONS_OPT,        /* cumsum(mask) * mask - 1 (then table_offset) */
+} model_position_rule;
+
 typedef struct model {
     char *name;            /* owned */
     char *source;          /* owned: "built-in ...", "inline", a file path */
@@ -103,6 +114,10 @@ typedef struct model {
      * matrices are borrowed from weights[W_MLA_*] (set by model_fuse). */
     bool mla;
     pe_mla_weights mla_w;
+    model_position_rule position_rule; /* positions from a mask or token_ids */
+    int64_t pad_token_id;  /* MODEL_POSITIONS_PAD_IDS only */
+    int64_t table_offset;  /* added to every position of a request (OPT: 2,
+                              its table's first rows are never a position) */
 } model;
 
 /* The built-in `default` model (contract "The default model"). Allocates;

@@ -30,6 +30,7 @@ static const struct {
     {"qwen3", hf_qwen3_load}, {"olmo2", hf_olmo2_load},
     {"llama4_text", hf_llama4_load}, {"deepseek_v2", hf_deepseek_load},
     {"deepseek_v3", hf_deepseek_load},
+    {"roberta", hf_roberta_load}, {"xlm-roberta", hf_roberta_load}, {"opt", hf_opt_load},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -158,8 +159,8 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
     return model_fail(err, MODEL_E_VALUE, "%s: model_type '%.60s' is not supported "
                     "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5, gpt_neox, "
                     "phi, phi3, starcoder2, gemma, gemma2, gemma3_text, qwen3, olmo2, falcon, "
-                    "mpt, llama4_text, deepseek_v2, deepseek_v3; a config "
-                    "without model_type is posenc's own format)", cfg_path, type);
+                    "mpt, llama4_text, deepseek_v2, deepseek_v3, roberta, xlm-roberta, opt; "
+                    "a config without model_type is posenc's own format)", cfg_path, type);
 }
 
 /* ---- both --------------------------------------------------------------------- */

@@ -45,7 +45,8 @@ int main(int argc, char **argv)
 
     bool need_default = want_group(argc, argv, "service") || want_group(argc, argv, "encode") ||
                         want_group(argc, argv, "apply") || want_group(argc, argv, "errors") ||
-                        want_group(argc, argv, "concurrency") || want_group(argc, argv, "diagnose");
+                        want_group(argc, argv, "concurrency") || want_group(argc, argv, "diagnose") ||
+                        want_group(argc, argv, "mask");
     if (need_default) {
         server s;
         if (server_start(&s, "default", NULL, NULL)) {
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
                 test_errors(&s);
             if (want_group(argc, argv, "grammar"))
                 test_grammar(&s);
+            if (want_group(argc, argv, "mask"))
+                test_mask(&s);
             if (want_group(argc, argv, "concurrency"))
                 test_concurrency(&s, &dm);
             if (want_group(argc, argv, "diagnose"))

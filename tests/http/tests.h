@@ -39,6 +39,7 @@ void test_encode(const server *s);
 void test_apply(const server *s, const default_model *dm);
 void test_errors(const server *s);
 void test_grammar(const server *s); /* test_grammar.c: streaming, one number grammar */
+void test_mask(const server *s);    /* test_mask.c: attention_mask and causal */
 void test_concurrency(const server *s, const default_model *dm);
 void test_diagnose(const server *s, const default_model *dm); /* test_diagnose.c */
 /* Groups that start their own servers (api key, body limit, token limit). */

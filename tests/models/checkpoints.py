@@ -134,6 +134,67 @@ def bert(seed=3, dtype="F32", prefix="bert.", layers=2, d=24, heads=3, vocab=50,
     return Checkpoint(cfg, g.out)
 
 
+def roberta(seed=201, dtype="F32", prefix="roberta.", layers=2, d=24, heads=3, vocab=50,
+            n_pos=42, model_type="roberta", **extra):
+    """roberta-base / xlm-roberta-base's config keys and tensor names (small):
+    pad_token_id 1, max_position_embeddings = positions + pad + 1, one token
+    type, the lm_head of RobertaForMaskedLM."""
+    arch = "XLMRobertaForMaskedLM" if model_type == "xlm-roberta" else "RobertaForMaskedLM"
+    cfg = {"architectures": [arch], "model_type": model_type, "hidden_size": d,
+           "num_attention_heads": heads, "num_hidden_layers": layers, "intermediate_size": 2 * d,
+           "max_position_embeddings": n_pos, "type_vocab_size": 1, "vocab_size": vocab,
+           "layer_norm_eps": 1e-05, "position_embedding_type": "absolute", "hidden_act": "gelu",
+           "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+           "attention_probs_dropout_prob": 0.1, "hidden_dropout_prob": 0.1}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    e = prefix + "embeddings."
+    g.add(e + "word_embeddings.weight", (vocab, d), 1.0)
+    g.add(e + "position_embeddings.weight", (n_pos, d), 0.5)
+    g.add(e + "token_type_embeddings.weight", (1, d), 0.5)
+    g.add(e + "LayerNorm.weight", (d,), 0.1, 1.0)
+    g.add(e + "LayerNorm.bias", (d,), 0.1)
+    for L in range(layers):
+        p = f"{prefix}encoder.layer.{L}."
+        for n in ("query", "key", "value"):
+            g.add(p + f"attention.self.{n}.weight", (d, d))
+            g.add(p + f"attention.self.{n}.bias", (d,), 0.2)
+        g.add(p + "attention.output.dense.weight", (d, d))
+        g.add(p + "attention.output.LayerNorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "attention.output.LayerNorm.bias", (d,), 0.1)
+    g.add("lm_head.dense.weight", (d, d))
+    g.add("lm_head.bias", (vocab,))
+    return Checkpoint(cfg, g.out)
+
+
+def opt(seed=211, dtype="F32", prefix="model.decoder.", layers=2, d=32, heads=4, vocab=50,
+        n_pos=40, **extra):
+    """opt-125m's config keys and tensor names (OPTForCausalLM, small): an
+    embed_positions table of max_position_embeddings + 2 rows."""
+    cfg = {"architectures": ["OPTForCausalLM"], "model_type": "opt", "hidden_size": d,
+           "num_attention_heads": heads, "num_hidden_layers": layers, "ffn_dim": 4 * d,
+           "max_position_embeddings": n_pos, "vocab_size": vocab, "word_embed_proj_dim": d,
+           "do_layer_norm_before": True, "activation_function": "relu", "pad_token_id": 1,
+           "bos_token_id": 2, "eos_token_id": 2, "dropout": 0.1, "enable_bias": True,
+           "layer_norm_elementwise_affine": True, "prefix": "</s>"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    g.add(prefix + "embed_positions.weight", (n_pos + 2, d), 0.5)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        for n in ("q", "k", "v", "out"):
+            g.add(p + f"self_attn.{n}_proj.weight", (d, d))
+            g.add(p + f"self_attn.{n}_proj.bias", (d,), 0.2)
+        g.add(p + "self_attn_layer_norm.weight", (d,), 0.1, 1.0)
+        g.add(p + "self_attn_layer_norm.bias", (d,), 0.1)
+        g.add(p + "fc1.weight", (4 * d, d))
+        g.add(p + "final_layer_norm.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "final_layer_norm.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "final_layer_norm.bias", (d,), 0.1)
+    return Checkpoint(cfg, g.out)
+
+
 def bloom(seed=4, dtype="F32", prefix="transformer.", layers=2, d=48, heads=6, vocab=50, **extra):
     cfg = {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_embed": d,
            "n_head": heads, "n_layer": layers, "layer_norm_epsilon": 1e-5, "vocab_size": vocab,

@@ -190,6 +190,52 @@ def bert(cfg, w, x, positions, layer, prefix="bert."):
     return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, H, hd, hd ** -0.5)}
 
 
+def roberta_positions_from_ids(ids, pad):
+    """modeling_roberta.py create_position_ids_from_input_ids (past 0):
+    mask = ids.ne(padding_idx); (cumsum(mask) * mask) + padding_idx."""
+    m = (np.asarray(ids) != pad).astype(np.int64)
+    return np.cumsum(m, axis=-1) * m + pad
+
+
+def roberta_positions_from_embeds(T, pad):
+    """RobertaEmbeddings.create_position_ids_from_inputs_embeds:
+    arange(padding_idx + 1, T + padding_idx + 1)."""
+    return np.arange(pad + 1, T + pad + 1)
+
+
+def roberta(cfg, w, x, positions, layer, prefix="roberta."):
+    """RobertaEmbeddings.forward then RobertaSelfAttention: BERT's path
+    (token type 0, the embedding LayerNorm, nn.Linear q/k/v with biases)
+    with the positions the caller derived by the functions above."""
+    return bert(cfg, w, x, positions, layer, prefix=prefix)
+
+
+def opt_positions(mask):
+    """modeling_opt.py OPTLearnedPositionalEmbedding.forward (past 0):
+    (cumsum(mask) * mask - 1), looked up at + offset 2."""
+    mask = np.asarray(mask, np.int64)
+    return np.cumsum(mask, axis=-1) * mask - 1
+
+
+def opt(cfg, w, x, positions, layer, prefix="model.decoder."):
+    """OPTDecoder.forward: h = embed_tokens(ids) + embed_positions(mask)
+    (positions are OPT's own, the table row is + 2); OPTDecoderLayer:
+    self_attn_layer_norm first when do_layer_norm_before; OPTAttention:
+    q/k/v nn.Linear (biases), scores q.k * head_dim^-0.5 (q_proj(h) is
+    returned without the scaling)."""
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // H
+    h = x
+    if layer == 0:
+        h = x + w[prefix + "embed_positions.weight"][np.asarray(positions) + 2]
+    if cfg.get("do_layer_norm_before", True):
+        p = f"{prefix}layers.{layer}.self_attn_layer_norm."
+        h = layer_norm(h, w[p + "weight"], w[p + "bias"], 1e-5)
+    p = f"{prefix}layers.{layer}.self_attn."
+    q, k, v = (h @ w[p + n + "_proj.weight"].T + w[p + n + "_proj.bias"] for n in "qkv")
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, H, hd, hd ** -0.5)}
+
+
 def bloom_slopes(n):
     """build_alibi_tensor's slopes."""
     cp = 2 ** math.floor(math.log2(n))
@@ -202,9 +248,10 @@ def bloom_slopes(n):
     return np.array(slopes, np.float64)
 
 
-def bloom(cfg, w, x, positions, layer, prefix="transformer."):
+def bloom(cfg, w, x, positions, layer, prefix="transformer.", mask=None):
     """positions are unused: BLOOM's alibi uses key positions from the mask
-    (0..T-1 without padding), which the test's default positions equal."""
+    (0..T-1 without padding, the default), build_alibi_tensor's
+    (cumsum(mask) - 1) * mask."""
     d = cfg.get("n_embed", cfg.get("hidden_size"))
     H = cfg.get("n_head", cfg.get("num_attention_heads"))
     hd = d // H
@@ -220,7 +267,7 @@ def bloom(cfg, w, x, positions, layer, prefix="transformer."):
     T = x.shape[0]
     fused = fused.reshape(T, H, 3, hd)
     q, k, v = (fused[:, :, j, :].reshape(T, H * hd) for j in range(3))
-    mask = np.ones(T)
+    mask = np.ones(T) if mask is None else np.asarray(mask, np.float64)
     kpos = (np.cumsum(mask) - 1) * mask
     bias = np.broadcast_to(bloom_slopes(H)[:, None, None] * kpos[None, None, :], (H, T, T))
     return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, hd ** -0.5, bias)}

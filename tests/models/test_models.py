@@ -30,6 +30,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
+import mask_models  # noqa: E402
 import st_write  # noqa: E402
 from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
 
@@ -1291,6 +1292,7 @@ def main():
         models3_checks(root)
         llama4_checks(root)
         deepseek_checks(root)
+        mask_models.mask_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
