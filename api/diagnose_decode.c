@@ -17,7 +17,8 @@ static const char *const diagnose_keys[] =
      "q_shape",    "k",           "k_shape",       "v",
      "v_shape",    "token_ids",   "scheme",        "params",
      "model",      "offset",      "positions",     "embed_scale",
-     "encoding",   "tolerance",   "return_map",    NULL};
+     "encoding",   "tolerance",   "return_map",    "attention_mask",
+     "causal",     NULL};
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
 
@@ -202,6 +203,14 @@ int diag_decode(const api_service *svc, const char *body, size_t len, diag_reque
         rc = read_subject(svc, dr, &tokens, &d, err) ||
              request_open_claim(svc, &dr->rq, tokens, d, err);
     }
+    /* A mask (or causal) gives the claim its positions, as on /encode and
+     * /apply. A bias subject is compared value by value against the
+     * unmasked formula, so masked keys (-3.4e38) would only hide it:
+     * refused, with what to send instead. */
+    if (!rc && (dr->kind == DX_BIAS || dr->kind == DX_SLOPES) && dr->rq.causal)
+        rc = api_fail(err, API_E_INVALID_REQUEST, "causal",
+                      "a bias subject is diagnosed unmasked: send the bias before masking, "
+                      "without causal");
     json_doc_free(&dr->rq.doc);
     return rc ? -1 : 0;
 }

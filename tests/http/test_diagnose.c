@@ -1162,6 +1162,62 @@ static void limit_cases(void)
     server_stop(&s);
 }
 
+/* attention_mask gives the claim its positions (contract v1.1): a table
+ * made at the positions Hugging Face derives from a left-padded mask,
+ * written out by hand here (cumsum(mask) - 1, and 1 where the mask is 0),
+ * matches under the mask and not without it; causal has no meaning for a
+ * bias compared unmasked and is refused. */
+static void mask_cases(const server *s)
+{
+    static const int mask[8] = {0, 0, 1, 1, 1, 1, 1, 1};
+    static const int64_t hf_positions[8] = {1, 1, 0, 1, 2, 3, 4, 5};
+    size_t T = 8, d = 16;
+    float table[8 * 16];
+    for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < d / 2; i++) {
+            double w = pow(10000.0, -2.0 * (double)i / (double)d), p = (double)hf_positions[t];
+            table[t * d + 2 * i] = (float)sin(w * p);
+            table[t * d + 2 * i + 1] = (float)cos(w * p);
+        }
+    sbuf b, mask_text;
+    sb_init(&b);
+    sb_init(&mask_text);
+    sb_puts(&mask_text, "\"attention_mask\":[");
+    for (size_t t = 0; t < T; t++)
+        sb_printf(&mask_text, "%s%d", t ? "," : "", mask[t]);
+    sb_puts(&mask_text, "]");
+    sb_puts(&b, "{\"scheme\":\"sinusoidal\",");
+    put_array(&b, "table", table, 2, (size_t[]){T, d});
+    size_t unmasked_len = strlen(b.s);
+    sb_printf(&b, ",%s}", mask_text.s);
+    http_resp r;
+    diagnose(s, "diagnose table at a left-padded mask's positions, with the mask", b.s, "match",
+             NULL, &r);
+    http_resp_free(&r);
+    b.s[unmasked_len] = '\0';
+    b.len = unmasked_len;
+    sb_puts(&b, "}");
+    http_post_json(s, "/diagnose", b.s, &r);
+    const char *v = r.json ? jstr(r.json, "verdict") : NULL;
+    CHECK(v && strcmp(v, "match") != 0, "diagnose the same table without the mask",
+          "verdict %s, want anything but match", v ? v : "(none)");
+    http_resp_free(&r);
+    http_post_json(s, "/diagnose",
+                   "{\"scheme\":\"alibi\",\"slopes\":[0.5,0.25],\"causal\":true}", &r);
+    expect_error("diagnose a bias subject with causal -> 400", &r, 400, "invalid_request",
+                 "causal");
+    http_resp_free(&r);
+    http_post_json(s, "/diagnose",
+                   "{\"scheme\":\"sinusoidal\",\"table\":[[0,1],[0.84,0.54]],"
+                   "\"attention_mask\":[1,1],\"offset\":1}",
+                   &r);
+    expect_error("diagnose attention_mask with offset -> 400", &r, 400, "invalid_request",
+                 "offset");
+    http_resp_free(&r);
+    sb_free(&b);
+    sb_free(&mask_text);
+}
+
 void test_diagnose(const server *s, const default_model *dm)
 {
     sinusoidal_cases(s);
@@ -1172,5 +1228,6 @@ void test_diagnose(const server *s, const default_model *dm)
     qkv_cases(s, dm);
     adversarial_cases(s);
     error_cases(s);
+    mask_cases(s);
     limit_cases();
 }
