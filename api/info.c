@@ -1,6 +1,7 @@
 /*
  * info.c - GET /info: version, build, threads, limits and the models.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,17 @@ static void write_model(strbuf *sb, const model *m)
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
                       m->attn_floor_scale, m->attn_temperature_scale);
+    /* How positions come from attention_mask / token_ids (contract v1.1) */
+    static const char *const position_rules[] = {
+        [MODEL_POSITIONS_CUMSUM] = "cumsum(mask)-1", [MODEL_POSITIONS_BLOOM] = "bloom",
+        [MODEL_POSITIONS_SLOT] = "slot", [MODEL_POSITIONS_PAD_IDS] = "token_ids",
+        [MODEL_POSITIONS_OPT] = "opt"};
+    strbuf_printf(sb, ",\"positions\":{\"rule\":\"%s\"", position_rules[m->position_rule]);
+    if (m->position_rule == MODEL_POSITIONS_PAD_IDS)
+        strbuf_printf(sb, ",\"pad_token_id\":%" PRId64, m->pad_token_id);
+    if (m->table_offset)
+        strbuf_printf(sb, ",\"table_offset\":%" PRId64, m->table_offset);
+    strbuf_putc(sb, '}');
     if (m->mla) /* DeepSeek's multi-head latent attention */
         strbuf_printf(sb, ",\"mla\":{\"q_lora_rank\":%zu,\"kv_lora_rank\":%zu,"
                           "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu}",

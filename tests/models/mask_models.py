@@ -219,6 +219,17 @@ def mask_checks(root, C):
             _opt(C, srv, name, ckpt, prefix, layer)
         _bloom_mpt(C, srv)
         _rope(C, srv)
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info.get("models", [])} if st == 200 else {}
+        for name, want in (("roberta", {"rule": "token_ids", "pad_token_id": 1}),
+                           ("mask_bloom", {"rule": "bloom"}), ("mask_mpt", {"rule": "slot"}),
+                           ("mask_llama", {"rule": "cumsum(mask)-1"})):
+            got = models.get(name, {}).get("positions")
+            C.check(got == want, f"/info {name}: positions {got}, want {want}")
+        for name in opt_cases:
+            got = models.get(name, {}).get("positions")
+            C.check(got == {"rule": "opt", "table_offset": 2},
+                    f"/info {name}: positions {got}, want OPT's rule and table offset 2")
         st, r = srv.request("/apply", {"model": "roberta", "token_ids": [5, 6],
                                        "attention_mask": [1, 2]})
         C.check(st == 422 and r["error"]["code"] == "invalid_shape",
