@@ -401,6 +401,74 @@ static pe_status finish_variant(const pe_dx_subject *s,
                                 const candidate *cand, double *w,
                                 pe_dx_variant *v);
 
+/* The claim read as r: its head and rotary width, layout, sin/cos order,
+ * and the direction most of the measured frequencies m share; exact
+ * angles, no offset. */
+static pe_dx_variant reading_variant(const pe_dx_variant *claim,
+                                     const reading *r, const double *m)
+{
+    size_t neg = 0, pos = 0;
+    for (size_t i = 0; i < r->rd / 2; i++) {
+        neg += m[i] < 0;
+        pos += m[i] > 0;
+    }
+    pe_dx_variant v = *claim;
+    v.rope.head_dim = r->hd;
+    v.rope.rotary_dim = r->rd;
+    v.rope.layout = r->layout;
+    v.sin_cos_swapped = r->swapped;
+    v.reversed = neg > pos;
+    v.offset = 0;
+    v.precision = PE_DX_EXACT;
+    return v;
+}
+
+/* Scores the nc candidates' frequency profiles against m (w: scratch of
+ * half). *best: the earliest (claimed, round) candidate as good as the
+ * best; *loose: the earliest within a loose margin of it; *best_score
+ * stays INFINITY when none scores. */
+static pe_status rank_candidates(const pe_dx_subject *s,
+                                 const pe_dx_variant *v, const candidate *cands,
+                                 size_t nc, const double *m, double *w,
+                                 size_t *best, size_t *loose,
+                                 double *best_score)
+{
+    size_t half = v->rope.rotary_dim / 2;
+    double span = dx_seq_len(s, 0);
+    double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
+    if (!scores)
+        return PE_ENOMEM;
+    *best_score = INFINITY;
+    *best = 0;
+    for (size_t k = 0; k < nc; k++) {
+        pe_dx_variant t = *v;
+        double implied;
+        t.rope.base = cands[k].base;
+        t.rope.scaling = cands[k].scaling;
+        scores[k] = INFINITY;
+        if (dx_rope_freqs(s, &t, w, &implied) != PE_OK)
+            continue;
+        scores[k] = dx_profile_score(m, w, half, PE_DX_EXACT, span);
+        if (scores[k] < *best_score) {
+            *best_score = scores[k];
+            *best = k;
+        }
+    }
+    *loose = *best;
+    for (size_t k = 0; k < nc; k++)
+        if (scores[k] <= *best_score + 2e-6 + 0.05 * *best_score) {
+            *best = k;
+            break;
+        }
+    for (size_t k = 0; k < nc; k++)
+        if (scores[k] <= 8 * *best_score + 1e-2) {
+            *loose = k;
+            break;
+        }
+    free(scores);
+    return PE_OK;
+}
+
 /* The variants one reading leads to: out[0] from the candidate profile
  * that fits best, out[1] from the earliest (claimed, roundest) one within
  * a loose margin of it - what coarse (bfloat16) angles call for. */
@@ -410,7 +478,8 @@ static pe_status follow_reading(const pe_dx_subject *s,
 {
     dx_phasors ph = {0};
     size_t half = r->rd / 2;
-    double amp, score;
+    double amp, score, best_score;
+    size_t best, loose;
     double *m = malloc(half * sizeof *m);                 /* owned */
     double *w = malloc(half * sizeof *w);                 /* owned */
     candidate *cands = malloc(MAX_CANDIDATES * sizeof *cands); /* owned */
@@ -425,59 +494,11 @@ static pe_status follow_reading(const pe_dx_subject *s,
     if (st != PE_OK)
         goto out;
 
-    /* direction: the sign most of the measured frequencies share */
-    size_t neg = 0, pos = 0;
-    for (size_t i = 0; i < half; i++) {
-        neg += m[i] < 0;
-        pos += m[i] > 0;
-    }
-    bool reversed = neg > pos;
-
-    pe_dx_variant v = *claim;
-    v.rope.head_dim = r->hd;
-    v.rope.rotary_dim = r->rd;
-    v.rope.layout = r->layout;
-    v.sin_cos_swapped = r->swapped;
-    v.reversed = reversed;
-    v.offset = 0;
-    v.precision = PE_DX_EXACT;
-
+    pe_dx_variant v = reading_variant(claim, r, m);
     size_t nc = make_candidates(s, claim, r, m, cands);
-    double span = dx_seq_len(s, 0);
-    double best_score = INFINITY;
-    size_t best = 0;
-    double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
-    if (!scores) {
-        st = PE_ENOMEM;
+    st = rank_candidates(s, &v, cands, nc, m, w, &best, &loose, &best_score);
+    if (st != PE_OK)
         goto out;
-    }
-    for (size_t k = 0; k < nc; k++) {
-        pe_dx_variant t = v;
-        double implied;
-        t.rope.base = cands[k].base;
-        t.rope.scaling = cands[k].scaling;
-        scores[k] = INFINITY;
-        if (dx_rope_freqs(s, &t, w, &implied) != PE_OK)
-            continue;
-        scores[k] = dx_profile_score(m, w, half, PE_DX_EXACT, span);
-        if (scores[k] < best_score) {
-            best_score = scores[k];
-            best = k;
-        }
-    }
-    /* prefer the earliest candidate (claimed, round) that is as good */
-    size_t loose = best;
-    for (size_t k = 0; k < nc; k++)
-        if (scores[k] <= best_score + 2e-6 + 0.05 * best_score) {
-            best = k;
-            break;
-        }
-    for (size_t k = 0; k < nc; k++)
-        if (scores[k] <= 8 * best_score + 1e-2) {
-            loose = k;
-            break;
-        }
-    free(scores);
     out[0] = out[1] = v;
     if (nc == 0 || !isfinite(best_score))
         goto out;
