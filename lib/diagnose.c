@@ -71,8 +71,7 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
 
 /* The claim as evaluated: exact angles, and for rope its frequencies'
  * attention factor and frequency width filled in. */
-static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim,
-                             pe_dx_variant *c)
+static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *c)
 {
     *c = *claim;
     c->precision = PE_DX_EXACT;
@@ -92,9 +91,8 @@ static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim,
 
 /* The claim itself, exact and (for angle kinds) at float32 angles; sets
  * *decided when either reproduces the subject (out->verdict is MATCH). */
-static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c,
-                             pe_dx_tolerance tol, pe_dx_result *out,
-                             bool *decided)
+static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                             pe_dx_result *out, bool *decided)
 {
     *decided = false;
     pe_status st = dx_evaluate(s, c, tol, &out->claimed);
@@ -125,9 +123,8 @@ static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c,
 }
 
 /* The search of the subject's kind; *found and *alt start as the claim. */
-static pe_status search_kind(const pe_dx_subject *s, const pe_dx_variant *c,
-                             pe_dx_tolerance tol, pe_dx_variant *found,
-                             pe_dx_variant *alt, pe_dx_result *out)
+static pe_status search_kind(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                             pe_dx_variant *found, pe_dx_variant *alt, pe_dx_result *out)
 {
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
@@ -147,8 +144,7 @@ static pe_status search_kind(const pe_dx_subject *s, const pe_dx_variant *c,
 
 /* alibi_slopes evidence: which heads' found slopes differ from the paper's
  * (out->slopes_differ, owned by out). */
-static pe_status mark_differing_slopes(const pe_dx_subject *s,
-                                       const pe_dx_variant *found,
+static pe_status mark_differing_slopes(const pe_dx_subject *s, const pe_dx_variant *found,
                                        pe_dx_result *out)
 {
     double *paper = malloc(s->heads * sizeof *paper); /* owned */
@@ -159,8 +155,7 @@ static pe_status mark_differing_slopes(const pe_dx_subject *s,
     }
     pe_alibi_slopes(s->heads, paper);
     for (size_t h = 0; h < s->heads; h++)
-        out->slopes_differ[h] =
-            fabs(found->slopes[h] - paper[h]) > 1e-12 * paper[h];
+        out->slopes_differ[h] = fabs(found->slopes[h] - paper[h]) > 1e-12 * paper[h];
     free(paper);
     return PE_OK;
 }
@@ -168,8 +163,7 @@ static pe_status mark_differing_slopes(const pe_dx_subject *s,
 /* out->verdict EXPLAINED with best v; best_errors at exact angles, as
  * /encode would give. */
 static pe_status explained_by(const pe_dx_subject *s, const pe_dx_variant *c,
-                              const pe_dx_variant *v, pe_dx_tolerance tol,
-                              pe_dx_result *out)
+                              const pe_dx_variant *v, pe_dx_tolerance tol, pe_dx_result *out)
 {
     out->verdict = PE_DX_EXPLAINED;
     out->best = *v;
@@ -187,9 +181,8 @@ static pe_status explained_by(const pe_dx_subject *s, const pe_dx_variant *c,
  * explains wins); the claim's own structure at the lower precisions too
  * (a search misled by coarse angles). The first that explains decides
  * (EXPLAINED); otherwise the closest at exact angles is best (UNEXPLAINED). */
-static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c,
-                         const pe_dx_variant *found, const pe_dx_variant *alt,
-                         pe_dx_tolerance tol, pe_dx_result *out)
+static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *found,
+                         const pe_dx_variant *alt, pe_dx_tolerance tol, pe_dx_result *out)
 {
     static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32,
                                             PE_DX_BFLOAT16, PE_DX_FLOAT16};
@@ -231,8 +224,8 @@ static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c,
     return PE_OK;
 }
 
-pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
-                      pe_dx_tolerance tol, pe_dx_result *out)
+pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                      pe_dx_result *out)
 {
     memset(out, 0, sizeof *out);
     pe_status st = validate(s, claim);

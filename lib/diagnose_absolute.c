@@ -104,8 +104,7 @@ typedef struct base_choice {
 /* The bases worth trying for d dimensions (at most 9): the claim's cb,
  * its equivalents under the other formulas, and the base fitted to the
  * measured frequencies m (full of them). */
-static size_t absolute_bases(double cb, const double *m, size_t full, size_t d,
-                             base_choice *bases)
+static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, base_choice *bases)
 {
     double fit_scale;
     double fitted = dx_fit_base(m, full, d, &fit_scale);
@@ -128,8 +127,8 @@ static size_t absolute_bases(double cb, const double *m, size_t full, size_t d,
 
 /* The earliest of the nb bases whose frequency profile scores as well as
  * the best against m (w: scratch of full). */
-static size_t pick_base(const abs_view *view, const base_choice *bases,
-                        size_t nb, const double *m, double *w)
+static size_t pick_base(const abs_view *view, const base_choice *bases, size_t nb, const double *m,
+                        double *w)
 {
     size_t full = view->d / 2, d = view->d;
     double span = 1.0;
@@ -151,9 +150,8 @@ static size_t pick_base(const abs_view *view, const base_choice *bases,
 }
 
 /* Follow one reading to a variant (base, offset, layout, flags). */
-static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim,
-                        const abs_view *view, const abs_reading *r,
-                        pe_dx_variant *out)
+static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, const abs_view *view,
+                        const abs_reading *r, pe_dx_variant *out)
 {
     dx_phasors ph = {0};
     size_t full = view->d / 2, d = view->d;

@@ -75,8 +75,8 @@ pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
 
 /* S_i = sum z * e^{-i angle(p)} over the rows, per frequency of wr (what
  * is left is e^{i sign w o}); *total: the sum of |z| over finite pairs. */
-static pe_status derotate(const dx_phasors *ph, const int64_t *positions,
-                          const double *wr, double complex *S, double *total)
+static pe_status derotate(const dx_phasors *ph, const int64_t *positions, const double *wr,
+                          double complex *S, double *total)
 {
     size_t half = ph->half;
     /* e^{-i angle(p)} per frequency: exact every 32 rows or after a jump,
@@ -121,8 +121,8 @@ static pe_status derotate(const dx_phasors *ph, const int64_t *positions,
 /* The offset whose rotation best aligns the derotated sums S: estimated
  * from the lowest frequency with a signal (|o| < pi/w there), then the
  * most coherent of a fixed handful around the estimate, and 0. */
-static void pick_offset(const double complex *S, const double *wr, size_t half,
-                        double total, int64_t *offset, double *coherence)
+static void pick_offset(const double complex *S, const double *wr, size_t half, double total,
+                        int64_t *offset, double *coherence)
 {
     double est = 0.0;
     for (size_t i = half; i-- > 0;) {
@@ -151,10 +151,8 @@ static void pick_offset(const double complex *S, const double *wr, size_t half,
     *offset = best;
 }
 
-pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
-                        const double *w, double sign,
-                        pe_dx_precision precision, int64_t *offset,
-                        double *coherence)
+pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const double *w,
+                        double sign, pe_dx_precision precision, int64_t *offset, double *coherence)
 {
     size_t half = ph->half;
     double total = 0.0;
@@ -165,7 +163,7 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
     if (half == 0)
         return PE_OK;
     double complex *S = calloc(half, sizeof *S); /* owned */
-    double *wr = malloc(half * sizeof *wr); /* owned: w as the client had it */
+    double *wr = malloc(half * sizeof *wr);      /* owned: w as the client had it */
     if (!S || !wr)
         goto out;
     for (size_t i = 0; i < half; i++)

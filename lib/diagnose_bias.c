@@ -50,16 +50,14 @@ static double alibi_pattern(int form, double pi, double pj)
 
 /* The least-squares slope of head h's bias for one form (0 when none is
  * finite); its squared residual is added to *res. */
-static double fit_head_slope(const pe_dx_subject *s, size_t h, int form,
-                             double *res)
+static double fit_head_slope(const pe_dx_subject *s, size_t h, int form, double *res)
 {
     size_t T = s->rows;
     const float *b = s->a + h * T * T;
     double num = 0, den = 0;
     for (size_t i = 0; i < T; i++)
         for (size_t j = 0; j < T; j++) {
-            double pat = alibi_pattern(form, (double)s->positions[i],
-                                       (double)s->positions[j]);
+            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j]);
             num += b[i * T + j] * pat;
             den += pat * pat;
         }
@@ -67,8 +65,7 @@ static double fit_head_slope(const pe_dx_subject *s, size_t h, int form,
     sl = isfinite(sl) ? sl : 0;
     for (size_t i = 0; i < T; i++)
         for (size_t j = 0; j < T; j++) {
-            double pat = alibi_pattern(form, (double)s->positions[i],
-                                       (double)s->positions[j]);
+            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j]);
             double e = b[i * T + j] - sl * pat;
             *res += e * e;
         }
@@ -79,8 +76,8 @@ static double fit_head_slope(const pe_dx_subject *s, size_t h, int form,
  * the form that leaves the smaller residual (the claim's unless the other
  * halves it), and the sign most of them share, folded in; the form and
  * sign go to best. */
-static void fit_bias_slopes(const pe_dx_subject *s, const pe_dx_variant *claim,
-                            pe_dx_variant *best, double *found, double *cand)
+static void fit_bias_slopes(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
+                            double *found, double *cand)
 {
     size_t H = s->heads;
     double res[2] = {0, 0};
@@ -129,8 +126,8 @@ static bool differs_from_paper(size_t H, const double *found, double *cand)
     return any;
 }
 
-pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
-                          pe_dx_variant *best, double **slopes_out)
+pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
+                          double **slopes_out)
 {
     size_t H = s->heads;
     double *found = malloc(H * sizeof *found); /* moves to *slopes_out */

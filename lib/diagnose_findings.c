@@ -89,8 +89,8 @@ static void describe_scaling(const pe_rope_scaling *sc, char *buf, size_t n)
 /* How the rotation is laid out: head size, pairing, sin/cos order,
  * direction, position offset. */
 static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
-                                 const pe_dx_variant *b, const pe_dx_result *r,
-                                 const char *with, sink *k)
+                                 const pe_dx_variant *b, const pe_dx_result *r, const char *with,
+                                 sink *k)
 {
     double from = r->claimed.max_abs, to = r->best_errors.max_abs;
     size_t rd = b->rope.rotary_dim;
@@ -168,8 +168,7 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
 }
 
 /* An attention factor other than the one the found scaling implies. */
-static void attention_factor_finding(const pe_dx_subject *s, const pe_dx_variant *b,
-                                     sink *k)
+static void attention_factor_finding(const pe_dx_subject *s, const pe_dx_variant *b, sink *k)
 {
     size_t rd = b->rope.rotary_dim;
     /* the factor the found scaling implies by itself */
@@ -186,9 +185,8 @@ static void attention_factor_finding(const pe_dx_subject *s, const pe_dx_variant
             " %.6g", b->attention_factor, implied);
 }
 
-static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c,
-                          const pe_dx_variant *b, const pe_dx_result *r,
-                          const char *with, sink *k)
+static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *b,
+                          const pe_dx_result *r, const char *with, sink *k)
 {
     rope_layout_findings(s, c, b, r, with, k);
     rope_frequency_findings(c, b, r, with, k);

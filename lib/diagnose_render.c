@@ -112,9 +112,8 @@ static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i,
 
 /* Row t of a rope cache at position p (frequencies w, the rotation's
  * sign): cos into out, sin into out + n, each in its column(s). */
-static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v,
-                             const double *w, size_t t, double p, double sign,
-                             float *out, float *slack)
+static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
+                             size_t t, double p, double sign, float *out, float *slack)
 {
     size_t half = v->rope.rotary_dim / 2, n = s->rows * s->cols;
     double f = v->attention_factor;
@@ -137,9 +136,8 @@ static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v,
 
 /* Row t of x rotated at position p, head by head (pass-through channels
  * copied). */
-static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v,
-                               const double *w, size_t t, double p,
-                               double sign, float *out, float *slack)
+static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
+                               size_t t, double p, double sign, float *out, float *slack)
 {
     size_t rd = v->rope.rotary_dim, hd = v->rope.head_dim, half = rd / 2;
     double f = v->attention_factor;
@@ -161,8 +159,7 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v,
             y[h0 + a] = (float)(xa * c - xb * sn);
             y[h0 + b] = (float)(xb * c + xa * sn);
             if (slack) {
-                float sl = precision_slack(v->precision,
-                                           f * sqrt(xa * xa + xb * xb), p);
+                float sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p);
                 slack[t * s->cols + h0 + a] = sl;
                 slack[t * s->cols + h0 + b] = sl;
             }
@@ -170,8 +167,8 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v,
     }
 }
 
-static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v,
-                             float *out, float *slack)
+static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                             float *slack)
 {
     size_t half = v->rope.rotary_dim / 2;
     double implied;

@@ -46,8 +46,8 @@ static void pair_channels(pe_rope_layout layout, size_t rd, size_t i,
 /* Encoded subject: z = y conj(x) per pair of each head. Score: how far the
  * pair norms are from one common gain (|y|^2 = amp2 |x|^2), plus what the
  * pass-through channels changed. *amp_out: sqrt(amp2). */
-static double encoded_phasors(const pe_dx_subject *s, const reading *rd_,
-                              size_t heads, dx_phasors *ph, double *amp_out)
+static double encoded_phasors(const pe_dx_subject *s, const reading *rd_, size_t heads,
+                              dx_phasors *ph, double *amp_out)
 {
     size_t half = ph->half, pairs = ph->pairs;
     double sum_x2 = 0, sum_y2 = 0, pass_err = 0, pass_tot = 0;
@@ -89,15 +89,14 @@ static double encoded_phasors(const pe_dx_subject *s, const reading *rd_,
             tot += ny + amp2 * nx;
         }
     *amp_out = sqrt(amp2);
-    return (tot > 0 ? dev / tot : 1.0) +
-           (pass_tot > 0 ? pass_err / pass_tot : 0.0);
+    return (tot > 0 ? dev / tot : 1.0) + (pass_tot > 0 ? pass_err / pass_tot : 0.0);
 }
 
 /* cos/sin cache: one column per frequency, or its two copies (averaged).
  * Score: how far the copies differ, plus how far the norms are from their
  * mean. *amp_out: that mean (the attention factor). */
-static double cache_phasors(const pe_dx_subject *s, const reading *rd_,
-                            dx_phasors *ph, double *amp_out)
+static double cache_phasors(const pe_dx_subject *s, const reading *rd_, dx_phasors *ph,
+                            double *amp_out)
 {
     size_t half = ph->half;
     double dup_err = 0, dup_tot = 0, amp_sum = 0;
@@ -123,12 +122,9 @@ static double cache_phasors(const pe_dx_subject *s, const reading *rd_,
     size_t n = s->rows * half;
     double amp = n ? amp_sum / (double)n : 1.0, dev = 0;
     for (size_t e = 0; e < n; e++)
-        dev += fabs(sqrt(ph->z[2 * e] * ph->z[2 * e] +
-                         ph->z[2 * e + 1] * ph->z[2 * e + 1]) -
-                    amp);
+        dev += fabs(sqrt(ph->z[2 * e] * ph->z[2 * e] + ph->z[2 * e + 1] * ph->z[2 * e + 1]) - amp);
     *amp_out = amp;
-    return (dup_tot > 0 ? dup_err / dup_tot : 0.0) +
-           (amp_sum > 0 ? dev / amp_sum : 1.0);
+    return (dup_tot > 0 ? dup_err / dup_tot : 0.0) + (amp_sum > 0 ? dev / amp_sum : 1.0);
 }
 
 /* Phasors of a reading and its norm score (lower: more like rotations).
@@ -260,9 +256,8 @@ static size_t factor_set(double f, double *out)
 /* The bases worth trying at reading r (at most 12): the claim's, its
  * equivalents under the other formulas and widths, and the base fitted
  * to the measured frequencies m (*fit_scale: the fit's intercept). */
-static size_t candidate_bases(const pe_dx_variant *claim, const reading *r,
-                              const double *m, base_choice *bases,
-                              double *fit_scale)
+static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, const double *m,
+                              base_choice *bases, double *fit_scale)
 {
     size_t nb = 0, rd = r->rd, hd = r->hd, half = rd / 2;
     double cb = claim->rope.base;
@@ -297,9 +292,8 @@ static const double origs[] = {0, 8192, 4096, 2048, 16384, 32768};
 #define N_ORIGS (sizeof origs / sizeof origs[0])
 
 /* banded (llama3, yarn): the lowest frequency tells the factor */
-static size_t push_banded(candidate *out, size_t n, candidate c,
-                          const pe_rope_scaling *cs, const double *m,
-                          size_t half, size_t rd)
+static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
+                          const double *m, size_t half, size_t rd)
 {
     double low_w = pe_inv_freq(c.base, half - 1, rd);
     double f_low = fabs(m[half - 1]) > 0 ? low_w / fabs(m[half - 1]) : 0;
@@ -307,8 +301,7 @@ static size_t push_banded(candidate *out, size_t n, candidate c,
     size_t nfb = factor_set(f_low, fb);
     for (size_t q = 0; q < nfb; q++)
         for (size_t o = 0; o < N_ORIGS; o++) {
-            double orig = o == 0 ? cs->original_max_position_embeddings
-                                 : origs[o];
+            double orig = o == 0 ? cs->original_max_position_embeddings : origs[o];
             if (!(orig > 0))
                 continue;
             memset(&c.scaling, 0, sizeof c.scaling);
@@ -333,18 +326,16 @@ static size_t push_banded(candidate *out, size_t n, candidate c,
 }
 
 /* dynamic: a base change that depends on the sequence length seq */
-static size_t push_dynamic(candidate *out, size_t n, candidate c,
-                           const pe_rope_scaling *cs, double seq)
+static size_t push_dynamic(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
+                           double seq)
 {
     static const double dyn[] = {0, 2, 4, 8, 16};
     for (size_t q = 0; q < sizeof dyn / sizeof dyn[0]; q++) {
-        double f = q == 0 ? (cs->type == PE_ROPE_SCALING_DYNAMIC ? cs->factor : 0)
-                          : dyn[q];
+        double f = q == 0 ? (cs->type == PE_ROPE_SCALING_DYNAMIC ? cs->factor : 0) : dyn[q];
         if (!(f > 1.0))
             continue;
         for (size_t o = 0; o < N_ORIGS; o++) {
-            double orig = o == 0 ? cs->original_max_position_embeddings
-                                 : origs[o];
+            double orig = o == 0 ? cs->original_max_position_embeddings : origs[o];
             if (!(orig > 0) || !(seq > orig))
                 continue;
             memset(&c.scaling, 0, sizeof c.scaling);
@@ -357,9 +348,8 @@ static size_t push_dynamic(candidate *out, size_t n, candidate c,
     return n;
 }
 
-static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim,
-                              const reading *r, const double *m,
-                              candidate *out)
+static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim, const reading *r,
+                              const double *m, candidate *out)
 {
     size_t n = 0, rd = r->rd, half = rd / 2;
     size_t crd = claim->rope.rotary_dim;
@@ -404,8 +394,7 @@ static pe_status finish_variant(const pe_dx_subject *s,
 /* The claim read as r: its head and rotary width, layout, sin/cos order,
  * and the direction most of the measured frequencies m share; exact
  * angles, no offset. */
-static pe_dx_variant reading_variant(const pe_dx_variant *claim,
-                                     const reading *r, const double *m)
+static pe_dx_variant reading_variant(const pe_dx_variant *claim, const reading *r, const double *m)
 {
     size_t neg = 0, pos = 0;
     for (size_t i = 0; i < r->rd / 2; i++) {
@@ -427,11 +416,9 @@ static pe_dx_variant reading_variant(const pe_dx_variant *claim,
  * half). *best: the earliest (claimed, round) candidate as good as the
  * best; *loose: the earliest within a loose margin of it; *best_score
  * stays INFINITY when none scores. */
-static pe_status rank_candidates(const pe_dx_subject *s,
-                                 const pe_dx_variant *v, const candidate *cands,
-                                 size_t nc, const double *m, double *w,
-                                 size_t *best, size_t *loose,
-                                 double *best_score)
+static pe_status rank_candidates(const pe_dx_subject *s, const pe_dx_variant *v,
+                                 const candidate *cands, size_t nc, const double *m, double *w,
+                                 size_t *best, size_t *loose, double *best_score)
 {
     size_t half = v->rope.rotary_dim / 2;
     double span = dx_seq_len(s, 0);
@@ -472,16 +459,15 @@ static pe_status rank_candidates(const pe_dx_subject *s,
 /* The variants one reading leads to: out[0] from the candidate profile
  * that fits best, out[1] from the earliest (claimed, roundest) one within
  * a loose margin of it - what coarse (bfloat16) angles call for. */
-static pe_status follow_reading(const pe_dx_subject *s,
-                                const pe_dx_variant *claim, const reading *r,
-                                pe_dx_variant *out)
+static pe_status follow_reading(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                const reading *r, pe_dx_variant *out)
 {
     dx_phasors ph = {0};
     size_t half = r->rd / 2;
     double amp, score, best_score;
     size_t best, loose;
-    double *m = malloc(half * sizeof *m);                 /* owned */
-    double *w = malloc(half * sizeof *w);                 /* owned */
+    double *m = malloc(half * sizeof *m);                      /* owned */
+    double *w = malloc(half * sizeof *w);                      /* owned */
     candidate *cands = malloc(MAX_CANDIDATES * sizeof *cands); /* owned */
     pe_status st = PE_ENOMEM;
 

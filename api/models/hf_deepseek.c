@@ -125,8 +125,8 @@ static int read_mla_config(hf_load *h, bool v3, mla_config *c, model_error *err)
     c->interleave = true;
     if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &c->hidden, err) ||
         hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &c->heads, err) ||
-        hf_int(h, HF_KEYS("num_key_value_heads"), false, c->heads, 1, SCHEME_MAX_DIM,
-               &c->kv_heads, err) ||
+        hf_int(h, HF_KEYS("num_key_value_heads"), false, c->heads, 1, SCHEME_MAX_DIM, &c->kv_heads,
+               err) ||
         hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
         hf_number(h, "rms_norm_eps", 1e-6, true, &h->m->norm_eps, err) ||
         rank_or_null(h, "q_lora_rank", 1536, &c->q_rank, err) ||
@@ -138,9 +138,11 @@ static int read_mla_config(hf_load *h, bool v3, mla_config *c, model_error *err)
         (v3 && hf_bool(h, "rope_interleave", true, &c->interleave, err)))
         return -1;
     if (c->kv_heads != c->heads)
-        return hf_value_fail(h, err, "num_key_value_heads %lld differs from num_attention_heads "
+        return hf_value_fail(h, err,
+                             "num_key_value_heads %lld differs from num_attention_heads "
                              "%lld: multi-head latent attention gives every head its own k "
-                             "and v", (long long)c->kv_heads, (long long)c->heads);
+                             "and v",
+                             (long long)c->kv_heads, (long long)c->heads);
     if (c->bias)
         return hf_value_fail(h, err, "attention_bias true (biases on q_a_proj and "
                              "kv_a_proj_with_mqa) is not modelled by posenc");
@@ -161,10 +163,14 @@ static int describe_mla_model(hf_load *h, bool v3, const mla_config *c, model_er
     m->scheme = SCHEME_ROPE;
     m->norm = PE_NORM_RMS;
     m->mla = true;
-    m->mla_w = (pe_mla_weights){.d_model = d, .heads = H, .q_lora_rank = (size_t)c->q_rank,
+    m->mla_w = (pe_mla_weights){.d_model = d,
+                                .heads = H,
+                                .q_lora_rank = (size_t)c->q_rank,
                                 .kv_lora_rank = (size_t)c->kv_rank,
-                                .nope_dim = (size_t)c->nope, .rope_dim = (size_t)c->rope,
-                                .v_dim = (size_t)c->v_dim, .q_norm_eps = 1e-6,
+                                .nope_dim = (size_t)c->nope,
+                                .rope_dim = (size_t)c->rope,
+                                .v_dim = (size_t)c->v_dim,
+                                .q_norm_eps = 1e-6,
                                 .kv_norm_eps = 1e-6};
     double score_scale = 1.0 / sqrt((double)qk_head);
     if (v3 && v3_score_scale(h, (double)qk_head, &score_scale, err))
@@ -189,20 +195,19 @@ static int load_mla_weights(hf_load *h, bool v3, const mla_config *c, model_erro
     if (hf_pick_prefix(h, HF_KEYS("model.", ""), err, "layers.%zu.input_layernorm.weight", L) ||
         hf_weight(h, W_NORM_WEIGHT, 1, d, 0, err, "layers.%zu.input_layernorm.weight", L))
         return -1;
-    if (q_rank ? hf_linear(h, W_MLA_Q_A, q_rank, d, err,
-                           "layers.%zu.self_attn.q_a_proj.weight", L) ||
-                     hf_weight(h, W_MLA_Q_A_NORM, 1, q_rank, 0, err,
-                               "layers.%zu.self_attn.q_a_layernorm.weight", L) ||
-                     hf_linear(h, W_MLA_Q_B, qd, q_rank, err,
-                               "layers.%zu.self_attn.q_b_proj.weight", L)
-               : hf_linear(h, W_MLA_Q_B, qd, d, err, "layers.%zu.self_attn.q_proj.weight", L))
+    if (q_rank
+            ? hf_linear(h, W_MLA_Q_A, q_rank, d, err, "layers.%zu.self_attn.q_a_proj.weight", L) ||
+                  hf_weight(h, W_MLA_Q_A_NORM, 1, q_rank, 0, err,
+                            "layers.%zu.self_attn.q_a_layernorm.weight", L) ||
+                  hf_linear(h, W_MLA_Q_B, qd, q_rank, err, "layers.%zu.self_attn.q_b_proj.weight",
+                            L)
+            : hf_linear(h, W_MLA_Q_B, qd, d, err, "layers.%zu.self_attn.q_proj.weight", L))
         return -1;
     if (hf_linear(h, W_MLA_KV_A, kv_a, d, err, "layers.%zu.self_attn.kv_a_proj_with_mqa.weight",
                   L) ||
         hf_weight(h, W_MLA_KV_A_NORM, 1, kv_rank, 0, err,
                   "layers.%zu.self_attn.kv_a_layernorm.weight", L) ||
-        hf_linear(h, W_MLA_KV_B, kv_b, kv_rank, err, "layers.%zu.self_attn.kv_b_proj.weight",
-                  L))
+        hf_linear(h, W_MLA_KV_B, kv_b, kv_rank, err, "layers.%zu.self_attn.kv_b_proj.weight", L))
         return -1;
     if (v3 && c->interleave &&
         (deinterleave_columns(&m->weights[W_MLA_Q_B], (size_t)c->nope, qk_head, rope, err) ||

@@ -259,8 +259,8 @@ out:
 
 /* The block's shape: rope_scaling and the chosen block are objects, with no
  * per-layer-type nested blocks. */
-static int check_block(const hf_load *h, const json_t *rs, const json_t *block,
-                       const char *bkey, model_error *err)
+static int check_block(const hf_load *h, const json_t *rs, const json_t *block, const char *bkey,
+                       model_error *err)
 {
     if ((rs && !json_is_object(rs)) || (block && !json_is_object(block))) {
         hf_config_fail(h, err, "%s must be an object",
@@ -271,8 +271,8 @@ static int check_block(const hf_load *h, const json_t *rs, const json_t *block,
     const json_t *v;
     json_object_foreach((json_t *)(uintptr_t)block, key, v)
         if (json_is_object(v)) {
-            hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported",
-                          bkey, key);
+            hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported", bkey,
+                          key);
             return -1;
         }
     return 0;
@@ -291,8 +291,8 @@ static int read_theta(const hf_load *h, const json_t *block, const char *bkey,
         *theta = json_number_value(bt);
         return 0;
     }
-    return hf_number_of(h, keys && keys->theta ? keys->theta : HF_KEYS("rope_theta"), 10000.0,
-                        true, theta, err)
+    return hf_number_of(h, keys && keys->theta ? keys->theta : HF_KEYS("rope_theta"), 10000.0, true,
+                        theta, err)
                ? -1
                : 0;
 }
@@ -345,8 +345,10 @@ static int read_type(const hf_load *h, const json_t *block, const char *bkey, in
     for (*type = 0; scaling_types[*type]; (*type)++)
         if (strcmp(scaling_types[*type], json_string_value(t)) == 0)
             return 0;
-    hf_value_fail(h, err, "%s: rope type '%.40s' is not supported (default, linear, "
-                  "dynamic, yarn, llama3, longrope)", bkey, json_string_value(t));
+    hf_value_fail(h, err,
+                  "%s: rope type '%.40s' is not supported (default, linear, "
+                  "dynamic, yarn, llama3, longrope)",
+                  bkey, json_string_value(t));
     return -1;
 }
 
@@ -357,10 +359,11 @@ static int settle_llama_partial(const hf_load *h, int type, double prf, const ch
                                 bool *has_prf, model_error *err)
 {
     if (type != RT_DEFAULT && prf != 1.0) {
-        hf_value_fail(h, err, "%s = %g with rope type '%s': Hugging Face's %s does not "
+        hf_value_fail(h, err,
+                      "%s = %g with rope type '%s': Hugging Face's %s does not "
                       "rotate part of a head (its rotation fails for a scaled rope); "
-                      "posenc refuses rather than answer differently", pkey, prf,
-                      scaling_types[type], h->m->architecture);
+                      "posenc refuses rather than answer differently",
+                      pkey, prf, scaling_types[type], h->m->architecture);
         return -1;
     }
     if (prf != 1.0)
@@ -388,8 +391,8 @@ static int write_params(const hf_load *h, const char *bkey, const json_t *block,
     return build_scaling(h, bkey, block, (rope_type)type, rotary_dim, sc, err);
 }
 
-int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
-                   json_t **params, model_error *err)
+int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, json_t **params,
+                   model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
     const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
@@ -404,8 +407,7 @@ int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
     *params = NULL;
     if (!p)
         return model_nomem(err, "the model");
-    if (check_block(h, rs, block, bkey, err) ||
-        read_theta(h, block, bkey, keys, &theta, err) ||
+    if (check_block(h, rs, block, bkey, err) || read_theta(h, block, bkey, keys, &theta, err) ||
         read_partial(h, block, keys, &prf, &has_prf, &pkey, err) ||
         read_type(h, block, bkey, &type, err))
         goto fail;
