@@ -183,6 +183,81 @@ void diag_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim
     strbuf_puts(sb, "}}");
 }
 
+/* The evidence fields of a code about angles (sinusoidal and rope), read
+ * off b; other codes write nothing here. */
+static void write_angle_evidence(strbuf *sb, const pe_dx_variant *b, pe_dx_code code,
+                                 scheme_kind kind, bool *first)
+{
+    switch (code) {
+    case PE_DX_LAYOUT_SWAPPED:
+        put_key(sb, first, "layout");
+        if (kind == SCHEME_ROPE)
+            strbuf_puts(sb, b->rope.layout == PE_ROPE_INTERLEAVED ? "\"interleaved\"" : "\"half\"");
+        else
+            strbuf_puts(sb, b->sin_layout == PE_SIN_SPLIT ? "\"split\"" : "\"interleaved\"");
+        break;
+    case PE_DX_POSITION_OFFSET:
+        put_number(sb, first, "offset", (double)b->offset);
+        break;
+    case PE_DX_FREQUENCY_FORMULA:
+        put_key(sb, first, "formula");
+        strbuf_put_json_string(sb, pe_dx_formula_words(b->formula));
+        put_number(sb, first, "base", kind == SCHEME_ROPE ? b->rope.base : b->base);
+        break;
+    case PE_DX_BASE_MISMATCH:
+        put_number(sb, first, "base", kind == SCHEME_ROPE ? b->rope.base : b->base);
+        break;
+    case PE_DX_ROTARY_DIM_MISMATCH:
+        put_number(sb, first, "rotary_dim", (double)b->rope.rotary_dim);
+        put_number(sb, first, "frequency_dim", (double)b->frequency_dim);
+        break;
+    case PE_DX_HEAD_DIM_MISMATCH:
+        put_number(sb, first, "head_dim", (double)b->rope.head_dim);
+        break;
+    case PE_DX_SCALING_MISMATCH:
+        put_key(sb, first, "scaling");
+        if (b->rope.scaling.type == PE_ROPE_SCALING_NONE)
+            strbuf_puts(sb, "null");
+        else
+            write_scaling(sb, &b->rope.scaling, b->rope.rotary_dim / 2);
+        break;
+    case PE_DX_ATTENTION_FACTOR:
+        put_number(sb, first, "factor", b->attention_factor);
+        break;
+    case PE_DX_EMBED_SCALE:
+        put_number(sb, first, "embed_scale", b->embed_scale);
+        break;
+    case PE_DX_LOW_PRECISION:
+        put_key(sb, first, "precision");
+        strbuf_put_json_string(sb, pe_dx_precision_name(b->precision));
+        break;
+    default:
+        break;
+    }
+}
+
+/* alibi_slopes evidence: the heads whose slopes differ, and the slopes found. */
+static void write_slopes_evidence(strbuf *sb, const pe_dx_result *r, size_t n_heads, bool *first)
+{
+    const pe_dx_variant *b = &r->best;
+    size_t heads = 0;
+    put_key(sb, first, "heads");
+    strbuf_putc(sb, '[');
+    for (size_t h = 0; r->slopes_differ && b->slopes && h < n_heads; h++)
+        if (r->slopes_differ[h])
+            strbuf_printf(sb, "%s%zu", heads++ ? "," : "", h);
+    strbuf_putc(sb, ']');
+    put_key(sb, first, "slopes");
+    for (size_t h = 0; b->slopes && h < n_heads; h++) {
+        strbuf_putc(sb, h ? ',' : '[');
+        diag_put_float(sb, b->slopes[h]);
+    }
+    if (b->slopes)
+        strbuf_putc(sb, ']');
+    else
+        strbuf_puts(sb, "null");
+}
+
 /* The evidence of one code, read off best as pe_diagnose.h documents. */
 static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, scheme_kind kind,
                            size_t n_heads)
@@ -192,67 +267,9 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
 
     strbuf_putc(sb, '{');
     switch (code) {
-    case PE_DX_LAYOUT_SWAPPED:
-        put_key(sb, &first, "layout");
-        if (kind == SCHEME_ROPE)
-            strbuf_puts(sb, b->rope.layout == PE_ROPE_INTERLEAVED ? "\"interleaved\"" : "\"half\"");
-        else
-            strbuf_puts(sb, b->sin_layout == PE_SIN_SPLIT ? "\"split\"" : "\"interleaved\"");
+    case PE_DX_ALIBI_SLOPES:
+        write_slopes_evidence(sb, r, n_heads, &first);
         break;
-    case PE_DX_POSITION_OFFSET:
-        put_number(sb, &first, "offset", (double)b->offset);
-        break;
-    case PE_DX_FREQUENCY_FORMULA:
-        put_key(sb, &first, "formula");
-        strbuf_put_json_string(sb, pe_dx_formula_words(b->formula));
-        put_number(sb, &first, "base", kind == SCHEME_ROPE ? b->rope.base : b->base);
-        break;
-    case PE_DX_BASE_MISMATCH:
-        put_number(sb, &first, "base", kind == SCHEME_ROPE ? b->rope.base : b->base);
-        break;
-    case PE_DX_ROTARY_DIM_MISMATCH:
-        put_number(sb, &first, "rotary_dim", (double)b->rope.rotary_dim);
-        put_number(sb, &first, "frequency_dim", (double)b->frequency_dim);
-        break;
-    case PE_DX_HEAD_DIM_MISMATCH:
-        put_number(sb, &first, "head_dim", (double)b->rope.head_dim);
-        break;
-    case PE_DX_SCALING_MISMATCH:
-        put_key(sb, &first, "scaling");
-        if (b->rope.scaling.type == PE_ROPE_SCALING_NONE)
-            strbuf_puts(sb, "null");
-        else
-            write_scaling(sb, &b->rope.scaling, b->rope.rotary_dim / 2);
-        break;
-    case PE_DX_ATTENTION_FACTOR:
-        put_number(sb, &first, "factor", b->attention_factor);
-        break;
-    case PE_DX_EMBED_SCALE:
-        put_number(sb, &first, "embed_scale", b->embed_scale);
-        break;
-    case PE_DX_LOW_PRECISION:
-        put_key(sb, &first, "precision");
-        strbuf_put_json_string(sb, pe_dx_precision_name(b->precision));
-        break;
-    case PE_DX_ALIBI_SLOPES: {
-        size_t heads = 0;
-        put_key(sb, &first, "heads");
-        strbuf_putc(sb, '[');
-        for (size_t h = 0; r->slopes_differ && b->slopes && h < n_heads; h++)
-            if (r->slopes_differ[h])
-                strbuf_printf(sb, "%s%zu", heads++ ? "," : "", h);
-        strbuf_putc(sb, ']');
-        put_key(sb, &first, "slopes");
-        for (size_t h = 0; b->slopes && h < n_heads; h++) {
-            strbuf_putc(sb, h ? ',' : '[');
-            diag_put_float(sb, b->slopes[h]);
-        }
-        if (b->slopes)
-            strbuf_putc(sb, ']');
-        else
-            strbuf_puts(sb, "null");
-        break;
-    }
     case PE_DX_ALIBI_FORM:
         put_key(sb, &first, "form");
         strbuf_puts(sb, b->alibi_form == PE_ALIBI_BLOOM ? "\"bloom\"" : "\"symmetric\"");
@@ -264,7 +281,9 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         put_key(sb, &first, "bidirectional");
         strbuf_puts(sb, b->t5.bidirectional ? "true" : "false");
         break;
-    default: /* sin_cos_swapped, rotation_reversed, transposed, t5_direction */
+    default: /* angle codes; sin_cos_swapped, rotation_reversed, transposed,
+              * t5_direction have none */
+        write_angle_evidence(sb, b, code, kind, &first);
         break;
     }
     strbuf_putc(sb, '}');

@@ -69,138 +69,190 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
     return a->max_abs < b->max_abs;
 }
 
-pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim,
-                      pe_dx_tolerance tol, pe_dx_result *out)
+/* The claim as evaluated: exact angles, and for rope its frequencies'
+ * attention factor and frequency width filled in. */
+static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *c)
 {
-    memset(out, 0, sizeof *out);
-    pe_status st = validate(s, claim);
+    *c = *claim;
+    c->precision = PE_DX_EXACT;
+    if (!rope_kind(s->kind))
+        return PE_OK;
+    size_t half = c->rope.rotary_dim / 2;
+    double *w = malloc(half * sizeof *w); /* owned */
+    if (!w)
+        return PE_ENOMEM;
+    pe_status st = dx_rope_freqs(s, c, w, &c->attention_factor);
+    free(w);
     if (st != PE_OK)
         return st;
+    c->frequency_dim = c->rope.rotary_dim;
+    return PE_OK;
+}
 
-    pe_dx_variant c = *claim;
-    c.precision = PE_DX_EXACT;
-    if (rope_kind(s->kind)) {
-        size_t half = c.rope.rotary_dim / 2;
-        double *w = malloc(half * sizeof *w); /* owned */
-        if (!w)
-            return PE_ENOMEM;
-        st = dx_rope_freqs(s, &c, w, &c.attention_factor);
-        free(w);
-        if (st != PE_OK)
-            return st;
-        c.frequency_dim = c.rope.rotary_dim;
-    }
-
-    st = dx_evaluate(s, &c, tol, &out->claimed);
+/* The claim itself, exact and (for angle kinds) at float32 angles; sets
+ * *decided when either reproduces the subject (out->verdict is MATCH). */
+static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                             pe_dx_result *out, bool *decided)
+{
+    *decided = false;
+    pe_status st = dx_evaluate(s, c, tol, &out->claimed);
     if (st != PE_OK)
         return st;
-    out->best = c;
+    out->best = *c;
     out->best_errors = out->claimed;
     if (dx_within(&out->claimed)) {
         out->verdict = PE_DX_MATCH;
+        *decided = true;
         return PE_OK;
     }
-    if (angle_kind(s->kind)) {
-        pe_dx_variant f32 = c;
-        pe_dx_errors e;
-        f32.precision = PE_DX_FLOAT32;
-        st = dx_evaluate(s, &f32, tol, &e);
-        if (st != PE_OK)
-            return st;
-        if (dx_within(&e)) {
-            out->verdict = PE_DX_MATCH;
-            out->best = f32;
-            dx_findings(s, &c, out, out->findings, &out->n_findings);
-            return PE_OK;
-        }
+    if (!angle_kind(s->kind))
+        return PE_OK;
+    pe_dx_variant f32 = *c;
+    pe_dx_errors e;
+    f32.precision = PE_DX_FLOAT32;
+    st = dx_evaluate(s, &f32, tol, &e);
+    if (st != PE_OK)
+        return st;
+    if (dx_within(&e)) {
+        out->verdict = PE_DX_MATCH;
+        out->best = f32;
+        dx_findings(s, c, out, out->findings, &out->n_findings);
+        *decided = true;
     }
+    return PE_OK;
+}
 
-    pe_dx_variant found = c, alt = c;
+/* The search of the subject's kind; *found and *alt start as the claim. */
+static pe_status search_kind(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                             pe_dx_variant *found, pe_dx_variant *alt, pe_dx_result *out)
+{
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
     case PE_DX_SUBJ_ABS_ENCODED:
-        st = dx_search_absolute(s, &c, tol, &found);
-        break;
+        return dx_search_absolute(s, c, tol, found);
     case PE_DX_SUBJ_ROPE_CACHE:
     case PE_DX_SUBJ_ROPE_ENCODED:
-        st = dx_search_rope(s, &c, tol, &found, &alt);
-        break;
+        return dx_search_rope(s, c, tol, found, alt);
     case PE_DX_SUBJ_ALIBI_BIAS:
     case PE_DX_SUBJ_ALIBI_SLOPES:
-        st = dx_search_alibi(s, &c, &found, &out->slopes);
-        break;
+        return dx_search_alibi(s, c, found, &out->slopes);
     case PE_DX_SUBJ_T5_BIAS:
-        st = dx_search_t5(s, &c, &found);
-        break;
+        return dx_search_t5(s, c, found);
     }
-    if (st != PE_OK)
-        goto fail;
-    if (found.slopes) { /* alibi_slopes evidence: which heads differ */
-        double *paper = malloc(s->heads * sizeof *paper); /* owned */
-        out->slopes_differ = calloc(s->heads, sizeof *out->slopes_differ);
-        if (!paper || !out->slopes_differ) {
-            free(paper);
-            st = PE_ENOMEM;
-            goto fail;
-        }
-        pe_alibi_slopes(s->heads, paper);
-        for (size_t h = 0; h < s->heads; h++)
-            out->slopes_differ[h] =
-                fabs(found.slopes[h] - paper[h]) > 1e-12 * paper[h];
-        free(paper);
-    }
+    return PE_OK;
+}
 
-    /* the structure found (and the rope search's second finalist), at
-     * exact angles, then at each lower precision (the simplest precision
-     * that explains wins); the claim's own structure at the lower
-     * precisions too (a search misled by coarse angles) */
+/* alibi_slopes evidence: which heads' found slopes differ from the paper's
+ * (out->slopes_differ, owned by out). */
+static pe_status mark_differing_slopes(const pe_dx_subject *s, const pe_dx_variant *found,
+                                       pe_dx_result *out)
+{
+    double *paper = malloc(s->heads * sizeof *paper); /* owned */
+    out->slopes_differ = calloc(s->heads, sizeof *out->slopes_differ);
+    if (!paper || !out->slopes_differ) {
+        free(paper);
+        return PE_ENOMEM;
+    }
+    pe_alibi_slopes(s->heads, paper);
+    for (size_t h = 0; h < s->heads; h++)
+        out->slopes_differ[h] = fabs(found->slopes[h] - paper[h]) > 1e-12 * paper[h];
+    free(paper);
+    return PE_OK;
+}
+
+/* out->verdict EXPLAINED with best v; best_errors at exact angles, as
+ * /encode would give. */
+static pe_status explained_by(const pe_dx_subject *s, const pe_dx_variant *c,
+                              const pe_dx_variant *v, pe_dx_tolerance tol, pe_dx_result *out)
+{
+    out->verdict = PE_DX_EXPLAINED;
+    out->best = *v;
+    pe_dx_variant exact = *v;
+    exact.precision = PE_DX_EXACT;
+    pe_status st = dx_evaluate(s, &exact, tol, &out->best_errors);
+    if (st != PE_OK)
+        return st;
+    dx_findings(s, c, out, out->findings, &out->n_findings);
+    return PE_OK;
+}
+
+/* The structure found (and the rope search's second finalist), at exact
+ * angles, then at each lower precision (the simplest precision that
+ * explains wins); the claim's own structure at the lower precisions too
+ * (a search misled by coarse angles). The first that explains decides
+ * (EXPLAINED); otherwise the closest at exact angles is best (UNEXPLAINED). */
+static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *found,
+                         const pe_dx_variant *alt, pe_dx_tolerance tol, pe_dx_result *out)
+{
     static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32,
                                             PE_DX_BFLOAT16, PE_DX_FLOAT16};
     size_t nprec = angle_kind(s->kind) ? 4 : 1;
     /* at exact and float32 angles the variant found comes first; at
      * bfloat16/float16 the claim's own structure does (the simplest
      * explanation: coarse angles blur the profile the search read) */
-    const pe_dx_variant *found_first[3] = {&found, &alt, &c};
-    const pe_dx_variant *claim_first[3] = {&c, &alt, &found};
+    const pe_dx_variant *found_first[3] = {found, alt, c};
+    const pe_dx_variant *claim_first[3] = {c, alt, found};
     pe_dx_errors closest_err = out->claimed;
-    pe_dx_variant closest = c;
+    pe_dx_variant closest = *c;
     for (size_t k = 0; k < nprec; k++)
         for (int b = 0; b < 3; b++) {
             const pe_dx_variant *base = k < 2 ? found_first[b] : claim_first[b];
-            if ((base == &c && k < 2) || (base == &alt && !rope_kind(s->kind)))
+            if ((base == c && k < 2) || (base == alt && !rope_kind(s->kind)))
                 continue; /* the claim exact and at float32: done above */
             pe_dx_variant v = *base;
             v.precision = precs[k];
             pe_dx_errors e;
             bool full;
-            st = dx_evaluate_fast(s, &v, tol, &e, &full);
+            pe_status st = dx_evaluate_fast(s, &v, tol, &e, &full);
             if (st == PE_EINVAL)
                 continue;
             if (st != PE_OK)
-                goto fail;
+                return st;
             if (k == 0 && better(&e, &closest_err)) {
                 closest_err = e;
                 closest = v;
             }
-            if (full && dx_within(&e)) {
-                out->verdict = PE_DX_EXPLAINED;
-                out->best = v;
-                /* errors of best at exact angles, as /encode would give */
-                pe_dx_variant exact = v;
-                exact.precision = PE_DX_EXACT;
-                st = dx_evaluate(s, &exact, tol, &out->best_errors);
-                if (st != PE_OK)
-                    goto fail;
-                dx_findings(s, &c, out, out->findings, &out->n_findings);
-                return PE_OK;
-            }
+            if (full && dx_within(&e))
+                return explained_by(s, c, &v, tol, out);
         }
     out->verdict = PE_DX_UNEXPLAINED;
     out->best = closest;
-    st = dx_evaluate(s, &closest, tol, &out->best_errors); /* in full */
+    pe_status st = dx_evaluate(s, &closest, tol, &out->best_errors); /* in full */
+    if (st != PE_OK)
+        return st;
+    dx_findings(s, c, out, out->findings, &out->n_findings);
+    return PE_OK;
+}
+
+pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                      pe_dx_result *out)
+{
+    memset(out, 0, sizeof *out);
+    pe_status st = validate(s, claim);
+    if (st != PE_OK)
+        return st;
+
+    pe_dx_variant c;
+    st = exact_claim(s, claim, &c);
+    if (st != PE_OK)
+        return st;
+    bool decided;
+    st = judge_claim(s, &c, tol, out, &decided);
+    if (st != PE_OK || decided)
+        return st;
+
+    pe_dx_variant found = c, alt = c;
+    st = search_kind(s, &c, tol, &found, &alt, out);
     if (st != PE_OK)
         goto fail;
-    dx_findings(s, &c, out, out->findings, &out->n_findings);
+    if (found.slopes) {
+        st = mark_differing_slopes(s, &found, out);
+        if (st != PE_OK)
+            goto fail;
+    }
+    st = explain(s, &c, &found, &alt, tol, out);
+    if (st != PE_OK)
+        goto fail;
     return PE_OK;
 fail:
     pe_dx_result_free(out);

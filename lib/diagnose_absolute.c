@@ -101,14 +101,61 @@ typedef struct base_choice {
     pe_dx_formula formula;
 } base_choice;
 
+/* The bases worth trying for d dimensions (at most 9): the claim's cb,
+ * its equivalents under the other formulas, and the base fitted to the
+ * measured frequencies m (full of them). */
+static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, base_choice *bases)
+{
+    double fit_scale;
+    double fitted = dx_fit_base(m, full, d, &fit_scale);
+    size_t nb = 0;
+    bases[nb++] = (base_choice){cb, PE_DX_FORMULA_STANDARD};
+    bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX};
+    if (d > 1)
+        bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d - 1)),
+                                    PE_DX_FORMULA_D_MINUS_1};
+    bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d + 1)),
+                                PE_DX_FORMULA_D_PLUS_1};
+    if (fitted > 1.0) {
+        for (int dg = 1; dg <= 4; dg++)
+            bases[nb++] = (base_choice){dx_round_sig(fitted, dg),
+                                        PE_DX_FORMULA_STANDARD};
+        bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD};
+    }
+    return nb;
+}
+
+/* The earliest of the nb bases whose frequency profile scores as well as
+ * the best against m (w: scratch of full). */
+static size_t pick_base(const abs_view *view, const base_choice *bases, size_t nb, const double *m,
+                        double *w)
+{
+    size_t full = view->d / 2, d = view->d;
+    double span = 1.0;
+    for (size_t t = 0; t < view->tokens; t++)
+        span = fmax(span, (double)view->positions[t] + 1.0);
+    double scores[9], best_score = INFINITY;
+    for (size_t k = 0; k < nb; k++) {
+        for (size_t i = 0; i < full; i++)
+            w[i] = pe_inv_freq(bases[k].base, i, d);
+        scores[k] = bases[k].base > 1.0 && isfinite(bases[k].base)
+                        ? dx_profile_score(m, w, full, PE_DX_EXACT, span)
+                        : INFINITY;
+        best_score = fmin(best_score, scores[k]);
+    }
+    for (size_t k = 0; k < nb; k++)
+        if (scores[k] <= best_score + 2e-6 + 0.05 * best_score)
+            return k;
+    return 0;
+}
+
 /* Follow one reading to a variant (base, offset, layout, flags). */
-static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim,
-                        const abs_view *view, const abs_reading *r,
-                        pe_dx_variant *out)
+static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, const abs_view *view,
+                        const abs_reading *r, pe_dx_variant *out)
 {
     dx_phasors ph = {0};
     size_t full = view->d / 2, d = view->d;
-    double score, fit_scale;
+    double score;
     double *m = malloc((full ? full : 1) * sizeof *m); /* owned */
     double *w = malloc((full ? full : 1) * sizeof *w); /* owned */
     pe_status st = PE_ENOMEM;
@@ -127,41 +174,9 @@ static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim,
     if (st != PE_OK)
         goto out;
 
-    double cb = claim->base;
-    double fitted = dx_fit_base(m, full, d, &fit_scale);
     base_choice bases[9];
-    size_t nb = 0;
-    bases[nb++] = (base_choice){cb, PE_DX_FORMULA_STANDARD};
-    bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX};
-    if (d > 1)
-        bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d - 1)),
-                                    PE_DX_FORMULA_D_MINUS_1};
-    bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d + 1)),
-                                PE_DX_FORMULA_D_PLUS_1};
-    if (fitted > 1.0) {
-        for (int dg = 1; dg <= 4; dg++)
-            bases[nb++] = (base_choice){dx_round_sig(fitted, dg),
-                                        PE_DX_FORMULA_STANDARD};
-        bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD};
-    }
-    double span = 1.0;
-    for (size_t t = 0; t < view->tokens; t++)
-        span = fmax(span, (double)view->positions[t] + 1.0);
-    double scores[9], best_score = INFINITY;
-    for (size_t k = 0; k < nb; k++) {
-        for (size_t i = 0; i < full; i++)
-            w[i] = pe_inv_freq(bases[k].base, i, d);
-        scores[k] = bases[k].base > 1.0 && isfinite(bases[k].base)
-                        ? dx_profile_score(m, w, full, PE_DX_EXACT, span)
-                        : INFINITY;
-        best_score = fmin(best_score, scores[k]);
-    }
-    size_t pick = 0;
-    for (size_t k = 0; k < nb; k++)
-        if (scores[k] <= best_score + 2e-6 + 0.05 * best_score) {
-            pick = k;
-            break;
-        }
+    size_t nb = absolute_bases(claim->base, m, full, d, bases);
+    size_t pick = pick_base(view, bases, nb, m, w);
     out->base = bases[pick].base;
     out->formula = bases[pick].formula;
     for (size_t i = 0; i < full; i++)

@@ -73,43 +73,23 @@ pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
     return PE_OK;
 }
 
-pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
-                        const double *w, double sign,
-                        pe_dx_precision precision, int64_t *offset,
-                        double *coherence)
+/* S_i = sum z * e^{-i angle(p)} over the rows, per frequency of wr (what
+ * is left is e^{i sign w o}); *total: the sum of |z| over finite pairs. */
+static pe_status derotate(const dx_phasors *ph, const int64_t *positions, const double *wr,
+                          double complex *S, double *total)
 {
     size_t half = ph->half;
-    double total = 0.0;
-
-    *offset = 0;
-    *coherence = 0.0;
-    if (half == 0)
-        return PE_OK;
-    double complex *S = calloc(half, sizeof *S); /* owned */
-    if (!S)
-        return PE_ENOMEM;
-    double *wr = malloc(half * sizeof *wr); /* owned: w as the client had it */
-    if (!wr) {
-        free(S);
-        return PE_ENOMEM;
-    }
-    for (size_t i = 0; i < half; i++)
-        wr[i] = sign * pe_dx_round(precision, w[i]);
     /* e^{-i angle(p)} per frequency: exact every 32 rows or after a jump,
      * else advanced by one step's rotation (drift ~1e-15 per step) */
     double *ph_re = malloc(4 * half * sizeof *ph_re); /* owned: cur, step */
-    if (!ph_re) {
-        free(S);
-        free(wr);
+    if (!ph_re)
         return PE_ENOMEM;
-    }
     double *ph_im = ph_re + half, *st_re = ph_re + 2 * half,
            *st_im = ph_re + 3 * half;
     for (size_t i = 0; i < half; i++) {
         st_re[i] = cos(wr[i]);
         st_im[i] = -sin(wr[i]);
     }
-    /* S_i = sum z * e^{-i angle(p)}: what is left is e^{i sign w o} */
     for (size_t t = 0; t < ph->rows; t++) {
         double p = (double)positions[t];
         bool step = t % 32 != 0 && positions[t] - positions[t - 1] == 1;
@@ -129,19 +109,21 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
             double zi = ph->z[2 * (t * ph->pairs + k) + 1];
             if (!isfinite(zr) || !isfinite(zi))
                 continue;
-            total += sqrt(zr * zr + zi * zi);
+            *total += sqrt(zr * zr + zi * zi);
             S[i] += (zr * ph_re[i] - zi * ph_im[i]) +
                     I * (zi * ph_re[i] + zr * ph_im[i]);
         }
     }
     free(ph_re);
-    if (!(total > 0.0) || !isfinite(total)) {
-        free(S);
-        free(wr);
-        return PE_OK;
-    }
+    return PE_OK;
+}
 
-    /* estimate from the lowest frequency with a signal: |o| < pi/w there */
+/* The offset whose rotation best aligns the derotated sums S: estimated
+ * from the lowest frequency with a signal (|o| < pi/w there), then the
+ * most coherent of a fixed handful around the estimate, and 0. */
+static void pick_offset(const double complex *S, const double *wr, size_t half, double total,
+                        int64_t *offset, double *coherence)
+{
     double est = 0.0;
     for (size_t i = half; i-- > 0;) {
         if (cabs(S[i]) > 1e-9 * total && wr[i] != 0.0) {
@@ -154,7 +136,6 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
     int64_t centre = (int64_t)llround(est);
     int64_t best = 0;
     double best_c = -INFINITY;
-    /* a fixed handful of candidates: around the estimate, and 0 */
     int64_t cands[6] = {0, centre - 2, centre - 1, centre, centre + 1,
                         centre + 2};
     for (int c = 0; c < 6; c++) {
@@ -168,9 +149,34 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
     }
     *coherence = best_c / total;
     *offset = best;
+}
+
+pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const double *w,
+                        double sign, pe_dx_precision precision, int64_t *offset, double *coherence)
+{
+    size_t half = ph->half;
+    double total = 0.0;
+    pe_status st = PE_ENOMEM;
+
+    *offset = 0;
+    *coherence = 0.0;
+    if (half == 0)
+        return PE_OK;
+    double complex *S = calloc(half, sizeof *S); /* owned */
+    double *wr = malloc(half * sizeof *wr);      /* owned: w as the client had it */
+    if (!S || !wr)
+        goto out;
+    for (size_t i = 0; i < half; i++)
+        wr[i] = sign * pe_dx_round(precision, w[i]);
+    st = derotate(ph, positions, wr, S, &total);
+    if (st != PE_OK)
+        goto out;
+    if (total > 0.0 && isfinite(total))
+        pick_offset(S, wr, half, total, offset, coherence);
+out:
     free(S);
     free(wr);
-    return PE_OK;
+    return st;
 }
 
 double dx_fit_base(const double *m, size_t half, size_t dim, double *scale_out)

@@ -41,60 +41,68 @@ static bool close_rel(double a, double b, double rel)
     return fabs(a - b) <= rel * fmax(fabs(a), fabs(b));
 }
 
-pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
-                          pe_dx_variant *best, double **slopes_out)
+/* ALiBi's fixed pattern between positions pi and pj: -|pi - pj|
+ * (symmetric, form 0) or pj (bloom, form 1). */
+static double alibi_pattern(int form, double pi, double pj)
 {
-    size_t H = s->heads, T = s->rows;
-    double *found = malloc(H * sizeof *found); /* moves to *slopes_out */
-    double *cand = malloc(H * sizeof *cand);   /* owned */
-    pe_status st = PE_ENOMEM;
+    return form == 0 ? -fabs(pi - pj) : pj;
+}
 
-    *best = *claim;
-    if (!found || !cand)
-        goto fail;
-    if (s->kind == PE_DX_SUBJ_ALIBI_SLOPES) {
+/* The least-squares slope of head h's bias for one form (0 when none is
+ * finite); its squared residual is added to *res. */
+static double fit_head_slope(const pe_dx_subject *s, size_t h, int form, double *res)
+{
+    size_t T = s->rows;
+    const float *b = s->a + h * T * T;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < T; i++)
+        for (size_t j = 0; j < T; j++) {
+            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j]);
+            num += b[i * T + j] * pat;
+            den += pat * pat;
+        }
+    double sl = den > 0 ? num / den : 0;
+    sl = isfinite(sl) ? sl : 0;
+    for (size_t i = 0; i < T; i++)
+        for (size_t j = 0; j < T; j++) {
+            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j]);
+            double e = b[i * T + j] - sl * pat;
+            *res += e * e;
+        }
+    return sl;
+}
+
+/* Bias subject: the slopes per head (into found; cand is scratch of H) of
+ * the form that leaves the smaller residual (the claim's unless the other
+ * halves it), and the sign most of them share, folded in; the form and
+ * sign go to best. */
+static void fit_bias_slopes(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
+                            double *found, double *cand)
+{
+    size_t H = s->heads;
+    double res[2] = {0, 0};
+    double *fit[2] = {found, cand};
+    for (int form = 0; form < 2; form++)
         for (size_t h = 0; h < H; h++)
-            found[h] = s->a[h];
-    } else {
-        double res[2] = {0, 0};
-        double *fit[2] = {found, cand};
-        for (int form = 0; form < 2; form++)
-            for (size_t h = 0; h < H; h++) {
-                double num = 0, den = 0;
-                const float *b = s->a + h * T * T;
-                for (size_t i = 0; i < T; i++)
-                    for (size_t j = 0; j < T; j++) {
-                        double pi = (double)s->positions[i];
-                        double pj = (double)s->positions[j];
-                        double pat = form == 0 ? -fabs(pi - pj) : pj;
-                        num += b[i * T + j] * pat;
-                        den += pat * pat;
-                    }
-                double sl = den > 0 ? num / den : 0;
-                fit[form][h] = isfinite(sl) ? sl : 0;
-                for (size_t i = 0; i < T; i++)
-                    for (size_t j = 0; j < T; j++) {
-                        double pi = (double)s->positions[i];
-                        double pj = (double)s->positions[j];
-                        double pat = form == 0 ? -fabs(pi - pj) : pj;
-                        double e = b[i * T + j] - fit[form][h] * pat;
-                        res[form] += e * e;
-                    }
-            }
-        int form = claim->alibi_form == PE_ALIBI_BLOOM ? 1 : 0;
-        if (res[1 - form] < 0.5 * res[form] || !isfinite(res[form]))
-            form = 1 - form;
-        if (form == 1)
-            memcpy(found, cand, H * sizeof *found);
-        best->alibi_form = form ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
-        size_t neg = 0;
-        for (size_t h = 0; h < H; h++)
-            neg += found[h] < 0;
-        best->alibi_sign = 2 * neg > H ? -1.0 : 1.0;
-        for (size_t h = 0; h < H; h++)
-            found[h] *= best->alibi_sign;
-    }
-    /* snap: a whole known set when every head agrees with it */
+            fit[form][h] = fit_head_slope(s, h, form, &res[form]);
+    int form = claim->alibi_form == PE_ALIBI_BLOOM ? 1 : 0;
+    if (res[1 - form] < 0.5 * res[form] || !isfinite(res[form]))
+        form = 1 - form;
+    if (form == 1)
+        memcpy(found, cand, H * sizeof *found);
+    best->alibi_form = form ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
+    size_t neg = 0;
+    for (size_t h = 0; h < H; h++)
+        neg += found[h] < 0;
+    best->alibi_sign = 2 * neg > H ? -1.0 : 1.0;
+    for (size_t h = 0; h < H; h++)
+        found[h] *= best->alibi_sign;
+}
+
+/* snap: found becomes a whole known set when every head agrees with it
+ * (cand: scratch of H) */
+static void snap_to_known_set(size_t H, double *found, double *cand)
+{
     for (int which = 0; which < 3; which++) {
         slope_set(H, which, cand);
         bool all = true;
@@ -102,15 +110,44 @@ pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
             all = close_rel(found[h], cand[h], 1e-5);
         if (all) {
             memcpy(found, cand, H * sizeof *found);
-            break;
+            return;
         }
     }
+}
+
+/* Whether any head of found differs from the paper's slopes (cand: scratch
+ * of H). */
+static bool differs_from_paper(size_t H, const double *found, double *cand)
+{
     pe_alibi_slopes(H, cand);
     bool any = false;
     for (size_t h = 0; h < H; h++)
         any = any || !close_rel(found[h], cand[h], 1e-12);
+    return any;
+}
+
+pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
+                          double **slopes_out)
+{
+    size_t H = s->heads;
+    double *found = malloc(H * sizeof *found); /* moves to *slopes_out */
+    double *cand = malloc(H * sizeof *cand);   /* owned */
+
+    *best = *claim;
+    if (!found || !cand) {
+        free(found);
+        free(cand);
+        return PE_ENOMEM;
+    }
+    if (s->kind == PE_DX_SUBJ_ALIBI_SLOPES) {
+        for (size_t h = 0; h < H; h++)
+            found[h] = s->a[h];
+    } else {
+        fit_bias_slopes(s, claim, best, found, cand);
+    }
+    snap_to_known_set(H, found, cand);
+    bool any = differs_from_paper(H, found, cand);
     free(cand);
-    cand = NULL;
     if (!any) {
         free(found);
         return PE_OK; /* the paper's slopes: best.slopes stays NULL */
@@ -118,10 +155,6 @@ pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
     *slopes_out = found;
     best->slopes = found;
     return PE_OK;
-fail:
-    free(found);
-    free(cand);
-    return st;
 }
 
 pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim,

@@ -86,9 +86,11 @@ static void describe_scaling(const pe_rope_scaling *sc, char *buf, size_t n)
         snprintf(buf, n, "none");
 }
 
-static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c,
-                          const pe_dx_variant *b, const pe_dx_result *r,
-                          const char *with, sink *k)
+/* How the rotation is laid out: head size, pairing, sin/cos order,
+ * direction, position offset. */
+static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
+                                 const pe_dx_variant *b, const pe_dx_result *r, const char *with,
+                                 sink *k)
 {
     double from = r->claimed.max_abs, to = r->best_errors.max_abs;
     size_t rd = b->rope.rotary_dim;
@@ -121,6 +123,15 @@ static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             " with offset %+lld%s the maximum error drops from %.3g to %.3g",
             (long long)(b->offset - c->offset), (long long)(b->offset - c->offset),
             (long long)b->offset, with, from, to);
+}
+
+/* Which frequencies: rotary width and exponent, base or formula, scaling. */
+static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant *b,
+                                    const pe_dx_result *r, const char *with, sink *k)
+{
+    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    size_t rd = b->rope.rotary_dim;
+
     /* a full-rotary claim over another head size rotates that head whole:
      * the head size is the finding, not the rotary width */
     bool full_follows = c->rope.rotary_dim == c->rope.head_dim &&
@@ -154,6 +165,12 @@ static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             "the frequency profile is RoPE scaling %s, not the claimed %s", got,
             want);
     }
+}
+
+/* An attention factor other than the one the found scaling implies. */
+static void attention_factor_finding(const pe_dx_subject *s, const pe_dx_variant *b, sink *k)
+{
+    size_t rd = b->rope.rotary_dim;
     /* the factor the found scaling implies by itself */
     double implied = 1.0;
     pe_dx_variant t = *b;
@@ -166,6 +183,14 @@ static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c,
         add(k, PE_DX_ATTENTION_FACTOR,
             "every rotated pair is scaled by %.6g, where the scaling implies"
             " %.6g", b->attention_factor, implied);
+}
+
+static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *b,
+                          const pe_dx_result *r, const char *with, sink *k)
+{
+    rope_layout_findings(s, c, b, r, with, k);
+    rope_frequency_findings(c, b, r, with, k);
+    attention_factor_finding(s, b, k);
 }
 
 static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,

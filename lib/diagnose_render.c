@@ -110,10 +110,67 @@ static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i,
     }
 }
 
-static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v,
-                             float *out, float *slack)
+/* Row t of a rope cache at position p (frequencies w, the rotation's
+ * sign): cos into out, sin into out + n, each in its column(s). */
+static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
+                             size_t t, double p, double sign, float *out, float *slack)
+{
+    size_t half = v->rope.rotary_dim / 2, n = s->rows * s->cols;
+    double f = v->attention_factor;
+    for (size_t i = 0; i < half; i++) {
+        double c, sn;
+        client_cos_sin(v->precision, w[i], p, f, &c, &sn);
+        sn *= sign;
+        size_t c0, c1;
+        cache_columns(v, s->cols, i, &c0, &c1);
+        size_t cols[2] = {c0, c1};
+        for (int k = 0; k < 2; k++) {
+            size_t e = t * s->cols + cols[k];
+            out[e] = (float)(v->sin_cos_swapped ? sn : c);
+            out[n + e] = (float)(v->sin_cos_swapped ? c : sn);
+            if (slack)
+                slack[e] = slack[n + e] = precision_slack(v->precision, f, p);
+        }
+    }
+}
+
+/* Row t of x rotated at position p, head by head (pass-through channels
+ * copied). */
+static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
+                               size_t t, double p, double sign, float *out, float *slack)
 {
     size_t rd = v->rope.rotary_dim, hd = v->rope.head_dim, half = rd / 2;
+    double f = v->attention_factor;
+    const float *x = s->x + t * s->cols;
+    float *y = out + t * s->cols;
+    for (size_t h0 = 0; h0 + hd <= s->cols; h0 += hd) {
+        for (size_t c = rd; c < hd; c++) {
+            y[h0 + c] = x[h0 + c];
+            if (slack)
+                slack[t * s->cols + h0 + c] = 0.0f;
+        }
+        for (size_t i = 0; i < half; i++) {
+            size_t a = v->rope.layout == PE_ROPE_HALF ? i : 2 * i;
+            size_t b = v->rope.layout == PE_ROPE_HALF ? i + half : 2 * i + 1;
+            double c, sn;
+            client_cos_sin(v->precision, w[i], p, f, &c, &sn);
+            sn *= sign;
+            double xa = x[h0 + a], xb = x[h0 + b];
+            y[h0 + a] = (float)(xa * c - xb * sn);
+            y[h0 + b] = (float)(xb * c + xa * sn);
+            if (slack) {
+                float sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p);
+                slack[t * s->cols + h0 + a] = sl;
+                slack[t * s->cols + h0 + b] = sl;
+            }
+        }
+    }
+}
+
+static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                             float *slack)
+{
+    size_t half = v->rope.rotary_dim / 2;
     double implied;
     double *w = malloc((half ? half : 1) * sizeof *w); /* owned */
 
@@ -123,55 +180,12 @@ static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v,
     if (st != PE_OK)
         goto out;
     double sign = v->reversed ? -1.0 : 1.0;
-    double f = v->attention_factor;
-    size_t n = s->rows * s->cols;
-
     for (size_t t = 0; t < s->rows; t++) {
         double p = (double)dx_position(s, v, t);
-        if (s->kind == PE_DX_SUBJ_ROPE_CACHE) {
-            for (size_t i = 0; i < half; i++) {
-                double c, sn;
-                client_cos_sin(v->precision, w[i], p, f, &c, &sn);
-                sn *= sign;
-                size_t c0, c1;
-                cache_columns(v, s->cols, i, &c0, &c1);
-                size_t cols[2] = {c0, c1};
-                for (int k = 0; k < 2; k++) {
-                    size_t e = t * s->cols + cols[k];
-                    out[e] = (float)(v->sin_cos_swapped ? sn : c);
-                    out[n + e] = (float)(v->sin_cos_swapped ? c : sn);
-                    if (slack)
-                        slack[e] = slack[n + e] =
-                            precision_slack(v->precision, f, p);
-                }
-            }
-            continue;
-        }
-        const float *x = s->x + t * s->cols;
-        float *y = out + t * s->cols;
-        for (size_t h0 = 0; h0 + hd <= s->cols; h0 += hd) {
-            for (size_t c = rd; c < hd; c++) {
-                y[h0 + c] = x[h0 + c];
-                if (slack)
-                    slack[t * s->cols + h0 + c] = 0.0f;
-            }
-            for (size_t i = 0; i < half; i++) {
-                size_t a = v->rope.layout == PE_ROPE_HALF ? i : 2 * i;
-                size_t b = v->rope.layout == PE_ROPE_HALF ? i + half : 2 * i + 1;
-                double c, sn;
-                client_cos_sin(v->precision, w[i], p, f, &c, &sn);
-                sn *= sign;
-                double xa = x[h0 + a], xb = x[h0 + b];
-                y[h0 + a] = (float)(xa * c - xb * sn);
-                y[h0 + b] = (float)(xb * c + xa * sn);
-                if (slack) {
-                    float sl = precision_slack(v->precision,
-                                               f * sqrt(xa * xa + xb * xb), p);
-                    slack[t * s->cols + h0 + a] = sl;
-                    slack[t * s->cols + h0 + b] = sl;
-                }
-            }
-        }
+        if (s->kind == PE_DX_SUBJ_ROPE_CACHE)
+            render_cache_row(s, v, w, t, p, sign, out, slack);
+        else
+            render_encoded_row(s, v, w, t, p, sign, out, slack);
     }
 out:
     free(w);

@@ -43,14 +43,100 @@ static void pair_channels(pe_rope_layout layout, size_t rd, size_t i,
     *b = layout == PE_ROPE_HALF ? i + rd / 2 : 2 * i + 1;
 }
 
+/* Encoded subject: z = y conj(x) per pair of each head. Score: how far the
+ * pair norms are from one common gain (|y|^2 = amp2 |x|^2), plus what the
+ * pass-through channels changed. *amp_out: sqrt(amp2). */
+static double encoded_phasors(const pe_dx_subject *s, const reading *rd_, size_t heads,
+                              dx_phasors *ph, double *amp_out)
+{
+    size_t half = ph->half, pairs = ph->pairs;
+    double sum_x2 = 0, sum_y2 = 0, pass_err = 0, pass_tot = 0;
+    for (size_t t = 0; t < s->rows; t++)
+        for (size_t h = 0; h < heads; h++) {
+            const float *x = s->x + t * s->cols + h * rd_->hd;
+            const float *y = s->a + t * s->cols + h * rd_->hd;
+            for (size_t i = 0; i < half; i++) {
+                double *z = ph->z + 2 * (t * pairs + h * half + i);
+                size_t a, b;
+                pair_channels(rd_->layout, rd_->rd, i, &a, &b);
+                double complex zx = x[a] + I * (double)x[b];
+                double complex zy = y[a] + I * (double)y[b];
+                double complex zz = zy * conj(zx);
+                z[0] = creal(zz);
+                z[1] = cimag(zz);
+                sum_x2 += creal(zx * conj(zx));
+                sum_y2 += creal(zy * conj(zy));
+            }
+            for (size_t c = rd_->rd; c < rd_->hd; c++) {
+                double e = (double)y[c] - x[c];
+                pass_err += e * e;
+                pass_tot += (double)x[c] * x[c] + (double)y[c] * y[c];
+            }
+        }
+
+    double amp2 = sum_x2 > 0 ? sum_y2 / sum_x2 : 1.0;
+    double dev = 0, tot = 0;
+    for (size_t t = 0; t < s->rows; t++)
+        for (size_t k = 0; k < pairs; k++) {
+            /* |z| = |y||x|; |y|^2 - amp2 |x|^2 from |z| needs |x|: redo */
+            size_t h = k / half, i = k % half, a, b;
+            pair_channels(rd_->layout, rd_->rd, i, &a, &b);
+            const float *x = s->x + t * s->cols + h * rd_->hd;
+            const float *y = s->a + t * s->cols + h * rd_->hd;
+            double nx = (double)x[a] * x[a] + (double)x[b] * x[b];
+            double ny = (double)y[a] * y[a] + (double)y[b] * y[b];
+            dev += fabs(ny - amp2 * nx);
+            tot += ny + amp2 * nx;
+        }
+    *amp_out = sqrt(amp2);
+    return (tot > 0 ? dev / tot : 1.0) + (pass_tot > 0 ? pass_err / pass_tot : 0.0);
+}
+
+/* cos/sin cache: one column per frequency, or its two copies (averaged).
+ * Score: how far the copies differ, plus how far the norms are from their
+ * mean. *amp_out: that mean (the attention factor). */
+static double cache_phasors(const pe_dx_subject *s, const reading *rd_, dx_phasors *ph,
+                            double *amp_out)
+{
+    size_t half = ph->half;
+    double dup_err = 0, dup_tot = 0, amp_sum = 0;
+    for (size_t t = 0; t < s->rows; t++) {
+        const float *c = s->a + t * s->cols, *sn = s->b + t * s->cols;
+        for (size_t i = 0; i < half; i++) {
+            double *z = ph->z + 2 * (t * half + i);
+            size_t a, b;
+            if (s->cols == half)
+                a = b = i;
+            else
+                pair_channels(rd_->layout, rd_->rd, i, &a, &b);
+            double cv = 0.5 * ((double)c[a] + c[b]);
+            double sv = 0.5 * ((double)sn[a] + sn[b]);
+            dup_err += fabs((double)c[a] - c[b]) + fabs((double)sn[a] - sn[b]);
+            dup_tot += fabs(cv) + fabs(sv);
+            z[0] = rd_->swapped ? sv : cv;
+            z[1] = rd_->swapped ? cv : sv;
+            amp_sum += sqrt(cv * cv + sv * sv);
+        }
+    }
+
+    size_t n = s->rows * half;
+    double amp = n ? amp_sum / (double)n : 1.0, dev = 0;
+    for (size_t e = 0; e < n; e++)
+        dev += fabs(sqrt(ph->z[2 * e] * ph->z[2 * e] + ph->z[2 * e + 1] * ph->z[2 * e + 1]) - amp);
+    *amp_out = amp;
+    return (dup_tot > 0 ? dup_err / dup_tot : 0.0) + (amp_sum > 0 ? dev / amp_sum : 1.0);
+}
+
 /* Phasors of a reading and its norm score (lower: more like rotations).
- * *amp_out: the attention factor the norms show. */
+ * *amp_out: the attention factor the norms show. ph->z is new (the
+ * caller frees it, also after an error). */
 static pe_status build_phasors(const pe_dx_subject *s, const reading *rd_,
                                dx_phasors *ph, double *amp_out,
                                double *score_out)
 {
     size_t half = rd_->rd / 2;
-    size_t heads = s->kind == PE_DX_SUBJ_ROPE_ENCODED ? s->cols / rd_->hd : 1;
+    bool encoded = s->kind == PE_DX_SUBJ_ROPE_ENCODED;
+    size_t heads = encoded ? s->cols / rd_->hd : 1;
     size_t pairs = heads * half;
 
     ph->rows = s->rows;
@@ -61,83 +147,8 @@ static pe_status build_phasors(const pe_dx_subject *s, const reading *rd_,
     if (!ph->z)
         return PE_ENOMEM;
 
-    double sum_x2 = 0, sum_y2 = 0, pass_err = 0, pass_tot = 0;
-    double dup_err = 0, dup_tot = 0, amp_sum = 0;
-    for (size_t t = 0; t < s->rows; t++) {
-        for (size_t h = 0; h < heads; h++) {
-            for (size_t i = 0; i < half; i++) {
-                double *z = ph->z + 2 * (t * pairs + h * half + i);
-                size_t a, b;
-                if (s->kind == PE_DX_SUBJ_ROPE_ENCODED) {
-                    pair_channels(rd_->layout, rd_->rd, i, &a, &b);
-                    const float *x = s->x + t * s->cols + h * rd_->hd;
-                    const float *y = s->a + t * s->cols + h * rd_->hd;
-                    double complex zx = x[a] + I * (double)x[b];
-                    double complex zy = y[a] + I * (double)y[b];
-                    double complex zz = zy * conj(zx);
-                    z[0] = creal(zz);
-                    z[1] = cimag(zz);
-                    sum_x2 += creal(zx * conj(zx));
-                    sum_y2 += creal(zy * conj(zy));
-                    continue;
-                }
-                /* cache: one column per frequency, or its two copies */
-                if (s->cols == half) {
-                    a = b = i;
-                } else {
-                    pair_channels(rd_->layout, rd_->rd, i, &a, &b);
-                }
-                const float *c = s->a + t * s->cols, *sn = s->b + t * s->cols;
-                double cv = 0.5 * ((double)c[a] + c[b]);
-                double sv = 0.5 * ((double)sn[a] + sn[b]);
-                dup_err += fabs((double)c[a] - c[b]) + fabs((double)sn[a] - sn[b]);
-                dup_tot += fabs(cv) + fabs(sv);
-                z[0] = rd_->swapped ? sv : cv;
-                z[1] = rd_->swapped ? cv : sv;
-                amp_sum += sqrt(cv * cv + sv * sv);
-            }
-            if (s->kind == PE_DX_SUBJ_ROPE_ENCODED) {
-                const float *x = s->x + t * s->cols + h * rd_->hd;
-                const float *y = s->a + t * s->cols + h * rd_->hd;
-                for (size_t c = rd_->rd; c < rd_->hd; c++) {
-                    double e = (double)y[c] - x[c];
-                    pass_err += e * e;
-                    pass_tot += (double)x[c] * x[c] + (double)y[c] * y[c];
-                }
-            }
-        }
-    }
-
-    double score;
-    if (s->kind == PE_DX_SUBJ_ROPE_ENCODED) {
-        double amp2 = sum_x2 > 0 ? sum_y2 / sum_x2 : 1.0;
-        double dev = 0, tot = 0;
-        for (size_t t = 0; t < s->rows; t++)
-            for (size_t k = 0; k < pairs; k++) {
-                /* |z| = |y||x|; |y|^2 - amp2 |x|^2 from |z| needs |x|: redo */
-                size_t h = k / half, i = k % half, a, b;
-                pair_channels(rd_->layout, rd_->rd, i, &a, &b);
-                const float *x = s->x + t * s->cols + h * rd_->hd;
-                const float *y = s->a + t * s->cols + h * rd_->hd;
-                double nx = (double)x[a] * x[a] + (double)x[b] * x[b];
-                double ny = (double)y[a] * y[a] + (double)y[b] * y[b];
-                dev += fabs(ny - amp2 * nx);
-                tot += ny + amp2 * nx;
-            }
-        score = (tot > 0 ? dev / tot : 1.0) +
-                (pass_tot > 0 ? pass_err / pass_tot : 0.0);
-        *amp_out = sqrt(amp2);
-    } else {
-        size_t n = s->rows * half;
-        double amp = n ? amp_sum / (double)n : 1.0, dev = 0;
-        for (size_t e = 0; e < n; e++)
-            dev += fabs(sqrt(ph->z[2 * e] * ph->z[2 * e] +
-                             ph->z[2 * e + 1] * ph->z[2 * e + 1]) -
-                        amp);
-        score = (dup_tot > 0 ? dup_err / dup_tot : 0.0) +
-                (amp_sum > 0 ? dev / amp_sum : 1.0);
-        *amp_out = amp;
-    }
+    double score = encoded ? encoded_phasors(s, rd_, heads, ph, amp_out)
+                           : cache_phasors(s, rd_, ph, amp_out);
     *score_out = isfinite(score) ? score : INFINITY;
     return PE_OK;
 }
@@ -242,19 +253,17 @@ static size_t factor_set(double f, double *out)
     return n;
 }
 
-static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim,
-                              const reading *r, const double *m,
-                              candidate *out)
+/* The bases worth trying at reading r (at most 12): the claim's, its
+ * equivalents under the other formulas and widths, and the base fitted
+ * to the measured frequencies m (*fit_scale: the fit's intercept). */
+static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, const double *m,
+                              base_choice *bases, double *fit_scale)
 {
-    size_t n = 0, rd = r->rd, half = rd / 2;
+    size_t nb = 0, rd = r->rd, hd = r->hd, half = rd / 2;
     double cb = claim->rope.base;
-    size_t crd = claim->rope.rotary_dim, hd = r->hd;
-    const pe_rope_scaling *cs = &claim->rope.scaling;
-    double fit_scale;
-    double fitted = dx_fit_base(m, half, rd, &fit_scale);
+    size_t crd = claim->rope.rotary_dim;
+    double fitted = dx_fit_base(m, half, rd, fit_scale);
 
-    base_choice bases[12];
-    size_t nb = 0;
     bases[nb++] = (base_choice){cb, PE_DX_FORMULA_STANDARD, rd};
     /* frequencies over head_dim first: at rotary_dim = head_dim/2 it is
      * the same base as the i/d formula, and the likelier cause */
@@ -275,9 +284,81 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
                                              PE_DX_FORMULA_STANDARD, rd};
         bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD, rd};
     }
+    return nb;
+}
 
-    static const double origs[] = {0, 8192, 4096, 2048, 16384, 32768};
+/* Original context lengths worth trying; 0 stands for the claim's own. */
+static const double origs[] = {0, 8192, 4096, 2048, 16384, 32768};
+#define N_ORIGS (sizeof origs / sizeof origs[0])
+
+/* banded (llama3, yarn): the lowest frequency tells the factor */
+static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
+                          const double *m, size_t half, size_t rd)
+{
+    double low_w = pe_inv_freq(c.base, half - 1, rd);
+    double f_low = fabs(m[half - 1]) > 0 ? low_w / fabs(m[half - 1]) : 0;
+    double fb[2];
+    size_t nfb = factor_set(f_low, fb);
+    for (size_t q = 0; q < nfb; q++)
+        for (size_t o = 0; o < N_ORIGS; o++) {
+            double orig = o == 0 ? cs->original_max_position_embeddings : origs[o];
+            if (!(orig > 0))
+                continue;
+            memset(&c.scaling, 0, sizeof c.scaling);
+            c.scaling.type = PE_ROPE_SCALING_LLAMA3;
+            c.scaling.factor = fb[q];
+            c.scaling.original_max_position_embeddings = orig;
+            bool own = cs->type == PE_ROPE_SCALING_LLAMA3;
+            c.scaling.low_freq_factor = own ? cs->low_freq_factor : 1.0;
+            c.scaling.high_freq_factor = own ? cs->high_freq_factor : 4.0;
+            n = push(out, n, c);
+            memset(&c.scaling, 0, sizeof c.scaling);
+            if (cs->type == PE_ROPE_SCALING_YARN)
+                c.scaling = *cs;
+            else
+                c.scaling.truncate = true;
+            c.scaling.type = PE_ROPE_SCALING_YARN;
+            c.scaling.factor = fb[q];
+            c.scaling.original_max_position_embeddings = orig;
+            n = push(out, n, c);
+        }
+    return n;
+}
+
+/* dynamic: a base change that depends on the sequence length seq */
+static size_t push_dynamic(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
+                           double seq)
+{
+    static const double dyn[] = {0, 2, 4, 8, 16};
+    for (size_t q = 0; q < sizeof dyn / sizeof dyn[0]; q++) {
+        double f = q == 0 ? (cs->type == PE_ROPE_SCALING_DYNAMIC ? cs->factor : 0) : dyn[q];
+        if (!(f > 1.0))
+            continue;
+        for (size_t o = 0; o < N_ORIGS; o++) {
+            double orig = o == 0 ? cs->original_max_position_embeddings : origs[o];
+            if (!(orig > 0) || !(seq > orig))
+                continue;
+            memset(&c.scaling, 0, sizeof c.scaling);
+            c.scaling.type = PE_ROPE_SCALING_DYNAMIC;
+            c.scaling.factor = f;
+            c.scaling.original_max_position_embeddings = orig;
+            n = push(out, n, c);
+        }
+    }
+    return n;
+}
+
+static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim, const reading *r,
+                              const double *m, candidate *out)
+{
+    size_t n = 0, rd = r->rd, half = rd / 2;
+    size_t crd = claim->rope.rotary_dim;
+    const pe_rope_scaling *cs = &claim->rope.scaling;
+    double fit_scale;
+    base_choice bases[12];
+    size_t nb = candidate_bases(claim, r, m, bases, &fit_scale);
     double seq = dx_seq_len(s, 0);
+
     for (size_t k = 0; k < nb; k++) {
         candidate c = {bases[k].base, bases[k].f, bases[k].fd, *cs};
         /* the claim's scaling keeps its own lists only at the claim's width */
@@ -296,54 +377,9 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
             c.scaling.factor = fl[q];
             n = push(out, n, c);
         }
-        /* banded: the lowest frequency tells the factor */
-        double low_w = pe_inv_freq(c.base, half - 1, rd);
-        double f_low = fabs(m[half - 1]) > 0 ? low_w / fabs(m[half - 1]) : 0;
-        double fb[2];
-        size_t nfb = factor_set(f_low, fb);
-        for (size_t q = 0; q < nfb; q++)
-            for (size_t o = 0; o < sizeof origs / sizeof origs[0]; o++) {
-                double orig = o == 0 ? cs->original_max_position_embeddings
-                                     : origs[o];
-                if (!(orig > 0))
-                    continue;
-                memset(&c.scaling, 0, sizeof c.scaling);
-                c.scaling.type = PE_ROPE_SCALING_LLAMA3;
-                c.scaling.factor = fb[q];
-                c.scaling.original_max_position_embeddings = orig;
-                bool own = cs->type == PE_ROPE_SCALING_LLAMA3;
-                c.scaling.low_freq_factor = own ? cs->low_freq_factor : 1.0;
-                c.scaling.high_freq_factor = own ? cs->high_freq_factor : 4.0;
-                n = push(out, n, c);
-                memset(&c.scaling, 0, sizeof c.scaling);
-                if (cs->type == PE_ROPE_SCALING_YARN)
-                    c.scaling = *cs;
-                else
-                    c.scaling.truncate = true;
-                c.scaling.type = PE_ROPE_SCALING_YARN;
-                c.scaling.factor = fb[q];
-                c.scaling.original_max_position_embeddings = orig;
-                n = push(out, n, c);
-            }
-        /* dynamic: a base change that depends on the sequence length */
-        static const double dyn[] = {0, 2, 4, 8, 16};
-        for (size_t q = 0; q < sizeof dyn / sizeof dyn[0]; q++) {
-            double f = q == 0 ? (cs->type == PE_ROPE_SCALING_DYNAMIC ? cs->factor : 0)
-                              : dyn[q];
-            if (!(f > 1.0) || k > 0)
-                continue; /* dynamic only on the claimed base */
-            for (size_t o = 0; o < sizeof origs / sizeof origs[0]; o++) {
-                double orig = o == 0 ? cs->original_max_position_embeddings
-                                     : origs[o];
-                if (!(orig > 0) || !(seq > orig))
-                    continue;
-                memset(&c.scaling, 0, sizeof c.scaling);
-                c.scaling.type = PE_ROPE_SCALING_DYNAMIC;
-                c.scaling.factor = f;
-                c.scaling.original_max_position_embeddings = orig;
-                n = push(out, n, c);
-            }
-        }
+        n = push_banded(out, n, c, cs, m, half, rd);
+        if (k == 0) /* dynamic only on the claimed base */
+            n = push_dynamic(out, n, c, cs, seq);
     }
     return n;
 }
@@ -355,18 +391,83 @@ static pe_status finish_variant(const pe_dx_subject *s,
                                 const candidate *cand, double *w,
                                 pe_dx_variant *v);
 
+/* The claim read as r: its head and rotary width, layout, sin/cos order,
+ * and the direction most of the measured frequencies m share; exact
+ * angles, no offset. */
+static pe_dx_variant reading_variant(const pe_dx_variant *claim, const reading *r, const double *m)
+{
+    size_t neg = 0, pos = 0;
+    for (size_t i = 0; i < r->rd / 2; i++) {
+        neg += m[i] < 0;
+        pos += m[i] > 0;
+    }
+    pe_dx_variant v = *claim;
+    v.rope.head_dim = r->hd;
+    v.rope.rotary_dim = r->rd;
+    v.rope.layout = r->layout;
+    v.sin_cos_swapped = r->swapped;
+    v.reversed = neg > pos;
+    v.offset = 0;
+    v.precision = PE_DX_EXACT;
+    return v;
+}
+
+/* Scores the nc candidates' frequency profiles against m (w: scratch of
+ * half). *best: the earliest (claimed, round) candidate as good as the
+ * best; *loose: the earliest within a loose margin of it; *best_score
+ * stays INFINITY when none scores. */
+static pe_status rank_candidates(const pe_dx_subject *s, const pe_dx_variant *v,
+                                 const candidate *cands, size_t nc, const double *m, double *w,
+                                 size_t *best, size_t *loose, double *best_score)
+{
+    size_t half = v->rope.rotary_dim / 2;
+    double span = dx_seq_len(s, 0);
+    double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
+    if (!scores)
+        return PE_ENOMEM;
+    *best_score = INFINITY;
+    *best = 0;
+    for (size_t k = 0; k < nc; k++) {
+        pe_dx_variant t = *v;
+        double implied;
+        t.rope.base = cands[k].base;
+        t.rope.scaling = cands[k].scaling;
+        scores[k] = INFINITY;
+        if (dx_rope_freqs(s, &t, w, &implied) != PE_OK)
+            continue;
+        scores[k] = dx_profile_score(m, w, half, PE_DX_EXACT, span);
+        if (scores[k] < *best_score) {
+            *best_score = scores[k];
+            *best = k;
+        }
+    }
+    *loose = *best;
+    for (size_t k = 0; k < nc; k++)
+        if (scores[k] <= *best_score + 2e-6 + 0.05 * *best_score) {
+            *best = k;
+            break;
+        }
+    for (size_t k = 0; k < nc; k++)
+        if (scores[k] <= 8 * *best_score + 1e-2) {
+            *loose = k;
+            break;
+        }
+    free(scores);
+    return PE_OK;
+}
+
 /* The variants one reading leads to: out[0] from the candidate profile
  * that fits best, out[1] from the earliest (claimed, roundest) one within
  * a loose margin of it - what coarse (bfloat16) angles call for. */
-static pe_status follow_reading(const pe_dx_subject *s,
-                                const pe_dx_variant *claim, const reading *r,
-                                pe_dx_variant *out)
+static pe_status follow_reading(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                const reading *r, pe_dx_variant *out)
 {
     dx_phasors ph = {0};
     size_t half = r->rd / 2;
-    double amp, score;
-    double *m = malloc(half * sizeof *m);                 /* owned */
-    double *w = malloc(half * sizeof *w);                 /* owned */
+    double amp, score, best_score;
+    size_t best, loose;
+    double *m = malloc(half * sizeof *m);                      /* owned */
+    double *w = malloc(half * sizeof *w);                      /* owned */
     candidate *cands = malloc(MAX_CANDIDATES * sizeof *cands); /* owned */
     pe_status st = PE_ENOMEM;
 
@@ -379,59 +480,11 @@ static pe_status follow_reading(const pe_dx_subject *s,
     if (st != PE_OK)
         goto out;
 
-    /* direction: the sign most of the measured frequencies share */
-    size_t neg = 0, pos = 0;
-    for (size_t i = 0; i < half; i++) {
-        neg += m[i] < 0;
-        pos += m[i] > 0;
-    }
-    bool reversed = neg > pos;
-
-    pe_dx_variant v = *claim;
-    v.rope.head_dim = r->hd;
-    v.rope.rotary_dim = r->rd;
-    v.rope.layout = r->layout;
-    v.sin_cos_swapped = r->swapped;
-    v.reversed = reversed;
-    v.offset = 0;
-    v.precision = PE_DX_EXACT;
-
+    pe_dx_variant v = reading_variant(claim, r, m);
     size_t nc = make_candidates(s, claim, r, m, cands);
-    double span = dx_seq_len(s, 0);
-    double best_score = INFINITY;
-    size_t best = 0;
-    double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
-    if (!scores) {
-        st = PE_ENOMEM;
+    st = rank_candidates(s, &v, cands, nc, m, w, &best, &loose, &best_score);
+    if (st != PE_OK)
         goto out;
-    }
-    for (size_t k = 0; k < nc; k++) {
-        pe_dx_variant t = v;
-        double implied;
-        t.rope.base = cands[k].base;
-        t.rope.scaling = cands[k].scaling;
-        scores[k] = INFINITY;
-        if (dx_rope_freqs(s, &t, w, &implied) != PE_OK)
-            continue;
-        scores[k] = dx_profile_score(m, w, half, PE_DX_EXACT, span);
-        if (scores[k] < best_score) {
-            best_score = scores[k];
-            best = k;
-        }
-    }
-    /* prefer the earliest candidate (claimed, round) that is as good */
-    size_t loose = best;
-    for (size_t k = 0; k < nc; k++)
-        if (scores[k] <= best_score + 2e-6 + 0.05 * best_score) {
-            best = k;
-            break;
-        }
-    for (size_t k = 0; k < nc; k++)
-        if (scores[k] <= 8 * best_score + 1e-2) {
-            loose = k;
-            break;
-        }
-    free(scores);
     out[0] = out[1] = v;
     if (nc == 0 || !isfinite(best_score))
         goto out;

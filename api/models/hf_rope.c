@@ -257,46 +257,53 @@ out:
     return rc;
 }
 
-int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
-                   json_t **params, model_error *err)
+/* The block's shape: rope_scaling and the chosen block are objects, with no
+ * per-layer-type nested blocks. */
+static int check_block(const hf_load *h, const json_t *rs, const json_t *block, const char *bkey,
+                       model_error *err)
 {
-    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
-    const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
-    const json_t *block = nonempty_object(rs) ? rs : rp;
-    const char *bkey = block == rs ? "rope_scaling" : "rope_parameters";
-    json_t *p = json_object(), *sc = NULL;
-    double theta, prf = 1.0;
-    int type = RT_DEFAULT;
-
-    *params = NULL;
-    if (!p)
-        return model_nomem(err, "the model");
-    if (rs && !json_is_object(rs))
-        goto not_object;
-    if (block && !json_is_object(block))
-        goto not_object;
+    if ((rs && !json_is_object(rs)) || (block && !json_is_object(block))) {
+        hf_config_fail(h, err, "%s must be an object",
+                       rs && !json_is_object(rs) ? "rope_scaling" : "rope_parameters");
+        return -1;
+    }
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)(uintptr_t)block, key, v)
         if (json_is_object(v)) {
-            hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported",
-                           bkey, key);
-            goto fail;
+            hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported", bkey,
+                          key);
+            return -1;
         }
-    /* theta: the block's, else the top level's, else 10000 */
+    return 0;
+}
+
+/* theta: the block's, else the top level's, else 10000 */
+static int read_theta(const hf_load *h, const json_t *block, const char *bkey,
+                      const hf_rope_keys *keys, double *theta, model_error *err)
+{
     const json_t *bt = json_object_get(block, "rope_theta");
     if (bt && !json_is_null(bt)) {
         if (!json_is_number(bt) || !(json_number_value(bt) > 0)) {
             hf_value_fail(h, err, "%s.rope_theta must be a number > 0", bkey);
-            goto fail;
+            return -1;
         }
-        theta = json_number_value(bt);
-    } else if (hf_number_of(h, keys && keys->theta ? keys->theta : HF_KEYS("rope_theta"),
-                            10000.0, true, &theta, err)) {
-        goto fail;
+        *theta = json_number_value(bt);
+        return 0;
     }
+    return hf_number_of(h, keys && keys->theta ? keys->theta : HF_KEYS("rope_theta"), 10000.0, true,
+                        theta, err)
+               ? -1
+               : 0;
+}
+
+/* partial_rotary_factor: the top level's wins over the block's, else the
+ * architecture's default (GPT-NeoX 0.25, Phi 0.5). *prf stays 1 and
+ * *has_prf false when none applies; *pkey names the key read. */
+static int read_partial(const hf_load *h, const json_t *block, const hf_rope_keys *keys,
+                        double *prf, bool *has_prf, const char **pkey, model_error *err)
+{
     bool partial = keys && keys->partial;
-    /* partial_rotary_factor: the top level's wins */
     const char *ptkey = "partial_rotary_factor";
     const json_t *pt = hf_get(h, partial ? keys->partial : HF_KEYS("partial_rotary_factor"),
                               &ptkey);
@@ -308,71 +315,113 @@ int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
             jf_describe(pv, got, sizeof got);
             hf_value_fail(h, err, "%s must be a number in (0, 1], got %s",
                           pt ? ptkey : "rope block's partial_rotary_factor", got);
-            goto fail;
+            return -1;
         }
-        prf = json_number_value(pv);
+        *prf = json_number_value(pv);
     }
-    const char *pkey = pt ? ptkey : "rope block's partial_rotary_factor";
-    bool has_prf = pv != NULL;
-    if (!has_prf && partial) { /* the architecture's default (GPT-NeoX 0.25, Phi 0.5) */
-        prf = keys->partial_default;
-        has_prf = prf != 1.0;
+    *pkey = pt ? ptkey : "rope block's partial_rotary_factor";
+    *has_prf = pv != NULL;
+    if (!*has_prf && partial) {
+        *prf = keys->partial_default;
+        *has_prf = *prf != 1.0;
     }
-    /* the type: rope_type, else type, else default */
+    return 0;
+}
+
+/* the type: rope_type, else type, else default */
+static int read_type(const hf_load *h, const json_t *block, const char *bkey, int *type,
+                     model_error *err)
+{
     const json_t *t = json_object_get(block, "rope_type");
     if (!t || json_is_null(t))
         t = json_object_get(block, "type");
-    if (t && !json_is_null(t)) {
-        if (!json_is_string(t)) {
-            hf_config_fail(h, err, "%s.rope_type must be a string", bkey);
-            goto fail;
-        }
-        for (type = 0; scaling_types[type]; type++)
-            if (strcmp(scaling_types[type], json_string_value(t)) == 0)
-                break;
-        if (!scaling_types[type]) {
-            hf_value_fail(h, err, "%s: rope type '%.40s' is not supported (default, linear, "
-                           "dynamic, yarn, llama3, longrope)", bkey, json_string_value(t));
-            goto fail;
-        }
+    *type = RT_DEFAULT;
+    if (!t || json_is_null(t))
+        return 0;
+    if (!json_is_string(t)) {
+        hf_config_fail(h, err, "%s.rope_type must be a string", bkey);
+        return -1;
     }
-    if (has_prf && !partial) {
-        /* Llama: the default rope ignores the factor; a scaled one fails in
-         * HF (its cos/sin would be narrower than the heads they multiply). */
-        if (type != RT_DEFAULT && prf != 1.0) {
-            hf_value_fail(h, err, "%s = %g with rope type '%s': Hugging Face's %s does not "
-                          "rotate part of a head (its rotation fails for a scaled rope); "
-                          "posenc refuses rather than answer differently", pkey, prf,
-                          scaling_types[type], h->m->architecture);
-            goto fail;
-        }
-        if (prf != 1.0)
-            hf_warn(h, "%s = %g is ignored: Hugging Face's %s rotates the whole head", pkey,
-                    prf, h->m->architecture);
-        has_prf = false;
+    for (*type = 0; scaling_types[*type]; (*type)++)
+        if (strcmp(scaling_types[*type], json_string_value(t)) == 0)
+            return 0;
+    hf_value_fail(h, err,
+                  "%s: rope type '%.40s' is not supported (default, linear, "
+                  "dynamic, yarn, llama3, longrope)",
+                  bkey, json_string_value(t));
+    return -1;
+}
+
+/* Llama (no architecture partial key): the default rope ignores the factor;
+ * a scaled one fails in HF (its cos/sin would be narrower than the heads
+ * they multiply). Clears *has_prf. */
+static int settle_llama_partial(const hf_load *h, int type, double prf, const char *pkey,
+                                bool *has_prf, model_error *err)
+{
+    if (type != RT_DEFAULT && prf != 1.0) {
+        hf_value_fail(h, err,
+                      "%s = %g with rope type '%s': Hugging Face's %s does not "
+                      "rotate part of a head (its rotation fails for a scaled rope); "
+                      "posenc refuses rather than answer differently",
+                      pkey, prf, scaling_types[type], h->m->architecture);
+        return -1;
     }
-    size_t rotary_dim = has_prf ? (size_t)((double)head_dim * prf) : head_dim;
-    if (block)
-        warn_unknown_keys(h, bkey, block, (rope_type)type);
+    if (prf != 1.0)
+        hf_warn(h, "%s = %g is ignored: Hugging Face's %s rotates the whole head", pkey, prf,
+                h->m->architecture);
+    *has_prf = false;
+    return 0;
+}
+
+/* base, layout, partial_rotary_factor and (for a scaled type) the scaling
+ * object, into p (borrowed; the scaling object is owned by p once set). */
+static int write_params(const hf_load *h, const char *bkey, const json_t *block, int type,
+                        double theta, bool has_prf, double prf, size_t rotary_dim, json_t *p,
+                        model_error *err)
+{
     if (set_number(p, "base", theta, err) ||
         json_object_set_new(p, "layout", json_string("half")) ||
         (has_prf && set_number(p, "partial_rotary_factor", prf, err)))
+        return -1;
+    if (type == RT_DEFAULT)
+        return 0;
+    json_t *sc = json_object(); /* stolen by p */
+    if (!sc || json_object_set_new(p, "scaling", sc))
+        return model_nomem(err, "the model"), -1;
+    return build_scaling(h, bkey, block, (rope_type)type, rotary_dim, sc, err);
+}
+
+int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, json_t **params,
+                   model_error *err)
+{
+    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
+    const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
+    const json_t *block = nonempty_object(rs) ? rs : rp;
+    const char *bkey = block == rs ? "rope_scaling" : "rope_parameters";
+    json_t *p = json_object(); /* owned; *params on success */
+    double theta, prf = 1.0;
+    bool has_prf;
+    const char *pkey;
+    int type;
+
+    *params = NULL;
+    if (!p)
+        return model_nomem(err, "the model");
+    if (check_block(h, rs, block, bkey, err) || read_theta(h, block, bkey, keys, &theta, err) ||
+        read_partial(h, block, keys, &prf, &has_prf, &pkey, err) ||
+        read_type(h, block, bkey, &type, err))
         goto fail;
-    if (type != RT_DEFAULT) {
-        if (!(sc = json_object()) || json_object_set_new(p, "scaling", sc)) {
-            model_nomem(err, "the model");
-            goto fail;
-        }
-        if (build_scaling(h, bkey, block, (rope_type)type, rotary_dim, sc, err))
-            goto fail;
-    }
-    if (check_frequencies(h, p, head_dim, rotary_dim, err))
+    if (has_prf && !(keys && keys->partial) &&
+        settle_llama_partial(h, type, prf, pkey, &has_prf, err))
+        goto fail;
+    size_t rotary_dim = has_prf ? (size_t)((double)head_dim * prf) : head_dim;
+    if (block)
+        warn_unknown_keys(h, bkey, block, (rope_type)type);
+    if (write_params(h, bkey, block, type, theta, has_prf, prf, rotary_dim, p, err) ||
+        check_frequencies(h, p, head_dim, rotary_dim, err))
         goto fail;
     *params = p;
     return 0;
-not_object:
-    hf_config_fail(h, err, "%s must be an object", rs && !json_is_object(rs) ? "rope_scaling"
-                                                                             : "rope_parameters");
 fail:
     json_decref(p);
     return -1;
