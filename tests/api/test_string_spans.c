@@ -197,7 +197,8 @@ static char *fill_template(const char *template, const char *s, size_t *len)
 static size_t string_cases(char **out, size_t cap)
 {
     static const char *const alphabets[] = {
-        "abcdefghijklmnopqrstuvwxyz", "ABCD", "rope", "sinusoidal", " !#$%&'()*+,-./~{}[]:;<=>?@^_`|",
+        "abcdefghijklmnopqrstuvwxyz",      "ABCD", "rope", "sinusoidal",
+        " !#$%&'()*+,-./~{}[]:;<=>?@^_`|",
     };
     size_t n = 0;
     static const size_t lengths[] = {1, 2, 4, 5, 62, 63, 64, 65, 66, 200, 5000};
@@ -205,13 +206,13 @@ static size_t string_cases(char **out, size_t cap)
         for (size_t l = 0; l < ARRAY_LEN(lengths) && n < cap; l++)
             out[n++] = filler(lengths[l], alphabets[a]);
     /* the contract's words, exactly */
-    static const char *const words[] = {"rope", "alibi", "base64", "json", "q", "v", "default",
-                                        "linear", "half", "interleaved", "yarn"};
+    static const char *const words[] = {"rope",    "alibi",  "base64", "json",        "q",   "v",
+                                        "default", "linear", "half",   "interleaved", "yarn"};
     for (size_t w = 0; w < ARRAY_LEN(words) && n < cap; w++)
         out[n++] = strdup(words[w]);
     /* what stays jansson's: escapes, non-ASCII, DEL (valid JSON), long */
-    static const char *const tails[] = {"\\\"", "\\\\", "\\u0041", "\\n", "\xc3\xa9", "\x7f",
-                                        "\\u00e9", "\xff", "\x01", "\\u0000"};
+    static const char *const tails[] = {"\\\"", "\\\\",    "\\u0041", "\\n",  "\xc3\xa9",
+                                        "\x7f", "\\u00e9", "\xff",    "\x01", "\\u0000"};
     for (size_t t = 0; t < ARRAY_LEN(tails) && n + 2 <= cap; t++)
         for (size_t at = 0; at < 2; at++) {
             char *base = filler(70, "abcdefgh");
@@ -240,8 +241,8 @@ static size_t base64_cases(char **out, size_t cap)
     if (!good)
         return 0;
     size_t len = strlen(good);
-    const size_t positions[] = {0, 1, 2, 3, 4, 100, len / 2, len - 8, len - 5, len - 4,
-                                len - 3, len - 2, len - 1};
+    const size_t positions[] = {0,       1,       2,       3,       4,       100,    len / 2,
+                                len - 8, len - 5, len - 4, len - 3, len - 2, len - 1};
     const char bad_chars[] = {'=', '-', '_', '.', ' '};
     out[n++] = strdup(good);
     for (size_t p = 0; p < ARRAY_LEN(positions) && n < cap; p++)
@@ -252,9 +253,9 @@ static size_t base64_cases(char **out, size_t cap)
             out[n++] = s;
         }
     if (n + 4 <= cap) {
-        out[n++] = strndup(good, len - 4);           /* one group short: wrong count */
-        out[n++] = strndup(good, len - 1);           /* not a multiple of 4 */
-        char *s = floats_base64(2 * 512 + 1);        /* one float too many */
+        out[n++] = strndup(good, len - 4);    /* one group short: wrong count */
+        out[n++] = strndup(good, len - 1);    /* not a multiple of 4 */
+        char *s = floats_base64(2 * 512 + 1); /* one float too many */
         out[n++] = s;
         s = strdup(good); /* a NaN: 0x7FC00000 as the first float, "AADAfw" */
         if (s)
@@ -303,7 +304,8 @@ static void test_services_agree(void)
         }
     CHECK(disagreed == 0 && compared > 1000,
           "long strings read from the body answer as jansson's strings do "
-          "(%d of %d requests differ)", disagreed, compared);
+          "(%d of %d requests differ)",
+          disagreed, compared);
 out:
     for (size_t k = 0; k < n_strings; k++)
         free(strings[k]);
@@ -333,8 +335,10 @@ static void test_spans_taken(void)
     snprintf(body, cap, "{\"a\":\"%s\",\"b\":[\"%s\",\"\"],\"c\":\"\"}", at_min, below);
     len = strlen(body);
     CHECK(json_doc_load(&doc, body, len, &limits, &ce) == 0, "a body with a long string loads");
-    CHECK(doc.n_strings == 1, "only the string of JSON_STRING_SPAN_MIN characters is a span "
-                              "(got %zu)", doc.n_strings);
+    CHECK(doc.n_strings == 1,
+          "only the string of JSON_STRING_SPAN_MIN characters is a span "
+          "(got %zu)",
+          doc.n_strings);
     const json_t *a = json_object_get(doc.root, "a");
     const json_t *b0 = json_array_get(json_object_get(doc.root, "b"), 0);
     CHECK(json_string_length(a) == 0, "the stand-in is \"\" until a reader asks");
