@@ -32,6 +32,10 @@ typedef struct api_limits {
     size_t max_json_values;     /* values and members of a body outside its
                                    numeric arrays (what jansson builds: default
                                    2^18); past it a 422 too_large */
+    size_t string_span_min;     /* body strings this long (printable ASCII,
+                                   no escape) are read from the body's text,
+                                   not copied by jansson (default 4 KiB;
+                                   SIZE_MAX: never). Only speed depends on it */
     size_t stream_min_bytes;    /* answers whose text may reach this are
                                    streamed (api_response.stream) a window
                                    at a time (default 1 MiB; SIZE_MAX:

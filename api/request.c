@@ -42,7 +42,8 @@ static int request_parse(const api_service *svc, const char *body, size_t len,
 {
     json_codec_error ce;
     json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
-                              .max_values = svc->limits.max_json_values};
+                              .max_values = svc->limits.max_json_values,
+                              .string_span_min = svc->limits.string_span_min};
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
@@ -85,10 +86,13 @@ static int request_model(const api_service *svc, request *rq,
         return 0;
     }
     if (json_is_string(v)) {
-        rq->model = service_find_model(svc, json_string_value(v));
+        const char *name = json_doc_string(&rq->doc, v); /* a long one from the body */
+        if (!name)
+            return api_fail_oom(err);
+        rq->model = service_find_model(svc, name);
         if (!rq->model)
             return api_fail(err, API_E_UNKNOWN_MODEL, "model", "no model named '%s' is loaded",
-                            json_string_value(v));
+                            name);
         return 0;
     }
     if (json_is_object(v)) {
@@ -429,8 +433,11 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
     json_array_foreach(list, i, item) {
         jpath at = jpath_index("return", i);
         int which = -1;
-        for (int k = 0; json_is_string(item) && output_names[k]; k++)
-            if (strcmp(output_names[k], json_string_value(item)) == 0)
+        const char *name = json_doc_string(doc, item); /* a long one from the body */
+        if (json_is_string(item) && !name)
+            return api_fail_oom(err);
+        for (int k = 0; name && output_names[k]; k++)
+            if (strcmp(output_names[k], name) == 0)
                 which = k;
         if (which < 0)
             return api_fail(err, API_E_INVALID_REQUEST, at.s,

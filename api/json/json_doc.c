@@ -10,6 +10,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +40,12 @@ typedef struct scanner {
     size_t *empties; /* owned: every `[]` of the envelope in document order:
                         a span index or REAL_EMPTY */
     size_t n_empties, cap_empties;
+    size_t string_span_min;
+    json_string_span *strings; /* owned until handed to the doc */
+    size_t n_strings, cap_strings;
+    size_t *empty_strings; /* owned: every `""` value of the envelope in
+                              document order: a string index or REAL_EMPTY */
+    size_t n_empty_strings, cap_empty_strings;
     json_codec_kind stop; /* JSON_CODEC_OK while scanning */
     const char *why;      /* a syntax error: what, at `where` */
     size_t where;
@@ -174,6 +183,64 @@ static bool scan_string(scanner *s)
     }
     s->pos = s->len;
     return syntax(s, "premature end of input");
+}
+
+/* How many bytes from text[p] on are printable ASCII other than '"' and
+ * '\\' (0x20..0x7E): the characters a long string span may hold. */
+static size_t clean_run(const char *text, size_t p, size_t len)
+{
+    size_t q = p;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(' '), del = _mm_set1_epi8(0x7F);
+    while (len - q >= 16) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(text + q));
+        /* signed compare: bytes >= 0x80 are negative, so below ' ' too */
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, quote),
+                                                 _mm_cmpeq_epi8(b, backslash)),
+                                    _mm_or_si128(_mm_cmplt_epi8(b, space),
+                                                 _mm_cmpeq_epi8(b, del)));
+        int mask = _mm_movemask_epi8(stop);
+        if (mask)
+            return q + (size_t)__builtin_ctz((unsigned)mask) - p;
+        q += 16;
+    }
+#endif
+    while (q < len) {
+        unsigned char c = (unsigned char)text[q];
+        if (c < 0x20 || c > 0x7E || c == '"' || c == '\\')
+            break;
+        q++;
+    }
+    return q - p;
+}
+
+static bool note_empty_string(scanner *s, size_t string_index)
+{
+    if (!grow((void **)&s->empty_strings, &s->cap_empty_strings, s->n_empty_strings,
+              sizeof *s->empty_strings))
+        return stop(s, JSON_CODEC_NO_MEMORY);
+    s->empty_strings[s->n_empty_strings++] = string_index;
+    return true;
+}
+
+/* A string value: a long clean one becomes a span (jansson sees `""`);
+ * every `""` of the envelope is noted for assign_stand_ins. */
+static bool scan_string_value(scanner *s)
+{
+    size_t first = s->pos + 1, run = clean_run(s->text, first, s->len);
+
+    if (first + run >= s->len || s->text[first + run] != '"')
+        return scan_string(s); /* escapes, controls, non-ASCII or the end */
+    s->pos = first + run + 1;
+    if (run == 0)
+        return note_empty_string(s, REAL_EMPTY);
+    if (run < s->string_span_min)
+        return true;
+    if (!grow((void **)&s->strings, &s->cap_strings, s->n_strings, sizeof *s->strings))
+        return stop(s, JSON_CODEC_NO_MEMORY);
+    s->strings[s->n_strings++] = (json_string_span){.start = first, .end = first + run};
+    return note_empty_string(s, s->n_strings - 1);
 }
 
 static bool scan_literal(scanner *s, const char *word)
@@ -401,7 +468,7 @@ static bool scan_value(scanner *s)
         return taken < 0 ? false : taken ? true : scan_array(s);
     }
     case '"':
-        return scan_string(s);
+        return scan_string_value(s);
     case 't':
         return scan_literal(s, "true");
     case 'f':
@@ -415,23 +482,50 @@ static bool scan_value(scanner *s)
 
 /* ---- jansson on the envelope ----------------------------------------- */
 
-/* The envelope jansson parses: each span's text replaced by `[]`. */
+/* The next piece of the body the envelope leaves out, in document order
+ * (numeric arrays and long strings interleave): body[*from, *to) becomes
+ * `*with`. False when none is left. */
+static bool next_cut(const scanner *s, size_t *array_i, size_t *string_i, size_t *from,
+                     size_t *to, const char **with)
+{
+    bool arrays_left = *array_i < s->n_spans, strings_left = *string_i < s->n_strings;
+
+    if (arrays_left && (!strings_left || s->spans[*array_i].start < s->strings[*string_i].start)) {
+        *from = s->spans[*array_i].start;
+        *to = s->spans[*array_i].end;
+        *with = "[]";
+        ++*array_i;
+        return true;
+    }
+    if (!strings_left)
+        return false;
+    *from = s->strings[*string_i].start; /* the quotes stay: `""` */
+    *to = s->strings[*string_i].end;
+    *with = "";
+    ++*string_i;
+    return true;
+}
+
+/* The envelope jansson parses: each numeric array's text replaced by `[]`,
+ * each long string's by `""`. */
 static char *envelope_text(const scanner *s, size_t *len)
 {
-    size_t n = s->len, from = 0, used = 0;
+    size_t n = s->len, from = 0, used = 0, cut_from, cut_to, ai = 0, si = 0;
+    const char *with;
 
     for (size_t i = 0; i < s->n_spans; i++)
         n -= s->spans[i].end - s->spans[i].start - 2;
-    char *out = malloc(n ? n : 1);
+    for (size_t i = 0; i < s->n_strings; i++)
+        n -= s->strings[i].end - s->strings[i].start;
+    char *out = malloc(n ? n : 1); /* owned: returned to the caller */
     if (!out)
         return NULL;
-    for (size_t i = 0; i < s->n_spans; i++) {
-        const json_span *a = &s->spans[i];
-        memcpy(out + used, s->text + from, a->start - from);
-        used += a->start - from;
-        memcpy(out + used, "[]", 2);
-        used += 2;
-        from = a->end;
+    while (next_cut(s, &ai, &si, &cut_from, &cut_to, &with)) {
+        memcpy(out + used, s->text + from, cut_from - from);
+        used += cut_from - from;
+        memcpy(out + used, with, strlen(with));
+        used += strlen(with);
+        from = cut_to;
     }
     if (s->len > from)
         memcpy(out + used, s->text + from, s->len - from);
@@ -439,7 +533,8 @@ static char *envelope_text(const scanner *s, size_t *len)
     return out;
 }
 
-/* The body with each span's inside blanked (newlines kept): jansson finds
+/* The body with each span's inside blanked (newlines kept; a long
+ * string's characters become spaces): jansson finds
  * the same error in it at the same line and column as in the body, having
  * built no more than the envelope. Used on the error path only. */
 static char *blanked_text(const scanner *s)
@@ -454,6 +549,8 @@ static char *blanked_text(const scanner *s)
         for (size_t k = s->spans[i].start + 1; k + 1 < s->spans[i].end; k++)
             if (out[k] != '\n')
                 out[k] = ' ';
+    for (size_t i = 0; i < s->n_strings; i++) /* printable: no newline */
+        memset(out + s->strings[i].start, ' ', s->strings[i].end - s->strings[i].start);
     return out;
 }
 
@@ -514,34 +611,56 @@ static bool syntax_message(const scanner *s, json_codec_error *err)
     return found;
 }
 
-/* Give every stand-in of the tree its span: the `[]` of the tree in
- * document order (jansson keeps object members in insertion order, and
- * duplicates are refused) are those the scanner noted, in its order. */
-static bool assign_stand_ins(json_span *spans, const size_t *empties, size_t n_empties,
-                             size_t *next, const json_t *v)
+/* Where assign_stand_ins() is in the scanner's lists of `[]` and `""`. */
+typedef struct stand_in_walk {
+    json_span *spans;
+    json_string_span *strings;
+    const size_t *empties, *empty_strings;
+    size_t n_empties, n_empty_strings;
+    size_t next_empty, next_string;
+} stand_in_walk;
+
+/* Give every stand-in of the tree its span: the `[]` (and the `""`
+ * values) of the tree in document order (jansson keeps object members in
+ * insertion order, and duplicates are refused) are those the scanner
+ * noted, in its order. */
+static bool assign_stand_ins(stand_in_walk *w, json_t *v)
 {
     if (json_is_array(v)) {
         size_t n = json_array_size(v);
         if (n == 0) {
-            if (*next >= n_empties)
+            if (w->next_empty >= w->n_empties)
                 return false;
-            size_t e = empties[(*next)++];
+            size_t e = w->empties[w->next_empty++];
             if (e != REAL_EMPTY)
-                spans[e].stand_in = v;
+                w->spans[e].stand_in = v;
             return true;
         }
         for (size_t i = 0; i < n; i++)
-            if (!assign_stand_ins(spans, empties, n_empties, next, json_array_get(v, i)))
+            if (!assign_stand_ins(w, json_array_get(v, i)))
                 return false;
     } else if (json_is_object(v)) {
         const char *key;
         json_t *child;
-        json_object_foreach((json_t *)(uintptr_t)v, key, child) {
-            if (!assign_stand_ins(spans, empties, n_empties, next, child))
+        json_object_foreach(v, key, child) {
+            if (!assign_stand_ins(w, child))
                 return false;
         }
+    } else if (json_is_string(v) && json_string_length(v) == 0) {
+        if (w->next_string >= w->n_empty_strings)
+            return false;
+        size_t e = w->empty_strings[w->next_string++];
+        if (e != REAL_EMPTY)
+            w->strings[e].stand_in = v;
     }
     return true;
+}
+
+static int by_string_stand_in(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const json_string_span *)a)->stand_in;
+    uintptr_t y = (uintptr_t)((const json_string_span *)b)->stand_in;
+    return x < y ? -1 : x > y;
 }
 
 static int by_stand_in(const void *a, const void *b)
@@ -601,10 +720,12 @@ static json_t *load_checked(const char *text, size_t len, json_error_t *jerr, bo
 int json_doc_load(json_doc *doc, const char *body, size_t len,
                   const json_doc_limits *limits, json_codec_error *err)
 {
-    scanner s = {.text = body, .len = len, .max_values = limits->max_values};
+    scanner s = {.text = body, .len = len, .max_values = limits->max_values,
+                 .string_span_min = limits->string_span_min ? limits->string_span_min
+                                                            : JSON_STRING_SPAN_MIN};
     json_error_t jerr;
     char *envelope = NULL;
-    size_t envelope_len = 0, next = 0;
+    size_t envelope_len = 0;
     int rc = -1;
 
     memset(doc, 0, sizeof *doc);
@@ -644,20 +765,28 @@ int json_doc_load(json_doc *doc, const char *body, size_t len,
     }
     if (!doc->root)
         goto out;
-    if (!assign_stand_ins(s.spans, s.empties, s.n_empties, &next, doc->root) ||
-        next != s.n_empties) {
+    stand_in_walk walk = {.spans = s.spans, .strings = s.strings, .empties = s.empties,
+                          .empty_strings = s.empty_strings, .n_empties = s.n_empties,
+                          .n_empty_strings = s.n_empty_strings};
+    if (!assign_stand_ins(&walk, doc->root) || walk.next_empty != s.n_empties ||
+        walk.next_string != s.n_empty_strings) {
         err->kind = JSON_CODEC_INTERNAL;
         snprintf(err->message, sizeof err->message, "the envelope lost its order");
         goto out;
     }
     if (s.n_spans > 1)
         qsort(s.spans, s.n_spans, sizeof *s.spans, by_stand_in);
+    if (s.n_strings > 1)
+        qsort(s.strings, s.n_strings, sizeof *s.strings, by_string_stand_in);
     doc->text = body;
     doc->len = len;
     doc->spans = s.spans;
     doc->n_spans = s.n_spans;
+    doc->strings = s.strings;
+    doc->n_strings = s.n_strings;
     s.spans = NULL;
     s.n_spans = 0;
+    s.strings = NULL;
     rc = 0;
 out:
     if (rc) {
@@ -665,7 +794,9 @@ out:
         doc->root = NULL;
     }
     free_spans(s.spans, s.n_spans);
+    free(s.strings);
     free(s.empties);
+    free(s.empty_strings);
     free(envelope);
     return rc;
 }
@@ -676,6 +807,7 @@ void json_doc_free(json_doc *doc)
         return;
     json_decref(doc->root);
     free_spans(doc->spans, doc->n_spans);
+    free(doc->strings);
     memset(doc, 0, sizeof *doc);
 }
 
@@ -694,6 +826,70 @@ json_span *json_doc_array(const json_doc *doc, const json_t *v)
     return lo < doc->n_spans && doc->spans[lo].stand_in == v ? &doc->spans[lo] : NULL;
 }
 
+/* The long string v stands in for, or NULL. */
+static const json_string_span *string_span(const json_doc *doc, const json_t *v)
+{
+    if (!doc || !v || !json_is_string(v) || doc->n_strings == 0)
+        return NULL;
+    size_t lo = 0, hi = doc->n_strings;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)doc->strings[mid].stand_in < (uintptr_t)v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < doc->n_strings && doc->strings[lo].stand_in == v ? &doc->strings[lo] : NULL;
+}
+
+const char *json_doc_string_text(const json_doc *doc, const json_t *v, size_t *len)
+{
+    const json_string_span *span = string_span(doc, v);
+
+    if (span) {
+        *len = span->end - span->start;
+        return doc->text + span->start;
+    }
+    if (!json_is_string(v))
+        return NULL;
+    *len = json_string_length(v);
+    return json_string_value(v);
+}
+
+const char *json_doc_string(const json_doc *doc, const json_t *v)
+{
+    const json_string_span *span = string_span(doc, v);
+
+    /* a stand-in is `""` until its first call: its text has no escape, so
+     * it is the value, and valid UTF-8 */
+    if (span && json_string_length(v) == 0 &&
+        json_string_setn_nocheck(span->stand_in, doc->text + span->start,
+                                 span->end - span->start))
+        return NULL;
+    return json_string_value(v);
+}
+
+/* json_doc_string() on every long string inside v: false when out of
+ * memory. */
+static bool fill_strings(const json_doc *doc, const json_t *v)
+{
+    if (json_is_string(v))
+        return json_doc_string(doc, v) != NULL;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (!fill_strings(doc, json_array_get(v, i)))
+                return false;
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *child;
+        json_object_foreach((json_t *)(uintptr_t)v, key, child) {
+            if (!fill_strings(doc, child))
+                return false;
+        }
+    }
+    return true;
+}
+
 void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t cap)
 {
     const json_span *span = json_doc_array(doc, v);
@@ -708,7 +904,7 @@ void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t c
         snprintf(buf, cap, n > 40 ? "%.37s..." : "%s", text);
         return;
     }
-    char *dumped = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *dumped = fill_strings(doc, v) ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
     if (!dumped) {
         snprintf(buf, cap, "(a value)");
         return;

@@ -14,6 +14,16 @@
  * max_values values outside numeric arrays the body is refused before
  * jansson allocates anything for it.
  *
+ * Long strings are taken out the same way: a string value (never a key) of
+ * at least string_span_min characters, all printable ASCII (0x20..0x7E)
+ * and no escape, is recorded as a text span and jansson sees `""` in its
+ * place, found again by pointer identity. Its value is then exactly its
+ * text, so json_doc_string_text() gives it straight from the body (a
+ * base64 tensor is decoded from there), and json_doc_string() writes it
+ * into the stand-in for any reader that wants the string itself: every
+ * reader of a request's strings goes through one of the two, and sees the
+ * value jansson would have built.
+ *
  * The codec knows numbers, strings, arrays and limits; it knows no field of
  * the HTTP contract. Its errors are its own kind (json_codec_kind); api/
  * maps them to the contract's.
@@ -47,7 +57,13 @@ typedef struct json_codec_error {
 typedef struct json_doc_limits {
     size_t max_depth;  /* nesting of arrays and objects, at most JSON_MAX_DEPTH */
     size_t max_values; /* values (and object members) outside numeric arrays */
+    size_t string_span_min; /* strings this long are read from the body's text
+                               (0: JSON_STRING_SPAN_MIN; SIZE_MAX: never) */
 } json_doc_limits;
+
+/* Only speed depends on it: below this, jansson's copy costs less than the
+ * bookkeeping. */
+#define JSON_STRING_SPAN_MIN ((size_t)4096)
 
 /* One numeric array taken out of the body. */
 typedef struct json_span {
@@ -60,12 +76,21 @@ typedef struct json_span {
                                arrays, by the OpenMP team), or NULL */
 } json_span;
 
+/* One long string taken out of the body. */
+typedef struct json_string_span {
+    json_t *stand_in;  /* borrowed: the `""` jansson holds in its place (its
+                          value is filled in by json_doc_string) */
+    size_t start, end; /* its characters: body[start, end), quotes excluded */
+} json_string_span;
+
 typedef struct json_doc {
     json_t *root;     /* owned */
     const char *text; /* borrowed: the body, which must outlive the doc */
     size_t len;
     json_span *spans; /* owned, n_spans, sorted by stand_in for lookups */
     size_t n_spans;
+    json_string_span *strings; /* owned, n_strings, sorted by stand_in */
+    size_t n_strings;
 } json_doc;
 
 /* Route jansson's allocations through the codec, so that a failed one is
@@ -87,8 +112,21 @@ void json_doc_free(json_doc *doc);
  * (doc may be NULL: then always NULL). Borrowed from the doc. */
 json_span *json_doc_array(const json_doc *doc, const json_t *v);
 
+/* The characters of the string v (borrowed, NOT NUL-terminated, *len of
+ * them): a long string's straight from the body, any other string's from
+ * jansson. NULL when v is not a string. doc may be NULL. */
+const char *json_doc_string_text(const json_doc *doc, const json_t *v, size_t *len);
+
+/* The string v as jansson would have it: NUL-terminated, borrowed from the
+ * tree. A long string's stand-in gets its value on the first call (the
+ * doc's tree is filled in lazily: logically const; the pointer v stays the
+ * same). NULL when v is not a string, or (v a string) when out of memory.
+ * doc may be NULL. */
+const char *json_doc_string(const json_doc *doc, const json_t *v);
+
 /* A short rendering of v for messages ("true", "\"abc\"", "[1,2]"): a
- * stand-in shows its text. */
+ * numeric array's stand-in shows its text, and the long strings inside v
+ * get their values first. */
 void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t cap);
 
 /* What reading a span's numbers into a type can meet (json_span.c). */

@@ -134,9 +134,12 @@ int jf_choice(const json_doc *doc, const json_t *obj, const char *path, const ch
     *present = v != NULL;
     if (!v)
         return 0;
-    if (json_is_string(v))
+    const char *text = json_doc_string(doc, v);
+    if (json_is_string(v) && !text)
+        return json_fail_oom(err);
+    if (text)
         for (int i = 0; options[i]; i++)
-            if (strcmp(options[i], json_string_value(v)) == 0) {
+            if (strcmp(options[i], text) == 0) {
                 *out = i;
                 return 0;
             }

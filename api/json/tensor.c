@@ -182,8 +182,10 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     for (size_t i = 0; i < ndim; i++)
         if (mul_size(count, dim[i], &count) || count > TENSOR_MAX_ELEMENTS)
             return json_fail(err, JSON_E_TOO_LARGE, shape_field, "%s is too large", shape_field);
-    decoded = base64_decode(json_string_value(value), json_string_length(value), &bytes_len,
-                            &why);
+    /* a long string straight from the body: jansson never copied it */
+    size_t text_len = 0;
+    const char *text = json_doc_string_text(doc, value, &text_len);
+    decoded = base64_decode(text, text_len, &bytes_len, &why);
     if (!decoded) {
         if (!why)
             return json_fail_oom(err);

@@ -121,6 +121,10 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     if (!json_is_object(v))
         return desc_fail(err, DESC_E_TYPE, path, "%s must be an object", path);
     rope_type = jf_get(v, "rope_type");
+    /* long strings get their values from the body before they are compared */
+    if (type && rope_type && json_is_string(type) && json_is_string(rope_type) &&
+        (!json_doc_string(doc, type) || !json_doc_string(doc, rope_type)))
+        return desc_fail_oom(err);
     if (type && rope_type && !json_equal(type, rope_type))
         return desc_fail(err, DESC_E_KEY, path, "%s.type and %s.rope_type disagree",
                         path, path);

@@ -18,6 +18,7 @@
 #include "json/float_text.h"
 #include "json/strbuf.h"
 #include "test_codecs.h"
+#include "test_string_spans.h"
 #include "test_layers.h"
 #include "test_request_path.h"
 #include "test_safetensors.h"
@@ -598,6 +599,7 @@ int main(void)
     test_parallel_base64_out();
     test_safetensors();
     test_codecs();
+    test_string_spans();
     test_request_path();
     test_layers();
     printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
