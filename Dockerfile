@@ -33,8 +33,13 @@ RUN /usr/local/bin/posenc-server --version
 # Every flag has a POSENC_* variable (posenc-server --help); set them with
 # `docker run -e`. Change the port with POSENC_PORT, not --port, so that the
 # HEALTHCHECK below probes the port the server listens on.
+# OMP_WAIT_POLICY=passive: OpenMP threads sleep between the parallel
+# regions of a request instead of spinning (libgomp reads it before main, so
+# the server cannot set it itself); measured here it saves about a quarter of
+# the CPU per /apply and is no slower (README, Performance).
 ENV POSENC_HOST=0.0.0.0 \
-    POSENC_PORT=8080
+    POSENC_PORT=8080 \
+    OMP_WAIT_POLICY=passive
 EXPOSE 8080
 # Model directories (--model NAME=/models/NAME) are mounted here.
 VOLUME ["/models"]

@@ -125,9 +125,11 @@ $(BUILD)/test_api: $(API_TEST_OBJ) $(LIBAPI) $(LIBPOSENC)
 $(BUILD)/test_http: $(HTTP_OBJ)
 	$(CC) $(LDFLAGS) $^ -lcurl -ljansson -lm -o $@
 
+# OpenMP threads wait passively between a request's parallel regions
+# unless the caller says otherwise (libgomp reads this before main).
 run: deps
 	@$(MAKE) --no-print-directory all
-	exec ./$(SERVER) $(ARGS)
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} exec ./$(SERVER) $(ARGS)
 
 test: test-deps
 	@$(MAKE) --no-print-directory check-layers
