@@ -10,11 +10,11 @@
 #include "service.h"
 
 struct answer_segment {
-    strbuf text;      /* owned: literal text, when !is_array */
+    strbuf text; /* owned: literal text, when !is_array */
     bool is_array;
-    array_view view;  /* borrowed data (the answer owns it); NULL when generated */
+    array_view view; /* borrowed data (the answer owns it); NULL when generated */
     bool base64;
-    answer_rows gen;  /* owned state: rows made as they are written */
+    answer_rows gen; /* owned state: rows made as they are written */
 };
 
 int reservation_take(reservation *r, const api_budget *budget, size_t bytes, api_error *err)
@@ -31,11 +31,13 @@ int reservation_take(reservation *r, const api_budget *budget, size_t bytes, api
     case API_BUDGET_BUSY:
         return api_fail(err, API_E_UNAVAILABLE, NULL,
                         "the server's memory budget is in use (this request needs %zu bytes); "
-                        "retry later", bytes);
+                        "retry later",
+                        bytes);
     default:
         return api_fail(err, API_E_TOO_LARGE, NULL,
                         "this request needs %zu bytes, more than the server's whole memory "
-                        "budget", bytes);
+                        "budget",
+                        bytes);
     }
 }
 
@@ -156,20 +158,19 @@ size_t answer_bound(const answer *a)
 {
     size_t n = 0;
     for (size_t i = 0; i < a->n; i++)
-        n += a->segments[i].is_array
-                 ? array_text_bound(&a->segments[i].view, a->segments[i].base64)
-                 : a->segments[i].text.len;
+        n += a->segments[i].is_array ? array_text_bound(&a->segments[i].view, a->segments[i].base64)
+                                     : a->segments[i].text.len;
     return n;
 }
 
 /* ---- streaming --------------------------------------------------------- */
 
 typedef struct answer_stream {
-    answer a;        /* owned */
-    strbuf window;   /* owned: text written, not yet read */
-    float *scratch;  /* owned: a window of generated rows, scratch_len floats */
+    answer a;       /* owned */
+    strbuf window;  /* owned: text written, not yet read */
+    float *scratch; /* owned: a window of generated rows, scratch_len floats */
     size_t scratch_len;
-    size_t sent;     /* of window */
+    size_t sent; /* of window */
     size_t segment, row;
 } answer_stream;
 
@@ -294,8 +295,7 @@ static int respond_whole(answer *a, api_response *out, size_t tokens, api_error 
     return respond_json(out, &sb, tokens, err);
 }
 
-int answer_respond(answer *a, api_response *out, size_t tokens, size_t stream_min,
-                   api_error *err)
+int answer_respond(answer *a, api_response *out, size_t tokens, size_t stream_min, api_error *err)
 {
     for (size_t i = 0; i < a->n; i++)
         a->failed |= a->segments[i].text.failed;

@@ -39,11 +39,11 @@ typedef struct answer_segment answer_segment;
 typedef struct answer {
     answer_segment *segments; /* owned */
     size_t n, cap;
-    void *owned[6];           /* owned: the buffers the arrays point into */
+    void *owned[6]; /* owned: the buffers the arrays point into */
     size_t n_owned;
-    reservation held;         /* released with the answer */
-    bool failed;              /* an allocation failed while building */
-    strbuf sink;              /* failed: what answer_text gives after that */
+    reservation held; /* released with the answer */
+    bool failed;      /* an allocation failed while building */
+    strbuf sink;      /* failed: what answer_text gives after that */
 } answer;
 
 void answer_init(answer *a);
@@ -98,7 +98,6 @@ size_t answer_held_bytes(const api_service *svc, size_t text);
  * stream_min, else out->stream. Takes over *a (its buffers and its
  * reservation) in both cases, even on failure; -1 with *err on allocation
  * failure. */
-int answer_respond(answer *a, api_response *out, size_t tokens, size_t stream_min,
-                   api_error *err);
+int answer_respond(answer *a, api_response *out, size_t tokens, size_t stream_min, api_error *err);
 
 #endif /* ANSWER_H */

@@ -75,9 +75,8 @@ typedef struct api_model_spec {
  * and checks every file it uses; on the first failure it returns NULL and
  * err->message says which model, which file, which key or tensor and what
  * is wrong ("model 'NAME': DIR/model.safetensors: tensor T: ..."). */
-api_service *api_service_new_with_models(const api_limits *limits,
-                                         const api_model_spec *specs, size_t n,
-                                         api_error *err);
+api_service *api_service_new_with_models(const api_limits *limits, const api_model_spec *specs,
+                                         size_t n, api_error *err);
 
 /* Frees the service and its models; accepts NULL. */
 void api_service_free(api_service *svc);
@@ -114,14 +113,14 @@ typedef struct api_body_stream {
 /* A response: status, body and a few facts for logs and metrics. */
 typedef struct api_response {
     int status;
-    char *body;             /* owned: malloc'd JSON text (not NUL-terminated
+    char *body; /* owned: malloc'd JSON text (not NUL-terminated
                                necessarily); free with api_response_free or
                                hand to the HTTP layer which frees it */
     size_t body_len;
-    const char *content_type;     /* static string */
-    const char *error_code;       /* static, NULL on success */
-    size_t tokens;                /* tokens processed (batch x tokens) */
-    api_body_stream stream;       /* owned when stream.read != NULL: the body
+    const char *content_type; /* static string */
+    const char *error_code;   /* static, NULL on success */
+    size_t tokens;            /* tokens processed (batch x tokens) */
+    api_body_stream stream;   /* owned when stream.read != NULL: the body
                                      is streamed and body is NULL */
 } api_response;
 
@@ -133,45 +132,43 @@ void api_response_free(api_response *out);
 void api_respond_error(api_response *out, const api_error *err);
 
 /* Convenience for the server: build and respond with one error. */
-void api_respond_errorf(api_response *out, api_error_kind kind,
-                        const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void api_respond_errorf(api_response *out, api_error_kind kind, const char *field, const char *fmt,
+                        ...) __attribute__((format(printf, 4, 5)));
 
 /* POST /encode and POST /apply: body is the raw request (len bytes, need
  * not be NUL-terminated). budget may be NULL (no budget). Always fills
  * *out (a 2xx result or an error). */
-void api_encode(const api_service *svc, const api_budget *budget,
-                const char *body, size_t len, api_response *out);
-void api_apply(const api_service *svc, const api_budget *budget,
-               const char *body, size_t len, api_response *out);
+void api_encode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                api_response *out);
+void api_apply(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+               api_response *out);
 
 /* POST /diagnose: what differs between an encoding a client computed and
  * the one it claims, and which known mistake explains it (api/diagnose.c).
  * Same conventions as api_encode. */
-void api_diagnose(const api_service *svc, const api_budget *budget,
-                  const char *body, size_t len, api_response *out);
+void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                  api_response *out);
 
 /* What the server knows about itself, for GET /info. Strings borrowed. */
 typedef struct api_server_facts {
     const char *version;
-    const char *build;        /* compiler and build flavour, e.g. "gcc 12.2.0 -O2" */
+    const char *build; /* compiler and build flavour, e.g. "gcc 12.2.0 -O2" */
     unsigned http_threads;
     unsigned omp_threads;
     size_t max_body_bytes;
     unsigned max_connections;
     bool api_key_required;
-    unsigned max_inflight;    /* /encode and /apply admitted at once */
-    unsigned workers;         /* threads computing /encode and /apply */
-    unsigned timeout_s;       /* idle connection timeout */
+    unsigned max_inflight;      /* /encode and /apply admitted at once */
+    unsigned workers;           /* threads computing /encode and /apply */
+    unsigned timeout_s;         /* idle connection timeout */
     unsigned request_timeout_s; /* to receive a request, and to send its answer */
-    size_t connection_memory; /* per-connection buffer for headers */
-    size_t memory_budget;     /* --max-memory, bytes */
-    size_t memory_reserved;   /* of it, reserved when /info was asked */
+    size_t connection_memory;   /* per-connection buffer for headers */
+    size_t memory_budget;       /* --max-memory, bytes */
+    size_t memory_reserved;     /* of it, reserved when /info was asked */
 } api_server_facts;
 
 /* GET /info: version, build, threads, limits and the models. */
-void api_info(const api_service *svc, const api_server_facts *facts,
-              api_response *out);
+void api_info(const api_service *svc, const api_server_facts *facts, api_response *out);
 
 /* GET /openapi.yaml and /openapi.json: the specification text, static. */
 const char *api_openapi_yaml(size_t *len);

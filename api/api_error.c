@@ -26,8 +26,7 @@ const char *api_error_code(api_error_kind kind)
     return (unsigned)kind < API_E_COUNT ? error_rows[kind].code : "internal";
 }
 
-int api_fail(api_error *err, api_error_kind kind, const char *field,
-             const char *fmt, ...)
+int api_fail(api_error *err, api_error_kind kind, const char *field, const char *fmt, ...)
 {
     va_list ap;
 
@@ -47,8 +46,8 @@ int api_fail_oom(api_error *err)
 int api_json(api_error *err, int rc)
 {
     static const api_error_kind kinds[] = {
-        [JSON_E_NONE] = API_E_INTERNAL,        [JSON_E_INVALID] = API_E_INVALID_REQUEST,
-        [JSON_E_SHAPE] = API_E_INVALID_SHAPE,  [JSON_E_RANGE] = API_E_OUT_OF_RANGE,
+        [JSON_E_NONE] = API_E_INTERNAL,         [JSON_E_INVALID] = API_E_INVALID_REQUEST,
+        [JSON_E_SHAPE] = API_E_INVALID_SHAPE,   [JSON_E_RANGE] = API_E_OUT_OF_RANGE,
         [JSON_E_NON_FINITE] = API_E_NON_FINITE, [JSON_E_TOO_LARGE] = API_E_TOO_LARGE,
         [JSON_E_NO_MEMORY] = API_E_UNAVAILABLE,
     };
@@ -59,7 +58,7 @@ int api_json(api_error *err, int rc)
     if (je->kind == JSON_E_NO_MEMORY)
         return api_fail_oom(err);
     err->kind = (unsigned)je->kind < sizeof kinds / sizeof kinds[0] ? kinds[je->kind]
-                                                                      : API_E_INTERNAL;
+                                                                    : API_E_INTERNAL;
     snprintf(err->message, sizeof err->message, "%s", je->message);
     snprintf(err->field, sizeof err->field, "%s", je->field);
     return rc;

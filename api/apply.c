@@ -27,10 +27,10 @@
 typedef struct apply_plan {
     size_t rows, qd, kvd, vd, width;
     bool need_bias;
-    size_t per_row;      /* floats of bias and scores per batch row */
+    size_t per_row; /* floats of bias and scores per batch row */
     pe_absolute pe;
-    rope_plan rope;      /* owns its frequencies */
-    bias_plan bias;      /* alibi, t5 */
+    rope_plan rope; /* owns its frequencies */
+    bias_plan bias; /* alibi, t5 */
     double score_scale;
 } apply_plan;
 
@@ -47,8 +47,7 @@ static void results_free(results *r)
     free(r->scores);
 }
 
-static array_view view_of(const request *rq, const apply_plan *p, output_id id,
-                          const results *r)
+static array_view view_of(const request *rq, const apply_plan *p, output_id id, const results *r)
 {
     const model *m = rq->model;
     size_t dim[4], n = 0;
@@ -63,7 +62,9 @@ static array_view view_of(const request *rq, const apply_plan *p, output_id id,
         dim[n++] = rq->tokens;
         dim[n++] = id == OUT_Q ? p->qd : id == OUT_K ? p->kvd : p->vd;
         /* r->qkv is NULL when only the shape is asked for (the budget) */
-        v = array_dense(r->qkv ? r->qkv + (id == OUT_Q ? 0 : id == OUT_K ? p->qd : p->qd + p->kvd)
+        v = array_dense(r->qkv ? r->qkv + (id == OUT_Q   ? 0
+                                           : id == OUT_K ? p->qd
+                                                         : p->qd + p->kvd)
                                : NULL,
                         n, dim);
         v.row_stride = p->width;
@@ -115,7 +116,7 @@ static int plan_apply(const api_service *svc, const request *rq, const request_o
     if (p->need_bias && (s->kind == SCHEME_ALIBI || s->kind == SCHEME_T5) &&
         relative_plan(svc, rq, m->heads, &p->bias, err))
         return -1;
-    p->score_scale = s->has_score_scale ? s->score_scale
+    p->score_scale = s->has_score_scale     ? s->score_scale
                      : s->kind == SCHEME_T5 ? 1.0
                                             : 1.0 / sqrt((double)m->head_dim);
     return 0;
@@ -126,10 +127,12 @@ static int plan_apply(const api_service *svc, const request *rq, const request_o
 static int attention_input(const request *rq, const apply_plan *p, float *z, api_error *err)
 {
     const model *m = rq->model;
-    pe_norm norm = {.kind = m->norm, .eps = m->norm_eps,
+    pe_norm norm = {.kind = m->norm,
+                    .eps = m->norm_eps,
                     .weight = m->weights[W_NORM_WEIGHT].data,
                     .bias = m->weights[W_NORM_BIAS].data};
-    pe_norm embed_norm = {.kind = m->embed_norm, .eps = m->embed_norm_eps,
+    pe_norm embed_norm = {.kind = m->embed_norm,
+                          .eps = m->embed_norm_eps,
                           .weight = m->weights[W_EMBED_NORM_WEIGHT].data,
                           .bias = m->weights[W_EMBED_NORM_BIAS].data};
     size_t bad = 0;
@@ -137,7 +140,8 @@ static int attention_input(const request *rq, const apply_plan *p, float *z, api
     /* embed_scale applies to the absolute schemes only */
     pe_input in = {.pe = &p->pe,
                    .embed_scale = p->pe.kind == PE_ABS_NONE ? 1.0 : rq->embed_scale,
-                   .add = m->weights[W_INPUT_BIAS].data, .pre_norm = &embed_norm,
+                   .add = m->weights[W_INPUT_BIAS].data,
+                   .pre_norm = &embed_norm,
                    .norm = &norm};
     pe_status st = pe_encode_input(&in, rq->x.data, rq->positions, p->rows, rq->d, z, &bad);
     return st == PE_OK ? 0 : absolute_fail(rq, &p->pe, st, bad, "encoded (z)", err);
@@ -164,10 +168,10 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
                          rq->positions, p->rows, r->qkv);
     } else if (rq->scheme.kind == SCHEME_ROPE) {
         const rope_plan *rp = &p->rope;
-        pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
-                      p->qd, r->qkv, p->width, r->qkv, p->width);
-        pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
-                      p->kvd, r->qkv + p->qd, p->width, r->qkv + p->qd, p->width);
+        pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows, p->qd,
+                      r->qkv, p->width, r->qkv, p->width);
+        pe_rope_apply(&rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows, p->kvd,
+                      r->qkv + p->qd, p->width, r->qkv + p->qd, p->width);
     }
     model_apply_post_rope(m, p->rows, rq->positions, r->qkv); /* Llama 4 */
     if (!p->need_bias)
@@ -187,8 +191,8 @@ static int compute(const request *rq, const request_outputs *o, const apply_plan
         const float *q = r->qkv + b * t * p->width;
         /* Gemma 2: the soft cap goes on the scaled scores, before the bias */
         bool capped = m->score_softcap > 0.0;
-        pe_attention_scores(q, p->width, q + p->qd, p->width, t, m->heads, m->kv_heads,
-                            m->head_dim, p->score_scale, capped ? NULL : r->bias + b * p->per_row,
+        pe_attention_scores(q, p->width, q + p->qd, p->width, t, m->heads, m->kv_heads, m->head_dim,
+                            p->score_scale, capped ? NULL : r->bias + b * p->per_row,
                             r->scores + b * p->per_row);
         if (capped)
             pe_softcap_scores(r->scores + b * p->per_row, r->bias + b * p->per_row, p->per_row,
@@ -206,17 +210,17 @@ static void write_shape(strbuf *sb, const request *rq)
     strbuf_puts(sb, ",\"shape\":{");
     if (rq->batched)
         strbuf_printf(sb, "\"batch\":%zu,", rq->batch);
-    strbuf_printf(sb, "\"tokens\":%zu,\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
-                      "\"head_dim\":%zu",
+    strbuf_printf(sb,
+                  "\"tokens\":%zu,\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,"
+                  "\"head_dim\":%zu",
                   rq->tokens, m->d_model, m->heads, m->kv_heads, m->head_dim);
     if (m->mla) /* DeepSeek: q/k heads and v heads differ; head_dim is q/k's */
-        strbuf_printf(sb, ",\"qk_head_dim\":%zu,\"v_head_dim\":%zu", m->head_dim,
-                      m->mla_w.v_dim);
+        strbuf_printf(sb, ",\"qk_head_dim\":%zu,\"v_head_dim\":%zu", m->head_dim, m->mla_w.v_dim);
     strbuf_putc(sb, '}');
 }
 
-void api_apply(const api_service *svc, const api_budget *budget,
-               const char *body, size_t len, api_response *out)
+void api_apply(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+               api_response *out)
 {
     request rq;
     api_error err;

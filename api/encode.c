@@ -44,13 +44,12 @@ static void table_fill(void *state, size_t r0, size_t r1, float *out)
     size_t n = r1 - r0;
 
     if (t->kind == SCHEME_ROPE)
-        pe_rope_apply(&t->rope.rope, t->rope.inv_freq, t->rope.attention_factor,
-                      t->positions + r0, n, t->d, NULL, t->d, out, t->d);
+        pe_rope_apply(&t->rope.rope, t->rope.inv_freq, t->rope.attention_factor, t->positions + r0,
+                      n, t->d, NULL, t->d, out, t->d);
     else if (t->kind == SCHEME_NONE)
         memset(out, 0, n * t->d * sizeof *out);
     else /* sinusoidal: sines and cosines, always finite */
-        (void)pe_encode_absolute(&t->pe, NULL, 1.0, NULL, t->positions + r0, n, t->d, out,
-                                 NULL);
+        (void)pe_encode_absolute(&t->pe, NULL, 1.0, NULL, t->positions + r0, n, t->d, out, NULL);
 }
 
 static void table_free(void *state)
@@ -99,8 +98,11 @@ static int respond_table(const api_service *svc, const api_budget *budget, reque
         answer_free(&ans);
         return api_fail_oom(err);
     }
-    *t = (table_rows){.kind = rq->scheme.kind, .pe = *pe, .rope = *plan,
-                      .positions = rq->positions, .d = rq->d};
+    *t = (table_rows){.kind = rq->scheme.kind,
+                      .pe = *pe,
+                      .rope = *plan,
+                      .positions = rq->positions,
+                      .d = rq->d};
     t->pe.cache = NULL;
     t->pe.cache_rows = 0;
     t->rope.rope.cache = NULL;
@@ -117,8 +119,8 @@ static int respond_table(const api_service *svc, const api_budget *budget, reque
     return answer_respond(&ans, out, request_rows(rq), stream_min_bytes(svc), err);
 }
 
-void api_encode(const api_service *svc, const api_budget *budget,
-                const char *body, size_t len, api_response *out)
+void api_encode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                api_response *out)
 {
     request rq;
     api_error err;
@@ -177,8 +179,8 @@ void api_encode(const api_service *svc, const api_budget *budget,
         relative_fill(&rq, &bias, values);
         relative_mask_keys(&rq, bias.heads, values);
     } else if (rq.scheme.kind == SCHEME_ROPE) {
-        pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows,
-                      rq.d, rq.x.data, rq.d, values, rq.d);
+        pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows, rq.d,
+                      rq.x.data, rq.d, values, rq.d);
     } else if (rq.scheme.kind == SCHEME_NONE) {
         /* x unchanged, bit for bit (also -0.0); the bare table is zeros */
         if (rq.x.data)
@@ -187,8 +189,8 @@ void api_encode(const api_service *svc, const api_budget *budget,
             memset(values, 0, rows * rq.d * sizeof *values);
     } else {
         size_t bad = 0;
-        pe_status st = pe_encode_absolute(&pe, NULL, rq.embed_scale, rq.x.data, rq.positions,
-                                          rows, rq.d, values, &bad);
+        pe_status st = pe_encode_absolute(&pe, NULL, rq.embed_scale, rq.x.data, rq.positions, rows,
+                                          rq.d, values, &bad);
         if (st != PE_OK) {
             absolute_fail(&rq, &pe, st, bad, "encoded", &err);
             goto fail;

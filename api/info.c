@@ -29,8 +29,9 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_put_json_string(sb, m->architecture);
     strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
     strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
-    strbuf_printf(sb, ",\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,"
-                      "\"scheme\":",
+    strbuf_printf(sb,
+                  ",\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,"
+                  "\"scheme\":",
                   m->d_model, m->heads, m->kv_heads, m->head_dim);
     strbuf_put_json_string(sb, scheme_names[m->scheme]);
     char *params = json_dumps(m->params, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -49,16 +50,19 @@ static void write_model(strbuf *sb, const model *m)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     /* Llama 4: after the rotation */
     if (m->post_rope_qk_norm)
-        strbuf_printf(sb, ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
-                          "\"eps\":%.17g}", m->post_rope_qk_norm_eps);
+        strbuf_printf(sb,
+                      ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
+                      "\"eps\":%.17g}",
+                      m->post_rope_qk_norm_eps);
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
                       m->attn_floor_scale, m->attn_temperature_scale);
     /* How positions come from attention_mask / token_ids (contract v1.1) */
-    static const char *const position_rules[] = {
-        [MODEL_POSITIONS_CUMSUM] = "cumsum(mask)-1", [MODEL_POSITIONS_BLOOM] = "bloom",
-        [MODEL_POSITIONS_SLOT] = "slot", [MODEL_POSITIONS_PAD_IDS] = "token_ids",
-        [MODEL_POSITIONS_OPT] = "opt"};
+    static const char *const position_rules[] = {[MODEL_POSITIONS_CUMSUM] = "cumsum(mask)-1",
+                                                 [MODEL_POSITIONS_BLOOM] = "bloom",
+                                                 [MODEL_POSITIONS_SLOT] = "slot",
+                                                 [MODEL_POSITIONS_PAD_IDS] = "token_ids",
+                                                 [MODEL_POSITIONS_OPT] = "opt"};
     strbuf_printf(sb, ",\"positions\":{\"rule\":\"%s\"", position_rules[m->position_rule]);
     if (m->position_rule == MODEL_POSITIONS_PAD_IDS)
         strbuf_printf(sb, ",\"pad_token_id\":%" PRId64, m->pad_token_id);
@@ -66,8 +70,9 @@ static void write_model(strbuf *sb, const model *m)
         strbuf_printf(sb, ",\"table_offset\":%" PRId64, m->table_offset);
     strbuf_putc(sb, '}');
     if (m->mla) /* DeepSeek's multi-head latent attention */
-        strbuf_printf(sb, ",\"mla\":{\"q_lora_rank\":%zu,\"kv_lora_rank\":%zu,"
-                          "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu}",
+        strbuf_printf(sb,
+                      ",\"mla\":{\"q_lora_rank\":%zu,\"kv_lora_rank\":%zu,"
+                      "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu}",
                       m->mla_w.q_lora_rank, m->mla_w.kv_lora_rank, m->mla_w.nope_dim,
                       m->mla_w.rope_dim, m->mla_w.v_dim);
     strbuf_puts(sb, ",\"source\":");
@@ -96,8 +101,7 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_puts(sb, "}}");
 }
 
-void api_info(const api_service *svc, const api_server_facts *facts,
-              api_response *out)
+void api_info(const api_service *svc, const api_server_facts *facts, api_response *out)
 {
     strbuf sb = {0};
     api_error err;
@@ -107,23 +111,25 @@ void api_info(const api_service *svc, const api_server_facts *facts,
     strbuf_puts(&sb, ",\"build\":{\"compiler\":");
     strbuf_put_json_string(&sb, facts->build ? facts->build : "");
     strbuf_puts(&sb, ",\"openmp\":true,\"blas\":\"openblas\"}");
-    strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"workers\":%u,\"omp\":%u}",
-                  facts->http_threads, facts->workers, facts->omp_threads);
-    strbuf_printf(&sb, ",\"limits\":{\"max_body_bytes\":%zu,\"max_tokens\":%zu,"
-                       "\"max_output_elements\":%zu,\"max_connections\":%u,"
-                       "\"max_position\":9007199254740991,\"max_dim\":%zu,"
-                       "\"max_heads\":%zu,\"max_batch\":%zu,\"max_json_depth\":%zu,"
-                       "\"max_inflight\":%u,\"workers\":%u,\"timeout_s\":%u,"
-                       "\"request_timeout_s\":%u,\"connection_memory_bytes\":%zu}",
-                  facts->max_body_bytes, svc->limits.max_tokens,
-                  svc->limits.max_output_elements, facts->max_connections,
-                  svc->limits.max_dim, svc->limits.max_heads, svc->limits.max_batch,
-                  svc->limits.max_json_depth, facts->max_inflight, facts->workers,
-                  facts->timeout_s, facts->request_timeout_s, facts->connection_memory);
+    strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"workers\":%u,\"omp\":%u}", facts->http_threads,
+                  facts->workers, facts->omp_threads);
+    strbuf_printf(&sb,
+                  ",\"limits\":{\"max_body_bytes\":%zu,\"max_tokens\":%zu,"
+                  "\"max_output_elements\":%zu,\"max_connections\":%u,"
+                  "\"max_position\":9007199254740991,\"max_dim\":%zu,"
+                  "\"max_heads\":%zu,\"max_batch\":%zu,\"max_json_depth\":%zu,"
+                  "\"max_inflight\":%u,\"workers\":%u,\"timeout_s\":%u,"
+                  "\"request_timeout_s\":%u,\"connection_memory_bytes\":%zu}",
+                  facts->max_body_bytes, svc->limits.max_tokens, svc->limits.max_output_elements,
+                  facts->max_connections, svc->limits.max_dim, svc->limits.max_heads,
+                  svc->limits.max_batch, svc->limits.max_json_depth, facts->max_inflight,
+                  facts->workers, facts->timeout_s, facts->request_timeout_s,
+                  facts->connection_memory);
     strbuf_printf(&sb, ",\"auth\":%s", facts->api_key_required ? "true" : "false");
     strbuf_printf(&sb, ",\"memory\":{\"budget_bytes\":%zu,\"reserved_bytes\":%zu}",
                   facts->memory_budget, facts->memory_reserved);
-    strbuf_puts(&sb, ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
+    strbuf_puts(&sb,
+                ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
     /* /diagnose's finding codes: the lib's, then the two q/k/v adds */
     strbuf_puts(&sb, ",\"diagnose\":{\"finding_codes\":[");
     for (int c = 0; c < PE_DX_CODE_COUNT; c++) {

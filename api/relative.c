@@ -20,18 +20,17 @@ int t5_table_check(const request *rq, api_error *err)
         return 0;
     if (rq->model)
         return api_fail(err, API_E_MISSING_WEIGHT, "model",
-                        "scheme t5 needs weights.t5_bias, which model '%s' lacks",
-                        rq->model->name);
+                        "scheme t5 needs weights.t5_bias, which model '%s' lacks", rq->model->name);
     return api_fail(err, API_E_MISSING_WEIGHT, "model",
                     "scheme t5 needs weights.t5_bias, which %s lacks", model_label(rq));
 }
 
-int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
-                  api_error *err)
+int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe, api_error *err)
 {
     *pe = (pe_absolute){.kind = PE_ABS_NONE};
     if (rq->scheme.kind == SCHEME_SINUSOIDAL) {
-        *pe = (pe_absolute){.kind = PE_ABS_SINUSOIDAL, .base = rq->scheme.base,
+        *pe = (pe_absolute){.kind = PE_ABS_SINUSOIDAL,
+                            .base = rq->scheme.base,
                             .layout = rq->scheme.sin_layout};
         pe->cache = pe_cache_sinusoidal(svc->pe_cache, pe->base, pe->layout, rq->d,
                                         &pe->cache_rows);
@@ -43,9 +42,10 @@ int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
                             model_label(rq));
         if (table->dim[1] != rq->d)
             return api_fail(err, API_E_INVALID_SHAPE, rq->x.data ? "embeddings" : "shape",
-                            "position_table has width %zu but the input has d = %zu",
-                            table->dim[1], rq->d);
-        *pe = (pe_absolute){.kind = PE_ABS_LEARNED, .table = table->data,
+                            "position_table has width %zu but the input has d = %zu", table->dim[1],
+                            rq->d);
+        *pe = (pe_absolute){.kind = PE_ABS_LEARNED,
+                            .table = table->data,
                             .table_rows = table->dim[0]};
         /* checked here, before any arithmetic, not by the kernel */
         for (size_t i = 0; i < request_rows(rq); i++)
@@ -55,8 +55,8 @@ int absolute_plan(const api_service *svc, const request *rq, pe_absolute *pe,
     return 0;
 }
 
-int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st,
-                  size_t bad, const char *what, api_error *err)
+int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st, size_t bad,
+                  const char *what, api_error *err)
 {
     if (st == PE_ERANGE)
         return api_fail(err, API_E_OUT_OF_RANGE, rq->pos_field,
@@ -66,12 +66,13 @@ int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st,
     if (st == PE_ENONFINITE)
         return api_fail(err, API_E_NON_FINITE, NULL,
                         "result %s element %zu is not a finite float32 (the computation "
-                        "overflows)", what, bad);
+                        "overflows)",
+                        what, bad);
     return api_fail_oom(err);
 }
 
-int rope_plan_init(const api_service *svc, const request *rq, size_t width,
-                   size_t fixed_head_dim, rope_plan *plan, api_error *err)
+int rope_plan_init(const api_service *svc, const request *rq, size_t width, size_t fixed_head_dim,
+                   rope_plan *plan, api_error *err)
 {
     const scheme *s = &rq->scheme;
     size_t head_dim, rotary;
@@ -101,10 +102,12 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width,
         rotary = head_dim;
     if (rotary < 2 || rotary % 2 != 0 || rotary > head_dim)
         return api_fail(err, API_E_INVALID_SHAPE, "params.rotary_dim",
-                        "rotary_dim %zu must be even and in [2, head_dim = %zu]", rotary,
-                        head_dim);
-    plan->rope = (pe_rope){.base = s->base, .head_dim = head_dim, .rotary_dim = rotary,
-                           .layout = s->rope_layout, .scaling = s->scaling};
+                        "rotary_dim %zu must be even and in [2, head_dim = %zu]", rotary, head_dim);
+    plan->rope = (pe_rope){.base = s->base,
+                           .head_dim = head_dim,
+                           .rotary_dim = rotary,
+                           .layout = s->rope_layout,
+                           .scaling = s->scaling};
     if (s->scaling.type == PE_ROPE_SCALING_DYNAMIC && rotary == 2)
         return api_fail(err, API_E_INVALID_SHAPE, "params.rotary_dim",
                         "dynamic scaling needs rotary_dim > 2");
@@ -140,8 +143,8 @@ void rope_plan_free(rope_plan *plan)
     plan->rope.cache = NULL;
 }
 
-int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
-                  bias_plan *plan, api_error *err)
+int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads, bias_plan *plan,
+                  api_error *err)
 {
     const scheme *s = &rq->scheme;
     size_t heads, t = rq->tokens;
@@ -151,8 +154,7 @@ int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
     if (s->kind == SCHEME_ALIBI) {
         if (fixed_heads && s->heads && s->heads != fixed_heads)
             return api_fail(err, API_E_INVALID_SHAPE, "params.heads",
-                            "params.heads %zu differs from the model's %zu", s->heads,
-                            fixed_heads);
+                            "params.heads %zu differs from the model's %zu", s->heads, fixed_heads);
         heads = fixed_heads ? fixed_heads : s->heads ? s->heads : rq->model ? rq->model->heads : 0;
         if (!heads)
             return api_fail(err, API_E_INVALID_REQUEST, "params.heads",
@@ -164,14 +166,17 @@ int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
         const tensor *table = &rq->model->weights[W_T5_BIAS];
         if (table->dim[0] != s->num_buckets)
             return api_fail(err, API_E_INVALID_SHAPE, "params.num_buckets",
-                            "t5_bias has %zu buckets but params.num_buckets is %zu",
-                            table->dim[0], s->num_buckets);
+                            "t5_bias has %zu buckets but params.num_buckets is %zu", table->dim[0],
+                            s->num_buckets);
         heads = table->dim[1];
         if (fixed_heads && heads != fixed_heads)
             return api_fail(err, API_E_INVALID_SHAPE, "model",
                             "t5_bias has %zu heads but the model has %zu", heads, fixed_heads);
-        plan->t5 = (pe_t5){.table = table->data, .num_buckets = s->num_buckets, .heads = heads,
-                           .max_distance = s->max_distance, .bidirectional = s->bidirectional};
+        plan->t5 = (pe_t5){.table = table->data,
+                           .num_buckets = s->num_buckets,
+                           .heads = heads,
+                           .max_distance = s->max_distance,
+                           .bidirectional = s->bidirectional};
     }
     if (mul_size(heads, t, &plan->per_row) || mul_size(plan->per_row, t, &plan->per_row) ||
         mul_size(plan->per_row, rq->batch, &plan->total))

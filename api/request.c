@@ -38,7 +38,7 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
 /* Parse the body as a JSON object whose keys are in `allowed`, nested no
  * deeper than the service's max_json_depth (else 422 too_large). */
 static int request_parse(const api_service *svc, const char *body, size_t len,
-                  const char *const *allowed, request *rq, api_error *err)
+                         const char *const *allowed, request *rq, api_error *err)
 {
     json_codec_error ce;
     json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
@@ -64,8 +64,8 @@ static int check_model_limits(const api_service *svc, const model *m, api_error 
         return api_fail(err, API_E_TOO_LARGE, "model.head_dim",
                         "head_dim %zu exceeds the limit of %zu", m->head_dim, lim->max_dim);
     if (m->heads > lim->max_heads)
-        return api_fail(err, API_E_TOO_LARGE, "model.heads",
-                        "heads %zu exceeds the limit of %zu", m->heads, lim->max_heads);
+        return api_fail(err, API_E_TOO_LARGE, "model.heads", "heads %zu exceeds the limit of %zu",
+                        m->heads, lim->max_heads);
     if (m->kv_heads > lim->max_heads)
         return api_fail(err, API_E_TOO_LARGE, "model.kv_heads",
                         "kv_heads %zu exceeds the limit of %zu", m->kv_heads, lim->max_heads);
@@ -74,8 +74,8 @@ static int check_model_limits(const api_service *svc, const model *m, api_error 
 
 /* Resolve the `model` field: a name, an inline object, or absent (then the
  * model called default_name, or none when default_name is NULL). */
-static int request_model(const api_service *svc, request *rq,
-                  const char *default_name, api_error *err)
+static int request_model(const api_service *svc, request *rq, const char *default_name,
+                         api_error *err)
 {
     const json_t *v = jf_get(rq->doc.root, "model");
 
@@ -114,7 +114,8 @@ static int decode_scheme(request *rq, api_error *err)
     int which = SCHEME_SINUSOIDAL;
     const json_t *params = jf_get(rq->doc.root, "params");
 
-    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present, &which, &err->json)))
+    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present,
+                                &which, &err->json)))
         return -1;
     if (!present && rq->model)
         which = (int)rq->model->scheme;
@@ -122,8 +123,10 @@ static int decode_scheme(request *rq, api_error *err)
         return api_fail(err, API_E_INVALID_REQUEST, "params", "params must be an object");
     const scheme *base = rq->model && rq->model->has_decoded ? &rq->model->decoded : NULL;
     desc_error de;
-    return api_desc(err, scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base,
-                                       &rq->scheme, &de), &de);
+    return api_desc(err,
+                    scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base, &rq->scheme,
+                                  &de),
+                    &de);
 }
 
 static int positions_shape_fail(const request *rq, api_error *err)
@@ -160,8 +163,7 @@ void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, 
     }
 }
 
-void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad,
-                                int64_t *positions)
+void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad, int64_t *positions)
 {
     int64_t seen = 0; /* cumsum(ids != pad) */
 
@@ -244,13 +246,12 @@ static int decode_given_positions(request *rq, const json_t *positions, api_erro
     const json_span *span = json_doc_array(&rq->doc, positions);
     if (span && span->count != rq->tokens && span->count != rows)
         return positions_shape_fail(rq, err);
-    if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION, JSON_E_TOO_LARGE,
-                            &given, &err->json)))
+    if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION,
+                                          JSON_E_TOO_LARGE, &given, &err->json)))
         return -1;
     bool per_row = given.ndim == 2;
     if ((!per_row && given.dim[0] != rq->tokens) ||
-        (per_row && (!rq->batched || given.dim[0] != rq->batch ||
-                     given.dim[1] != rq->tokens))) {
+        (per_row && (!rq->batched || given.dim[0] != rq->batch || given.dim[1] != rq->tokens))) {
         int_array_free(&given);
         return positions_shape_fail(rq, err);
     }
@@ -278,10 +279,10 @@ static int decode_positions(request *rq, api_error *err)
     if (mask && (positions || has_offset))
         return api_fail(err, API_E_INVALID_REQUEST, positions ? "positions" : "offset",
                         "give attention_mask or %s, not both: with a mask the positions "
-                        "come from it", positions ? "positions" : "offset");
+                        "come from it",
+                        positions ? "positions" : "offset");
     if (positions && has_offset)
-        return api_fail(err, API_E_INVALID_REQUEST, "offset",
-                        "give offset or positions, not both");
+        return api_fail(err, API_E_INVALID_REQUEST, "offset", "give offset or positions, not both");
     if (mask && decode_mask(rq, mask, err))
         return -1;
     rq->positions = malloc(rows * sizeof *rq->positions);
@@ -304,12 +305,14 @@ static int decode_positions(request *rq, api_error *err)
                                         rq->positions + b * rq->tokens);
     } else {
         rq->pos_field = "offset";
-        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present, &offset, &err->json)))
+        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present,
+                                 &offset, &err->json)))
             return -1;
         if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
             return api_fail(err, API_E_TOO_LARGE, "offset",
                             "offset %" PRId64 " with %zu tokens reaches past the largest "
-                            "position %" PRId64, offset, rq->tokens, PE_MAX_POSITION);
+                            "position %" PRId64,
+                            offset, rq->tokens, PE_MAX_POSITION);
         for (size_t b = 0; b < rq->batch; b++)
             for (size_t t = 0; t < rq->tokens; t++)
                 rq->positions[b * rq->tokens + t] = offset + (int64_t)t;
@@ -324,18 +327,17 @@ static int decode_positions(request *rq, api_error *err)
             rq->max_position = rq->positions[i];
     if (rq->max_position > PE_MAX_POSITION)
         return api_fail(err, API_E_TOO_LARGE, rq->pos_field,
-                        "the positions from %s reach %" PRId64 ", past the largest position %"
-                        PRId64, rq->pos_field, rq->max_position, PE_MAX_POSITION);
+                        "the positions from %s reach %" PRId64
+                        ", past the largest position %" PRId64,
+                        rq->pos_field, rq->max_position, PE_MAX_POSITION);
     return 0;
 }
 
-int request_check_output(const api_service *svc, size_t n, const char *what,
-                         api_error *err)
+int request_check_output(const api_service *svc, size_t n, const char *what, api_error *err)
 {
     if (n > svc->limits.max_output_elements)
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "%s would have %zu elements; the limit is %zu", what, n,
-                        svc->limits.max_output_elements);
+        return api_fail(err, API_E_TOO_LARGE, NULL, "%s would have %zu elements; the limit is %zu",
+                        what, n, svc->limits.max_output_elements);
     return 0;
 }
 
@@ -360,7 +362,8 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
                         "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
                         svc->limits.max_dim);
     if (!rq->x.data && embeddings) {
-        if (api_json(err, tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3, &rq->x, &err->json)))
+        if (api_json(err, tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3,
+                                           &rq->x, &err->json)))
             return -1;
     } else if (!rq->x.data && shape) {
         if (api_json(err, shape_from_json(&rq->doc, shape, "shape", 2, 3, &ndim, dim, &err->json)))
@@ -380,34 +383,34 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
     size_t rows, elements;
     const char *size_field = rq->x.data ? "embeddings" : "shape";
     if (rq->batch > svc->limits.max_batch)
-        return api_fail(err, API_E_TOO_LARGE, size_field,
-                        "a batch of %zu exceeds the limit of %zu", rq->batch,
-                        svc->limits.max_batch);
+        return api_fail(err, API_E_TOO_LARGE, size_field, "a batch of %zu exceeds the limit of %zu",
+                        rq->batch, svc->limits.max_batch);
     if (mul_size(rq->batch, rq->tokens, &rows) || rows > svc->limits.max_tokens)
         return api_fail(err, API_E_TOO_LARGE, size_field,
-                        "%zu x %zu tokens exceed the limit of %zu tokens per request",
-                        rq->batch, rq->tokens, svc->limits.max_tokens);
+                        "%zu x %zu tokens exceed the limit of %zu tokens per request", rq->batch,
+                        rq->tokens, svc->limits.max_tokens);
     if (rq->d > svc->limits.max_dim)
-        return api_fail(err, API_E_TOO_LARGE, size_field, "d = %zu exceeds the limit of %zu",
-                        rq->d, svc->limits.max_dim);
+        return api_fail(err, API_E_TOO_LARGE, size_field, "d = %zu exceeds the limit of %zu", rq->d,
+                        svc->limits.max_dim);
     if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
         return -1;
-    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present, &rq->embed_scale,
-                  &err->json)) ||
-        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which, &err->json)))
+    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present,
+                                &rq->embed_scale, &err->json)) ||
+        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which,
+                                &err->json)))
         return -1;
     rq->base64 = which == 1;
     return decode_positions(rq, err);
 }
 
-static const char *const encode_keys[] = {"embeddings", "shape", "scheme", "params", "model",
-                                          "offset", "positions", "encoding", "embed_scale",
-                                          "attention_mask", "causal", NULL};
+static const char *const encode_keys[] = {"embeddings",  "shape",          "scheme",    "params",
+                                          "model",       "offset",         "positions", "encoding",
+                                          "embed_scale", "attention_mask", "causal",    NULL};
 
-static const char *const apply_keys[] = {"embeddings", "token_ids", "shape", "scheme",
-                                         "params", "model", "offset", "positions",
-                                         "encoding", "embed_scale", "return",
-                                         "attention_mask", "causal", NULL};
+static const char *const apply_keys[] = {"embeddings", "token_ids",   "shape",  "scheme",
+                                         "params",     "model",       "offset", "positions",
+                                         "encoding",   "embed_scale", "return", "attention_mask",
+                                         "causal",     NULL};
 
 const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
 
@@ -430,7 +433,7 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
     if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
         return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
                         "return[0] must be one of q, k, v, encoded, bias, scores");
-    json_array_foreach(list, i, item) {
+    json_array_foreach (list, i, item) {
         jpath at = jpath_index("return", i);
         int which = -1;
         const char *name = json_doc_string(doc, item); /* a long one from the body */
@@ -466,8 +469,9 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
         return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
                         "token_ids need weights.token_embedding, which model '%s' lacks",
                         rq->model->name);
-    if (api_json(err, int_array_from_json(&rq->doc, ids_value, "token_ids", 0, (int64_t)table->dim[0] - 1,
-                            JSON_E_RANGE, &ids, &err->json)))
+    if (api_json(err,
+                 int_array_from_json(&rq->doc, ids_value, "token_ids", 0,
+                                     (int64_t)table->dim[0] - 1, JSON_E_RANGE, &ids, &err->json)))
         return -1;
     size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
     /* The token and batch limits, before the gathered rows are allocated
@@ -476,7 +480,8 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
         int_array_free(&ids);
         return api_fail(err, API_E_TOO_LARGE, "token_ids",
                         "token_ids holds %zu tokens; the limits are %zu tokens and a batch "
-                        "of %zu", n, svc->limits.max_tokens, svc->limits.max_batch);
+                        "of %zu",
+                        n, svc->limits.max_tokens, svc->limits.max_batch);
     }
     rq->x.data = malloc(n * d * sizeof *rq->x.data);
     if (!rq->x.data) {
@@ -489,7 +494,7 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
     memcpy(rq->x.dim, ids.dim, ids.ndim * sizeof *ids.dim);
     rq->x.dim[ids.ndim] = d;
     if (rq->model->position_rule == MODEL_POSITIONS_PAD_IDS) { /* its positions come from them */
-        rq->token_ids = ids.data; /* moved */
+        rq->token_ids = ids.data;                              /* moved */
         ids.data = NULL;
     }
     int_array_free(&ids);
@@ -520,8 +525,8 @@ static int decode_apply(const api_service *svc, request *rq, api_error *err)
 
 /* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
 
-int request_open(const api_service *svc, const char *body, size_t len,
-                 const char *const *allowed, bool default_model, request *rq, api_error *err)
+int request_open(const api_service *svc, const char *body, size_t len, const char *const *allowed,
+                 bool default_model, request *rq, api_error *err)
 {
     return request_parse(svc, body, len, allowed, rq, err) ||
                    request_model(svc, rq, default_model ? "default" : NULL, err)
@@ -537,8 +542,8 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
     for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv; w++)
         if (!model_has(rq->model, w))
             return api_fail(err, API_E_MISSING_WEIGHT, "model",
-                            "q, k and v need weights.%s, which model '%s' lacks",
-                            weight_names[w], rq->model->name);
+                            "q, k and v need weights.%s, which model '%s' lacks", weight_names[w],
+                            rq->model->name);
     if (ids && embeddings)
         return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
                         "give embeddings or token_ids, not both");
@@ -548,8 +553,7 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
     return (ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err) ? -1 : 0;
 }
 
-int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,
-                       api_error *err)
+int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d, api_error *err)
 {
     static const char *const encodings[] = {"json", "base64", NULL};
     bool present;
@@ -574,8 +578,8 @@ int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_
     rq->d = d;
     if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present,
                                 &rq->embed_scale, &err->json)) ||
-        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present,
-                                &which, &err->json)))
+        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which,
+                                &err->json)))
         return -1;
     rq->base64 = which == 1;
     return decode_positions(rq, err);

@@ -18,7 +18,15 @@
 #include "json/tensor.h"
 
 /* The arrays /apply can return, in the contract's names (output_names). */
-typedef enum output_id { OUT_Q, OUT_K, OUT_V, OUT_ENCODED, OUT_BIAS, OUT_SCORES, OUT_COUNT } output_id;
+typedef enum output_id {
+    OUT_Q,
+    OUT_K,
+    OUT_V,
+    OUT_ENCODED,
+    OUT_BIAS,
+    OUT_SCORES,
+    OUT_COUNT
+} output_id;
 extern const char *const output_names[]; /* NULL-terminated, by output_id */
 
 /* The `return` list of /apply, deduplicated, in the order given. */
@@ -31,11 +39,11 @@ typedef struct request_outputs {
 typedef enum request_endpoint { REQUEST_ENCODE, REQUEST_APPLY } request_endpoint;
 
 typedef struct request {
-    json_doc doc;          /* owned: the parsed body, during request_decode only */
-    const model *model;    /* borrowed (service) or == owned_model; may be NULL */
-    model *owned_model;    /* an inline model */
-    scheme scheme;         /* owns its arrays */
-    tensor x;              /* embeddings, owned; x.data NULL when absent */
+    json_doc doc;       /* owned: the parsed body, during request_decode only */
+    const model *model; /* borrowed (service) or == owned_model; may be NULL */
+    model *owned_model; /* an inline model */
+    scheme scheme;      /* owns its arrays */
+    tensor x;           /* embeddings, owned; x.data NULL when absent */
     bool batched;
     size_t batch, tokens, d;
     int64_t *positions;    /* owned, [batch * tokens] */
@@ -67,8 +75,8 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
  * shares (scheme, embed_scale, encoding, positions) for a q/k/v subject,
  * or request_open_claim reads the same claim for a subject of `tokens`
  * rows of width d that has no input. request_free(rq) is due either way. */
-int request_open(const api_service *svc, const char *body, size_t len,
-                 const char *const *allowed, bool default_model, request *rq, api_error *err);
+int request_open(const api_service *svc, const char *body, size_t len, const char *const *allowed,
+                 bool default_model, request *rq, api_error *err);
 int request_open_input(const api_service *svc, request *rq, api_error *err);
 int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,
                        api_error *err);
@@ -87,12 +95,11 @@ void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, 
 /* RoBERTa's create_position_ids_from_input_ids for one row:
  * cumsum(ids != pad) * (ids != pad) + pad; with ids NULL (embeddings in),
  * create_position_ids_from_inputs_embeds: pad + 1 .. pad + tokens. */
-void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad,
-                                int64_t *positions);
+void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad, int64_t *positions);
 
 /* Whether query i of a row may see key j (mask NULL: every key is real). */
-static inline bool request_key_visible(const uint8_t *mask, bool causal,
-                                       const int64_t *positions, size_t i, size_t j)
+static inline bool request_key_visible(const uint8_t *mask, bool causal, const int64_t *positions,
+                                       size_t i, size_t j)
 {
     return (!mask || mask[j]) && (!causal || positions[j] <= positions[i]);
 }
@@ -107,7 +114,6 @@ static inline size_t request_rows(const request *rq)
 }
 
 /* -1 with 422 too_large when an output of n elements passes the limit. */
-int request_check_output(const api_service *svc, size_t n, const char *what,
-                         api_error *err);
+int request_check_output(const api_service *svc, size_t n, const char *what, api_error *err);
 
 #endif /* REQUEST_H */

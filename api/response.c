@@ -12,8 +12,8 @@
 
 /* Served when even the error body cannot be allocated: out of memory is a
  * 503 (retry later), like every allocation failure on the request path. */
-static const char out_of_memory_body[] =
-    "{\"error\":{\"code\":\"unavailable\",\"message\":\"out of memory: retry later\"}}";
+static const char out_of_memory_body[] = "{\"error\":{\"code\":\"unavailable\",\"message\":\"out "
+                                         "of memory: retry later\"}}";
 
 void api_response_free(api_response *out)
 {
@@ -51,8 +51,8 @@ void api_respond_error(api_response *out, const api_error *err)
     }
 }
 
-void api_respond_errorf(api_response *out, api_error_kind kind,
-                        const char *field, const char *fmt, ...)
+void api_respond_errorf(api_response *out, api_error_kind kind, const char *field, const char *fmt,
+                        ...)
 {
     api_error err = {.kind = kind};
     va_list ap;

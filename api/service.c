@@ -39,17 +39,15 @@ static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *e
     model *m;
 
     if (service_find_model(svc, spec->name))
-        return api_fail(err, API_E_INVALID_REQUEST, NULL,
-                        "model '%s': the name is given twice", spec->name);
-    if (!(inner = calloc(1, sizeof *inner)))
-        return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading model '%s'",
+        return api_fail(err, API_E_INVALID_REQUEST, NULL, "model '%s': the name is given twice",
                         spec->name);
+    if (!(inner = calloc(1, sizeof *inner)))
+        return api_fail(err, API_E_INTERNAL, NULL, "out of memory loading model '%s'", spec->name);
     m = model_load_dir(spec->name, spec->dir, spec->has_layer, spec->layer, &warn, inner);
     if (!m) {
         if (inner->message[0] == '\0') /* a loader path that met no reason but memory */
             model_nomem(inner, "the model");
-        api_error_kind kind = inner->kind == MODEL_E_NOMEM ? API_E_INTERNAL
-                                                           : API_E_INVALID_REQUEST;
+        api_error_kind kind = inner->kind == MODEL_E_NOMEM ? API_E_INTERNAL : API_E_INVALID_REQUEST;
         if (strlen(inner->message) + strlen(spec->name) + 16 >= API_MESSAGE_MAX)
             fprintf(stderr, "posenc: error: model '%s': %s\n", spec->name, inner->message);
         api_fail(err, kind, NULL, "model '%s': %s", spec->name, inner->message);
@@ -67,9 +65,8 @@ static int add_loaded(api_service *svc, const api_model_spec *spec, api_error *e
     return 0;
 }
 
-api_service *api_service_new_with_models(const api_limits *limits,
-                                         const api_model_spec *specs, size_t n,
-                                         api_error *err)
+api_service *api_service_new_with_models(const api_limits *limits, const api_model_spec *specs,
+                                         size_t n, api_error *err)
 {
     api_service *svc = calloc(1, sizeof *svc);
     bool named_default = false;

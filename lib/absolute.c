@@ -73,8 +73,7 @@ static size_t encode_row(const abs_job *job, size_t r, double *z)
 }
 
 /* The first row whose position is past the learned table, or SIZE_MAX. */
-static size_t first_out_of_table(const pe_absolute *pe,
-                                 const int64_t *positions, size_t n)
+static size_t first_out_of_table(const pe_absolute *pe, const int64_t *positions, size_t n)
 {
     for (size_t r = 0; r < n; r++)
         if (positions[r] < 0 || (uint64_t)positions[r] >= pe->table_rows)
@@ -82,24 +81,28 @@ static size_t first_out_of_table(const pe_absolute *pe,
     return SIZE_MAX;
 }
 
-pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
-                             double embed_scale, const float *x,
-                             const int64_t *positions, size_t n, size_t d,
+pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm, double embed_scale,
+                             const float *x, const int64_t *positions, size_t n, size_t d,
                              float *out, size_t *bad_index)
 {
     pe_input in = {.pe = pe, .embed_scale = embed_scale, .norm = norm};
     return pe_encode_input(&in, x, positions, n, d, out, bad_index);
 }
 
-pe_status pe_encode_input(const pe_input *in, const float *x,
-                          const int64_t *positions, size_t n, size_t d,
-                          float *out, size_t *bad_index)
+pe_status pe_encode_input(const pe_input *in, const float *x, const int64_t *positions, size_t n,
+                          size_t d, float *out, size_t *bad_index)
 {
     const pe_absolute *pe = in->pe;
     pe_absolute_kind kind = pe ? pe->kind : PE_ABS_NONE;
-    abs_job job = {.pe = pe, .add = in->add, .pre_norm = in->pre_norm,
-                   .norm = in->norm, .embed_scale = in->embed_scale, .x = x,
-                   .positions = positions, .d = d, .out = out};
+    abs_job job = {.pe = pe,
+                   .add = in->add,
+                   .pre_norm = in->pre_norm,
+                   .norm = in->norm,
+                   .embed_scale = in->embed_scale,
+                   .x = x,
+                   .positions = positions,
+                   .d = d,
+                   .out = out};
     size_t nf = (d + 1) / 2;
     double *scratch = NULL;
     pe_status status = PE_OK;
@@ -140,8 +143,7 @@ pe_status pe_encode_input(const pe_input *in, const float *x,
     /* Every row is computed even after a failure so that the reported index
      * is the smallest one, whatever the schedule. */
     size_t first_bad = SIZE_MAX;
-#pragma omp parallel for num_threads(team) schedule(static) \
-    reduction(min : first_bad)
+#pragma omp parallel for num_threads(team) schedule(static) reduction(min : first_bad)
     for (size_t r = 0; r < n; r++) {
         double *z = rows + (size_t)omp_get_thread_num() * d;
         size_t j = encode_row(&job, r, z);

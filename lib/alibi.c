@@ -27,13 +27,12 @@ void pe_alibi_slopes(size_t heads, double *slopes)
         slopes[h] = alibi_slope(heads, h);
 }
 
-void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions,
-                   size_t t, float *bias)
+void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions, size_t t,
+                   float *bias)
 {
     size_t rows = heads * t; /* row (h, i) of bias[heads][t][t] */
 
-#pragma omp parallel for schedule(static) \
-    if (rows * t >= PE_PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(static) if (rows * t >= PE_PARALLEL_MIN_WORK)
     for (size_t r = 0; r < rows; r++) {
         size_t i = r % t;
         double slope = alibi_slope(heads, r / t);

@@ -18,8 +18,8 @@ static float temperature(int64_t position, float floor_scale, float attn_scale)
     return logf(f + 1.0f) * attn_scale + 1.0f;
 }
 
-void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale,
-                         double attn_scale, size_t width, float *x, size_t stride)
+void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale, double attn_scale,
+                         size_t width, float *x, size_t stride)
 {
     if (n == 0 || width == 0)
         return;

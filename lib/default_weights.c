@@ -20,8 +20,7 @@ static uint64_t splitmix64_next(uint64_t *state)
 
 /* u = L*(2*(r >> 11)*2^-53 - 1): the top 53 bits make a double in [0, 1)
  * exactly, mapped to [-L, L) and rounded to float32 once. */
-static void fill_uniform(uint64_t *state, double limit, size_t count,
-                         float *w)
+static void fill_uniform(uint64_t *state, double limit, size_t count, float *w)
 {
     for (size_t e = 0; e < count; e++) {
         uint64_t r = splitmix64_next(state);
@@ -29,8 +28,7 @@ static void fill_uniform(uint64_t *state, double limit, size_t count,
     }
 }
 
-void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk,
-                        float *wv)
+void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk, float *wv)
 {
     uint64_t state = seed;
     double limit = sqrt(6.0 / (double)(d + d));

@@ -24,8 +24,7 @@ static bool rope_kind(pe_dx_kind kind)
 /* Shapes the claim can have; sizes that fit. */
 static pe_status validate(const pe_dx_subject *s, const pe_dx_variant *c)
 {
-    if (!s || !c || !s->a || !s->positions || s->rows == 0 ||
-        pe_dx_subject_size(s) == 0)
+    if (!s || !c || !s->a || !s->positions || s->rows == 0 || pe_dx_subject_size(s) == 0)
         return PE_EINVAL;
     size_t n = pe_dx_subject_size(s);
     if (n > SIZE_MAX / (4 * sizeof(double)))
@@ -45,8 +44,7 @@ static pe_status validate(const pe_dx_subject *s, const pe_dx_variant *c)
         size_t rd = c->rope.rotary_dim;
         if (rd < 2 || rd % 2 || rd > c->rope.head_dim || c->rope.cache)
             return PE_EINVAL;
-        if (s->kind == PE_DX_SUBJ_ROPE_CACHE &&
-            (!s->b || (s->cols != rd && s->cols != rd / 2)))
+        if (s->kind == PE_DX_SUBJ_ROPE_CACHE && (!s->b || (s->cols != rd && s->cols != rd / 2)))
             return PE_EINVAL;
         return PE_OK; /* base and scaling: pe_rope_frequencies decides */
     }
@@ -54,8 +52,7 @@ static pe_status validate(const pe_dx_subject *s, const pe_dx_variant *c)
     case PE_DX_SUBJ_ALIBI_SLOPES:
         return s->heads > 0 ? PE_OK : PE_EINVAL;
     case PE_DX_SUBJ_T5_BIAS:
-        return s->heads > 0 && c->t5.table && c->t5.heads == s->heads &&
-                       c->t5.num_buckets >= 2
+        return s->heads > 0 && c->t5.table && c->t5.heads == s->heads && c->t5.num_buckets >= 2
                    ? PE_OK
                    : PE_EINVAL;
     }
@@ -184,8 +181,8 @@ static pe_status explained_by(const pe_dx_subject *s, const pe_dx_variant *c,
 static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *found,
                          const pe_dx_variant *alt, pe_dx_tolerance tol, pe_dx_result *out)
 {
-    static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32,
-                                            PE_DX_BFLOAT16, PE_DX_FLOAT16};
+    static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32, PE_DX_BFLOAT16,
+                                            PE_DX_FLOAT16};
     size_t nprec = angle_kind(s->kind) ? 4 : 1;
     /* at exact and float32 angles the variant found comes first; at
      * bfloat16/float16 the claim's own structure does (the simplest

@@ -44,8 +44,7 @@ static void view_free(abs_view *v)
 }
 
 /* scale*x removed; transposed reads a [d][tokens] table. */
-static pe_status make_view(const pe_dx_subject *s, bool transposed,
-                           double scale, abs_view *v)
+static pe_status make_view(const pe_dx_subject *s, bool transposed, double scale, abs_view *v)
 {
     size_t n = s->rows * s->cols;
     v->tokens = transposed ? s->cols : s->rows;
@@ -57,8 +56,7 @@ static pe_status make_view(const pe_dx_subject *s, bool transposed,
         return PE_ENOMEM;
     }
     for (size_t t = 0; t < v->tokens; t++)
-        v->positions[t] =
-            transposed ? s->positions[0] + (int64_t)t : s->positions[t];
+        v->positions[t] = transposed ? s->positions[0] + (int64_t)t : s->positions[t];
     for (size_t r = 0; r < s->rows; r++)
         for (size_t c = 0; c < s->cols; c++) {
             size_t e = r * s->cols + c;
@@ -70,8 +68,7 @@ static pe_status make_view(const pe_dx_subject *s, bool transposed,
     return PE_OK;
 }
 
-static pe_status build(const abs_view *v, const abs_reading *r, dx_phasors *ph,
-                       double *score)
+static pe_status build(const abs_view *v, const abs_reading *r, dx_phasors *ph, double *score)
 {
     size_t nf = (v->d + 1) / 2, full = v->d / 2;
     size_t cells = v->tokens * full;
@@ -112,14 +109,11 @@ static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, 
     bases[nb++] = (base_choice){cb, PE_DX_FORMULA_STANDARD};
     bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX};
     if (d > 1)
-        bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d - 1)),
-                                    PE_DX_FORMULA_D_MINUS_1};
-    bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d + 1)),
-                                PE_DX_FORMULA_D_PLUS_1};
+        bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d - 1)), PE_DX_FORMULA_D_MINUS_1};
+    bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d + 1)), PE_DX_FORMULA_D_PLUS_1};
     if (fitted > 1.0) {
         for (int dg = 1; dg <= 4; dg++)
-            bases[nb++] = (base_choice){dx_round_sig(fitted, dg),
-                                        PE_DX_FORMULA_STANDARD};
+            bases[nb++] = (base_choice){dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD};
         bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD};
     }
     return nb;
@@ -182,8 +176,7 @@ static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, cons
     for (size_t i = 0; i < full; i++)
         w[i] = pe_inv_freq(out->base, i, d);
     double coherence;
-    st = dx_fit_offset(&ph, view->positions, w, 1.0, PE_DX_EXACT, &out->offset,
-                       &coherence);
+    st = dx_fit_offset(&ph, view->positions, w, 1.0, PE_DX_EXACT, &out->offset, &coherence);
     (void)s;
 out:
     free(ph.z);
@@ -242,10 +235,9 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
 
 /* One pass over the readings with the embeddings scaled by `scale`:
  * updates *best / *best_err; *done when a finalist reproduces the subject. */
-static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim,
-                           pe_dx_tolerance tol, double scale, abs_reading *list,
-                           size_t n, abs_view *views, pe_dx_variant *best,
-                           pe_dx_errors *best_err, bool *done)
+static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                           double scale, abs_reading *list, size_t n, abs_view *views,
+                           pe_dx_variant *best, pe_dx_errors *best_err, bool *done)
 {
     bool encoded = s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x;
     pe_status st;
@@ -260,8 +252,7 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim,
     double min_score = INFINITY;
     for (size_t k = 0; k < n; k++) {
         dx_phasors ph = {0};
-        st = build(&views[list[k].transposed], &list[k], &ph,
-                   &list[k].norm_score);
+        st = build(&views[list[k].transposed], &list[k], &ph, &list[k].norm_score);
         free(ph.z);
         if (st != PE_OK)
             return st;
@@ -321,12 +312,12 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
     for (int tr = 0; tr < (s->kind == PE_DX_SUBJ_TABLE ? 2 : 1); tr++)
         for (int lay = 0; lay < 2; lay++)
             for (int sw = 0; sw < 2; sw++)
-                list[n++] = (abs_reading){
-                    tr, sw, lay ? (claim->sin_layout == PE_SIN_SPLIT
-                                       ? PE_SIN_INTERLEAVED
-                                       : PE_SIN_SPLIT)
-                                : claim->sin_layout,
-                    0};
+                list[n++] = (abs_reading){tr, sw,
+                                          lay ? (claim->sin_layout == PE_SIN_SPLIT
+                                                     ? PE_SIN_INTERLEAVED
+                                                     : PE_SIN_SPLIT)
+                                              : claim->sin_layout,
+                                          0};
     abs_view views[2] = {{0}, {0}};
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
     /* embeddings: a second pass reads the encoding with the scale the
@@ -339,8 +330,7 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
             view_free(&views[0]);
         }
         bool done = false;
-        st = read_pass(s, claim, tol, scale, list, n, views, best, &best_err,
-                       &done);
+        st = read_pass(s, claim, tol, scale, list, n, views, best, &best_err, &done);
         if (st != PE_OK || done)
             break;
     }

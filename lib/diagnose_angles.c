@@ -17,8 +17,7 @@
 
 #include "diagnose_common.h"
 
-pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
-                           double *m)
+pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions, double *m)
 {
     size_t half = ph->half;
 
@@ -26,8 +25,8 @@ pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
         m[i] = 0.0;
     if (ph->rows < 2 || half == 0)
         return PE_OK;
-    bool *have = calloc(half, sizeof *have);          /* owned */
-    double *acc = malloc(2 * half * sizeof *acc);     /* owned: re, im */
+    bool *have = calloc(half, sizeof *have);      /* owned */
+    double *acc = malloc(2 * half * sizeof *acc); /* owned: re, im */
     if (!have || !acc) {
         free(have);
         free(acc);
@@ -84,8 +83,7 @@ static pe_status derotate(const dx_phasors *ph, const int64_t *positions, const 
     double *ph_re = malloc(4 * half * sizeof *ph_re); /* owned: cur, step */
     if (!ph_re)
         return PE_ENOMEM;
-    double *ph_im = ph_re + half, *st_re = ph_re + 2 * half,
-           *st_im = ph_re + 3 * half;
+    double *ph_im = ph_re + half, *st_re = ph_re + 2 * half, *st_im = ph_re + 3 * half;
     for (size_t i = 0; i < half; i++) {
         st_re[i] = cos(wr[i]);
         st_im[i] = -sin(wr[i]);
@@ -103,15 +101,13 @@ static pe_status derotate(const dx_phasors *ph, const int64_t *positions, const 
                 ph_im[i] = -sin(wr[i] * p);
             }
         }
-        for (size_t k = 0, i = 0; k < ph->pairs;
-             k++, i = i + 1 == half ? 0 : i + 1) {
+        for (size_t k = 0, i = 0; k < ph->pairs; k++, i = i + 1 == half ? 0 : i + 1) {
             double zr = ph->z[2 * (t * ph->pairs + k)];
             double zi = ph->z[2 * (t * ph->pairs + k) + 1];
             if (!isfinite(zr) || !isfinite(zi))
                 continue;
             *total += sqrt(zr * zr + zi * zi);
-            S[i] += (zr * ph_re[i] - zi * ph_im[i]) +
-                    I * (zi * ph_re[i] + zr * ph_im[i]);
+            S[i] += (zr * ph_re[i] - zi * ph_im[i]) + I * (zi * ph_re[i] + zr * ph_im[i]);
         }
     }
     free(ph_re);
@@ -136,8 +132,7 @@ static void pick_offset(const double complex *S, const double *wr, size_t half, 
     int64_t centre = (int64_t)llround(est);
     int64_t best = 0;
     double best_c = -INFINITY;
-    int64_t cands[6] = {0, centre - 2, centre - 1, centre, centre + 1,
-                        centre + 2};
+    int64_t cands[6] = {0, centre - 2, centre - 1, centre, centre + 1, centre + 2};
     for (int c = 0; c < 6; c++) {
         double sum = 0.0;
         for (size_t i = 0; i < half; i++)
@@ -217,8 +212,8 @@ double dx_round_sig(double v, int digits)
     return round(v / mag) * mag;
 }
 
-double dx_profile_score(const double *m, const double *w, size_t half,
-                        pe_dx_precision precision, double span)
+double dx_profile_score(const double *m, const double *w, size_t half, pe_dx_precision precision,
+                        double span)
 {
     double worst = 0.0;
     for (size_t i = 0; i < half; i++) {

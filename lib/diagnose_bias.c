@@ -157,8 +157,7 @@ pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe
     return PE_OK;
 }
 
-pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim,
-                       pe_dx_variant *best)
+pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best)
 {
     size_t H = s->heads, T = s->rows;
     const pe_t5 *c = &claim->t5;
@@ -175,8 +174,8 @@ pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim,
                     int64_t md = mds[b];
                     bool bidir = bi ? !c->bidirectional : c->bidirectional;
                     if (nb > c->num_buckets || nb < (bidir ? 4u : 2u) ||
-                        md <= (int64_t)(bidir ? nb / 4 : nb / 2) ||
-                        (a > 0 && nb == nbs[0]) || (b > 0 && md == mds[0]))
+                        md <= (int64_t)(bidir ? nb / 4 : nb / 2) || (a > 0 && nb == nbs[0]) ||
+                        (b > 0 && md == mds[0]))
                         continue;
                     /* one sample per relative distance: row 0, column 0 */
                     double err = 0;

@@ -21,9 +21,12 @@ const char *pe_dx_code_name(pe_dx_code code)
 const char *pe_dx_verdict_name(pe_dx_verdict verdict)
 {
     switch (verdict) {
-    case PE_DX_MATCH: return "match";
-    case PE_DX_EXPLAINED: return "explained";
-    case PE_DX_UNEXPLAINED: return "unexplained";
+    case PE_DX_MATCH:
+        return "match";
+    case PE_DX_EXPLAINED:
+        return "explained";
+    case PE_DX_UNEXPLAINED:
+        return "unexplained";
     }
     return "?";
 }
@@ -31,10 +34,14 @@ const char *pe_dx_verdict_name(pe_dx_verdict verdict)
 const char *pe_dx_precision_name(pe_dx_precision precision)
 {
     switch (precision) {
-    case PE_DX_EXACT: return "exact";
-    case PE_DX_FLOAT32: return "float32";
-    case PE_DX_BFLOAT16: return "bfloat16";
-    case PE_DX_FLOAT16: return "float16";
+    case PE_DX_EXACT:
+        return "exact";
+    case PE_DX_FLOAT32:
+        return "float32";
+    case PE_DX_BFLOAT16:
+        return "bfloat16";
+    case PE_DX_FLOAT16:
+        return "float16";
     }
     return "?";
 }
@@ -42,10 +49,14 @@ const char *pe_dx_precision_name(pe_dx_precision precision)
 const char *pe_dx_formula_words(pe_dx_formula formula)
 {
     switch (formula) {
-    case PE_DX_FORMULA_STANDARD: return "2i/d";
-    case PE_DX_FORMULA_PAIR_INDEX: return "pair index i/d instead of 2i/d";
-    case PE_DX_FORMULA_D_MINUS_1: return "d-1 instead of d in the denominator";
-    case PE_DX_FORMULA_D_PLUS_1: return "d+1 instead of d in the denominator";
+    case PE_DX_FORMULA_STANDARD:
+        return "2i/d";
+    case PE_DX_FORMULA_PAIR_INDEX:
+        return "pair index i/d instead of 2i/d";
+    case PE_DX_FORMULA_D_MINUS_1:
+        return "d-1 instead of d in the denominator";
+    case PE_DX_FORMULA_D_PLUS_1:
+        return "d+1 instead of d in the denominator";
     }
     return "?";
 }
@@ -91,8 +102,8 @@ double dx_wrap(double a)
     return w == -DX_PI ? DX_PI : w;
 }
 
-void dx_compare(const float *got, const float *want, size_t n,
-                pe_dx_tolerance tol, const float *slack, pe_dx_errors *out)
+void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol,
+                const float *slack, pe_dx_errors *out)
 {
     size_t bad = 0;
 
@@ -139,13 +150,12 @@ int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
     return s->positions[t] + v->offset;
 }
 
-pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v,
-                        double *w, double *implied_factor)
+pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
+                        double *implied_factor)
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;
-    return pe_rope_frequencies(&rope, dx_seq_len(s, v->offset), w,
-                               implied_factor);
+    return pe_rope_frequencies(&rope, dx_seq_len(s, v->offset), w, implied_factor);
 }
 
 void pe_dx_variant_init(pe_dx_variant *v)
@@ -177,8 +187,7 @@ size_t pe_dx_subject_size(const pe_dx_subject *s)
     case PE_DX_SUBJ_ROPE_ENCODED:
         return __builtin_mul_overflow(s->rows, s->cols, &n) ? 0 : n;
     case PE_DX_SUBJ_ROPE_CACHE:
-        return __builtin_mul_overflow(s->rows, s->cols, &n) ||
-                       __builtin_mul_overflow(n, 2, &n2)
+        return __builtin_mul_overflow(s->rows, s->cols, &n) || __builtin_mul_overflow(n, 2, &n2)
                    ? 0
                    : n2;
     case PE_DX_SUBJ_ALIBI_BIAS:

@@ -19,8 +19,8 @@ double dx_wrap(double a);
 
 /* The subject against a prediction of the same size, with tolerance
  * atol + rtol*|want| + slack[e] (slack may be NULL for none). */
-void dx_compare(const float *got, const float *want, size_t n,
-                pe_dx_tolerance tol, const float *slack, pe_dx_errors *out);
+void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol,
+                const float *slack, pe_dx_errors *out);
 
 /* True when every element is within tolerance. */
 static inline bool dx_within(const pe_dx_errors *e)
@@ -36,8 +36,8 @@ int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t);
 /* Inverse frequencies of a rope variant into w[rotary_dim/2] (the variant's
  * own rope.base, scaling; seq_len from the subject) and the attention
  * factor the scaling implies. */
-pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v,
-                        double *w, double *implied_factor);
+pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
+                        double *implied_factor);
 
 /* ---- the angle core (diagnose_angles.c) ------------------------------- */
 
@@ -51,17 +51,14 @@ typedef struct dx_phasors {
 /* Signed frequency per in-head pair, from the phase progression at lags
  * 1, 2, 4, ... between rows whose positions differ by the lag. Rows with no
  * such partner do not count; a pair with no signal gets 0. */
-pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions,
-                           double *m /* [half] */);
+pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions, double *m /* [half] */);
 
 /* The integer offset o that best aligns the phasors with angles
  * sign*w[i]*(p + o) (w precision-rounded by the caller), searched around
  * the estimate of the lowest frequency with a signal; and the coherence of
  * that fit in [0, 1] (1: a pure rotation at these frequencies). */
-pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions,
-                        const double *w, double sign,
-                        pe_dx_precision precision, int64_t *offset,
-                        double *coherence);
+pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const double *w,
+                        double sign, pe_dx_precision precision, int64_t *offset, double *coherence);
 
 /* Least-squares base from the high-frequency pairs of |m| (the first
  * quarter, at least two): |m_i| = a * base^(-2i/dim). Returns 0 when the
@@ -73,8 +70,8 @@ double dx_round_sig(double v, int digits);
 
 /* max_i |(|m_i|) - round_P(w_i)| * span: the angle error a frequency profile
  * leaves over `span` positions. */
-double dx_profile_score(const double *m, const double *w, size_t half,
-                        pe_dx_precision precision, double span);
+double dx_profile_score(const double *m, const double *w, size_t half, pe_dx_precision precision,
+                        double span);
 
 /* ---- per-kind searches; each fills *best with its closest variant ---- */
 
@@ -82,32 +79,29 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
                              pe_dx_tolerance tol, pe_dx_variant *best);
 /* rope: *alt is a second finalist (the roundest profile near the best
  * one), for subjects whose coarse angles blur the profile. */
-pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim,
-                         pe_dx_tolerance tol, pe_dx_variant *best,
-                         pe_dx_variant *alt);
-pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
-                          pe_dx_variant *best, double **slopes_out);
-pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim,
-                       pe_dx_variant *best);
+pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                         pe_dx_variant *best, pe_dx_variant *alt);
+pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
+                          double **slopes_out);
+pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best);
 
 /* Findings: the differences between claim and best, with messages. */
-void dx_findings(const pe_dx_subject *s, const pe_dx_variant *claim,
-                 const pe_dx_result *r, pe_dx_finding *out, size_t *n);
+void dx_findings(const pe_dx_subject *s, const pe_dx_variant *claim, const pe_dx_result *r,
+                 pe_dx_finding *out, size_t *n);
 
 /* pe_dx_render, also writing the slack the variant's precision explains
  * per element (slack may be NULL). */
-pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v,
-                          float *out, float *slack);
+pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float *out, float *slack);
 
 /* Render and compare a variant: errors of the subject against it, with the
  * slack its precision explains. Allocates the prediction for the call. */
-pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v,
-                      pe_dx_tolerance tol, pe_dx_errors *out);
+pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                      pe_dx_errors *out);
 
 /* dx_evaluate, refuted cheaply when it can be: the first rows alone are
  * compared first, and only when they match is the whole compared. *full
  * says which errors *out holds (a probe's are a lower bound). */
-pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v,
-                           pe_dx_tolerance tol, pe_dx_errors *out, bool *full);
+pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                           pe_dx_errors *out, bool *full);
 
 #endif /* PE_DIAGNOSE_COMMON_H */

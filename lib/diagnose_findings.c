@@ -16,8 +16,8 @@ typedef struct sink {
     size_t n;
 } sink;
 
-__attribute__((format(printf, 3, 4))) static void add(sink *k, pe_dx_code code,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void add(sink *k, pe_dx_code code, const char *fmt,
+                                                      ...)
 {
     if (k->n >= PE_DX_MAX_FINDINGS)
         return;
@@ -37,12 +37,18 @@ static bool differs(double a, double b)
 static const char *scaling_name(pe_rope_scaling_type t)
 {
     switch (t) {
-    case PE_ROPE_SCALING_NONE: return "none";
-    case PE_ROPE_SCALING_LINEAR: return "linear";
-    case PE_ROPE_SCALING_DYNAMIC: return "dynamic";
-    case PE_ROPE_SCALING_YARN: return "yarn";
-    case PE_ROPE_SCALING_LLAMA3: return "llama3";
-    case PE_ROPE_SCALING_LONGROPE: return "longrope";
+    case PE_ROPE_SCALING_NONE:
+        return "none";
+    case PE_ROPE_SCALING_LINEAR:
+        return "linear";
+    case PE_ROPE_SCALING_DYNAMIC:
+        return "dynamic";
+    case PE_ROPE_SCALING_YARN:
+        return "yarn";
+    case PE_ROPE_SCALING_LLAMA3:
+        return "llama3";
+    case PE_ROPE_SCALING_LONGROPE:
+        return "longrope";
     }
     return "?";
 }
@@ -66,8 +72,7 @@ static bool scaling_differs(const pe_rope_scaling *a, const pe_rope_scaling *b)
     case PE_ROPE_SCALING_YARN:
     case PE_ROPE_SCALING_LONGROPE:
         return differs(a->factor, b->factor) ||
-               differs(a->original_max_position_embeddings,
-                       b->original_max_position_embeddings);
+               differs(a->original_max_position_embeddings, b->original_max_position_embeddings);
     }
     return false;
 }
@@ -80,8 +85,7 @@ static void describe_scaling(const pe_rope_scaling *sc, char *buf, size_t n)
                  sc->type == PE_ROPE_SCALING_LINEAR ? sc->factor : 0.0);
     else
         snprintf(buf, n, "%s factor %.6g original_max_position_embeddings %.6g",
-                 scaling_name(sc->type), sc->factor,
-                 sc->original_max_position_embeddings);
+                 scaling_name(sc->type), sc->factor, sc->original_max_position_embeddings);
     if (sc->type == PE_ROPE_SCALING_NONE)
         snprintf(buf, n, "none");
 }
@@ -99,16 +103,14 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
         add(k, PE_DX_HEAD_DIM_MISMATCH,
             "the rotation runs over heads of %zu channels, not the claimed %zu;"
             " with head_dim %zu%s the maximum error drops from %.3g to %.3g",
-            b->rope.head_dim, c->rope.head_dim, b->rope.head_dim, with, from,
-            to);
+            b->rope.head_dim, c->rope.head_dim, b->rope.head_dim, with, from, to);
     if (b->rope.layout != c->rope.layout) {
         bool half = b->rope.layout == PE_ROPE_HALF;
         add(k, PE_DX_LAYOUT_SWAPPED,
             "dimensions 0-%zu are paired as %s - the %s layout - but the claim"
             " is %s; with layout %s%s the maximum error drops from %.3g to %.3g",
-            rd - 1, half ? "(i, i+rotary_dim/2)" : "(2i, 2i+1)",
-            half ? "half" : "interleaved", half ? "interleaved" : "half",
-            half ? "half" : "interleaved", with, from, to);
+            rd - 1, half ? "(i, i+rotary_dim/2)" : "(2i, 2i+1)", half ? "half" : "interleaved",
+            half ? "interleaved" : "half", half ? "half" : "interleaved", with, from, to);
     }
     if (b->sin_cos_swapped)
         add(k, PE_DX_SIN_COS_SWAPPED,
@@ -134,10 +136,8 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
 
     /* a full-rotary claim over another head size rotates that head whole:
      * the head size is the finding, not the rotary width */
-    bool full_follows = c->rope.rotary_dim == c->rope.head_dim &&
-                        rd == b->rope.head_dim;
-    if ((b->rope.rotary_dim != c->rope.rotary_dim && !full_follows) ||
-        b->frequency_dim != rd)
+    bool full_follows = c->rope.rotary_dim == c->rope.head_dim && rd == b->rope.head_dim;
+    if ((b->rope.rotary_dim != c->rope.rotary_dim && !full_follows) || b->frequency_dim != rd)
         add(k, PE_DX_ROTARY_DIM_MISMATCH,
             "%zu channels per head rotate (claimed %zu) with frequencies over"
             " %zu dimensions%s",
@@ -149,8 +149,8 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
         if (b->formula != PE_DX_FORMULA_STANDARD)
             add(k, PE_DX_FREQUENCY_FORMULA,
                 "the exponent is built with %s: exactly base %.9g instead of"
-                " %.9g", pe_dx_formula_words(b->formula), b->rope.base,
-                c->rope.base);
+                " %.9g",
+                pe_dx_formula_words(b->formula), b->rope.base, c->rope.base);
         else
             add(k, PE_DX_BASE_MISMATCH,
                 "frequencies follow base %.9g, not the claimed %.9g; with base"
@@ -162,8 +162,7 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
         describe_scaling(&b->rope.scaling, got, sizeof got);
         describe_scaling(&c->rope.scaling, want, sizeof want);
         add(k, PE_DX_SCALING_MISMATCH,
-            "the frequency profile is RoPE scaling %s, not the claimed %s", got,
-            want);
+            "the frequency profile is RoPE scaling %s, not the claimed %s", got, want);
     }
 }
 
@@ -182,7 +181,8 @@ static void attention_factor_finding(const pe_dx_subject *s, const pe_dx_variant
     if (differs(b->attention_factor, implied))
         add(k, PE_DX_ATTENTION_FACTOR,
             "every rotated pair is scaled by %.6g, where the scaling implies"
-            " %.6g", b->attention_factor, implied);
+            " %.6g",
+            b->attention_factor, implied);
 }
 
 static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *b,
@@ -194,8 +194,8 @@ static void rope_findings(const pe_dx_subject *s, const pe_dx_variant *c, const 
 }
 
 static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
-                              const pe_dx_variant *b, const pe_dx_result *r,
-                              const char *with, sink *k)
+                              const pe_dx_variant *b, const pe_dx_result *r, const char *with,
+                              sink *k)
 {
     double from = r->claimed.max_abs, to = r->best_errors.max_abs;
     if (b->transposed)
@@ -216,28 +216,27 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
         add(k, PE_DX_POSITION_OFFSET,
             "positions are shifted by %+lld; with offset %+lld%s the maximum"
             " error drops from %.3g to %.3g",
-            (long long)(b->offset - c->offset), (long long)b->offset, with, from,
-            to);
+            (long long)(b->offset - c->offset), (long long)b->offset, with, from, to);
     if (differs(b->base, c->base)) {
         if (b->formula != PE_DX_FORMULA_STANDARD)
             add(k, PE_DX_FREQUENCY_FORMULA,
                 "the exponent is built with %s: exactly base %.9g instead of"
-                " %.9g", pe_dx_formula_words(b->formula), b->base, c->base);
+                " %.9g",
+                pe_dx_formula_words(b->formula), b->base, c->base);
         else
-            add(k, PE_DX_BASE_MISMATCH,
-                "frequencies follow base %.9g, not the claimed %.9g", b->base,
-                c->base);
+            add(k, PE_DX_BASE_MISMATCH, "frequencies follow base %.9g, not the claimed %.9g",
+                b->base, c->base);
     }
-    if (s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x &&
-        differs(b->embed_scale, c->embed_scale))
+    if (s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x && differs(b->embed_scale, c->embed_scale))
         add(k, PE_DX_EMBED_SCALE,
             "the embeddings were multiplied by %.9g, not %.9g, before the"
-            " encoding was added", b->embed_scale, c->embed_scale);
+            " encoding was added",
+            b->embed_scale, c->embed_scale);
 }
 
 /* One pass; `with` qualifies the error drops when findings combine. */
-static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c,
-                          const pe_dx_result *r, const char *with, sink *k)
+static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
+                          const char *with, sink *k)
 {
     const pe_dx_variant *b = &r->best;
     switch (s->kind) {
@@ -259,12 +258,11 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c,
             if (nd)
                 add(k, PE_DX_ALIBI_SLOPES,
                     "%zu of %zu heads have other slopes than the paper's for %zu"
-                    " heads (first: head %zu, %.9g)", nd, s->heads, s->heads,
-                    first, b->slopes[first]);
+                    " heads (first: head %zu, %.9g)",
+                    nd, s->heads, s->heads, first, b->slopes[first]);
         }
         if (b->alibi_form != c->alibi_form || b->alibi_sign != c->alibi_sign)
-            add(k, PE_DX_ALIBI_FORM,
-                "the bias has the %s form%s (claimed %s)",
+            add(k, PE_DX_ALIBI_FORM, "the bias has the %s form%s (claimed %s)",
                 b->alibi_form == PE_ALIBI_BLOOM ? "bloom (slope*p_j)"
                                                 : "symmetric (-slope*|p_i-p_j|)",
                 b->alibi_sign < 0 ? " with its sign flipped" : "",
@@ -273,33 +271,30 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c,
     }
     case PE_DX_SUBJ_T5_BIAS:
         if (b->t5_reversed)
-            add(k, PE_DX_T5_DIRECTION,
-                "the relative position is query - key, not key - query");
-        if (b->t5.num_buckets != c->t5.num_buckets ||
-            b->t5.max_distance != c->t5.max_distance ||
+            add(k, PE_DX_T5_DIRECTION, "the relative position is query - key, not key - query");
+        if (b->t5.num_buckets != c->t5.num_buckets || b->t5.max_distance != c->t5.max_distance ||
             b->t5.bidirectional != c->t5.bidirectional)
             add(k, PE_DX_T5_BUCKETS,
                 "buckets follow num_buckets %zu, max_distance %lld, %s (claimed"
-                " %zu, %lld, %s)", b->t5.num_buckets,
-                (long long)b->t5.max_distance,
-                b->t5.bidirectional ? "bidirectional" : "unidirectional",
-                c->t5.num_buckets, (long long)c->t5.max_distance,
+                " %zu, %lld, %s)",
+                b->t5.num_buckets, (long long)b->t5.max_distance,
+                b->t5.bidirectional ? "bidirectional" : "unidirectional", c->t5.num_buckets,
+                (long long)c->t5.max_distance,
                 c->t5.bidirectional ? "bidirectional" : "unidirectional");
         break;
     }
     if (b->precision != PE_DX_EXACT)
         add(k, PE_DX_LOW_PRECISION,
             "errors grow with position as angles computed in %s do (max error"
-            " %.3g at exact angles)%s", pe_dx_precision_name(b->precision),
-            r->best_errors.max_abs,
-            b->precision == PE_DX_FLOAT32
-                ? "; compute angles in double to remove it"
-                : "; compute position*frequency and cos/sin in float32 or"
-                  " better");
+            " %.3g at exact angles)%s",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs,
+            b->precision == PE_DX_FLOAT32 ? "; compute angles in double to remove it"
+                                          : "; compute position*frequency and cos/sin in float32 or"
+                                            " better");
 }
 
-void dx_findings(const pe_dx_subject *s, const pe_dx_variant *c,
-                 const pe_dx_result *r, pe_dx_finding *out, size_t *n)
+void dx_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
+                 pe_dx_finding *out, size_t *n)
 {
     sink k = {out, 0};
     findings_pass(s, c, r, "", &k);

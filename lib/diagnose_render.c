@@ -19,10 +19,14 @@
 static float precision_slack(pe_dx_precision prec, double amp, double p)
 {
     switch (prec) {
-    case PE_DX_EXACT: return 0.0f;
-    case PE_DX_FLOAT32: return (float)(amp * (4e-7 + 2.4e-7 * fabs(p)));
-    case PE_DX_BFLOAT16: return (float)(amp * 0.0078125 + 1e-6);
-    case PE_DX_FLOAT16: return (float)(amp * 0.0009765625 + 1e-6);
+    case PE_DX_EXACT:
+        return 0.0f;
+    case PE_DX_FLOAT32:
+        return (float)(amp * (4e-7 + 2.4e-7 * fabs(p)));
+    case PE_DX_BFLOAT16:
+        return (float)(amp * 0.0078125 + 1e-6);
+    case PE_DX_FLOAT16:
+        return (float)(amp * 0.0009765625 + 1e-6);
     }
     return 0.0f;
 }
@@ -35,8 +39,8 @@ static double client_angle(pe_dx_precision prec, double w, double p)
     return pe_dx_round(prec, pe_dx_round(prec, w) * pe_dx_round(prec, p));
 }
 
-static void client_cos_sin(pe_dx_precision prec, double w, double p,
-                           double factor, double *c, double *s)
+static void client_cos_sin(pe_dx_precision prec, double w, double p, double factor, double *c,
+                           double *s)
 {
     double a = client_angle(prec, w, p);
     double cv = cos(a), sv = sin(a);
@@ -52,8 +56,8 @@ static void client_cos_sin(pe_dx_precision prec, double w, double p,
 }
 
 /* TABLE (either orientation) and ABS_ENCODED. */
-static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
-                                 float *out, float *slack)
+static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                                 float *slack)
 {
     bool tr = s->kind == PE_DX_SUBJ_TABLE && v->transposed;
     size_t tokens = tr ? s->cols : s->rows, d = tr ? s->rows : s->cols;
@@ -95,8 +99,7 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
 }
 
 /* Column of the cos/sin cache that frequency i fills (and its duplicate). */
-static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i,
-                          size_t *c0, size_t *c1)
+static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i, size_t *c0, size_t *c1)
 {
     size_t half = v->rope.rotary_dim / 2;
     if (cols == half) {
@@ -192,8 +195,7 @@ out:
     return st;
 }
 
-static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v,
-                              float *out)
+static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
 {
     double *paper = malloc(s->heads * sizeof *paper); /* owned */
     if (!paper)
@@ -212,17 +214,15 @@ static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v,
             for (size_t j = 0; j < t; j++) {
                 double pi = (double)dx_position(s, v, i);
                 double pj = (double)dx_position(s, v, j);
-                double b = v->alibi_form == PE_ALIBI_BLOOM
-                               ? sl[h] * pj
-                               : 0.0 - sl[h] * fabs(pi - pj);
+                double b = v->alibi_form == PE_ALIBI_BLOOM ? sl[h] * pj
+                                                           : 0.0 - sl[h] * fabs(pi - pj);
                 out[(h * t + i) * t + j] = (float)(v->alibi_sign * b);
             }
     free(paper);
     return PE_OK;
 }
 
-static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v,
-                           float *out)
+static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
 {
     const pe_t5 *t5 = &v->t5;
     size_t t = s->rows;
@@ -233,8 +233,7 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v,
             int64_t rel = s->positions[j] - s->positions[i];
             if (v->t5_reversed)
                 rel = -rel;
-            size_t bucket = pe_t5_bucket(rel, t5->bidirectional,
-                                         t5->num_buckets, t5->max_distance);
+            size_t bucket = pe_t5_bucket(rel, t5->bidirectional, t5->num_buckets, t5->max_distance);
             for (size_t h = 0; h < s->heads; h++)
                 out[(h * t + i) * t + j] = t5->table[bucket * t5->heads + h];
         }
@@ -242,8 +241,7 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v,
 }
 
 /* pe_dx_render with the slack of the variant's precision (may be NULL). */
-pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v,
-                          float *out, float *slack)
+pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float *out, float *slack)
 {
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
@@ -267,17 +265,16 @@ pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v,
     return PE_EINVAL;
 }
 
-pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v,
-                       float *out)
+pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
 {
     return dx_render_slack(s, v, out, NULL);
 }
 
-pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v,
-                      pe_dx_tolerance tol, pe_dx_errors *out)
+pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                      pe_dx_errors *out)
 {
     size_t n = pe_dx_subject_size(s);
-    float *pred = malloc((n ? n : 1) * sizeof *pred);  /* owned */
+    float *pred = malloc((n ? n : 1) * sizeof *pred);   /* owned */
     float *slack = malloc((n ? n : 1) * sizeof *slack); /* owned */
     pe_status st = PE_ENOMEM;
 
@@ -315,16 +312,15 @@ out:
  * (the lags reach 64) and few enough to be cheap. */
 #define DX_PROBE_ROWS 64
 
-pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v,
-                           pe_dx_tolerance tol, pe_dx_errors *out, bool *full)
+pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                           pe_dx_errors *out, bool *full)
 {
     /* A probe on the first rows can only refute: a mismatch there is a
      * mismatch of the whole. Rows are independent except for a transposed
      * table (rows are dimensions), biases (rows are tokens of [t][t]) and
      * the scalings that depend on the sequence length. */
     bool probe = s->rows > 2 * DX_PROBE_ROWS && !v->transposed &&
-                 s->kind != PE_DX_SUBJ_ALIBI_BIAS &&
-                 s->kind != PE_DX_SUBJ_T5_BIAS &&
+                 s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_T5_BIAS &&
                  s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
                  v->rope.scaling.type != PE_ROPE_SCALING_DYNAMIC &&
                  v->rope.scaling.type != PE_ROPE_SCALING_LONGROPE;

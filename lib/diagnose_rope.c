@@ -36,8 +36,7 @@ typedef struct reading {
 } reading;
 
 /* The two channels of in-head pair i. */
-static void pair_channels(pe_rope_layout layout, size_t rd, size_t i,
-                          size_t *a, size_t *b)
+static void pair_channels(pe_rope_layout layout, size_t rd, size_t i, size_t *a, size_t *b)
 {
     *a = layout == PE_ROPE_HALF ? i : 2 * i;
     *b = layout == PE_ROPE_HALF ? i + rd / 2 : 2 * i + 1;
@@ -130,9 +129,8 @@ static double cache_phasors(const pe_dx_subject *s, const reading *rd_, dx_phaso
 /* Phasors of a reading and its norm score (lower: more like rotations).
  * *amp_out: the attention factor the norms show. ph->z is new (the
  * caller frees it, also after an error). */
-static pe_status build_phasors(const pe_dx_subject *s, const reading *rd_,
-                               dx_phasors *ph, double *amp_out,
-                               double *score_out)
+static pe_status build_phasors(const pe_dx_subject *s, const reading *rd_, dx_phasors *ph,
+                               double *amp_out, double *score_out)
 {
     size_t half = rd_->rd / 2;
     bool encoded = s->kind == PE_DX_SUBJ_ROPE_ENCODED;
@@ -155,8 +153,7 @@ static pe_status build_phasors(const pe_dx_subject *s, const reading *rd_,
 
 /* Rotated channel count of head size hd: one past the last channel that
  * moved, rounded up to even; 0 when none moved. */
-static size_t moved_channels(const pe_dx_subject *s, size_t hd,
-                             pe_dx_tolerance tol)
+static size_t moved_channels(const pe_dx_subject *s, size_t hd, pe_dx_tolerance tol)
 {
     size_t last = 0;
     bool any = false;
@@ -181,15 +178,15 @@ static size_t add_reading(reading *list, size_t n, reading r)
     if (n >= MAX_READINGS || r.rd < 2 || r.rd % 2 || r.rd > r.hd || r.hd == 0)
         return n;
     for (size_t k = 0; k < n; k++)
-        if (list[k].hd == r.hd && list[k].rd == r.rd &&
-            list[k].layout == r.layout && list[k].swapped == r.swapped)
+        if (list[k].hd == r.hd && list[k].rd == r.rd && list[k].layout == r.layout &&
+            list[k].swapped == r.swapped)
             return n;
     list[n] = r;
     return n + 1;
 }
 
-static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim,
-                            pe_dx_tolerance tol, reading *list)
+static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                            reading *list)
 {
     size_t n = 0, chd = claim->rope.head_dim, crd = claim->rope.rotary_dim;
     pe_rope_layout cl = claim->rope.layout;
@@ -268,20 +265,16 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
     /* frequencies over head_dim first: at rotary_dim = head_dim/2 it is
      * the same base as the i/d formula, and the likelier cause */
     if (rd < hd)
-        bases[nb++] = (base_choice){pow(cb, (double)rd / (double)hd),
-                                    PE_DX_FORMULA_STANDARD, hd};
+        bases[nb++] = (base_choice){pow(cb, (double)rd / (double)hd), PE_DX_FORMULA_STANDARD, hd};
     bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX, rd};
-    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd - 1)),
-                                     PE_DX_FORMULA_D_MINUS_1, rd};
-    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd + 1)),
-                                     PE_DX_FORMULA_D_PLUS_1, rd};
+    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd - 1)), PE_DX_FORMULA_D_MINUS_1,
+                                rd};
+    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd + 1)), PE_DX_FORMULA_D_PLUS_1, rd};
     if (rd != crd && crd >= 2)
-        bases[nb++] = (base_choice){pow(cb, (double)rd / (double)crd),
-                                         PE_DX_FORMULA_STANDARD, crd};
+        bases[nb++] = (base_choice){pow(cb, (double)rd / (double)crd), PE_DX_FORMULA_STANDARD, crd};
     if (fitted > 1.0) {
         for (int dg = 1; dg <= 4; dg++)
-            bases[nb++] = (base_choice){dx_round_sig(fitted, dg),
-                                             PE_DX_FORMULA_STANDARD, rd};
+            bases[nb++] = (base_choice){dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD, rd};
         bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD, rd};
     }
     return nb;
@@ -385,10 +378,8 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
 }
 
 /* The variant one reading leads to, with the coherence of its phases. */
-static pe_status finish_variant(const pe_dx_subject *s,
-                                const pe_dx_variant *claim,
-                                const dx_phasors *ph, double amp,
-                                const candidate *cand, double *w,
+static pe_status finish_variant(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                const dx_phasors *ph, double amp, const candidate *cand, double *w,
                                 pe_dx_variant *v);
 
 /* The claim read as r: its head and rotary width, layout, sin/cos order,
@@ -501,10 +492,8 @@ out:
 
 /* Base, scaling, offset and attention factor of a variant from one
  * candidate profile. w: scratch [rotary_dim/2]. */
-static pe_status finish_variant(const pe_dx_subject *s,
-                                const pe_dx_variant *claim,
-                                const dx_phasors *ph, double amp,
-                                const candidate *cand, double *w,
+static pe_status finish_variant(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                const dx_phasors *ph, double amp, const candidate *cand, double *w,
                                 pe_dx_variant *v)
 {
     double implied, coherence;
@@ -515,8 +504,8 @@ static pe_status finish_variant(const pe_dx_subject *s,
     pe_status st = dx_rope_freqs(s, v, w, &implied);
     if (st != PE_OK)
         return st;
-    st = dx_fit_offset(ph, s->positions, w, v->reversed ? -1.0 : 1.0,
-                       PE_DX_EXACT, &v->offset, &coherence);
+    st = dx_fit_offset(ph, s->positions, w, v->reversed ? -1.0 : 1.0, PE_DX_EXACT, &v->offset,
+                       &coherence);
     if (st != PE_OK)
         return st;
     if (v->offset != 0) { /* dynamic scaling depends on the shifted length */
@@ -541,8 +530,7 @@ static pe_status finish_variant(const pe_dx_subject *s,
     if (!isfinite(v->attention_factor) || !(v->attention_factor > 1e-6))
         v->attention_factor = implied;
     /* yarn's explicit attention_factor keeps /encode able to say it */
-    if (v->rope.scaling.type == PE_ROPE_SCALING_YARN &&
-        v->attention_factor != implied) {
+    if (v->rope.scaling.type == PE_ROPE_SCALING_YARN && v->attention_factor != implied) {
         v->rope.scaling.has_attention_factor = true;
         v->rope.scaling.attention_factor = v->attention_factor;
     }
@@ -556,9 +544,8 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
     return a->max_abs < b->max_abs;
 }
 
-pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim,
-                         pe_dx_tolerance tol, pe_dx_variant *best,
-                         pe_dx_variant *alt)
+pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                         pe_dx_variant *best, pe_dx_variant *alt)
 {
     reading list[MAX_READINGS];
     size_t n = make_readings(s, claim, tol, list);

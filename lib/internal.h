@@ -30,7 +30,7 @@ double pe_inv_freq(double base, size_t i, size_t d);
 void pe_sinusoidal_freqs(double base, size_t d, double *w);
 
 /* pe_sinusoidal_row with the frequencies already computed (w as above). */
-void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout,
-                             int64_t position, size_t d, double *row);
+void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout, int64_t position, size_t d,
+                             double *row);
 
 #endif /* POSENC_INTERNAL_H */

@@ -16,8 +16,8 @@ static void matmul(const float *a, size_t n, size_t in, size_t lda, const float 
                    float *c, size_t ldc)
 {
     /* Sizes fit in blasint: the API caps every array far below 2^31. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)out,
-                (blasint)in, 1.0f, a, (blasint)lda, w, (blasint)out, 0.0f, c, (blasint)ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)out, (blasint)in,
+                1.0f, a, (blasint)lda, w, (blasint)out, 0.0f, c, (blasint)ldc);
 }
 
 size_t pe_mla_qk_width(const pe_mla_weights *w)

@@ -23,8 +23,7 @@ double pe_norm_default_eps(pe_norm_kind kind)
 /* Population variance and a second pass over the centred values, as
  * torch.nn.LayerNorm computes it. in and out may alias: every read of in[j]
  * happens before out[j] is written. */
-static void layer_norm_row(const pe_norm *norm, const double *in, size_t d,
-                           double *out)
+static void layer_norm_row(const pe_norm *norm, const double *in, size_t d, double *out)
 {
     double mean = 0.0, var = 0.0;
 
@@ -45,8 +44,7 @@ static void layer_norm_row(const pe_norm *norm, const double *in, size_t d,
     }
 }
 
-static void rms_norm_row(const pe_norm *norm, const double *in, size_t d,
-                         double *out)
+static void rms_norm_row(const pe_norm *norm, const double *in, size_t d, double *out)
 {
     double ms = 0.0;
 

@@ -34,40 +34,36 @@ extern "C" {
 #endif
 
 /* The contract's finding codes (v1.1), in its table's order. */
-#define PE_DX_CODES(XX)                                                        \
-    XX(PE_DX_LAYOUT_SWAPPED, "layout_swapped")                                 \
-    XX(PE_DX_SIN_COS_SWAPPED, "sin_cos_swapped")                               \
-    XX(PE_DX_ROTATION_REVERSED, "rotation_reversed")                           \
-    XX(PE_DX_POSITION_OFFSET, "position_offset")                               \
-    XX(PE_DX_BASE_MISMATCH, "base_mismatch")                                   \
-    XX(PE_DX_FREQUENCY_FORMULA, "frequency_formula")                           \
-    XX(PE_DX_ROTARY_DIM_MISMATCH, "rotary_dim_mismatch")                       \
-    XX(PE_DX_HEAD_DIM_MISMATCH, "head_dim_mismatch")                           \
-    XX(PE_DX_SCALING_MISMATCH, "scaling_mismatch")                             \
-    XX(PE_DX_ATTENTION_FACTOR, "attention_factor")                             \
-    XX(PE_DX_EMBED_SCALE, "embed_scale")                                       \
-    XX(PE_DX_TRANSPOSED, "transposed")                                         \
-    XX(PE_DX_LOW_PRECISION, "low_precision")                                   \
-    XX(PE_DX_ALIBI_SLOPES, "alibi_slopes")                                     \
-    XX(PE_DX_ALIBI_FORM, "alibi_form")                                         \
-    XX(PE_DX_T5_DIRECTION, "t5_direction")                                     \
+#define PE_DX_CODES(XX)                                                                            \
+    XX(PE_DX_LAYOUT_SWAPPED, "layout_swapped")                                                     \
+    XX(PE_DX_SIN_COS_SWAPPED, "sin_cos_swapped")                                                   \
+    XX(PE_DX_ROTATION_REVERSED, "rotation_reversed")                                               \
+    XX(PE_DX_POSITION_OFFSET, "position_offset")                                                   \
+    XX(PE_DX_BASE_MISMATCH, "base_mismatch")                                                       \
+    XX(PE_DX_FREQUENCY_FORMULA, "frequency_formula")                                               \
+    XX(PE_DX_ROTARY_DIM_MISMATCH, "rotary_dim_mismatch")                                           \
+    XX(PE_DX_HEAD_DIM_MISMATCH, "head_dim_mismatch")                                               \
+    XX(PE_DX_SCALING_MISMATCH, "scaling_mismatch")                                                 \
+    XX(PE_DX_ATTENTION_FACTOR, "attention_factor")                                                 \
+    XX(PE_DX_EMBED_SCALE, "embed_scale")                                                           \
+    XX(PE_DX_TRANSPOSED, "transposed")                                                             \
+    XX(PE_DX_LOW_PRECISION, "low_precision")                                                       \
+    XX(PE_DX_ALIBI_SLOPES, "alibi_slopes")                                                         \
+    XX(PE_DX_ALIBI_FORM, "alibi_form")                                                             \
+    XX(PE_DX_T5_DIRECTION, "t5_direction")                                                         \
     XX(PE_DX_T5_BUCKETS, "t5_buckets")
 
 typedef enum pe_dx_code {
 #define PE_DX_ENUM(e, s) e,
     PE_DX_CODES(PE_DX_ENUM)
 #undef PE_DX_ENUM
-    PE_DX_CODE_COUNT
+        PE_DX_CODE_COUNT
 } pe_dx_code;
 
 /* The contract's name of a code ("layout_swapped"); "?" when out of range. */
 const char *pe_dx_code_name(pe_dx_code code);
 
-typedef enum pe_dx_verdict {
-    PE_DX_MATCH = 0,
-    PE_DX_EXPLAINED,
-    PE_DX_UNEXPLAINED
-} pe_dx_verdict;
+typedef enum pe_dx_verdict { PE_DX_MATCH = 0, PE_DX_EXPLAINED, PE_DX_UNEXPLAINED } pe_dx_verdict;
 
 const char *pe_dx_verdict_name(pe_dx_verdict verdict);
 
@@ -100,26 +96,26 @@ const char *pe_dx_formula_words(pe_dx_formula formula);
 
 /* What the subject is (the contract's table of subjects, q/k/v aside). */
 typedef enum pe_dx_kind {
-    PE_DX_SUBJ_TABLE = 0,   /* a: [rows][cols] absolute table (claim sinusoidal) */
-    PE_DX_SUBJ_ABS_ENCODED, /* x, a: [rows][cols] embeddings and embed_scale*x + PE */
-    PE_DX_SUBJ_ROPE_CACHE,  /* a = cos, b = sin: [rows][cols], cols = rotary_dim/2
+    PE_DX_SUBJ_TABLE = 0,    /* a: [rows][cols] absolute table (claim sinusoidal) */
+    PE_DX_SUBJ_ABS_ENCODED,  /* x, a: [rows][cols] embeddings and embed_scale*x + PE */
+    PE_DX_SUBJ_ROPE_CACHE,   /* a = cos, b = sin: [rows][cols], cols = rotary_dim/2
                           or rotary_dim */
     PE_DX_SUBJ_ROPE_ENCODED, /* x, a: [rows][cols] vectors before and after RoPE */
-    PE_DX_SUBJ_ALIBI_BIAS,  /* a: [heads][rows][rows] */
+    PE_DX_SUBJ_ALIBI_BIAS,   /* a: [heads][rows][rows] */
     PE_DX_SUBJ_ALIBI_SLOPES, /* a: [heads] */
-    PE_DX_SUBJ_T5_BIAS      /* a: [heads][rows][rows]; the claim's t5.table */
+    PE_DX_SUBJ_T5_BIAS       /* a: [heads][rows][rows]; the claim's t5.table */
 } pe_dx_kind;
 
 /* A subject. rows = tokens (also for biases); positions has `rows` entries
  * (the claim's positions BEFORE the variant's offset). All borrowed. */
 typedef struct pe_dx_subject {
     pe_dx_kind kind;
-    size_t rows, cols; /* cols unused for biases and slopes */
-    size_t heads;      /* biases and slopes */
-    const float *x;    /* ABS_ENCODED, ROPE_ENCODED: [rows][cols]; ABS may
+    size_t rows, cols;        /* cols unused for biases and slopes */
+    size_t heads;             /* biases and slopes */
+    const float *x;           /* ABS_ENCODED, ROPE_ENCODED: [rows][cols]; ABS may
                           be NULL for zeros */
-    const float *a;    /* the main array, see pe_dx_kind */
-    const float *b;    /* ROPE_CACHE: sin */
+    const float *a;           /* the main array, see pe_dx_kind */
+    const float *b;           /* ROPE_CACHE: sin */
     const int64_t *positions; /* [rows] */
 } pe_dx_subject;
 
@@ -142,21 +138,21 @@ typedef struct pe_dx_variant {
      * frequencies use (what /encode needs), rope.cache must be NULL, and
      * longrope factor lists are borrowed from the claim. */
     pe_rope rope;
-    bool reversed;            /* rotation by -theta */
-    double attention_factor;  /* the constant on every rotated pair */
-    size_t frequency_dim;     /* evidence: the exponent's denominator when
+    bool reversed;           /* rotation by -theta */
+    double attention_factor; /* the constant on every rotated pair */
+    size_t frequency_dim;    /* evidence: the exponent's denominator when
                                  rotary_dim_mismatch names head_dim; else
                                  rope.rotary_dim */
 
     /* alibi */
     pe_alibi_form alibi_form;
-    double alibi_sign;     /* 1 or -1 (flipped against the form's formula) */
-    const double *slopes;  /* [heads]; borrowed (a result's own: see below),
+    double alibi_sign;    /* 1 or -1 (flipped against the form's formula) */
+    const double *slopes; /* [heads]; borrowed (a result's own: see below),
                               NULL = the paper's */
 
     /* t5 */
-    pe_t5 t5;              /* table borrowed from the claim */
-    bool t5_reversed;      /* rel = query - key */
+    pe_t5 t5;         /* table borrowed from the claim */
+    bool t5_reversed; /* rel = query - key */
 } pe_dx_variant;
 
 /* Initialise a claim with the defaults every scheme shares (offset 0,
@@ -197,9 +193,9 @@ typedef struct pe_dx_result {
     pe_dx_errors best_errors; /* the subject against best (exact angles) */
     size_t n_findings;
     pe_dx_finding findings[PE_DX_MAX_FINDINGS];
-    double *slopes;        /* owned: best.slopes when the search found its
+    double *slopes;      /* owned: best.slopes when the search found its
                               own, else NULL */
-    bool *slopes_differ;   /* owned, [heads]: alibi_slopes evidence */
+    bool *slopes_differ; /* owned, [heads]: alibi_slopes evidence */
 } pe_dx_result;
 
 /* Free what a result owns; accepts a zeroed result. */
@@ -218,14 +214,13 @@ void pe_dx_result_free(pe_dx_result *r);
  * candidate profiles (<= 640 of rotary_dim/2 frequencies), offsets (6),
  * T5 settings (<= 180 on 2*tokens samples) and full renders (<= ~16), and
  * phase lags (<= log2(tokens)); [4096][128] takes < 0.2 s on one core. */
-pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim,
-                      pe_dx_tolerance tol, pe_dx_result *out);
+pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                      pe_dx_result *out);
 
 /* The subject a variant predicts, in the subject's shape (a then b for a
  * cache: out has 2*rows*cols floats; x is read from subject). Used by
  * pe_diagnose and useful to draw the error map under `best`. */
-pe_status pe_dx_render(const pe_dx_subject *subject, const pe_dx_variant *v,
-                       float *out);
+pe_status pe_dx_render(const pe_dx_subject *subject, const pe_dx_variant *v, float *out);
 
 /* The number of floats pe_dx_render writes for a subject (0 on overflow). */
 size_t pe_dx_subject_size(const pe_dx_subject *subject);

@@ -90,9 +90,9 @@ typedef enum pe_sin_layout {
 } pe_sin_layout;
 
 typedef enum pe_absolute_kind {
-    PE_ABS_NONE = 0,    /* nothing is added: z = embed_scale * x ... see below */
-    PE_ABS_SINUSOIDAL,  /* PE[p][2i] = sin(p/base^(2i/d)), PE[p][2i+1] = cos(...) */
-    PE_ABS_LEARNED      /* PE[p] = table[p] */
+    PE_ABS_NONE = 0,   /* nothing is added: z = embed_scale * x ... see below */
+    PE_ABS_SINUSOIDAL, /* PE[p][2i] = sin(p/base^(2i/d)), PE[p][2i+1] = cos(...) */
+    PE_ABS_LEARNED     /* PE[p] = table[p] */
 } pe_absolute_kind;
 
 /* An absolute positional encoding. */
@@ -113,14 +113,12 @@ typedef struct pe_absolute {
 /* The sinusoidal table rows[n][d] = PE[0 .. n) in double, for use as
  * pe_absolute.cache (bit-identical to what is computed without it). Rows
  * are computed in parallel. base > 0. */
-void pe_sinusoidal_table(double base, pe_sin_layout layout, size_t d,
-                         size_t n, double *rows);
+void pe_sinusoidal_table(double base, pe_sin_layout layout, size_t d, size_t n, double *rows);
 
 /* One sinusoidal row in double precision: row[d] = PE[position]. For odd d
  * the extra frequency contributes a sine only (last column interleaved,
  * last sine column split). */
-void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
-                       size_t d, double *row);
+void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position, size_t d, double *row);
 
 /* out[n][d] = round_f32(norm(embed_scale * x + PE[positions])), computed row
  * by row in double with one rounding at the end. Allocates a scratch block
@@ -139,9 +137,8 @@ void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
  * computed); PE_ENOMEM (the scratch block); PE_EINVAL (sinusoidal base not
  * finite and > 0, or a learned table that is NULL). On error out is partly
  * written. */
-pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm,
-                             double embed_scale, const float *x,
-                             const int64_t *positions, size_t n, size_t d,
+pe_status pe_encode_absolute(const pe_absolute *pe, const pe_norm *norm, double embed_scale,
+                             const float *x, const int64_t *positions, size_t n, size_t d,
                              float *out, size_t *bad_index);
 
 /* The whole input stage of an attention layer, for architectures whose
@@ -164,9 +161,8 @@ typedef struct pe_input {
  * double (both norms see the unrounded row). Arguments, allocation, errors
  * and aliasing as for pe_encode_absolute, which is this function with
  * add = NULL and pre_norm = NULL. */
-pe_status pe_encode_input(const pe_input *in, const float *x,
-                          const int64_t *positions, size_t n, size_t d,
-                          float *out, size_t *bad_index);
+pe_status pe_encode_input(const pe_input *in, const float *x, const int64_t *positions, size_t n,
+                          size_t d, float *out, size_t *bad_index);
 
 /* ---------------------------------------------------------------------- */
 /* RoPE                                                                     */
@@ -179,11 +175,11 @@ typedef enum pe_rope_layout {
 
 typedef enum pe_rope_scaling_type {
     PE_ROPE_SCALING_NONE = 0,
-    PE_ROPE_SCALING_LINEAR,   /* inv_freq / factor */
-    PE_ROPE_SCALING_DYNAMIC,  /* NTK: base grows once seq_len > original */
-    PE_ROPE_SCALING_YARN,     /* ramp blend + attention factor */
-    PE_ROPE_SCALING_LLAMA3,   /* Llama 3.1 wavelength bands */
-    PE_ROPE_SCALING_LONGROPE  /* per-pair short/long factors */
+    PE_ROPE_SCALING_LINEAR,  /* inv_freq / factor */
+    PE_ROPE_SCALING_DYNAMIC, /* NTK: base grows once seq_len > original */
+    PE_ROPE_SCALING_YARN,    /* ramp blend + attention factor */
+    PE_ROPE_SCALING_LLAMA3,  /* Llama 3.1 wavelength bands */
+    PE_ROPE_SCALING_LONGROPE /* per-pair short/long factors */
 } pe_rope_scaling_type;
 
 /* Hugging Face rope_scaling parameters (modeling_rope_utils.py, newest
@@ -191,30 +187,30 @@ typedef enum pe_rope_scaling_type {
  * key was absent and Hugging Face's default applies. */
 typedef struct pe_rope_scaling {
     pe_rope_scaling_type type;
-    double factor;                    /* linear, dynamic, yarn, llama3: required
+    double factor; /* linear, dynamic, yarn, llama3: required
                                          (has_factor is not read); longrope:
                                          optional, default 1 */
     bool has_factor;
     double original_max_position_embeddings; /* dynamic, yarn, llama3, longrope */
-    double beta_fast, beta_slow;      /* yarn; defaults 32 and 1 */
+    double beta_fast, beta_slow;             /* yarn; defaults 32 and 1 */
     bool has_beta_fast, has_beta_slow;
-    double attention_factor;          /* yarn, longrope: explicit value wins */
+    double attention_factor; /* yarn, longrope: explicit value wins */
     bool has_attention_factor;
-    double mscale, mscale_all_dim;    /* yarn */
+    double mscale, mscale_all_dim; /* yarn */
     bool has_mscale, has_mscale_all_dim;
-    bool truncate;                    /* yarn; HF default true: callers set it
+    bool truncate;                            /* yarn; HF default true: callers set it
                                          when the key is absent (a zeroed
                                          struct means false) */
     double low_freq_factor, high_freq_factor; /* llama3 */
-    const double *short_factor;       /* longrope: borrowed [rotary_dim/2] */
-    const double *long_factor;        /* longrope: borrowed [rotary_dim/2] */
+    const double *short_factor;               /* longrope: borrowed [rotary_dim/2] */
+    const double *long_factor;                /* longrope: borrowed [rotary_dim/2] */
 } pe_rope_scaling;
 
 /* A RoPE configuration. head_dim divides the rotated width; rotary_dim is
  * even, 2 <= rotary_dim <= head_dim; channels at or past rotary_dim in each
  * head pass through. */
 typedef struct pe_rope {
-    double base;            /* theta, > 0 */
+    double base; /* theta, > 0 */
     size_t head_dim;
     size_t rotary_dim;
     pe_rope_layout layout;
@@ -231,8 +227,8 @@ typedef struct pe_rope {
 /* The cos/sin table rows[n][half][2] for positions 0 .. n-1 (see
  * pe_rope.cache), computed in parallel; bit-identical to what
  * pe_rope_apply computes without it. */
-void pe_rope_table(const double *inv_freq, size_t half, double attention_factor,
-                   size_t n, double *rows);
+void pe_rope_table(const double *inv_freq, size_t half, double attention_factor, size_t n,
+                   double *rows);
 
 /* The inverse frequencies and attention factor of a configuration, with
  * Hugging Face's arithmetic term by term in double.
@@ -246,8 +242,8 @@ void pe_rope_table(const double *inv_freq, size_t half, double attention_factor,
  * beta, yarn with base 1, longrope without the factor list it needs (short
  * when seq_len <= original, else long) or with a non-positive entry, or
  * longrope with factor > 1 and original <= 1. Outputs are unspecified then. */
-pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len,
-                              double *inv_freq, double *attention_factor);
+pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len, double *inv_freq,
+                              double *attention_factor);
 
 /* Rotate x[n][width] per head of rope->head_dim (width a multiple of it) at
  * the given positions, writing out[n][width] (may alias x when the strides
@@ -262,10 +258,9 @@ pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len,
  * cos/sin table ([cos.. | sin.. | 1..] per head for half, [c0,s0,c1,s1,..|1..]
  * for interleaved). x_stride/out_stride are row strides in floats (>= width).
  */
-void pe_rope_apply(const pe_rope *rope, const double *inv_freq,
-                   double attention_factor, const int64_t *positions, size_t n,
-                   size_t width, const float *x, size_t x_stride, float *out,
-                   size_t out_stride);
+void pe_rope_apply(const pe_rope *rope, const double *inv_freq, double attention_factor,
+                   const int64_t *positions, size_t n, size_t width, const float *x,
+                   size_t x_stride, float *out, size_t out_stride);
 
 /* ---------------------------------------------------------------------- */
 /* Relative biases: ALiBi and T5                                            */
@@ -284,14 +279,13 @@ void pe_alibi_slopes(size_t heads, double *slopes);
 
 /* bias[heads][t][t] for one sequence of t positions. The symmetric form is
  * computed as 0.0 - slope*|p_i - p_j| so that the diagonal is +0, never -0. */
-void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions,
-                   size_t t, float *bias);
+void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions, size_t t,
+                   float *bias);
 
 /* T5 relative-position bucket for rel = key_pos - query_pos, as Hugging
  * Face's _relative_position_bucket (logarithmic part in float32).
  * num_buckets >= 2 (>= 4 when bidirectional), max_distance > the exact range. */
-size_t pe_t5_bucket(int64_t rel, bool bidirectional, size_t num_buckets,
-                    int64_t max_distance);
+size_t pe_t5_bucket(int64_t rel, bool bidirectional, size_t num_buckets, int64_t max_distance);
 
 /* T5 bias parameters. table is borrowed, [num_buckets][heads]. */
 typedef struct pe_t5 {
@@ -303,8 +297,7 @@ typedef struct pe_t5 {
 } pe_t5;
 
 /* bias[heads][t][t] = table[bucket(p_j - p_i)][h] for one sequence. */
-void pe_t5_bias(const pe_t5 *t5, const int64_t *positions, size_t t,
-                float *bias);
+void pe_t5_bias(const pe_t5 *t5, const int64_t *positions, size_t t, float *bias);
 
 /* ---------------------------------------------------------------------- */
 /* Projections and attention scores                                         */
@@ -328,11 +321,9 @@ size_t pe_qkv_width(const pe_qkv_weights *w);
  * all three are NULL). Returns PE_OK, PE_ENOMEM (also when a size overflows)
  * or PE_EINVAL (a zero size, or kv_heads not dividing heads); on error *out
  * is left empty (safe to pass to pe_qkv_weights_free). */
-pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model,
-                              size_t heads, size_t kv_heads, size_t head_dim,
-                              const float *wq, const float *wk,
-                              const float *wv, const float *bq,
-                              const float *bk, const float *bv);
+pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model, size_t heads, size_t kv_heads,
+                              size_t head_dim, const float *wq, const float *wk, const float *wv,
+                              const float *bq, const float *bk, const float *bv);
 
 /* Free what pe_qkv_weights_init allocated; accepts NULL and empty structs. */
 void pe_qkv_weights_free(pe_qkv_weights *w);
@@ -341,8 +332,7 @@ void pe_qkv_weights_free(pe_qkv_weights *w);
  * starts at qkv + t*qkv_width, of K at + heads*head_dim, of V at
  * + (heads+kv_heads)*head_dim. n, d_model and qkv_width must fit in an int
  * (the BLAS's index type). */
-void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n,
-                    float *qkv);
+void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qkv);
 
 /* Multi-head latent attention's projection (DeepSeek-V2/V3, Hugging Face's
  * DeepseekV3Attention / DeepseekV2Attention before the rotation). Every
@@ -384,9 +374,8 @@ pe_status pe_mla_project(const pe_mla_weights *w, const float *z, size_t n, floa
  * accumulation); scale and bias are applied in double and rounded once.
  * t, head_dim and the strides must fit in an int; bias must not alias
  * scores. */
-void pe_attention_scores(const float *q, size_t q_stride, const float *k,
-                         size_t k_stride, size_t t, size_t heads,
-                         size_t kv_heads, size_t head_dim, double scale,
+void pe_attention_scores(const float *q, size_t q_stride, const float *k, size_t k_stride, size_t t,
+                         size_t heads, size_t kv_heads, size_t head_dim, double scale,
                          const float *bias, float *scores);
 
 /* RMSNorm of q or k after the projection, before the rotation, in place:
@@ -399,8 +388,8 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k,
  * [width]). Architectures whose norm is x*(1 + w) pass 1 + w. eps > 0;
  * weight is borrowed [group], or NULL for none (Llama 4's L2Norm, a
  * weightless RMSNorm per head applied after the rotation). */
-void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight,
-                       double eps, float *x, size_t stride);
+void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight, double eps,
+                       float *x, size_t stride);
 
 /* Llama 4's attention-temperature tuning of q on its no-RoPE layers
  * (modeling_llama4.py, Llama4TextAttention.forward), in place: row i
@@ -409,8 +398,8 @@ void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight
  * with p = positions[i]. s is evaluated in float32 step by step as torch
  * does it (cache_position.float(), then each operation in float32) and the
  * product q * s is rounded to float32. floor_scale > 0. */
-void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale,
-                         double attn_scale, size_t width, float *x, size_t stride);
+void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale, double attn_scale,
+                         size_t width, float *x, size_t stride);
 
 /* The tanh soft cap of pre-softmax scores, in place, then the bias:
  *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)
@@ -434,8 +423,7 @@ void pe_softcap_scores(float *scores, const float *bias, size_t n, double cap);
  *     r = z ^ (z >> 31);
  * (uint64 arithmetic modulo 2^64; state starts at seed; seed 0 gives
  * r = 0xE220A8397B1DCDAF first). Each array holds d*d floats. */
-void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk,
-                        float *wv);
+void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk, float *wv);
 
 #ifdef __cplusplus
 }

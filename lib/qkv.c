@@ -14,20 +14,19 @@ size_t pe_qkv_width(const pe_qkv_weights *w)
 }
 
 /* Columns of one fused row, checked: false on overflow. */
-static bool fused_widths(size_t heads, size_t kv_heads, size_t head_dim,
-                         size_t *q_cols, size_t *kv_cols, size_t *width)
+static bool fused_widths(size_t heads, size_t kv_heads, size_t head_dim, size_t *q_cols,
+                         size_t *kv_cols, size_t *width)
 {
     if (__builtin_mul_overflow(heads, head_dim, q_cols) ||
-        __builtin_mul_overflow(kv_heads, head_dim, kv_cols) ||
-        *kv_cols > (SIZE_MAX - *q_cols) / 2)
+        __builtin_mul_overflow(kv_heads, head_dim, kv_cols) || *kv_cols > (SIZE_MAX - *q_cols) / 2)
         return false;
     *width = *q_cols + 2 * *kv_cols;
     return true;
 }
 
 /* Copies the three biases (a NULL one counts as zeros) into b[width]. */
-static void fuse_bias(const float *bq, const float *bk, const float *bv,
-                      size_t q_cols, size_t kv_cols, float *b)
+static void fuse_bias(const float *bq, const float *bk, const float *bv, size_t q_cols,
+                      size_t kv_cols, float *b)
 {
     const float *src[3] = {bq, bk, bv};
     size_t len[3] = {q_cols, kv_cols, kv_cols};
@@ -41,19 +40,16 @@ static void fuse_bias(const float *bq, const float *bk, const float *bv,
     }
 }
 
-pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model,
-                              size_t heads, size_t kv_heads, size_t head_dim,
-                              const float *wq, const float *wk,
-                              const float *wv, const float *bq,
-                              const float *bk, const float *bv)
+pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model, size_t heads, size_t kv_heads,
+                              size_t head_dim, const float *wq, const float *wk, const float *wv,
+                              const float *bq, const float *bk, const float *bv)
 {
     pe_qkv_weights w = {d_model, heads, kv_heads, head_dim, NULL, NULL};
     size_t q_cols, kv_cols, width, count, bytes;
     pe_status status = PE_ENOMEM;
 
     memset(out, 0, sizeof *out);
-    if (d_model == 0 || heads == 0 || kv_heads == 0 || head_dim == 0 ||
-        heads % kv_heads != 0)
+    if (d_model == 0 || heads == 0 || kv_heads == 0 || head_dim == 0 || heads % kv_heads != 0)
         return PE_EINVAL;
     if (!fused_widths(heads, kv_heads, head_dim, &q_cols, &kv_cols, &width) ||
         __builtin_mul_overflow(d_model, width, &count) ||
@@ -67,8 +63,7 @@ pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model,
         float *row = w.w_qkv + r * width;
         memcpy(row, wq + r * q_cols, q_cols * sizeof *row);
         memcpy(row + q_cols, wk + r * kv_cols, kv_cols * sizeof *row);
-        memcpy(row + q_cols + kv_cols, wv + r * kv_cols,
-               kv_cols * sizeof *row);
+        memcpy(row + q_cols + kv_cols, wv + r * kv_cols, kv_cols * sizeof *row);
     }
 
     if (bq || bk || bv) {
@@ -94,22 +89,19 @@ void pe_qkv_weights_free(pe_qkv_weights *w)
     memset(w, 0, sizeof *w);
 }
 
-void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n,
-                    float *qkv)
+void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qkv)
 {
     size_t width = pe_qkv_width(w);
 
     if (n == 0 || width == 0)
         return;
     /* Sizes fit in blasint: the API caps every array far below 2^31. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n,
-                (blasint)width, (blasint)w->d_model, 1.0f, z,
-                (blasint)w->d_model, w->w_qkv, (blasint)width, 0.0f, qkv,
-                (blasint)width);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)width,
+                (blasint)w->d_model, 1.0f, z, (blasint)w->d_model, w->w_qkv, (blasint)width, 0.0f,
+                qkv, (blasint)width);
     if (!w->b_qkv)
         return;
-#pragma omp parallel for schedule(static) \
-    if (n * width >= PE_PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(static) if (n * width >= PE_PARALLEL_MIN_WORK)
     for (size_t t = 0; t < n; t++)
         for (size_t c = 0; c < width; c++)
             qkv[t * width + c] += w->b_qkv[c];

@@ -30,8 +30,7 @@ static double get_mscale(double s, double m)
 
 /* NTK-aware: the base grows once the sequence is longer than the original
  * context M (HF dynamic_rope_update with max_position_embeddings = M). */
-static pe_status dynamic_freqs(const pe_rope *rope, double seq_len,
-                               double *inv_freq)
+static pe_status dynamic_freqs(const pe_rope *rope, double seq_len, double *inv_freq)
 {
     const pe_rope_scaling *sc = &rope->scaling;
     size_t dim = rope->rotary_dim;
@@ -40,36 +39,31 @@ static pe_status dynamic_freqs(const pe_rope *rope, double seq_len,
     if (dim <= 2 || !positive(factor) || !positive(m))
         return PE_EINVAL;
     double len = seq_len > m ? seq_len : m;
-    double base = rope->base * pow(factor * len / m - (factor - 1.0),
-                                   (double)dim / (double)(dim - 2));
+    double base = rope->base *
+                  pow(factor * len / m - (factor - 1.0), (double)dim / (double)(dim - 2));
     default_freqs(base, dim, inv_freq);
     return PE_OK;
 }
 
 /* HF _yarn_find_correction_dim: the pair index whose wavelength makes
  * `rotations` turns over the original context. */
-static double yarn_corr_dim(size_t dim, double base, double orig,
-                            double rotations)
+static double yarn_corr_dim(size_t dim, double base, double orig, double rotations)
 {
-    return ((double)dim * log(orig / (rotations * 2 * pi))) /
-           (2 * log(base));
+    return ((double)dim * log(orig / (rotations * 2 * pi))) / (2 * log(base));
 }
 
-static pe_status yarn_freqs(const pe_rope *rope, double *inv_freq,
-                            double *attention_factor)
+static pe_status yarn_freqs(const pe_rope *rope, double *inv_freq, double *attention_factor)
 {
     const pe_rope_scaling *sc = &rope->scaling;
     size_t dim = rope->rotary_dim;
     double base = rope->base, factor = sc->factor;
     double orig = sc->original_max_position_embeddings;
     /* HF reads these with `or`: an absent or zero value takes the default. */
-    double beta_fast =
-        sc->has_beta_fast && sc->beta_fast != 0.0 ? sc->beta_fast : 32.0;
-    double beta_slow =
-        sc->has_beta_slow && sc->beta_slow != 0.0 ? sc->beta_slow : 1.0;
+    double beta_fast = sc->has_beta_fast && sc->beta_fast != 0.0 ? sc->beta_fast : 32.0;
+    double beta_slow = sc->has_beta_slow && sc->beta_slow != 0.0 ? sc->beta_slow : 1.0;
 
-    if (!positive(factor) || !positive(orig) || base == 1.0 ||
-        !positive(beta_fast) || !positive(beta_slow))
+    if (!positive(factor) || !positive(orig) || base == 1.0 || !positive(beta_fast) ||
+        !positive(beta_slow))
         return PE_EINVAL;
 
     double att;
@@ -77,8 +71,7 @@ static pe_status yarn_freqs(const pe_rope *rope, double *inv_freq,
         att = sc->attention_factor;
     else if (sc->has_mscale && sc->mscale != 0.0 && sc->has_mscale_all_dim &&
              sc->mscale_all_dim != 0.0)
-        att = get_mscale(factor, sc->mscale) /
-              get_mscale(factor, sc->mscale_all_dim);
+        att = get_mscale(factor, sc->mscale) / get_mscale(factor, sc->mscale_all_dim);
     else
         att = get_mscale(factor, 1.0);
 
@@ -117,8 +110,7 @@ static pe_status llama3_freqs(const pe_rope *rope, double *inv_freq)
     double factor = sc->factor, orig = sc->original_max_position_embeddings;
     double low_ff = sc->low_freq_factor, high_ff = sc->high_freq_factor;
 
-    if (!positive(factor) || !positive(orig) || !positive(low_ff) ||
-        !positive(high_ff))
+    if (!positive(factor) || !positive(orig) || !positive(low_ff) || !positive(high_ff))
         return PE_EINVAL;
     double low_wl = orig / low_ff, high_wl = orig / high_ff;
 
@@ -132,9 +124,7 @@ static pe_status llama3_freqs(const pe_rope *rope, double *inv_freq)
         } else {
             /* With low == high the band is one point; vLLM takes smooth 0
              * there where HF would divide 0 by 0. */
-            double smooth = high_ff == low_ff
-                                ? 0.0
-                                : (orig / wl - low_ff) / (high_ff - low_ff);
+            double smooth = high_ff == low_ff ? 0.0 : (orig / wl - low_ff) / (high_ff - low_ff);
             inv_freq[i] = (1 - smooth) * inv / factor + smooth * inv;
         }
     }
@@ -142,8 +132,8 @@ static pe_status llama3_freqs(const pe_rope *rope, double *inv_freq)
 }
 
 /* LongRoPE (Phi-3): per-pair divisors, long ones past the original context. */
-static pe_status longrope_freqs(const pe_rope *rope, double seq_len,
-                                double *inv_freq, double *attention_factor)
+static pe_status longrope_freqs(const pe_rope *rope, double seq_len, double *inv_freq,
+                                double *attention_factor)
 {
     const pe_rope_scaling *sc = &rope->scaling;
     size_t dim = rope->rotary_dim;
@@ -168,15 +158,14 @@ static pe_status longrope_freqs(const pe_rope *rope, double seq_len,
     for (size_t i = 0; i < dim / 2; i++) {
         if (!positive(ext[i]))
             return PE_EINVAL;
-        inv_freq[i] =
-            1.0 / (ext[i] * pow(rope->base, (double)(2 * i) / (double)dim));
+        inv_freq[i] = 1.0 / (ext[i] * pow(rope->base, (double)(2 * i) / (double)dim));
     }
     *attention_factor = att;
     return PE_OK;
 }
 
-pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len,
-                              double *inv_freq, double *attention_factor)
+pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len, double *inv_freq,
+                              double *attention_factor)
 {
     size_t dim = rope->rotary_dim;
     const pe_rope_scaling *sc = &rope->scaling;

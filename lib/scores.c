@@ -8,9 +8,8 @@
 
 #include "internal.h"
 
-void pe_attention_scores(const float *q, size_t q_stride, const float *k,
-                         size_t k_stride, size_t t, size_t heads,
-                         size_t kv_heads, size_t head_dim, double scale,
+void pe_attention_scores(const float *q, size_t q_stride, const float *k, size_t k_stride, size_t t,
+                         size_t heads, size_t kv_heads, size_t head_dim, double scale,
                          const float *bias, float *scores)
 {
     size_t tt = t * t;
@@ -25,10 +24,9 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k,
          * threads; an OpenMP loop around the calls would nest the two. */
         for (size_t h = 0; h < heads; h++) {
             size_t g = h / group;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)t,
-                        (blasint)t, (blasint)head_dim, 1.0f, q + h * head_dim,
-                        (blasint)q_stride, k + g * head_dim, (blasint)k_stride,
-                        0.0f, scores + h * tt, (blasint)t);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)t, (blasint)t,
+                        (blasint)head_dim, 1.0f, q + h * head_dim, (blasint)q_stride,
+                        k + g * head_dim, (blasint)k_stride, 0.0f, scores + h * tt, (blasint)t);
         }
     }
 

@@ -22,8 +22,7 @@ void pe_sinusoidal_freqs(double base, size_t d, double *w)
 
 /* Frequency i owns columns (2i, 2i+1) interleaved, (i, ceil(d/2)+i) split.
  * With an odd d the last frequency has a sine column only. */
-static void place(pe_sin_layout layout, size_t d, size_t i, double theta,
-                  double *row)
+static void place(pe_sin_layout layout, size_t d, size_t i, double theta, double *row)
 {
     size_t nf = (d + 1) / 2;
     size_t sin_col = layout == PE_SIN_SPLIT ? i : 2 * i;
@@ -34,8 +33,8 @@ static void place(pe_sin_layout layout, size_t d, size_t i, double theta,
         row[cos_col] = cos(theta);
 }
 
-void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout,
-                             int64_t position, size_t d, double *row)
+void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout, int64_t position, size_t d,
+                             double *row)
 {
     double p = (double)position;
     size_t nf = (d + 1) / 2;
@@ -44,8 +43,7 @@ void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout,
         place(layout, d, i, p * w[i], row);
 }
 
-void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
-                       size_t d, double *row)
+void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position, size_t d, double *row)
 {
     double p = (double)position;
     size_t nf = (d + 1) / 2;
@@ -54,8 +52,7 @@ void pe_sinusoidal_row(double base, pe_sin_layout layout, int64_t position,
         place(layout, d, i, p * pe_inv_freq(base, i, d), row);
 }
 
-void pe_sinusoidal_table(double base, pe_sin_layout layout, size_t d,
-                         size_t n, double *rows)
+void pe_sinusoidal_table(double base, pe_sin_layout layout, size_t d, size_t n, double *rows)
 {
     double *freqs = malloc((d + 1) / 2 * sizeof *freqs);
 

@@ -7,8 +7,7 @@
 
 #include "internal.h"
 
-size_t pe_t5_bucket(int64_t rel, bool bidirectional, size_t num_buckets,
-                    int64_t max_distance)
+size_t pe_t5_bucket(int64_t rel, bool bidirectional, size_t num_buckets, int64_t max_distance)
 {
     size_t nb = num_buckets, ret = 0;
     uint64_t mag = rel < 0 ? (uint64_t)0 - (uint64_t)rel : (uint64_t)rel;
@@ -42,17 +41,14 @@ size_t pe_t5_bucket(int64_t rel, bool bidirectional, size_t num_buckets,
     return ret + (bucket < nb - 1 ? bucket : nb - 1);
 }
 
-void pe_t5_bias(const pe_t5 *t5, const int64_t *positions, size_t t,
-                float *bias)
+void pe_t5_bias(const pe_t5 *t5, const int64_t *positions, size_t t, float *bias)
 {
     size_t heads = t5->heads;
 
-#pragma omp parallel for schedule(static) \
-    if (heads * t * t >= PE_PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(static) if (heads * t * t >= PE_PARALLEL_MIN_WORK)
     for (size_t i = 0; i < t; i++) {
         for (size_t j = 0; j < t; j++) {
-            size_t b = pe_t5_bucket(positions[j] - positions[i],
-                                    t5->bidirectional, t5->num_buckets,
+            size_t b = pe_t5_bucket(positions[j] - positions[i], t5->bidirectional, t5->num_buckets,
                                     t5->max_distance);
             const float *col = t5->table + b * heads;
             for (size_t h = 0; h < heads; h++)

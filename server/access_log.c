@@ -13,8 +13,7 @@
 /* Appends s to buf[*len..cap) as JSON string content (no quotes), with the
  * API's escaper. Stops quietly while 8 bytes are still free, so the closing
  * `"}` of a long line always fits. */
-static void append_json_escaped(char *buf, size_t *len, size_t cap,
-                                const char *s)
+static void append_json_escaped(char *buf, size_t *len, size_t cap, const char *s)
 {
     api_json_escape(buf, len, cap, 8, s);
 }
@@ -45,14 +44,12 @@ void log_access(log_format fmt, const access_entry *e)
     int n;
 
     if (fmt == LOG_TEXT) {
-        n = snprintf(line, sizeof line, "%s %s %d %.3f %llu %llu %s",
-                     e->method, e->route, e->status, ms,
-                     (unsigned long long)e->bytes_in,
+        n = snprintf(line, sizeof line, "%s %s %d %.3f %llu %llu %s", e->method, e->route,
+                     e->status, ms, (unsigned long long)e->bytes_in,
                      (unsigned long long)e->bytes_out, e->request_id);
         if (n < 0)
             return;
-        write_line(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1,
-                   sizeof line);
+        write_line(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1, sizeof line);
         return;
     }
     size_t len = 0;
@@ -65,16 +62,14 @@ void log_access(log_format fmt, const access_entry *e)
     snprintf(nums, sizeof nums,
              "\",\"status\":%d,\"duration_ms\":%.3f,\"bytes_in\":%llu,"
              "\"bytes_out\":%llu,\"request_id\":\"",
-             e->status, ms, (unsigned long long)e->bytes_in,
-             (unsigned long long)e->bytes_out);
+             e->status, ms, (unsigned long long)e->bytes_in, (unsigned long long)e->bytes_out);
     append_fmt(line, &len, sizeof line, nums);
     append_json_escaped(line, &len, sizeof line, e->request_id);
     append_fmt(line, &len, sizeof line, "\"}");
     write_line(line, len, sizeof line);
 }
 
-void log_vmsg(log_format fmt, const char *level, const char *format,
-              va_list ap)
+void log_vmsg(log_format fmt, const char *level, const char *format, va_list ap)
 {
     char msg[1024];
     int n = vsnprintf(msg, sizeof msg, format, ap);

@@ -16,7 +16,7 @@
 
 typedef struct access_entry {
     const char *method;
-    const char *route;      /* route path or "other", never the raw URL */
+    const char *route; /* route path or "other", never the raw URL */
     int status;
     uint64_t duration_ns;
     uint64_t bytes_in;      /* request body bytes received */
@@ -33,7 +33,7 @@ void log_access(log_format fmt, const access_entry *e);
  * text: `posenc: <level>: <message>`; json: {"level":..,"msg":..}. */
 void log_msg(log_format fmt, const char *level, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
-void log_vmsg(log_format fmt, const char *level, const char *format,
-              va_list ap) __attribute__((format(printf, 3, 0)));
+void log_vmsg(log_format fmt, const char *level, const char *format, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif /* SERVER_ACCESS_LOG_H */

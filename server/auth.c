@@ -10,8 +10,7 @@
 /* Compares the given token with the key touching every byte of the token:
  * the time depends on the token's length (which the client chose) and
  * never on where the bytes differ or on the key's length. */
-static bool equal_const_time(const char *given, size_t given_len,
-                             const char *key, size_t key_len)
+static bool equal_const_time(const char *given, size_t given_len, const char *key, size_t key_len)
 {
     unsigned char diff = given_len != key_len;
     for (size_t i = 0; i < given_len; i++) {
@@ -28,8 +27,7 @@ bool auth_bearer_ok(const char *header, const char *key)
 
     if (header == NULL || key == NULL)
         return false;
-    if (strncasecmp(header, scheme, scheme_len) != 0 ||
-        header[scheme_len] != ' ')
+    if (strncasecmp(header, scheme, scheme_len) != 0 || header[scheme_len] != ' ')
         return false;
     const char *token = header + scheme_len;
     while (*token == ' ')

@@ -9,8 +9,7 @@
 
 #include <microhttpd.h>
 
-body_stream *body_stream_new(api_body_stream *s, uint64_t *sent,
-                             body_stream **back)
+body_stream *body_stream_new(api_body_stream *s, uint64_t *sent, body_stream **back)
 {
     body_stream *bs = calloc(1, sizeof *bs);
     if (bs == NULL) {

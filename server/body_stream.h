@@ -24,8 +24,8 @@
 #define BODY_STREAM_BLOCK ((size_t)64 * 1024)
 
 typedef struct body_stream {
-    api_body_stream stream;   /* owned: freed by body_stream_free */
-    uint64_t *sent;           /* the request's byte count, or NULL */
+    api_body_stream stream;    /* owned: freed by body_stream_free */
+    uint64_t *sent;            /* the request's byte count, or NULL */
     struct body_stream **back; /* the request's pointer to this, or NULL */
 } body_stream;
 
@@ -33,8 +33,7 @@ typedef struct body_stream {
  * run and NULL is returned); *s is zeroed. sent, when not NULL, counts the
  * bytes handed out; *back is set to the holder and cleared when it is
  * freed. */
-body_stream *body_stream_new(api_body_stream *s, uint64_t *sent,
-                             body_stream **back);
+body_stream *body_stream_new(api_body_stream *s, uint64_t *sent, body_stream **back);
 
 /* libmicrohttpd's MHD_ContentReaderCallback: up to max bytes at buf; the
  * end of the body or a failure of the stream as libmicrohttpd's codes. */

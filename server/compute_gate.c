@@ -96,8 +96,7 @@ static void set_http_thread_team(const compute_gate *g)
     }
 }
 
-bool compute_gate_run_inline(compute_gate *g, size_t body_len,
-                             const work_job *job)
+bool compute_gate_run_inline(compute_gate *g, size_t body_len, const work_job *job)
 {
     if (body_len > INLINE_MAX_BODY)
         return false;

@@ -64,8 +64,7 @@ void compute_gate_leave(compute_gate *g);
 /* Runs job->run(job->arg) on the calling HTTP thread when a request with a
  * body of body_len bytes may compute here (see above); false, having run
  * nothing, otherwise. */
-bool compute_gate_run_inline(compute_gate *g, size_t body_len,
-                             const work_job *job);
+bool compute_gate_run_inline(compute_gate *g, size_t body_len, const work_job *job);
 
 /* Queues job for a worker. False when the pool is stopping: neither
  * callback runs then. Suspend the connection before calling: a worker may

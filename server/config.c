@@ -30,9 +30,9 @@ typedef enum opt_type {
 } opt_type;
 
 typedef struct opt_spec {
-    const char *flag;       /* long flag, with the dashes */
-    const char *env;        /* environment twin, NULL when there is none */
-    const char *meta;       /* placeholder for --help, NULL for a switch */
+    const char *flag; /* long flag, with the dashes */
+    const char *env;  /* environment twin, NULL when there is none */
+    const char *meta; /* placeholder for --help, NULL for a switch */
     opt_type type;
     size_t offset;          /* field in server_config */
     unsigned long long min; /* numeric types only */
@@ -55,73 +55,64 @@ static const opt_spec OPTIONS[] = {
      "requests that compute (/encode, /apply) at once, on worker\n"
      "threads; further admitted requests wait in a queue (see\n"
      "--max-inflight). 0: as many as --threads"},
-    {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads),
-     0, 1024, "OpenMP (and BLAS) threads of a request computing alone;\n"
-              "requests computing at once share them (each gets this divided\n"
-              "by their number, at least 1). 0 keeps OpenMP's default\n"
-              "(OMP_NUM_THREADS, else one per core)"},
-    {"--model", "POSENC_MODEL", "NAME=DIR[:LAYER]", T_MODEL, FIELD(n_models),
-     0, 0,
+    {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads), 0, 1024,
+     "OpenMP (and BLAS) threads of a request computing alone;\n"
+     "requests computing at once share them (each gets this divided\n"
+     "by their number, at least 1). 0 keeps OpenMP's default\n"
+     "(OMP_NUM_THREADS, else one per core)"},
+    {"--model", "POSENC_MODEL", "NAME=DIR[:LAYER]", T_MODEL, FIELD(n_models), 0, 0,
      "serve the model in DIR (config.json + model.safetensors) as NAME;\n"
      "LAYER picks the attention layer of a Hugging Face checkpoint\n"
      "(default 0). Repeatable; the variable takes a comma-separated list.\n"
      "The built-in 'default' model stays unless one is named default"},
-    {"--max-body-bytes", "POSENC_MAX_BODY_BYTES", "BYTES", T_SIZE,
-     FIELD(max_body_bytes), 1, MAX_SIZE_VALUE,
-     "largest request body; bigger ones get 413"},
-    {"--max-memory", "POSENC_MAX_MEMORY", "BYTES", T_BYTES,
-     FIELD(max_memory), 4096, MAX_SIZE_VALUE,
+    {"--max-body-bytes", "POSENC_MAX_BODY_BYTES", "BYTES", T_SIZE, FIELD(max_body_bytes), 1,
+     MAX_SIZE_VALUE, "largest request body; bigger ones get 413"},
+    {"--max-memory", "POSENC_MAX_MEMORY", "BYTES", T_BYTES, FIELD(max_memory), 4096, MAX_SIZE_VALUE,
      "memory budget of all requests together: bodies, decoded input,\n"
      "working buffers, answers held; suffixes K, M, G (x1024). What\n"
      "does not fit now gets 503 + Retry-After, what never fits 413/422.\n"
      "0 or unset: half the cgroup's memory.max, else of MemTotal"},
-    {"--max-tokens", "POSENC_MAX_TOKENS", "N", T_SIZE, FIELD(max_tokens), 1,
-     MAX_SIZE_VALUE, "cap on batch x tokens per request; more gets 422"},
-    {"--max-batch", "POSENC_MAX_BATCH", "N", T_SIZE, FIELD(max_batch), 1,
-     MAX_SIZE_VALUE, "cap on the batch axis of a request; more gets 422"},
-    {"--max-dim", "POSENC_MAX_DIM", "N", T_SIZE, FIELD(max_dim), 1,
-     API_DEFAULT_MAX_DIM,
+    {"--max-tokens", "POSENC_MAX_TOKENS", "N", T_SIZE, FIELD(max_tokens), 1, MAX_SIZE_VALUE,
+     "cap on batch x tokens per request; more gets 422"},
+    {"--max-batch", "POSENC_MAX_BATCH", "N", T_SIZE, FIELD(max_batch), 1, MAX_SIZE_VALUE,
+     "cap on the batch axis of a request; more gets 422"},
+    {"--max-dim", "POSENC_MAX_DIM", "N", T_SIZE, FIELD(max_dim), 1, API_DEFAULT_MAX_DIM,
      "cap on d, d_model and head_dim in a request; more gets 422"},
-    {"--max-heads", "POSENC_MAX_HEADS", "N", T_SIZE, FIELD(max_heads), 1,
-     API_MAX_HEADS,
+    {"--max-heads", "POSENC_MAX_HEADS", "N", T_SIZE, FIELD(max_heads), 1, API_MAX_HEADS,
      "cap on heads and kv_heads in a request (inline models, alibi);\n"
      "more gets 422"},
-    {"--max-output-elements", "POSENC_MAX_OUTPUT_ELEMENTS", "N", T_SIZE,
-     FIELD(max_output_elements), 1, MAX_SIZE_VALUE,
-     "cap on the elements of any one input or output array; more gets 422"},
-    {"--max-json-depth", "POSENC_MAX_JSON_DEPTH", "N", T_SIZE,
-     FIELD(max_json_depth), 1, API_MAX_JSON_DEPTH,
+    {"--max-output-elements", "POSENC_MAX_OUTPUT_ELEMENTS", "N", T_SIZE, FIELD(max_output_elements),
+     1, MAX_SIZE_VALUE, "cap on the elements of any one input or output array; more gets 422"},
+    {"--max-json-depth", "POSENC_MAX_JSON_DEPTH", "N", T_SIZE, FIELD(max_json_depth), 1,
+     API_MAX_JSON_DEPTH,
      "cap on nested arrays and objects in a body; deeper gets 422\n"
      "(requests need at most 5)"},
-    {"--max-inflight", "POSENC_MAX_INFLIGHT", "N", T_UINT,
-     FIELD(max_inflight), 1, 1000000,
+    {"--max-inflight", "POSENC_MAX_INFLIGHT", "N", T_UINT, FIELD(max_inflight), 1, 1000000,
      "/encode and /apply requests admitted at once (receiving, queued\n"
      "or computing); more get 503 with Retry-After at once"},
-    {"--max-connections", "POSENC_MAX_CONNECTIONS", "N", T_UINT,
-     FIELD(max_connections), 1, 1000000,
+    {"--max-connections", "POSENC_MAX_CONNECTIONS", "N", T_UINT, FIELD(max_connections), 1, 1000000,
      "open connections; a few more are accepted only to be answered\n"
      "503 (probes are still served) and closed"},
-    {"--connection-memory", "POSENC_CONNECTION_MEMORY", "BYTES", T_SIZE,
-     FIELD(connection_memory), 4096, (size_t)16 << 20,
+    {"--connection-memory", "POSENC_CONNECTION_MEMORY", "BYTES", T_SIZE, FIELD(connection_memory),
+     4096, (size_t)16 << 20,
      "memory per connection for the request line, headers and reads;\n"
      "a bigger header block gets 431"},
-    {"--timeout", "POSENC_TIMEOUT", "SECONDS", T_UINT, FIELD(timeout_s), 0,
-     86400, "close connections idle this long; 0 = never"},
-    {"--request-timeout", "POSENC_REQUEST_TIMEOUT", "SECONDS", T_UINT,
-     FIELD(request_timeout_s), 0, 86400,
+    {"--timeout", "POSENC_TIMEOUT", "SECONDS", T_UINT, FIELD(timeout_s), 0, 86400,
+     "close connections idle this long; 0 = never"},
+    {"--request-timeout", "POSENC_REQUEST_TIMEOUT", "SECONDS", T_UINT, FIELD(request_timeout_s), 0,
+     86400,
      "close a connection that has not sent its whole request this long\n"
      "after it opened (or after its previous response), or whose\n"
      "response is not taken this long after it is ready: slow\n"
      "clients (slowloris) lose their connection; 0 = never"},
-    {"--drain-timeout", "POSENC_DRAIN_TIMEOUT", "SECONDS", T_UINT,
-     FIELD(drain_timeout_s), 0, 3600,
+    {"--drain-timeout", "POSENC_DRAIN_TIMEOUT", "SECONDS", T_UINT, FIELD(drain_timeout_s), 0, 3600,
      "on SIGTERM/SIGINT, wait this long for running requests\n"
      "(keep it under the orchestrator's kill grace, 10 s in Docker)"},
     {"--api-key", "POSENC_API_KEY", "KEY", T_KEY, FIELD(api_key), 0, 0,
      "require 'Authorization: Bearer KEY' on every route but /healthz\n"
      "and /readyz (prefer the variable: flags show in ps)"},
-    {"--log-format", "POSENC_LOG_FORMAT", "text|json", T_LOGFMT,
-     FIELD(log_format), 0, 0, "stderr log lines as text or JSON objects"},
+    {"--log-format", "POSENC_LOG_FORMAT", "text|json", T_LOGFMT, FIELD(log_format), 0, 0,
+     "stderr log lines as text or JSON objects"},
     {"--check", NULL, NULL, T_SWITCH, FIELD(check), 0, 0,
      "probe: GET /healthz on HOST:PORT, exit 0 on 200 else 1\n"
      "(a Docker HEALTHCHECK without curl)"},
@@ -178,8 +169,7 @@ static void print_help(void)
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt_spec *o = &OPTIONS[i];
         char head[64];
-        snprintf(head, sizeof head, "%s%s%s", o->flag, o->meta ? " " : "",
-                 o->meta ? o->meta : "");
+        snprintf(head, sizeof head, "%s%s%s", o->flag, o->meta ? " " : "", o->meta ? o->meta : "");
         printf("  %-26s ", head);
         /* Indent continuation lines of the help text under the first. */
         for (const char *p = o->help; *p; p++) {
@@ -191,8 +181,7 @@ static void print_help(void)
         char dflt[48] = "";
         switch (o->type) {
         case T_HOST:
-            snprintf(dflt, sizeof dflt, "; default %s",
-                     *(const char *const *)f);
+            snprintf(dflt, sizeof dflt, "; default %s", *(const char *const *)f);
             break;
         case T_UINT:
             snprintf(dflt, sizeof dflt, "; default %u", *(const unsigned *)f);
@@ -222,26 +211,22 @@ static void print_help(void)
 
 /* Reads a decimal integer in [min, max]: digits only, no sign, no spaces,
  * no suffix. Prints the error naming `src` (the flag or the variable). */
-static int parse_number(const char *src, const char *s,
-                        unsigned long long min, unsigned long long max,
-                        unsigned long long *out)
+static int parse_number(const char *src, const char *s, unsigned long long min,
+                        unsigned long long max, unsigned long long *out)
 {
     if (!isdigit((unsigned char)s[0])) {
-        fprintf(stderr, "posenc: %s: '%s' is not a non-negative integer\n",
-                src, s);
+        fprintf(stderr, "posenc: %s: '%s' is not a non-negative integer\n", src, s);
         return -1;
     }
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(s, &end, 10);
     if (*end != '\0') {
-        fprintf(stderr, "posenc: %s: '%s' is not a non-negative integer\n",
-                src, s);
+        fprintf(stderr, "posenc: %s: '%s' is not a non-negative integer\n", src, s);
         return -1;
     }
     if (errno == ERANGE || v < min || v > max) {
-        fprintf(stderr, "posenc: %s: %s is out of range (%llu to %llu)\n",
-                src, s, min, max);
+        fprintf(stderr, "posenc: %s: %s is out of range (%llu to %llu)\n", src, s, min, max);
         return -1;
     }
     *out = v;
@@ -262,8 +247,10 @@ static int parse_bytes(const char *src, const char *s, unsigned long long min,
         n--;
     }
     if (n == 0 || n >= sizeof digits) {
-        fprintf(stderr, "posenc: %s: '%s' is not a byte count (N, NK, NM "
-                "or NG)\n", src, s);
+        fprintf(stderr,
+                "posenc: %s: '%s' is not a byte count (N, NK, NM "
+                "or NG)\n",
+                src, s);
         return -1;
     }
     memcpy(digits, s, n);
@@ -288,8 +275,7 @@ static int parse_bytes(const char *src, const char *s, unsigned long long min,
  * non-empty. A trailing ":DIGITS" is always the layer (DIR may hold ':'
  * elsewhere; a directory whose name ends in ":DIGITS" can be written with a
  * trailing '/'). */
-static int parse_model_arg(const char *src, const char *s, size_t len,
-                           config_model *out)
+static int parse_model_arg(const char *src, const char *s, size_t len, config_model *out)
 {
     const char *eq = memchr(s, '=', len);
     size_t name_len = eq ? (size_t)(eq - s) : 0;
@@ -311,30 +297,25 @@ static int parse_model_arg(const char *src, const char *s, size_t len,
     out->dir = eq + 1;
     out->dir_len = len - name_len - 1;
     size_t digits = 0;
-    while (digits < out->dir_len &&
-           isdigit((unsigned char)out->dir[out->dir_len - 1 - digits]))
+    while (digits < out->dir_len && isdigit((unsigned char)out->dir[out->dir_len - 1 - digits]))
         digits++;
-    if (digits > 0 && digits + 1 < out->dir_len &&
-        out->dir[out->dir_len - 1 - digits] == ':') {
+    if (digits > 0 && digits + 1 < out->dir_len && out->dir[out->dir_len - 1 - digits] == ':') {
         if (digits > 6) {
-            fprintf(stderr, "posenc: %s: layer '%.*s' is too large\n", src,
-                    (int)digits, out->dir + out->dir_len - digits);
+            fprintf(stderr, "posenc: %s: layer '%.*s' is too large\n", src, (int)digits,
+                    out->dir + out->dir_len - digits);
             return -1;
         }
-        out->layer = (unsigned)strtoul(out->dir + out->dir_len - digits,
-                                       NULL, 10);
+        out->layer = (unsigned)strtoul(out->dir + out->dir_len - digits, NULL, 10);
         out->has_layer = true;
         out->dir_len -= digits + 1;
     }
     return 0;
 }
 
-static int add_model(server_config *cfg, const char *src, const char *s,
-                     size_t len)
+static int add_model(server_config *cfg, const char *src, const char *s, size_t len)
 {
     if (cfg->n_models == CONFIG_MAX_MODELS) {
-        fprintf(stderr, "posenc: %s: at most %d models\n", src,
-                CONFIG_MAX_MODELS);
+        fprintf(stderr, "posenc: %s: at most %d models\n", src, CONFIG_MAX_MODELS);
         return -1;
     }
     if (parse_model_arg(src, s, len, &cfg->models[cfg->n_models]) != 0)
@@ -345,8 +326,7 @@ static int add_model(server_config *cfg, const char *src, const char *s,
 
 /* Checks and records the models of one source: a flag value is one model,
  * the variable a comma-separated list. */
-static int add_models(server_config *cfg, const char *src, const char *s,
-                      bool is_list)
+static int add_models(server_config *cfg, const char *src, const char *s, bool is_list)
 {
     size_t len = strlen(s);
     if (!is_list)
@@ -363,8 +343,7 @@ static int add_models(server_config *cfg, const char *src, const char *s,
 }
 
 /* Stores one option's value from `src` (the flag or the variable name). */
-static int set_option(server_config *cfg, const opt_spec *o, const char *src,
-                      const char *value)
+static int set_option(server_config *cfg, const opt_spec *o, const char *src, const char *value)
 {
     void *f = field_ptr(cfg, o);
     unsigned long long v = 0;
@@ -372,16 +351,14 @@ static int set_option(server_config *cfg, const opt_spec *o, const char *src,
     switch (o->type) {
     case T_HOST:
         if (value[0] == '\0' || strlen(value) > 255) {
-            fprintf(stderr, "posenc: %s: expected a host name or address\n",
-                    src);
+            fprintf(stderr, "posenc: %s: expected a host name or address\n", src);
             return -1;
         }
         *(const char **)f = value;
         return 0;
     case T_KEY:
         if (value[0] == '\0') {
-            fprintf(stderr, "posenc: %s: the API key must not be empty\n",
-                    src);
+            fprintf(stderr, "posenc: %s: the API key must not be empty\n", src);
             return -1;
         }
         *(const char **)f = value;
@@ -395,8 +372,7 @@ static int set_option(server_config *cfg, const opt_spec *o, const char *src,
         if (parse_number(src, value, o->min, o->max, &v) != 0)
             return -1;
         if (v > SIZE_MAX) {
-            fprintf(stderr, "posenc: %s: %s does not fit this machine\n",
-                    src, value);
+            fprintf(stderr, "posenc: %s: %s does not fit this machine\n", src, value);
             return -1;
         }
         *(size_t *)f = (size_t)v;
@@ -409,8 +385,7 @@ static int set_option(server_config *cfg, const opt_spec *o, const char *src,
         } else if (strcmp(value, "json") == 0) {
             *(log_format *)f = LOG_JSON;
         } else {
-            fprintf(stderr, "posenc: %s: '%s' is not text or json\n", src,
-                    value);
+            fprintf(stderr, "posenc: %s: '%s' is not text or json\n", src, value);
             return -1;
         }
         return 0;
@@ -426,8 +401,7 @@ static int set_option(server_config *cfg, const opt_spec *o, const char *src,
 static const opt_spec *find_option(const char *name, size_t len)
 {
     for (size_t i = 0; i < N_OPTIONS; i++) {
-        if (strlen(OPTIONS[i].flag) == len &&
-            memcmp(OPTIONS[i].flag, name, len) == 0)
+        if (strlen(OPTIONS[i].flag) == len && memcmp(OPTIONS[i].flag, name, len) == 0)
             return &OPTIONS[i];
     }
     return NULL;
@@ -453,16 +427,14 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
             return CONFIG_EXIT;
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            fprintf(stderr, "posenc: unexpected argument '%s' (see --help)\n",
-                    arg);
+            fprintf(stderr, "posenc: unexpected argument '%s' (see --help)\n", arg);
             return CONFIG_ERROR;
         }
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         const opt_spec *o = find_option(arg, name_len);
         if (o == NULL) {
-            fprintf(stderr, "posenc: unknown flag '%.*s' (see --help)\n",
-                    (int)name_len, arg);
+            fprintf(stderr, "posenc: unknown flag '%.*s' (see --help)\n", (int)name_len, arg);
             return CONFIG_ERROR;
         }
         const char *value;
@@ -477,8 +449,7 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
         } else if (i + 1 < argc) {
             value = argv[++i];
         } else {
-            fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag,
-                    o->meta);
+            fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag, o->meta);
             return CONFIG_ERROR;
         }
         if (o->type == T_MODEL) {
@@ -504,8 +475,7 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
             continue;
         }
         const char *env = o->env ? getenv(o->env) : NULL;
-        if (env != NULL && env[0] != '\0' &&
-            set_option(cfg, o, o->env, env) != 0)
+        if (env != NULL && env[0] != '\0' && set_option(cfg, o, o->env, env) != 0)
             return CONFIG_ERROR;
     }
 

@@ -29,11 +29,11 @@ typedef struct config_model {
 } config_model;
 
 typedef struct server_config {
-    const char *host;         /* borrowed from argv or the environment */
-    unsigned port;            /* 0 = pick a free port */
-    unsigned threads;         /* libmicrohttpd threads: network I/O */
-    unsigned workers;         /* threads computing /encode and /apply */
-    unsigned omp_threads;     /* 0 = OpenMP's own default */
+    const char *host;     /* borrowed from argv or the environment */
+    unsigned port;        /* 0 = pick a free port */
+    unsigned threads;     /* libmicrohttpd threads: network I/O */
+    unsigned workers;     /* threads computing /encode and /apply */
+    unsigned omp_threads; /* 0 = OpenMP's own default */
     size_t max_body_bytes;
     size_t max_tokens;
     size_t max_batch;
@@ -41,27 +41,27 @@ typedef struct server_config {
     size_t max_heads;
     size_t max_json_depth;
     size_t max_output_elements;
-    size_t max_memory;        /* the memory budget; 0 = the default
+    size_t max_memory;     /* the memory budget; 0 = the default
                                  (mem_budget_default_total) */
-    unsigned max_inflight;    /* /encode and /apply admitted at once */
+    unsigned max_inflight; /* /encode and /apply admitted at once */
     unsigned max_connections;
-    size_t connection_memory; /* per-connection buffer (headers, reads) */
-    unsigned timeout_s;       /* idle connection timeout, 0 = never */
+    size_t connection_memory;   /* per-connection buffer (headers, reads) */
+    unsigned timeout_s;         /* idle connection timeout, 0 = never */
     unsigned request_timeout_s; /* to receive a whole request, and again to
                                    send its response; 0 = never */
-    unsigned drain_timeout_s; /* how long SIGTERM waits for requests */
-    const char *api_key;      /* NULL = no key; borrowed; never logged */
+    unsigned drain_timeout_s;   /* how long SIGTERM waits for requests */
+    const char *api_key;        /* NULL = no key; borrowed; never logged */
     log_format log_format;
     config_model models[CONFIG_MAX_MODELS]; /* --model, in order */
     unsigned n_models;
-    bool check;               /* probe mode: GET /healthz and exit */
+    bool check; /* probe mode: GET /healthz and exit */
 } server_config;
 
 /* What config_parse decided. */
 typedef enum config_result {
-    CONFIG_RUN,   /* *cfg is ready: run the server (or the probe) */
-    CONFIG_EXIT,  /* --help or --version was printed: exit 0 */
-    CONFIG_ERROR  /* a message is on stderr: exit 2 */
+    CONFIG_RUN,  /* *cfg is ready: run the server (or the probe) */
+    CONFIG_EXIT, /* --help or --version was printed: exit 0 */
+    CONFIG_ERROR /* a message is on stderr: exit 2 */
 } config_result;
 
 /* Fill *cfg from defaults, the environment and argv (in rising priority).

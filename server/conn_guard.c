@@ -25,17 +25,17 @@
 #define IDLE_TRIM_NS 1000000000LL
 
 struct conn_guard {
-    pthread_mutex_t lock;      /* the list, open count, stopping */
-    pthread_cond_t wake;       /* stop request */
+    pthread_mutex_t lock; /* the list, open count, stopping */
+    pthread_cond_t wake;  /* stop request */
     conn_entry *head;
     unsigned open;
     unsigned max_connections;
-    int64_t timeout_ns;        /* 0 = no deadlines */
+    int64_t timeout_ns; /* 0 = no deadlines */
     log_format fmt;
     bool stopping;
     bool thread_started;
     pthread_t thread;
-    const atomic_uint *in_flight; /* requests under way (the daemon's) */
+    const atomic_uint *in_flight;   /* requests under way (the daemon's) */
     _Atomic uint64_t requests_done; /* ever, for the idle trim */
     _Atomic uint64_t timed_out;
     _Atomic uint64_t over_limit;
@@ -83,17 +83,16 @@ static void reap_hung_up(conn_guard *g)
 
 /* The watchdog's view of the heap, for the idle trim. */
 typedef struct idle_trim {
-    uint64_t seen_done;  /* requests_done when last looked at */
-    int64_t idle_since;  /* mono_now_ns() of the last activity seen */
-    bool dirty;          /* requests ran since the last trim */
+    uint64_t seen_done; /* requests_done when last looked at */
+    int64_t idle_since; /* mono_now_ns() of the last activity seen */
+    bool dirty;         /* requests ran since the last trim */
 } idle_trim;
 
 /* Whether the heap should be trimmed now: requests ran since the last
  * trim, and none has run or finished for IDLE_TRIM_NS. */
 static bool idle_trim_due(conn_guard *g, idle_trim *t, int64_t now)
 {
-    uint64_t done = atomic_load_explicit(&g->requests_done,
-                                         memory_order_relaxed);
+    uint64_t done = atomic_load_explicit(&g->requests_done, memory_order_relaxed);
     bool busy = g->in_flight != NULL &&
                 atomic_load_explicit(g->in_flight, memory_order_relaxed) > 0;
     if (done != t->seen_done || busy) {
@@ -149,8 +148,8 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
-                           log_format fmt, const atomic_uint *in_flight)
+conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s, log_format fmt,
+                           const atomic_uint *in_flight)
 {
     conn_guard *g = calloc(1, sizeof *g);
     if (g == NULL)
@@ -239,8 +238,7 @@ void conn_guard_close(conn_guard *g, conn_entry *e)
 void conn_guard_arm(conn_guard *g, conn_entry *e)
 {
     if (e != NULL && g->timeout_ns > 0)
-        atomic_store_explicit(&e->deadline_ns, mono_now_ns() + g->timeout_ns,
-                              memory_order_relaxed);
+        atomic_store_explicit(&e->deadline_ns, mono_now_ns() + g->timeout_ns, memory_order_relaxed);
 }
 
 void conn_guard_await_body(conn_entry *e, bool on)

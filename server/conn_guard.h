@@ -48,27 +48,27 @@ typedef struct conn_guard conn_guard;
 typedef struct conn_entry {
     struct conn_entry *prev, *next; /* registry list, under the lock */
     int fd;
-    _Atomic int64_t deadline_ns;    /* CLOCK_MONOTONIC; 0 = none */
-    atomic_bool timed_out;          /* the watchdog closed it */
-    atomic_bool awaiting_body;      /* a request body is still arriving */
-    atomic_bool peer_gone;          /* the watchdog closed it: the client
+    _Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0 = none */
+    atomic_bool timed_out;       /* the watchdog closed it */
+    atomic_bool awaiting_body;   /* a request body is still arriving */
+    atomic_bool peer_gone;       /* the watchdog closed it: the client
                                        hung up mid-body */
-    bool over_limit;                /* beyond --max-connections */
+    bool over_limit;             /* beyond --max-connections */
 } conn_entry;
 
 /* What the watchdog reports to metrics. */
 typedef struct conn_guard_stats {
-    unsigned open;          /* connections open now */
-    uint64_t timed_out;     /* closed for a missed deadline, ever */
-    uint64_t over_limit;    /* accepted beyond --max-connections, ever */
+    unsigned open;       /* connections open now */
+    uint64_t timed_out;  /* closed for a missed deadline, ever */
+    uint64_t over_limit; /* accepted beyond --max-connections, ever */
 } conn_guard_stats;
 
 /* New registry and watchdog for max_connections and request_timeout_s
  * (0 = no deadlines). in_flight (borrowed, may be NULL) counts the requests
  * under way: the idle trim waits for it to be 0. NULL when out of memory
  * or the thread cannot start. */
-conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
-                           log_format fmt, const atomic_uint *in_flight);
+conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s, log_format fmt,
+                           const atomic_uint *in_flight);
 
 /* Stops the watchdog and frees the registry; accepts NULL. Every
  * connection must have been closed (the daemon stopped). */

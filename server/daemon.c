@@ -41,8 +41,7 @@
  * the listen backlog with no answer. Past these, new connections wait. */
 #define CONNECTION_OVERFLOW 16u
 
-_Static_assert(ROUTE_COUNT <= METRICS_MAX_ROUTES,
-               "raise METRICS_MAX_ROUTES to label every route");
+_Static_assert(ROUTE_COUNT <= METRICS_MAX_ROUTES, "raise METRICS_MAX_ROUTES to label every route");
 
 /* One HTTP request, from its headers to its completion callback. */
 typedef struct request {
@@ -56,23 +55,23 @@ typedef struct request {
     char *body;                  /* accumulated body (json_body routes) */
     size_t body_len;
     size_t body_cap;
-    size_t body_charged;         /* of the memory budget, for the body */
-    uint64_t bytes_in;           /* body bytes received, kept or not */
-    bool checked;                /* admit() has run */
-    bool admitted;               /* holds a --max-inflight slot */
-    bool answered;               /* a response is queued */
-    bool has_body;               /* the headers announce a body */
-    bool body_done;              /* the body has been read in full */
-    bool over_limit;             /* the body passed --max-body-bytes */
-    bool queued;                 /* handed to the workers; suspended */
-    bool refused;                /* a 503 decided, sent once the body is in */
-    bool close_after;            /* framing refused: close the connection */
-    framing_verdict framing;     /* of the headers as received */
-    const char *nul_header;      /* name of a header that held a NUL, or NULL */
-    char refusal[160];           /* its message */
-    atomic_bool computed;        /* a worker has filled `reply` */
-    handler_reply reply;         /* what a worker computed */
-    body_stream *stream;         /* a streamed answer being sent, or NULL */
+    size_t body_charged;     /* of the memory budget, for the body */
+    uint64_t bytes_in;       /* body bytes received, kept or not */
+    bool checked;            /* admit() has run */
+    bool admitted;           /* holds a --max-inflight slot */
+    bool answered;           /* a response is queued */
+    bool has_body;           /* the headers announce a body */
+    bool body_done;          /* the body has been read in full */
+    bool over_limit;         /* the body passed --max-body-bytes */
+    bool queued;             /* handed to the workers; suspended */
+    bool refused;            /* a 503 decided, sent once the body is in */
+    bool close_after;        /* framing refused: close the connection */
+    framing_verdict framing; /* of the headers as received */
+    const char *nul_header;  /* name of a header that held a NUL, or NULL */
+    char refusal[160];       /* its message */
+    atomic_bool computed;    /* a worker has filled `reply` */
+    handler_reply reply;     /* what a worker computed */
+    body_stream *stream;     /* a streamed answer being sent, or NULL */
     /* What was answered, for the access log and metrics. */
     int status;
     uint64_t bytes_out;
@@ -91,8 +90,8 @@ typedef struct header_list {
     size_t n, cap;
 } header_list;
 
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
-                                      const char *name, const char *value)
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *name,
+                                      const char *value)
 {
     header_list *l = cls;
     (void)kind;
@@ -108,8 +107,7 @@ static bool inspect_headers(request *req, struct MHD_Connection *conn)
     int count = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
     if (count <= 0)
         return true;
-    header_list l = {calloc((size_t)count, sizeof(framing_header)), 0,
-                     (size_t)count};
+    header_list l = {calloc((size_t)count, sizeof(framing_header)), 0, (size_t)count};
     if (l.items == NULL)
         return false;
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
@@ -121,8 +119,8 @@ static bool inspect_headers(request *req, struct MHD_Connection *conn)
     return true;
 }
 
-static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
-                            const char *url, const char *method)
+static request *request_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
+                            const char *method)
 {
     request *req = calloc(1, sizeof *req);
     if (req == NULL)
@@ -151,24 +149,20 @@ static request *request_new(server_ctx *srv, struct MHD_Connection *conn,
     if (request_id_is_sane(id)) {
         memcpy(req->id, id, strlen(id) + 1);
     } else {
-        uint64_t n = atomic_fetch_add_explicit(&srv->next_request_id, 1,
-                                               memory_order_relaxed);
-        request_id_generate(req->id, sizeof req->id, srv->request_id_seed,
-                            n);
+        uint64_t n = atomic_fetch_add_explicit(&srv->next_request_id, 1, memory_order_relaxed);
+        request_id_generate(req->id, sizeof req->id, srv->request_id_seed, n);
     }
     const char *cl = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
     req->has_body = header(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
                     (cl != NULL && strcmp(cl, "0") != 0);
     conn_guard_await_body(req->ce, req->has_body);
-    atomic_fetch_add_explicit(&srv->metrics.in_flight, 1,
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&srv->metrics.in_flight, 1, memory_order_relaxed);
     return req;
 }
 
 /* Sends rep (steals rep->api.body, even on failure) with the headers every
  * response carries, and records what was sent. */
-static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
-                                  handler_reply *rep)
+static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn, handler_reply *rep)
 {
     server_ctx *srv = req->srv;
     api_response *a = &rep->api;
@@ -183,19 +177,18 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
         /* Written while it is sent, a block at a time (body_stream.h);
          * bytes_out counts what the reader hands out. */
         len = 0;
-        body_stream *bs = body_stream_new(&a->stream, &req->bytes_out,
-                                          &req->stream);
-        resp = bs == NULL ? NULL
-                          : MHD_create_response_from_callback(
-                                MHD_SIZE_UNKNOWN, BODY_STREAM_BLOCK,
-                                body_stream_read, bs, body_stream_free);
+        body_stream *bs = body_stream_new(&a->stream, &req->bytes_out, &req->stream);
+        resp = bs == NULL
+                   ? NULL
+                   : MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BODY_STREAM_BLOCK,
+                                                       body_stream_read, bs, body_stream_free);
         if (resp == NULL)
             body_stream_free(bs);
     } else {
         len = a->body != NULL ? a->body_len : 0;
-        resp = MHD_create_response_from_buffer(
-            len, a->body, a->body ? MHD_RESPMEM_MUST_FREE
-                                  : MHD_RESPMEM_PERSISTENT);
+        resp = MHD_create_response_from_buffer(len, a->body,
+                                               a->body ? MHD_RESPMEM_MUST_FREE
+                                                       : MHD_RESPMEM_PERSISTENT);
     }
     if (resp == NULL) {
         api_response_free(a);
@@ -204,26 +197,21 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
     a->body = NULL; /* MHD frees it with the response */
 
     bool ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                      a->content_type ? a->content_type
-                                                      : "application/json");
+                                      a->content_type ? a->content_type : "application/json");
     ok = ok && MHD_add_response_header(resp, "X-Request-Id", req->id);
     if (a->status == MHD_HTTP_UNAUTHORIZED)
-        ok = ok && MHD_add_response_header(
-                       resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (a->status == MHD_HTTP_METHOD_NOT_ALLOWED && req->route != NULL)
-        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-                                           route_allow_header(req->route));
-    if (a->status == MHD_HTTP_SERVICE_UNAVAILABLE)
         ok = ok &&
-             MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+             MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, route_allow_header(req->route));
+    if (a->status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     /* Draining: let clients reconnect elsewhere. Answered before the body
      * was read: do not read up to --max-body-bytes just to keep the
      * connection. Over the connection limit: free the slot. */
-    if (atomic_load(&srv->draining) || (req->has_body && !req->body_done) ||
-        req->close_after ||
+    if (atomic_load(&srv->draining) || (req->has_body && !req->body_done) || req->close_after ||
         (req->ce != NULL && req->ce->over_limit))
-        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
-                                           "close");
+        ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 
     enum MHD_Result r = MHD_NO;
     if (ok)
@@ -252,8 +240,8 @@ static enum MHD_Result send_reply(request *req, struct MHD_Connection *conn,
 /* Answers with one of api_error.h's errors, built the one way errors are
  * built (api_respond_errorf) into req->reply, which holds nothing yet
  * whenever the server refuses a request itself. */
-#define send_error(req, conn, kind, ...)                                     \
-    (api_respond_errorf(&(req)->reply.api, (kind), NULL, __VA_ARGS__),       \
+#define send_error(req, conn, kind, ...)                                                           \
+    (api_respond_errorf(&(req)->reply.api, (kind), NULL, __VA_ARGS__),                             \
      send_reply((req), (conn), &(req)->reply))
 
 /* application/json, in any case, with optional parameters. */
@@ -316,12 +304,10 @@ static void printable(char *out, size_t cap, const char *s)
  * arrives): answering first and closing would reset the connection under
  * a client still sending, which then never sees the 503 and cannot tell
  * whether its request ran. */
-static enum MHD_Result refuse(request *req, struct MHD_Connection *conn,
-                              const char *fmt, ...)
+static enum MHD_Result refuse(request *req, struct MHD_Connection *conn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static enum MHD_Result refuse(request *req, struct MHD_Connection *conn,
-                              const char *fmt, ...)
+static enum MHD_Result refuse(request *req, struct MHD_Connection *conn, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -337,8 +323,8 @@ static enum MHD_Result refuse(request *req, struct MHD_Connection *conn,
 /* The checks that need only the headers, in the order of daemon.h.
  * Answering before the body is read makes MHD skip it (and we close the
  * connection, see send_reply). */
-static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
-                             const char *url, const char *method)
+static enum MHD_Result admit(request *req, struct MHD_Connection *conn, const char *url,
+                             const char *method)
 {
     server_ctx *srv = req->srv;
     const route *r = req->route;
@@ -349,12 +335,10 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
      * key followed by a NUL and more is not the key, whatever
      * libmicrohttpd's cut value says. */
     bool nul_in_key = req->nul_header != NULL &&
-                      strcasecmp(req->nul_header,
-                                 MHD_HTTP_HEADER_AUTHORIZATION) == 0;
+                      strcasecmp(req->nul_header, MHD_HTTP_HEADER_AUTHORIZATION) == 0;
     if (srv->cfg.api_key != NULL && (r == NULL || r->needs_auth) &&
         (nul_in_key ||
-         !auth_bearer_ok(header(conn, MHD_HTTP_HEADER_AUTHORIZATION),
-                         srv->cfg.api_key)))
+         !auth_bearer_ok(header(conn, MHD_HTTP_HEADER_AUTHORIZATION), srv->cfg.api_key)))
         return send_error(req, conn, API_E_UNAUTHORIZED,
                           "missing or wrong API key: send the header "
                           "'Authorization: Bearer <key>'");
@@ -363,9 +347,8 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
     if (req->framing != FRAMING_OK) {
         req->close_after = true;
         return send_error(req, conn,
-                          req->framing == FRAMING_UNKNOWN_CODING
-                              ? API_E_NOT_IMPLEMENTED
-                              : API_E_INVALID_REQUEST,
+                          req->framing == FRAMING_UNKNOWN_CODING ? API_E_NOT_IMPLEMENTED
+                                                                 : API_E_INVALID_REQUEST,
                           "%s", framing_message(req->framing));
     }
     if (req->nul_header != NULL) {
@@ -378,13 +361,12 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
     if (r == NULL) {
         char path[160];
         printable(path, sizeof path, url);
-        return send_error(req, conn, API_E_NOT_FOUND,
-                          "no route for %s (see /openapi.json)", path);
+        return send_error(req, conn, API_E_NOT_FOUND, "no route for %s (see /openapi.json)", path);
     }
     if (!route_allows(r, method))
         return send_error(req, conn, API_E_METHOD_NOT_ALLOWED,
-                          "method %s is not allowed on %s (allowed: %s)",
-                          req->method, r->path, route_allow_header(r));
+                          "method %s is not allowed on %s (allowed: %s)", req->method, r->path,
+                          route_allow_header(r));
 
     long long declared = declared_length(conn);
     if (declared >= 0 && (unsigned long long)declared > srv->cfg.max_body_bytes)
@@ -392,8 +374,7 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
                           "the request body of %lld bytes is over the limit "
                           "of %zu bytes",
                           declared, srv->cfg.max_body_bytes);
-    if (r->json_body &&
-        !is_json_media_type(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+    if (r->json_body && !is_json_media_type(header(conn, MHD_HTTP_HEADER_CONTENT_TYPE))) {
         const char *ct = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
         char type[120] = "(no Content-Type)";
         if (ct != NULL)
@@ -405,8 +386,7 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
      * closed; the open probes are still served on it, so that liveness
      * checks pass while clients crowd the server. */
     if (req->ce != NULL && req->ce->over_limit && r->needs_auth)
-        return refuse(req, conn,
-                      "too many connections (limit %u); retry shortly",
+        return refuse(req, conn, "too many connections (limit %u); retry shortly",
                       srv->cfg.max_connections);
 
     if (r->compute) {
@@ -438,8 +418,7 @@ static enum MHD_Result admit(request *req, struct MHD_Connection *conn,
         req->body_charged = (size_t)declared;
         req->body = malloc((size_t)declared);
         if (req->body == NULL)
-            return send_error(req, conn, API_E_UNAVAILABLE,
-                              "out of memory for a %lld-byte body",
+            return send_error(req, conn, API_E_UNAVAILABLE, "out of memory for a %lld-byte body",
                               declared);
         req->body_cap = (size_t)declared;
     }
@@ -543,15 +522,13 @@ static void compute_reply(request *req)
 {
     handler_reply *rep = &req->reply;
     memset(rep, 0, sizeof *rep);
-    req->route->handler(req->srv, req->body ? req->body : "", req->body_len,
-                        rep);
+    req->route->handler(req->srv, req->body ? req->body : "", req->body_len, rep);
     if (rep->api.status < 100 || rep->api.status > 599) {
         int bad = rep->api.status;
         api_response_free(&rep->api);
         memset(rep, 0, sizeof *rep);
         api_respond_errorf(&rep->api, API_E_INTERNAL, NULL,
-                           "the handler of %s set no valid status (%d)",
-                           req->route->path, bad);
+                           "the handler of %s set no valid status (%d)", req->route->path, bad);
     }
     drop_body(req);
 }
@@ -574,8 +551,7 @@ static void job_cancel(void *arg)
     request *req = arg;
     struct MHD_Connection *conn = req->conn;
     memset(&req->reply, 0, sizeof req->reply);
-    api_respond_errorf(&req->reply.api, API_E_UNAVAILABLE, NULL,
-                       "the server is shutting down");
+    api_respond_errorf(&req->reply.api, API_E_UNAVAILABLE, NULL, "the server is shutting down");
     atomic_store_explicit(&req->computed, true, memory_order_release);
     MHD_resume_connection(conn);
 }
@@ -589,8 +565,7 @@ static void compute_here(void *arg)
 /* The one place compute requests meet the gate: computed here when the
  * gate allows (compute_gate.h), else queued for a worker while the
  * connection is suspended. */
-static enum MHD_Result dispatch_compute(request *req,
-                                        struct MHD_Connection *conn)
+static enum MHD_Result dispatch_compute(request *req, struct MHD_Connection *conn)
 {
     compute_gate *gate = req->srv->gate;
     const work_job here = {compute_here, NULL, req};
@@ -629,9 +604,8 @@ static enum MHD_Result finish(request *req, struct MHD_Connection *conn)
     return send_reply(req, conn, &req->reply);
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
-                                 const char *url, const char *method,
-                                 const char *version, const char *upload_data,
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **req_cls)
 {
     server_ctx *srv = cls;
@@ -684,8 +658,8 @@ static int unanswered_status(enum MHD_RequestTerminationCode toe)
     }
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **req_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
     server_ctx *srv = cls;
     request *req = *req_cls;
@@ -697,11 +671,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 
     /* The status the client saw: ours when the response went out (or
      * when we closed the connection on purpose), else why it ended. */
-    bool delivered =
-        req->answered && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
-    int status = delivered || (!req->answered && req->status != 0)
-                     ? req->status
-                     : unanswered_status(toe);
+    bool delivered = req->answered && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
+    int status = delivered || (!req->answered && req->status != 0) ? req->status
+                                                                   : unanswered_status(toe);
     if (!req->answered && req->ce != NULL && atomic_load(&req->ce->timed_out))
         status = MHD_HTTP_REQUEST_TIMEOUT; /* the watchdog closed it */
     conn_guard_await_body(req->ce, false);
@@ -736,23 +708,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     api_response_free(&req->reply.api);
     drop_body(req);
     free(req);
-    atomic_fetch_sub_explicit(&srv->metrics.in_flight, 1,
-                              memory_order_release);
+    atomic_fetch_sub_explicit(&srv->metrics.in_flight, 1, memory_order_release);
 }
 
 /* Connections come and go: register them with the guard (deadlines and
  * the connection count). */
-static void on_connection(void *cls, struct MHD_Connection *conn,
-                          void **socket_context,
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
     server_ctx *srv = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context =
-            ci != NULL ? conn_guard_open(srv->guard, (int)ci->connect_fd)
-                       : NULL;
+        *socket_context = ci != NULL ? conn_guard_open(srv->guard, (int)ci->connect_fd) : NULL;
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         conn_guard_close(srv->guard, *socket_context);
         *socket_context = NULL;
@@ -781,13 +749,12 @@ int daemon_start(server_ctx *srv)
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     int gai = getaddrinfo(cfg->host, port, &hints, &ai);
     if (gai != 0) {
-        log_msg(cfg->log_format, "error", "--host %s: %s", cfg->host,
-                gai_strerror(gai));
+        log_msg(cfg->log_format, "error", "--host %s: %s", cfg->host, gai_strerror(gai));
         return DAEMON_EXIT_USAGE;
     }
 
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     unsigned backlog = cfg->max_connections < 128 ? 128 : cfg->max_connections;
@@ -802,8 +769,8 @@ int daemon_start(server_ctx *srv)
     for (int i = 0; i < ROUTE_COUNT; i++)
         srv->route_labels[i] = route_label(i);
     metrics_init(&srv->metrics, srv->route_labels, ROUTE_COUNT);
-    srv->guard = conn_guard_new(cfg->max_connections, cfg->request_timeout_s,
-                                cfg->log_format, &srv->metrics.in_flight);
+    srv->guard = conn_guard_new(cfg->max_connections, cfg->request_timeout_s, cfg->log_format,
+                                &srv->metrics.in_flight);
     const compute_gate_config gc = {
         .max_inflight = cfg->max_inflight,
         .workers = cfg->workers,
@@ -822,22 +789,19 @@ int daemon_start(server_ctx *srv)
                          ? UINT_MAX
                          : cfg->max_connections + CONNECTION_OVERFLOW;
 
-    srv->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, srv,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
-        MHD_OPTION_CONNECTION_LIMIT, limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-        MHD_OPTION_END);
+    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER,
+                                   on_mhd_log, srv, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                   MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
+                                   MHD_OPTION_CONNECTION_LIMIT, limit,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory,
+                                   MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
+                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                   MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                                   MHD_OPTION_END);
     freeaddrinfo(ai);
     if (srv->daemon == NULL) {
-        log_msg(cfg->log_format, "error", "cannot listen on %s port %u",
-                cfg->host, cfg->port);
+        log_msg(cfg->log_format, "error", "cannot listen on %s port %u", cfg->host, cfg->port);
         compute_gate_free(srv->gate);
         srv->gate = NULL;
         conn_guard_free(srv->guard);
@@ -845,17 +809,16 @@ int daemon_start(server_ctx *srv)
         return DAEMON_EXIT_FAILURE;
     }
 
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     unsigned bound = info != NULL ? info->port : cfg->port;
     bool v6 = strchr(cfg->host, ':') != NULL;
     log_msg(cfg->log_format, "info",
             "listening on %s%s%s:%u with %u HTTP threads, %u workers, max %u "
             "connections",
-            v6 ? "[" : "", cfg->host, v6 ? "]" : "", bound, cfg->threads,
-            cfg->workers, cfg->max_connections);
-    printf("posenc listening on http://%s%s%s:%u\n", v6 ? "[" : "",
-           cfg->host, v6 ? "]" : "", bound);
+            v6 ? "[" : "", cfg->host, v6 ? "]" : "", bound, cfg->threads, cfg->workers,
+            cfg->max_connections);
+    printf("posenc listening on http://%s%s%s:%u\n", v6 ? "[" : "", cfg->host, v6 ? "]" : "",
+           bound);
     fflush(stdout);
     return 0;
 }

@@ -28,8 +28,7 @@ static const char *trimmed(const char *s, size_t *len)
 
 /* Counts the codings of one Transfer-Encoding value (a comma-separated
  * list): *chunked those that are "chunked", *others the rest. */
-static void count_codings(const char *value, unsigned *chunked,
-                          unsigned *others)
+static void count_codings(const char *value, unsigned *chunked, unsigned *others)
 {
     const char *p = value;
     for (;;) {
@@ -60,8 +59,7 @@ framing_verdict framing_check(const framing_header *h, size_t n)
         if (strcasecmp(h[i].name, "Content-Length") == 0) {
             size_t len;
             const char *v = trimmed(h[i].value, &len);
-            if (length != NULL &&
-                (len != length_len || memcmp(v, length, len) != 0))
+            if (length != NULL && (len != length_len || memcmp(v, length, len) != 0))
                 lengths_differ = true;
             length = v;
             length_len = len;

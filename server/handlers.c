@@ -13,8 +13,8 @@
 
 #define JSON_TYPE "application/json"
 
-static void set_static(handler_reply *out, int status, const char *type,
-                       const char *body, size_t len)
+static void set_static(handler_reply *out, int status, const char *type, const char *body,
+                       size_t len)
 {
     out->api.status = status;
     out->api.content_type = type;
@@ -22,14 +22,12 @@ static void set_static(handler_reply *out, int status, const char *type,
     out->static_len = len;
 }
 
-void handle_encode(server_ctx *srv, const char *body, size_t len,
-                          handler_reply *out)
+void handle_encode(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     api_encode(srv->svc, &srv->api_budget, body, len, &out->api);
 }
 
-void handle_apply(server_ctx *srv, const char *body, size_t len,
-                         handler_reply *out)
+void handle_apply(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     api_apply(srv->svc, &srv->api_budget, body, len, &out->api);
 }
@@ -40,8 +38,7 @@ void handle_diagnose(server_ctx *srv, const char *body, size_t len, handler_repl
 }
 
 /* Liveness: answering at all is the whole check. */
-void handle_healthz(server_ctx *srv, const char *body, size_t len,
-                           handler_reply *out)
+void handle_healthz(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     static const char ok[] = "{\"status\":\"ok\"}";
     (void)srv, (void)body, (void)len;
@@ -50,21 +47,18 @@ void handle_healthz(server_ctx *srv, const char *body, size_t len,
 
 /* Readiness: the built-in model is ready once the daemon listens; a
  * draining server asks load balancers to go elsewhere. */
-void handle_readyz(server_ctx *srv, const char *body, size_t len,
-                          handler_reply *out)
+void handle_readyz(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     static const char ready[] = "{\"status\":\"ready\"}";
     (void)body, (void)len;
     if (atomic_load(&srv->draining)) {
-        api_respond_errorf(&out->api, API_E_UNAVAILABLE, NULL,
-                           "the server is shutting down");
+        api_respond_errorf(&out->api, API_E_UNAVAILABLE, NULL, "the server is shutting down");
         return;
     }
     set_static(out, 200, JSON_TYPE, ready, sizeof ready - 1);
 }
 
-void handle_info(server_ctx *srv, const char *body, size_t len,
-                        handler_reply *out)
+void handle_info(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     (void)body, (void)len;
     api_server_facts facts = srv->facts;
@@ -72,8 +66,7 @@ void handle_info(server_ctx *srv, const char *body, size_t len,
     api_info(srv->svc, &facts, &out->api);
 }
 
-void handle_metrics(server_ctx *srv, const char *body, size_t len,
-                           handler_reply *out)
+void handle_metrics(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     (void)body, (void)len;
     size_t n = 0;
@@ -97,8 +90,7 @@ void handle_metrics(server_ctx *srv, const char *body, size_t len,
     }
     char *text = metrics_render(&srv->metrics, &g, &n);
     if (text == NULL) {
-        api_respond_errorf(&out->api, API_E_INTERNAL, NULL,
-                           "out of memory rendering metrics");
+        api_respond_errorf(&out->api, API_E_INTERNAL, NULL, "out of memory rendering metrics");
         return;
     }
     out->api.status = 200;
@@ -107,8 +99,7 @@ void handle_metrics(server_ctx *srv, const char *body, size_t len,
     out->api.content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-void handle_openapi_yaml(server_ctx *srv, const char *body,
-                                size_t len, handler_reply *out)
+void handle_openapi_yaml(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     (void)srv, (void)body, (void)len;
     size_t n = 0;
@@ -116,8 +107,7 @@ void handle_openapi_yaml(server_ctx *srv, const char *body,
     set_static(out, 200, "application/yaml", text, n);
 }
 
-void handle_openapi_json(server_ctx *srv, const char *body,
-                                size_t len, handler_reply *out)
+void handle_openapi_json(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     (void)srv, (void)body, (void)len;
     size_t n = 0;
@@ -130,10 +120,8 @@ void handle_openapi_json(server_ctx *srv, const char *body,
 extern const char web_index_html_text[];
 extern const size_t web_index_html_text_len;
 
-void handle_page(server_ctx *srv, const char *body, size_t len,
-                        handler_reply *out)
+void handle_page(server_ctx *srv, const char *body, size_t len, handler_reply *out)
 {
     (void)srv, (void)body, (void)len;
-    set_static(out, 200, "text/html; charset=utf-8", web_index_html_text,
-               web_index_html_text_len);
+    set_static(out, 200, "text/html; charset=utf-8", web_index_html_text, web_index_html_text_len);
 }

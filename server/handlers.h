@@ -27,8 +27,7 @@ typedef struct handler_reply {
 
 /* A handler gets the whole request body (len bytes, not NUL-terminated;
  * empty for GET) and fills *out. It runs on an HTTP or a worker thread. */
-typedef void handler_fn(server_ctx *srv, const char *body, size_t len,
-                        handler_reply *out);
+typedef void handler_fn(server_ctx *srv, const char *body, size_t len, handler_reply *out);
 
 handler_fn handle_encode;       /* POST /encode */
 handler_fn handle_apply;        /* POST /apply */

@@ -26,13 +26,11 @@ api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes)
     size_t held = atomic_load_explicit(&b->reserved, memory_order_relaxed);
     do {
         if (bytes > b->total - held) {
-            atomic_fetch_add_explicit(&b->refused_busy, 1,
-                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&b->refused_busy, 1, memory_order_relaxed);
             return API_BUDGET_BUSY;
         }
-    } while (!atomic_compare_exchange_weak_explicit(
-        &b->reserved, &held, held + bytes, memory_order_acq_rel,
-        memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&b->reserved, &held, held + bytes,
+                                                    memory_order_acq_rel, memory_order_relaxed));
     return API_BUDGET_GRANTED;
 }
 
@@ -58,8 +56,7 @@ static void api_release(void *owner, size_t bytes)
 
 api_budget mem_budget_api(mem_budget *b)
 {
-    return (api_budget){.owner = b, .reserve = api_reserve,
-                        .release = api_release};
+    return (api_budget){.owner = b, .reserve = api_reserve, .release = api_release};
 }
 
 /* cgroup v2's memory.max: a byte count, or "max" (no limit: 0 here). */

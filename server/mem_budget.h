@@ -22,8 +22,8 @@
 #include "api.h"
 
 typedef struct mem_budget {
-    size_t total;               /* frozen at start-up */
-    atomic_size_t reserved;     /* bytes held now */
+    size_t total;                       /* frozen at start-up */
+    atomic_size_t reserved;             /* bytes held now */
     atomic_uint_fast64_t refused_busy;  /* reservations answered BUSY */
     atomic_uint_fast64_t refused_never; /* reservations answered NEVER */
 } mem_budget;

@@ -16,14 +16,15 @@
 #include "api.h"
 
 /* Upper bounds in seconds, and the same bounds as written in `le`. */
-static const uint64_t BUCKET_NS[METRICS_N_BUCKETS] = {
-    500000ULL,     1000000ULL,    2500000ULL,    5000000ULL,
-    10000000ULL,   25000000ULL,   50000000ULL,   100000000ULL,
-    250000000ULL,  500000000ULL,  1000000000ULL, 2500000000ULL,
-    5000000000ULL, 7500000000ULL, 10000000000ULL};
-static const char *const BUCKET_LE[METRICS_N_BUCKETS] = {
-    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
-    "0.25",   "0.5",   "1",      "2.5",   "5",    "7.5",   "10"};
+static const uint64_t BUCKET_NS[METRICS_N_BUCKETS] = {500000ULL,     1000000ULL,    2500000ULL,
+                                                      5000000ULL,    10000000ULL,   25000000ULL,
+                                                      50000000ULL,   100000000ULL,  250000000ULL,
+                                                      500000000ULL,  1000000000ULL, 2500000000ULL,
+                                                      5000000000ULL, 7500000000ULL, 10000000000ULL};
+static const char *const BUCKET_LE[METRICS_N_BUCKETS] = {"0.0005", "0.001", "0.0025", "0.005",
+                                                         "0.01",   "0.025", "0.05",   "0.1",
+                                                         "0.25",   "0.5",   "1",      "2.5",
+                                                         "5",      "7.5",   "10"};
 
 /* Every error code api_error.h can produce, in table order. */
 #define METRICS_CODE_STRING(name, status, code) code,
@@ -34,8 +35,7 @@ static const char *const CODES[] = {API_ERROR_LIST(METRICS_CODE_STRING)};
 _Static_assert(sizeof CODES / sizeof CODES[0] <= METRICS_N_CODES,
                "raise METRICS_N_CODES to hold every api_error code");
 
-void metrics_init(metrics *m, const char *const *route_labels,
-                  size_t n_routes)
+void metrics_init(metrics *m, const char *const *route_labels, size_t n_routes)
 {
     /* All-zero bits are a valid zero for lock-free atomic integers. */
     memset(m, 0, sizeof *m);
@@ -46,8 +46,7 @@ void metrics_init(metrics *m, const char *const *route_labels,
 /* The counters' slot of a route index: itself, or the last for "other". */
 static size_t route_slot(const metrics *m, int index)
 {
-    return (index >= 0 && (size_t)index < m->n_routes) ? (size_t)index
-                                                       : METRICS_MAX_ROUTES;
+    return (index >= 0 && (size_t)index < m->n_routes) ? (size_t)index : METRICS_MAX_ROUTES;
 }
 
 static const char *slot_label(const metrics *m, size_t slot)
@@ -83,8 +82,7 @@ void metrics_record(metrics *m, const metrics_sample *s)
     atomic_fetch_add_explicit(&m->latency[r][b], 1, rl);
     atomic_fetch_add_explicit(&m->latency_sum_ns[r], s->duration_ns, rl);
     if (s->error_code != NULL)
-        atomic_fetch_add_explicit(&m->errors[code_slot(s->error_code)], 1,
-                                  rl);
+        atomic_fetch_add_explicit(&m->errors[code_slot(s->error_code)], 1, rl);
     atomic_fetch_add_explicit(&m->request_bytes, s->bytes_in, rl);
     atomic_fetch_add_explicit(&m->response_bytes, s->bytes_out, rl);
     atomic_fetch_add_explicit(&m->tokens, s->tokens, rl);
@@ -130,8 +128,7 @@ static void render_latency(FILE *f, metrics *m)
             fprintf(f,
                     "posenc_request_duration_seconds_bucket{route=\"%s\","
                     "le=\"%s\"} %llu\n",
-                    label, b < METRICS_N_BUCKETS ? BUCKET_LE[b] : "+Inf",
-                    cum);
+                    label, b < METRICS_N_BUCKETS ? BUCKET_LE[b] : "+Inf", cum);
         }
         fprintf(f,
                 "posenc_request_duration_seconds_sum{route=\"%s\"} %.9f\n"
@@ -148,8 +145,7 @@ static void render_errors(FILE *f, metrics *m)
     for (size_t i = 0; i < N_CODES; i++) {
         if (code_slot(CODES[i]) != i)
             continue; /* a code shared by two rows: counted in the first */
-        fprintf(f, "posenc_errors_total{code=\"%s\"} %llu\n", CODES[i],
-                load(&m->errors[i]));
+        fprintf(f, "posenc_errors_total{code=\"%s\"} %llu\n", CODES[i], load(&m->errors[i]));
     }
     unsigned long long other = load(&m->errors[METRICS_N_CODES]);
     if (other != 0)
@@ -192,8 +188,7 @@ static void render_gauges(FILE *f, const metrics_gauges *g)
             "posenc_memory_reserved_bytes %llu\n",
             g->queued, g->computing, g->workers, g->connections,
             (unsigned long long)g->connections_timed_out,
-            (unsigned long long)g->connections_over_limit,
-            (unsigned long long)g->memory_budget,
+            (unsigned long long)g->connections_over_limit, (unsigned long long)g->memory_budget,
             (unsigned long long)g->memory_reserved);
 }
 
@@ -231,8 +226,7 @@ char *metrics_render(metrics *m, const metrics_gauges *g, size_t *len)
             "tokens).\n"
             "# TYPE posenc_tokens_total counter\n"
             "posenc_tokens_total %llu\n",
-            load(&m->request_bytes), load(&m->response_bytes),
-            load(&m->tokens));
+            load(&m->request_bytes), load(&m->response_bytes), load(&m->tokens));
     render_errors(f, m);
     if (g != NULL)
         render_gauges(f, g);

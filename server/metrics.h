@@ -15,11 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define METRICS_N_BUCKETS 15 /* finite upper bounds, +Inf is implicit */
-#define METRICS_MAX_ROUTES 16                   /* labels metrics_init takes */
+#define METRICS_N_BUCKETS 15                      /* finite upper bounds, +Inf is implicit */
+#define METRICS_MAX_ROUTES 16                     /* labels metrics_init takes */
 #define METRICS_N_ROUTES (METRICS_MAX_ROUTES + 1) /* the last one is "other" */
-#define METRICS_N_STATUS 500                /* statuses 100..599 */
-#define METRICS_N_CODES 16                  /* distinct error codes */
+#define METRICS_N_STATUS 500                      /* statuses 100..599 */
+#define METRICS_N_CODES 16                        /* distinct error codes */
 
 typedef struct metrics {
     const char *const *route_labels; /* borrowed, n_routes of them */
@@ -38,8 +38,8 @@ typedef struct metrics {
 
 /* What one finished request contributes. */
 typedef struct metrics_sample {
-    int route;              /* route index, or -1 for "other" */
-    int status;             /* HTTP status sent (or logged) */
+    int route;  /* route index, or -1 for "other" */
+    int status; /* HTTP status sent (or logged) */
     uint64_t duration_ns;
     uint64_t bytes_in;
     uint64_t bytes_out;
@@ -50,20 +50,19 @@ typedef struct metrics_sample {
 /* Values kept elsewhere (the worker pool, the connection guard), read
  * when /metrics is rendered. */
 typedef struct metrics_gauges {
-    unsigned queued;               /* compute jobs waiting for a worker */
-    unsigned computing;            /* compute jobs running */
-    unsigned workers;              /* --workers */
-    unsigned connections;          /* open connections */
-    uint64_t connections_timed_out; /* closed by --request-timeout */
+    unsigned queued;                 /* compute jobs waiting for a worker */
+    unsigned computing;              /* compute jobs running */
+    unsigned workers;                /* --workers */
+    unsigned connections;            /* open connections */
+    uint64_t connections_timed_out;  /* closed by --request-timeout */
     uint64_t connections_over_limit; /* accepted past --max-connections */
-    uint64_t memory_budget;        /* --max-memory */
-    uint64_t memory_reserved;      /* of it, reserved now */
+    uint64_t memory_budget;          /* --max-memory */
+    uint64_t memory_reserved;        /* of it, reserved now */
 } metrics_gauges;
 
 /* Zero every counter; route i is labelled route_labels[i] (borrowed: the
  * strings must outlive m), i < n_routes <= METRICS_MAX_ROUTES. */
-void metrics_init(metrics *m, const char *const *route_labels,
-                  size_t n_routes);
+void metrics_init(metrics *m, const char *const *route_labels, size_t n_routes);
 
 /* Count one finished request. Thread-safe. */
 void metrics_record(metrics *m, const metrics_sample *s);

@@ -48,8 +48,7 @@ api_service *models_load(const server_config *cfg)
         goto out;
     }
     if (n > 0)
-        log_msg(cfg->log_format, "info",
-                "loaded %u model%s in %.2f s (see GET /info)", n,
+        log_msg(cfg->log_format, "info", "loaded %u model%s in %.2f s (see GET /info)", n,
                 n == 1 ? "" : "s", mono_seconds_since(t0));
 out:
     for (unsigned i = 0; i < 2 * n; i++)

@@ -31,8 +31,7 @@ static int connect_to(const char *host, const char *port)
     int fd = -1;
     int err = 0;
     for (struct addrinfo *ai = list; ai != NULL && fd < 0; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-                    ai->ai_protocol);
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) {
             err = errno;
             continue;
@@ -48,8 +47,8 @@ static int connect_to(const char *host, const char *port)
     }
     freeaddrinfo(list);
     if (fd < 0)
-        fprintf(stderr, "posenc: check: cannot connect to %s port %s: %s\n",
-                host, port, strerror(err));
+        fprintf(stderr, "posenc: check: cannot connect to %s port %s: %s\n", host, port,
+                strerror(err));
     return fd;
 }
 
@@ -77,8 +76,7 @@ int probe_healthz(const server_config *cfg)
                      "GET /healthz HTTP/1.1\r\nHost: %s%s%s:%s\r\n"
                      "Connection: close\r\n\r\n",
                      v6 ? "[" : "", host, v6 ? "]" : "", port);
-    if (n < 0 || (size_t)n >= sizeof req ||
-        send(fd, req, (size_t)n, MSG_NOSIGNAL) != (ssize_t)n) {
+    if (n < 0 || (size_t)n >= sizeof req || send(fd, req, (size_t)n, MSG_NOSIGNAL) != (ssize_t)n) {
         fprintf(stderr, "posenc: check: cannot send the request\n");
         close(fd);
         return 1;
@@ -97,13 +95,11 @@ int probe_healthz(const server_config *cfg)
     }
     close(fd);
     buf[got] = '\0';
-    if (got >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 &&
-        strncmp(buf + 8, " 200", 4) == 0)
+    if (got >= 12 && strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 8, " 200", 4) == 0)
         return 0;
     char *eol = strpbrk(buf, "\r\n");
     if (eol != NULL)
         *eol = '\0';
-    fprintf(stderr, "posenc: check: unhealthy: '%s'\n",
-            got ? buf : "(no answer)");
+    fprintf(stderr, "posenc: check: unhealthy: '%s'\n", got ? buf : "(no answer)");
     return 1;
 }

@@ -48,6 +48,5 @@ uint64_t request_id_seed(void)
         return seed;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return mix64((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
-           (uint64_t)getpid();
+    return mix64((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^ (uint64_t)getpid();
 }

@@ -52,6 +52,5 @@ int route_index(const route *r)
 
 const char *route_label(int index)
 {
-    return (index >= 0 && index < ROUTE_COUNT) ? ROUTES[index].path
-                                               : "other";
+    return (index >= 0 && index < ROUTE_COUNT) ? ROUTES[index].path : "other";
 }

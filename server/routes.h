@@ -17,12 +17,12 @@
 #include "handlers.h"
 
 typedef struct route {
-    const char *method;     /* "GET" or "POST" */
-    const char *path;       /* exact path, also the metrics label */
+    const char *method; /* "GET" or "POST" */
+    const char *path;   /* exact path, also the metrics label */
     handler_fn *handler;
-    bool needs_auth;        /* Bearer key required when one is configured */
-    bool json_body;         /* body is read and must be application/json */
-    bool compute;           /* counts against --max-inflight; refused with
+    bool needs_auth; /* Bearer key required when one is configured */
+    bool json_body;  /* body is read and must be application/json */
+    bool compute;    /* counts against --max-inflight; refused with
                                503 while draining */
 } route;
 

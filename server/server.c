@@ -39,13 +39,11 @@
 
 static void describe_build(server_ctx *srv, const char *http_library)
 {
-    snprintf(srv->build, sizeof srv->build,
-             "%s, %s, OpenMP %d%s, libmicrohttpd %s", COMPILER, OPTIMIZED,
-             _OPENMP, SANITIZERS, http_library);
+    snprintf(srv->build, sizeof srv->build, "%s, %s, OpenMP %d%s, libmicrohttpd %s", COMPILER,
+             OPTIMIZED, _OPENMP, SANITIZERS, http_library);
 }
 
-server_ctx *server_new(const server_config *cfg, api_service *svc,
-                       const char *http_library)
+server_ctx *server_new(const server_config *cfg, api_service *svc, const char *http_library)
 {
     server_ctx *srv = calloc(1, sizeof *srv);
     if (srv == NULL) {
@@ -68,9 +66,7 @@ server_ctx *server_new(const server_config *cfg, api_service *svc,
         .version = POSENC_VERSION,
         .build = srv->build,
         .http_threads = cfg->threads,
-        .omp_threads = cfg->omp_threads > 0
-                           ? cfg->omp_threads
-                           : (unsigned)omp_get_max_threads(),
+        .omp_threads = cfg->omp_threads > 0 ? cfg->omp_threads : (unsigned)omp_get_max_threads(),
         .max_body_bytes = cfg->max_body_bytes,
         .max_connections = cfg->max_connections,
         .api_key_required = cfg->api_key != NULL,
@@ -89,11 +85,10 @@ server_ctx *server_new(const server_config *cfg, api_service *svc,
             "max_memory=%zu "
             "connection_memory=%zu timeout=%us request_timeout=%us "
             "drain_timeout=%us api_key=%s",
-            POSENC_VERSION, srv->build, cfg->workers, srv->facts.omp_threads,
-            cfg->max_body_bytes, cfg->max_tokens, cfg->max_batch, cfg->max_dim,
-            cfg->max_heads, cfg->max_output_elements, cfg->max_json_depth,
-            cfg->max_inflight, srv->cfg.max_memory, cfg->connection_memory, cfg->timeout_s,
-            cfg->request_timeout_s, cfg->drain_timeout_s,
+            POSENC_VERSION, srv->build, cfg->workers, srv->facts.omp_threads, cfg->max_body_bytes,
+            cfg->max_tokens, cfg->max_batch, cfg->max_dim, cfg->max_heads, cfg->max_output_elements,
+            cfg->max_json_depth, cfg->max_inflight, srv->cfg.max_memory, cfg->connection_memory,
+            cfg->timeout_s, cfg->request_timeout_s, cfg->drain_timeout_s,
             cfg->api_key ? "required" : "none");
     return srv;
 }

@@ -24,28 +24,27 @@ struct compute_gate;
 struct conn_guard;
 
 typedef struct server_ctx {
-    server_config cfg;          /* frozen after startup */
-    api_service *svc;           /* immutable, shared by all workers */
-    api_server_facts facts;     /* for GET /info; strings point below */
+    server_config cfg;      /* frozen after startup */
+    api_service *svc;       /* immutable, shared by all workers */
+    api_server_facts facts; /* for GET /info; strings point below */
     char build[192];
-    struct MHD_Daemon *daemon;  /* NULL until started */
-    struct compute_gate *gate;  /* admission and workers, with the daemon */
-    struct conn_guard *guard;   /* connections and deadlines, with the daemon */
-    mem_budget budget;          /* --max-memory */
-    api_budget api_budget;      /* hooks on budget for api_encode/api_apply */
-    metrics metrics;            /* labelled by daemon_start */
+    struct MHD_Daemon *daemon;                    /* NULL until started */
+    struct compute_gate *gate;                    /* admission and workers, with the daemon */
+    struct conn_guard *guard;                     /* connections and deadlines, with the daemon */
+    mem_budget budget;                            /* --max-memory */
+    api_budget api_budget;                        /* hooks on budget for api_encode/api_apply */
+    metrics metrics;                              /* labelled by daemon_start */
     const char *route_labels[METRICS_MAX_ROUTES]; /* static strings */
-    atomic_bool draining;       /* set once on SIGTERM/SIGINT */
+    atomic_bool draining;                         /* set once on SIGTERM/SIGINT */
     atomic_uint_fast64_t next_request_id;
-    uint64_t request_id_seed;   /* random, fixed at startup */
+    uint64_t request_id_seed; /* random, fixed at startup */
 } server_ctx;
 
 /* New context for *cfg (copied) serving svc (built by models_load; the
  * context owns it from here on, even on failure) and the facts;
  * http_library names the HTTP library for /info (static). Returns NULL
  * after logging why. Free with server_free. */
-server_ctx *server_new(const server_config *cfg, api_service *svc,
-                       const char *http_library);
+server_ctx *server_new(const server_config *cfg, api_service *svc, const char *http_library);
 
 /* Frees the context and the API service; accepts NULL. The daemon must
  * have been stopped. */

@@ -37,8 +37,8 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
     }
 
     const int64_t t0 = mono_now_ns();
-    log_msg(fmt, "info", "%s: draining (up to %u s)",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT", srv->cfg.drain_timeout_s);
+    log_msg(fmt, "info", "%s: draining (up to %u s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+            srv->cfg.drain_timeout_s);
     atomic_store(&srv->draining, true);
     int listen_fd = daemon_quiesce(srv);
 
@@ -47,25 +47,19 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
      * count and are closed by daemon_stop. */
     const struct timespec poll = {0, DRAIN_POLL_NS};
     unsigned left;
-    while ((left = atomic_load_explicit(&srv->metrics.in_flight,
-                                        memory_order_acquire)) > 0) {
+    while ((left = atomic_load_explicit(&srv->metrics.in_flight, memory_order_acquire)) > 0) {
         if (mono_seconds_since(t0) >= (double)srv->cfg.drain_timeout_s) {
-            log_msg(fmt, "warn",
-                    "drain timeout: stopping with %u requests in flight",
-                    left);
+            log_msg(fmt, "warn", "drain timeout: stopping with %u requests in flight", left);
             break;
         }
         int again = sigtimedwait(set, NULL, &poll);
         if (again > 0) {
-            log_msg(fmt, "warn",
-                    "second signal: stopping with %u requests in flight",
-                    left);
+            log_msg(fmt, "warn", "second signal: stopping with %u requests in flight", left);
             break;
         }
         if (again < 0 && errno != EAGAIN && errno != EINTR)
             break;
     }
     daemon_stop(srv, listen_fd);
-    log_msg(fmt, "info", "stopped after %.3f s of draining",
-            mono_seconds_since(t0));
+    log_msg(fmt, "info", "stopped after %.3f s of draining", mono_seconds_since(t0));
 }

@@ -15,22 +15,22 @@
 
 typedef struct worker {
     struct work_pool *pool;
-    pthread_cond_t wake;   /* a job for this worker, or the pool stops */
+    pthread_cond_t wake; /* a job for this worker, or the pool stops */
     work_job job;
-    bool has_job;          /* job is set and holds a permit */
+    bool has_job; /* job is set and holds a permit */
     unsigned index;
     pthread_t thread;
 } worker;
 
 struct work_pool {
-    pthread_mutex_t lock;  /* everything below and every worker's slot */
-    work_job *ring;        /* capacity slots */
+    pthread_mutex_t lock; /* everything below and every worker's slot */
+    work_job *ring;       /* capacity slots */
     unsigned capacity, head, count;
-    unsigned running;      /* permits in use: jobs being run + claims */
+    unsigned running; /* permits in use: jobs being run + claims */
     bool stopping;
-    bool stopped;          /* threads joined */
-    worker *workers;       /* n_threads */
-    unsigned n_threads;    /* started */
+    bool stopped;       /* threads joined */
+    worker *workers;    /* n_threads */
+    unsigned n_threads; /* started */
     void (*thread_init)(unsigned, const void *);
     const void *init_arg;
 };
@@ -78,16 +78,15 @@ static void *worker_main(void *arg)
 }
 
 work_pool *work_pool_new(unsigned n_threads, unsigned capacity,
-                         void (*thread_init)(unsigned, const void *),
-                         const void *init_arg)
+                         void (*thread_init)(unsigned, const void *), const void *init_arg)
 {
     work_pool *p = calloc(1, sizeof *p);
     if (p == NULL)
         return NULL;
     unsigned n = n_threads > 0 ? n_threads : 1;
     p->capacity = capacity > 0 ? capacity : 1;
-    p->ring = calloc(p->capacity, sizeof *p->ring);   /* owned */
-    p->workers = calloc(n, sizeof *p->workers);       /* owned */
+    p->ring = calloc(p->capacity, sizeof *p->ring); /* owned */
+    p->workers = calloc(n, sizeof *p->workers);     /* owned */
     p->thread_init = thread_init;
     p->init_arg = init_arg;
     if (p->ring == NULL || p->workers == NULL) {
@@ -104,8 +103,7 @@ work_pool *work_pool_new(unsigned n_threads, unsigned capacity,
         pthread_cond_init(&w->wake, NULL);
     }
     for (unsigned i = 0; i < n; i++) {
-        if (pthread_create(&p->workers[i].thread, NULL, worker_main,
-                           &p->workers[i]) != 0) {
+        if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
             work_pool_free(p);
             return NULL;
         }

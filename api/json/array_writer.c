@@ -70,8 +70,8 @@ int array_check_finite(const array_view *a, const char *name, json_error *err)
                 for (size_t k = 0; k < a->ndim && used < sizeof at; k++)
                     used += (size_t)snprintf(at + used, sizeof at - used, "[%zu]", idx[k]);
                 return json_fail(err, JSON_E_NON_FINITE, NULL,
-                                "result %s is not a finite float32 (the computation overflows)",
-                                at);
+                                 "result %s is not a finite float32 (the computation overflows)",
+                                 at);
             }
     }
     return 0;
@@ -98,8 +98,7 @@ static void write_row(strbuf *sb, const float *row, size_t cols)
  * row r opens one '[' for every enclosing array it starts and closes one
  * for every enclosing array it ends, so any range of rows can be written
  * on its own. */
-static void write_rows_at(strbuf *sb, const array_view *a, size_t r0, size_t r1,
-                          const float *first)
+static void write_rows_at(strbuf *sb, const array_view *a, size_t r0, size_t r1, const float *first)
 {
     size_t lead = a->ndim - 1, cols = a->dim[lead], span[4];
 
@@ -179,8 +178,7 @@ void json_write_float_field(strbuf *sb, const char *name, double value)
 
 /* Rows [r0, r1) as base64 of their float32 bytes, at dst; row r0 is at
  * first. */
-static void encode_rows_at(char *dst, const array_view *a, size_t r0, size_t r1,
-                           const float *first)
+static void encode_rows_at(char *dst, const array_view *a, size_t r0, size_t r1, const float *first)
 {
     size_t cols = a->dim[a->ndim - 1];
     base64_writer w = {.out = dst};

@@ -64,5 +64,4 @@ void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, s
 void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1,
                          const float *first);
 
-
 #endif /* ARRAY_WRITER_H */

@@ -13,30 +13,127 @@
 #error "posenc reads and writes float32 as little-endian bytes in place"
 #endif
 
-static const char alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* Sextet of each byte; 0x80 marks bytes outside the alphabet. Built once
  * by a constant initializer so decoding needs no branch per character. */
 #define B64_BAD 0x80
 static const uint8_t sextets[256] = {
-#define B64_ROW16 B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, \
-                  B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD
-    B64_ROW16, B64_ROW16,
+#define B64_ROW16                                                                                  \
+    B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,      \
+        B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD
+    B64_ROW16,
+    B64_ROW16,
     /* ' ' .. '/' */
-    B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
-    B64_BAD, B64_BAD, B64_BAD, 62, B64_BAD, B64_BAD, B64_BAD, 63,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    62,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    63,
     /* '0' .. '?' */
-    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
+    52,
+    53,
+    54,
+    55,
+    56,
+    57,
+    58,
+    59,
+    60,
+    61,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
     /* '@' .. 'O' */
-    B64_BAD, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+    B64_BAD,
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    13,
+    14,
     /* 'P' .. '_' */
-    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
+    15,
+    16,
+    17,
+    18,
+    19,
+    20,
+    21,
+    22,
+    23,
+    24,
+    25,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
     /* '`' .. 'o' */
-    B64_BAD, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    B64_BAD,
+    26,
+    27,
+    28,
+    29,
+    30,
+    31,
+    32,
+    33,
+    34,
+    35,
+    36,
+    37,
+    38,
+    39,
+    40,
     /* 'p' .. DEL */
-    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, B64_BAD, B64_BAD, B64_BAD, B64_BAD, B64_BAD,
-    B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16, B64_ROW16,
+    41,
+    42,
+    43,
+    44,
+    45,
+    46,
+    47,
+    48,
+    49,
+    50,
+    51,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_BAD,
+    B64_ROW16,
+    B64_ROW16,
+    B64_ROW16,
+    B64_ROW16,
+    B64_ROW16,
+    B64_ROW16,
+    B64_ROW16,
+    B64_ROW16,
 #undef B64_ROW16
 };
 
@@ -123,7 +220,7 @@ uint8_t *base64_decode_with(const base64_kernels *kernels, const char *text, siz
     if (!all_valid) {
         free(out);
         *why = memchr(text, '=', len - 4 * (len > 0)) ? "misplaced padding"
-                                                       : "character outside the base64 alphabet";
+                                                      : "character outside the base64 alphabet";
         return NULL;
     }
     if (len > 0) { /* the last group, which may end in one or two '=' */
@@ -161,8 +258,7 @@ uint8_t *base64_decode(const char *text, size_t len, size_t *out_len, const char
 
 static void encode_group(char *dst, const uint8_t *src, size_t n)
 {
-    uint32_t triple = (uint32_t)src[0] << 16 |
-                      (uint32_t)(n > 1 ? src[1] : 0) << 8 |
+    uint32_t triple = (uint32_t)src[0] << 16 | (uint32_t)(n > 1 ? src[1] : 0) << 8 |
                       (uint32_t)(n > 2 ? src[2] : 0);
     dst[0] = alphabet[(triple >> 18) & 63];
     dst[1] = alphabet[(triple >> 12) & 63];
@@ -175,8 +271,7 @@ size_t base64_encoded_len(size_t n)
     return (n + 2) / 3 * 4;
 }
 
-void base64_write_with(const base64_kernels *kernels, base64_writer *w, const void *bytes,
-                       size_t n)
+void base64_write_with(const base64_kernels *kernels, base64_writer *w, const void *bytes, size_t n)
 {
     const uint8_t *src = bytes;
 

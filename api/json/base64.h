@@ -9,13 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 /* Decode `len` characters of base64 into a new buffer (caller frees with
  * free()). Returns NULL on invalid input (bad alphabet, bad or missing
  * padding, length not a multiple of 4) with a reason in *why, or on
  * allocation failure with *why = NULL. */
-uint8_t *base64_decode(const char *text, size_t len, size_t *out_len,
-                       const char **why);
+uint8_t *base64_decode(const char *text, size_t len, size_t *out_len, const char **why);
 
 /* Length of the base64 text of n bytes (with padding). */
 size_t base64_encoded_len(size_t n);

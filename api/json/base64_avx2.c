@@ -29,17 +29,17 @@ bool base64_avx2_supported(void)
  * differs from the rest of 0x2_ ('+'), hence the eq_2f adjustment. */
 static AVX2 inline bool chars_to_sextets(__m256i *chars)
 {
-    const __m256i lut_lo = _mm256_setr_epi8(
-        0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B,
-        0x1A, 0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B,
-        0x1B, 0x1A);
-    const __m256i lut_hi = _mm256_setr_epi8(
-        0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
-        0x10, 0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
-        0x10, 0x10);
-    const __m256i lut_roll = _mm256_setr_epi8(
-        0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
-        0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i lut_lo = _mm256_setr_epi8(0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                                            0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A, 0x15, 0x11,
+                                            0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13,
+                                            0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
+    const __m256i lut_hi = _mm256_setr_epi8(0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10,
+                                            0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+                                            0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10,
+                                            0x10, 0x10, 0x10, 0x10, 0x10);
+    const __m256i lut_roll = _mm256_setr_epi8(0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0,
+                                              0, 0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0,
+                                              0, 0);
     const __m256i mask_2f = _mm256_set1_epi8(0x2F);
     __m256i str = *chars;
     __m256i hi_nibbles = _mm256_and_si256(_mm256_srli_epi32(str, 4), mask_2f);
@@ -61,9 +61,10 @@ static AVX2 inline __m256i sextets_to_bytes(__m256i sextets)
 {
     __m256i pairs = _mm256_maddubs_epi16(sextets, _mm256_set1_epi32(0x01400140));
     __m256i groups = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00011000));
-    __m256i packed = _mm256_shuffle_epi8(
-        groups, _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
-                                 2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1));
+    __m256i packed = _mm256_shuffle_epi8(groups,
+                                         _mm256_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12,
+                                                          -1, -1, -1, -1, 2, 1, 0, 6, 5, 4, 10, 9,
+                                                          8, 14, 13, 12, -1, -1, -1, -1));
     return _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7));
 }
 
@@ -89,9 +90,9 @@ static AVX2 bool decode_groups_avx2(const unsigned char *in, size_t groups, uint
  * move the four 6-bit fields into the four bytes. */
 static AVX2 inline __m256i bytes_to_sextets(__m256i in)
 {
-    in = _mm256_shuffle_epi8(in, _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,
-                                                  1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11,
-                                                  10));
+    in = _mm256_shuffle_epi8(in,
+                             _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, 1,
+                                              0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10));
     __m256i t0 = _mm256_and_si256(in, _mm256_set1_epi32(0x0FC0FC00));
     __m256i t1 = _mm256_mulhi_epu16(t0, _mm256_set1_epi32(0x04000040));
     __m256i t2 = _mm256_and_si256(in, _mm256_set1_epi32(0x003F03F0));
@@ -104,8 +105,8 @@ static AVX2 inline __m256i bytes_to_sextets(__m256i in)
 static AVX2 inline __m256i sextets_to_chars(__m256i in)
 {
     const __m256i lut = _mm256_setr_epi8(65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16,
-                                         0, 0, 65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4,
-                                         -19, -16, 0, 0);
+                                         0, 0, 65, 71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19,
+                                         -16, 0, 0);
     __m256i index = _mm256_subs_epu8(in, _mm256_set1_epi8(51));
     index = _mm256_sub_epi8(index, _mm256_cmpgt_epi8(in, _mm256_set1_epi8(25)));
     return _mm256_add_epi8(in, _mm256_shuffle_epi8(lut, index));

@@ -39,7 +39,7 @@ uint8_t *base64_decode_with(const base64_kernels *kernels, const char *text, siz
 
 /* base64_write() with an explicit kernel set. */
 struct base64_writer;
-void base64_write_with(const base64_kernels *kernels, struct base64_writer *w,
-                       const void *bytes, size_t n);
+void base64_write_with(const base64_kernels *kernels, struct base64_writer *w, const void *bytes,
+                       size_t n);
 
 #endif /* BASE64_KERNELS_H */

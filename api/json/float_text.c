@@ -45,8 +45,8 @@ static void nine_digits(uint32_t n, char *out)
  * most nine): the bit length gives the count to within one. */
 static unsigned digit_count(uint32_t n)
 {
-    static const uint32_t powers[10] = {0u, 10u, 100u, 1000u, 10000u, 100000u,
-                                        1000000u, 10000000u, 100000000u, 1000000000u};
+    static const uint32_t powers[10] = {0u,      10u,      100u,      1000u,      10000u,
+                                        100000u, 1000000u, 10000000u, 100000000u, 1000000000u};
     unsigned guess = (unsigned)(32 - __builtin_clz(n | 1)) * 1233 >> 12; /* ~log10(2) */
     return guess + (n >= powers[guess]);
 }

@@ -198,8 +198,7 @@ static size_t clean_run(const char *text, size_t p, size_t len)
         /* signed compare: bytes >= 0x80 are negative, so below ' ' too */
         __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, quote),
                                                  _mm_cmpeq_epi8(b, backslash)),
-                                    _mm_or_si128(_mm_cmplt_epi8(b, space),
-                                                 _mm_cmpeq_epi8(b, del)));
+                                    _mm_or_si128(_mm_cmplt_epi8(b, space), _mm_cmpeq_epi8(b, del)));
         int mask = _mm_movemask_epi8(stop);
         if (mask)
             return q + (size_t)__builtin_ctz((unsigned)mask) - p;
@@ -334,8 +333,7 @@ static int try_extract(scanner *s)
     json_rows_result big;
     shape_scan a = {0};
 
-    if (s->len - start >= PARALLEL_MIN_BYTES &&
-        json_rows_parse(s->text, s->len, start, 0, &big)) {
+    if (s->len - start >= PARALLEL_MIN_BYTES && json_rows_parse(s->text, s->len, start, 0, &big)) {
         span.ndim = big.ndim;
         memcpy(span.dim, big.dim, sizeof span.dim);
         span.count = big.count;
@@ -485,8 +483,8 @@ static bool scan_value(scanner *s)
 /* The next piece of the body the envelope leaves out, in document order
  * (numeric arrays and long strings interleave): body[*from, *to) becomes
  * `*with`. False when none is left. */
-static bool next_cut(const scanner *s, size_t *array_i, size_t *string_i, size_t *from,
-                     size_t *to, const char **with)
+static bool next_cut(const scanner *s, size_t *array_i, size_t *string_i, size_t *from, size_t *to,
+                     const char **with)
 {
     bool arrays_left = *array_i < s->n_spans, strings_left = *string_i < s->n_strings;
 
@@ -593,8 +591,7 @@ static bool syntax_message(const scanner *s, json_codec_error *err)
                  jerr.line, jerr.column);
     } else if (blank && !v && json_error_code(&jerr) == json_error_stack_overflow) {
         err->kind = JSON_CODEC_TOO_DEEP;
-        snprintf(err->message, sizeof err->message, "line %d column %d", jerr.line,
-                 jerr.column);
+        snprintf(err->message, sizeof err->message, "line %d column %d", jerr.line, jerr.column);
     } else if (blank && !v) {
         snprintf(err->message, sizeof err->message, "malformed JSON at line %d column %d: %s",
                  jerr.line, jerr.column, jerr.text);
@@ -602,8 +599,8 @@ static bool syntax_message(const scanner *s, json_codec_error *err)
         /* jansson accepts what the scanner refused: say where the scanner stopped */
         int line, column;
         line_column(s->text, s->where, &line, &column);
-        snprintf(err->message, sizeof err->message, "malformed JSON at line %d column %d: %s",
-                 line, column + 1, s->why ? s->why : "invalid JSON");
+        snprintf(err->message, sizeof err->message, "malformed JSON at line %d column %d: %s", line,
+                 column + 1, s->why ? s->why : "invalid JSON");
     }
     bool found = blank && !v;
     json_decref(v);
@@ -642,7 +639,7 @@ static bool assign_stand_ins(stand_in_walk *w, json_t *v)
     } else if (json_is_object(v)) {
         const char *key;
         json_t *child;
-        json_object_foreach(v, key, child) {
+        json_object_foreach (v, key, child) {
             if (!assign_stand_ins(w, child))
                 return false;
         }
@@ -717,10 +714,12 @@ static json_t *load_checked(const char *text, size_t len, json_error_t *jerr, bo
     return v;
 }
 
-int json_doc_load(json_doc *doc, const char *body, size_t len,
-                  const json_doc_limits *limits, json_codec_error *err)
+int json_doc_load(json_doc *doc, const char *body, size_t len, const json_doc_limits *limits,
+                  json_codec_error *err)
 {
-    scanner s = {.text = body, .len = len, .max_values = limits->max_values,
+    scanner s = {.text = body,
+                 .len = len,
+                 .max_values = limits->max_values,
                  .string_span_min = limits->string_span_min ? limits->string_span_min
                                                             : JSON_STRING_SPAN_MIN};
     json_error_t jerr;
@@ -765,8 +764,11 @@ int json_doc_load(json_doc *doc, const char *body, size_t len,
     }
     if (!doc->root)
         goto out;
-    stand_in_walk walk = {.spans = s.spans, .strings = s.strings, .empties = s.empties,
-                          .empty_strings = s.empty_strings, .n_empties = s.n_empties,
+    stand_in_walk walk = {.spans = s.spans,
+                          .strings = s.strings,
+                          .empties = s.empties,
+                          .empty_strings = s.empty_strings,
+                          .n_empties = s.n_empties,
                           .n_empty_strings = s.n_empty_strings};
     if (!assign_stand_ins(&walk, doc->root) || walk.next_empty != s.n_empties ||
         walk.next_string != s.n_empty_strings) {
@@ -863,8 +865,7 @@ const char *json_doc_string(const json_doc *doc, const json_t *v)
     /* a stand-in is `""` until its first call: its text has no escape, so
      * it is the value, and valid UTF-8 */
     if (span && json_string_length(v) == 0 &&
-        json_string_setn_nocheck(span->stand_in, doc->text + span->start,
-                                 span->end - span->start))
+        json_string_setn_nocheck(span->stand_in, doc->text + span->start, span->end - span->start))
         return NULL;
     return json_string_value(v);
 }
@@ -882,7 +883,7 @@ static bool fill_strings(const json_doc *doc, const json_t *v)
     } else if (json_is_object(v)) {
         const char *key;
         json_t *child;
-        json_object_foreach((json_t *)(uintptr_t)v, key, child) {
+        json_object_foreach ((json_t *)(uintptr_t)v, key, child) {
             if (!fill_strings(doc, child))
                 return false;
         }

@@ -46,7 +46,7 @@ typedef enum json_codec_kind {
     JSON_CODEC_NON_FINITE,      /* a number (not in a numeric array) past double's range */
     JSON_CODEC_INTEGER_RANGE,   /* an integer (not in a numeric array) past int64 */
     JSON_CODEC_NO_MEMORY,
-    JSON_CODEC_INTERNAL         /* a bug: the envelope and the scan disagree */
+    JSON_CODEC_INTERNAL /* a bug: the envelope and the scan disagree */
 } json_codec_kind;
 
 typedef struct json_codec_error {
@@ -55,8 +55,8 @@ typedef struct json_codec_error {
 } json_codec_error;
 
 typedef struct json_doc_limits {
-    size_t max_depth;  /* nesting of arrays and objects, at most JSON_MAX_DEPTH */
-    size_t max_values; /* values (and object members) outside numeric arrays */
+    size_t max_depth;       /* nesting of arrays and objects, at most JSON_MAX_DEPTH */
+    size_t max_values;      /* values (and object members) outside numeric arrays */
     size_t string_span_min; /* strings this long are read from the body's text
                                (0: JSON_STRING_SPAN_MIN; SIZE_MAX: never) */
 } json_doc_limits;
@@ -71,8 +71,8 @@ typedef struct json_span {
     size_t start, end;      /* its text: body[start, end), '[' to ']' */
     size_t ndim;
     size_t dim[JSON_ARRAY_MAX_NDIM];
-    size_t count;           /* dim[0] * ... * dim[ndim-1] */
-    float *floats;          /* owned: float32 values parsed while scanning (big
+    size_t count;  /* dim[0] * ... * dim[ndim-1] */
+    float *floats; /* owned: float32 values parsed while scanning (big
                                arrays, by the OpenMP team), or NULL */
 } json_span;
 
@@ -102,8 +102,8 @@ void json_doc_setup(void);
 /* Parse body (len bytes, need not be NUL-terminated) into *doc. Any JSON
  * value may be the root; duplicate keys are a syntax error. Returns 0, or
  * -1 with *err filled and *doc empty. */
-int json_doc_load(json_doc *doc, const char *body, size_t len,
-                  const json_doc_limits *limits, json_codec_error *err);
+int json_doc_load(json_doc *doc, const char *body, size_t len, const json_doc_limits *limits,
+                  json_codec_error *err);
 
 /* Frees everything the doc owns; accepts NULL and an empty doc. */
 void json_doc_free(json_doc *doc);
@@ -143,8 +143,7 @@ typedef enum json_read_status {
  * span then holds none), else parses into a new one. *out is new (caller
  * frees). On JSON_READ_BEYOND *bad is the flat index of the first value
  * that is not a finite float32. */
-json_read_status json_span_take_floats(json_span *span, const char *text, float **out,
-                                       size_t *bad);
+json_read_status json_span_take_floats(json_span *span, const char *text, float **out, size_t *bad);
 
 /* The span's values as exact int64 into out[0 .. span->count). On an error
  * *bad is the flat index of the first offending value. */

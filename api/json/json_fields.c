@@ -38,16 +38,15 @@ void jf_describe(const json_t *v, char *buf, size_t cap)
     json_doc_describe(NULL, v, buf, cap);
 }
 
-int jf_check_object(const json_t *v, const char *path,
-                    const char *const *allowed, json_error *err)
+int jf_check_object(const json_t *v, const char *path, const char *const *allowed, json_error *err)
 {
     const char *key;
     const json_t *value;
 
     if (!json_is_object(v))
-        return json_fail(err, JSON_E_INVALID, path[0] ? path : NULL,
-                        "%s must be a JSON object", path[0] ? path : "the request body");
-    json_object_foreach((json_t *)(uintptr_t)v, key, value) {
+        return json_fail(err, JSON_E_INVALID, path[0] ? path : NULL, "%s must be a JSON object",
+                         path[0] ? path : "the request body");
+    json_object_foreach ((json_t *)(uintptr_t)v, key, value) {
         bool known = false;
         for (const char *const *a = allowed; *a; a++)
             if (strcmp(*a, key) == 0)
@@ -72,14 +71,13 @@ int jf_int(const json_doc *doc, const json_t *obj, const char *path, const char 
         return 0;
     if (!json_is_integer(v)) {
         json_doc_describe(doc, v, seen, sizeof seen);
-        return json_fail(err, JSON_E_INVALID, at.s,
-                        "%s must be an integer, got %s", at.s, seen);
+        return json_fail(err, JSON_E_INVALID, at.s, "%s must be an integer, got %s", at.s, seen);
     }
     json_int_t n = json_integer_value(v);
     if (n < lo || n > hi)
         return json_fail(err, JSON_E_RANGE, at.s,
-                        "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
-                        at.s, (int64_t)n, lo, hi);
+                         "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
+                         at.s, (int64_t)n, lo, hi);
     *out = (int64_t)n;
     return 0;
 }
@@ -96,8 +94,7 @@ int jf_number(const json_doc *doc, const json_t *obj, const char *path, const ch
         return 0;
     if (!json_is_number(v)) {
         json_doc_describe(doc, v, seen, sizeof seen);
-        return json_fail(err, JSON_E_INVALID, at.s,
-                        "%s must be a number, got %s", at.s, seen);
+        return json_fail(err, JSON_E_INVALID, at.s, "%s must be a number, got %s", at.s, seen);
     }
     double x = json_number_value(v);
     if (!isfinite(x))
@@ -108,8 +105,8 @@ int jf_number(const json_doc *doc, const json_t *obj, const char *path, const ch
     return 0;
 }
 
-int jf_bool(const json_t *obj, const char *path, const char *key,
-            bool *present, bool *out, json_error *err)
+int jf_bool(const json_t *obj, const char *path, const char *key, bool *present, bool *out,
+            json_error *err)
 {
     const json_t *v = jf_get(obj, key);
     jpath at = jpath_key(path, key);
@@ -124,8 +121,7 @@ int jf_bool(const json_t *obj, const char *path, const char *key,
 }
 
 int jf_choice(const json_doc *doc, const json_t *obj, const char *path, const char *key,
-              const char *const *options, bool *present, int *out,
-              json_error *err)
+              const char *const *options, bool *present, int *out, json_error *err)
 {
     const json_t *v = jf_get(obj, key);
     jpath at = jpath_key(path, key);
@@ -148,6 +144,5 @@ int jf_choice(const json_doc *doc, const json_t *obj, const char *path, const ch
         snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", options[i]);
     }
     json_doc_describe(doc, v, seen, sizeof seen);
-    return json_fail(err, JSON_E_INVALID, at.s, "%s must be one of %s; got %s",
-                    at.s, list, seen);
+    return json_fail(err, JSON_E_INVALID, at.s, "%s must be one of %s; got %s", at.s, list, seen);
 }

@@ -34,8 +34,7 @@ const json_t *jf_get(const json_t *obj, const char *key);
 
 /* v must be an object whose keys all appear in `allowed` (NULL-terminated):
  * not an object -> 400; an unknown key -> 400 naming it. */
-int jf_check_object(const json_t *v, const char *path,
-                    const char *const *allowed, json_error *err);
+int jf_check_object(const json_t *v, const char *path, const char *const *allowed, json_error *err);
 
 /* An integer in [lo, hi]. Not an integer -> 400; outside -> 422
  * out_of_range naming the range. */
@@ -46,14 +45,13 @@ int jf_int(const json_doc *doc, const json_t *obj, const char *path, const char 
 int jf_number(const json_doc *doc, const json_t *obj, const char *path, const char *key,
               bool positive, bool *present, double *out, json_error *err);
 
-int jf_bool(const json_t *obj, const char *path, const char *key,
-            bool *present, bool *out, json_error *err);
+int jf_bool(const json_t *obj, const char *path, const char *key, bool *present, bool *out,
+            json_error *err);
 
 /* A string that must be one of options (NULL-terminated): *out is its
  * index. Anything else -> 400 listing the options. */
 int jf_choice(const json_doc *doc, const json_t *obj, const char *path, const char *key,
-              const char *const *options, bool *present, int *out,
-              json_error *err);
+              const char *const *options, bool *present, int *out, json_error *err);
 
 /* A short rendering of a JSON value for messages ("true", "\"abc\"", ...). */
 void jf_describe(const json_t *v, char *buf, size_t cap);

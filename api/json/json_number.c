@@ -50,7 +50,7 @@ static bool fast_decimal_to_float(uint64_t m, int digits, int exp10, float *out)
         memcpy(&bits, &d, sizeof bits);
         if ((bits & 0x1FFFFFFFu) == 0x10000000u)
             return false; /* exactly on a float midpoint: decide exactly */
-        *out = (float)d; /* d >= 1e-22: never a subnormal float */
+        *out = (float)d;  /* d >= 1e-22: never a subnormal float */
         return true;
     }
     return false;
@@ -115,4 +115,3 @@ const char *json_number_to_float(const char *p, const char *end, float *out)
     }
     return parse_f32(start, p, out) == p ? p : NULL;
 }
-

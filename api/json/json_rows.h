@@ -20,9 +20,9 @@
 typedef struct json_rows_result {
     size_t ndim;
     size_t dim[JSON_ARRAY_MAX_NDIM];
-    char *block;   /* new: `header` bytes left free, then the float32 values */
+    char *block; /* new: `header` bytes left free, then the float32 values */
     size_t count;
-    size_t end;    /* offset just past the closing ']' */
+    size_t end; /* offset just past the closing ']' */
 } json_rows_result;
 
 /* Parse the array at text[start] ('['), text being len bytes long. The

@@ -35,8 +35,7 @@ static bool next_number(const char **p, const char *end, const char **num)
     return true;
 }
 
-json_read_status json_span_take_floats(json_span *span, const char *text, float **out,
-                                       size_t *bad)
+json_read_status json_span_take_floats(json_span *span, const char *text, float **out, size_t *bad)
 {
     const char *p = text + span->start, *end = text + span->end, *num;
 

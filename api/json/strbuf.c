@@ -131,11 +131,21 @@ size_t json_escape_char(const char *s, char out[JSON_ESCAPE_MAX], size_t *consum
         return n;
     }
     switch (*p) {
-    case '"': memcpy(out, "\\\"", 2); return 2;
-    case '\\': memcpy(out, "\\\\", 2); return 2;
-    case '\n': memcpy(out, "\\n", 2); return 2;
-    case '\r': memcpy(out, "\\r", 2); return 2;
-    case '\t': memcpy(out, "\\t", 2); return 2;
+    case '"':
+        memcpy(out, "\\\"", 2);
+        return 2;
+    case '\\':
+        memcpy(out, "\\\\", 2);
+        return 2;
+    case '\n':
+        memcpy(out, "\\n", 2);
+        return 2;
+    case '\r':
+        memcpy(out, "\\r", 2);
+        return 2;
+    case '\t':
+        memcpy(out, "\\t", 2);
+        return 2;
     default:
         if (*p < 0x20 || *p == 0x7F) {
             const char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};

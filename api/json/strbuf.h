@@ -26,8 +26,7 @@ void strbuf_advance(strbuf *sb, size_t n);
 void strbuf_put(strbuf *sb, const char *bytes, size_t n);
 void strbuf_puts(strbuf *sb, const char *s);
 void strbuf_putc(strbuf *sb, char c);
-void strbuf_printf(strbuf *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void strbuf_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A JSON string literal with quotes and escapes (json_escape_char). */
 void strbuf_put_json_string(strbuf *sb, const char *s);

@@ -78,10 +78,10 @@ static int shape_from_span(const json_doc *doc, const json_span *span, const cha
     if (n < min_ndim || n > max_ndim) {
         if (min_ndim == 2 && max_ndim == 3)
             json_fail(err, JSON_E_SHAPE, field,
-                     "%s must be [tokens, d] or [batch, tokens, d], got %zu entries", field, n);
+                      "%s must be [tokens, d] or [batch, tokens, d], got %zu entries", field, n);
         else
-            json_fail(err, JSON_E_SHAPE, field, "%s must have %zu to %zu entries, got %zu",
-                     field, min_ndim, max_ndim, n);
+            json_fail(err, JSON_E_SHAPE, field, "%s must have %zu to %zu entries, got %zu", field,
+                      min_ndim, max_ndim, n);
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -90,13 +90,13 @@ static int shape_from_span(const json_doc *doc, const json_span *span, const cha
             goto out;
         }
         if (values[i] < 1) {
-            json_fail(err, JSON_E_SHAPE, field, "%s entries must be >= 1, got %" PRId64,
-                     field, values[i]);
+            json_fail(err, JSON_E_SHAPE, field, "%s entries must be >= 1, got %" PRId64, field,
+                      values[i]);
             goto out;
         }
         if ((uint64_t)values[i] > SIZE_MAX / 8) {
             json_fail(err, JSON_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large", field,
-                     values[i]);
+                      values[i]);
             goto out;
         }
         dim[i] = (size_t)values[i];
@@ -109,8 +109,7 @@ out:
 }
 
 int shape_from_json(const json_doc *doc, const json_t *v, const char *field, size_t min_ndim,
-                    size_t max_ndim, size_t *ndim, size_t *dim,
-                    json_error *err)
+                    size_t max_ndim, size_t *ndim, size_t *dim, json_error *err)
 {
     size_t i;
     const json_t *item;
@@ -120,7 +119,7 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
         return shape_from_span(doc, span, field, min_ndim, max_ndim, ndim, dim, err);
     if (!json_is_array(v))
         return json_fail(err, JSON_E_INVALID, field, "%s must be a list of integers", field);
-    json_array_foreach(v, i, item) {
+    json_array_foreach (v, i, item) {
         if (!json_is_integer(item))
             return json_fail(err, JSON_E_INVALID, field, "%s must be a list of integers", field);
     }
@@ -128,18 +127,19 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
     if (n < min_ndim || n > max_ndim) {
         if (min_ndim == 2 && max_ndim == 3)
             return json_fail(err, JSON_E_SHAPE, field,
-                            "%s must be [tokens, d] or [batch, tokens, d], got %zu entries", field, n);
+                             "%s must be [tokens, d] or [batch, tokens, d], got %zu entries", field,
+                             n);
         return json_fail(err, JSON_E_SHAPE, field, "%s must have %zu to %zu entries, got %zu",
-                        field, min_ndim, max_ndim, n);
+                         field, min_ndim, max_ndim, n);
     }
-    json_array_foreach(v, i, item) {
+    json_array_foreach (v, i, item) {
         json_int_t x = json_integer_value(item);
         if (x < 1)
             return json_fail(err, JSON_E_SHAPE, field, "%s entries must be >= 1, got %" PRId64,
-                            field, (int64_t)x);
+                             field, (int64_t)x);
         if ((uint64_t)x > SIZE_MAX / 8)
-            return json_fail(err, JSON_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large", field,
-                            (int64_t)x);
+            return json_fail(err, JSON_E_TOO_LARGE, field, "%s entry %" PRId64 " is too large",
+                             field, (int64_t)x);
         dim[i] = (size_t)x;
     }
     *ndim = n;
@@ -147,8 +147,8 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
 }
 
 /* field[i0][i1]... for the flat index i of an array of shape dim. */
-static void flat_index_path(const char *field, size_t i, size_t ndim, const size_t *dim,
-                            char *at, size_t cap)
+static void flat_index_path(const char *field, size_t i, size_t ndim, const size_t *dim, char *at,
+                            size_t cap)
 {
     size_t rest = i, used = (size_t)snprintf(at, cap, "%s", field);
     size_t idx[TENSOR_MAX_NDIM];
@@ -166,8 +166,8 @@ static void flat_index_path(const char *field, size_t i, size_t ndim, const size
 /* Float32 values given flat (a base64 string), shaped by the sibling shape
  * field. */
 static int tensor_from_flat(const json_doc *doc, const json_t *value, const char *field,
-                            const json_t *shape, const char *shape_field,
-                            size_t min_ndim, size_t max_ndim, tensor *out, json_error *err)
+                            const json_t *shape, const char *shape_field, size_t min_ndim,
+                            size_t max_ndim, tensor *out, json_error *err)
 {
     size_t ndim, dim[TENSOR_MAX_NDIM], count = 1, bytes_len = 0;
     uint8_t *decoded = NULL;
@@ -175,8 +175,8 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     char want_text[96];
 
     if (!shape)
-        return json_fail(err, JSON_E_INVALID, shape_field,
-                        "%s is base64 and needs '%s'", field, shape_field);
+        return json_fail(err, JSON_E_INVALID, shape_field, "%s is base64 and needs '%s'", field,
+                         shape_field);
     if (shape_from_json(doc, shape, shape_field, min_ndim, max_ndim, &ndim, dim, err))
         return -1;
     for (size_t i = 0; i < ndim; i++)
@@ -189,20 +189,19 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     if (!decoded) {
         if (!why)
             return json_fail_oom(err);
-        return json_fail(err, JSON_E_INVALID, field, "%s: invalid base64 (%s)", field,
-                        why);
+        return json_fail(err, JSON_E_INVALID, field, "%s: invalid base64 (%s)", field, why);
     }
     if (bytes_len % 4 != 0) {
         free(decoded);
         return json_fail(err, JSON_E_INVALID, field,
-                        "%s: invalid base64 (%zu bytes is not a whole number of float32)",
-                        field, bytes_len);
+                         "%s: invalid base64 (%zu bytes is not a whole number of float32)", field,
+                         bytes_len);
     }
     if (bytes_len / 4 != count) {
         free(decoded);
         shape_text(dim, ndim, want_text, sizeof want_text);
         return json_fail(err, JSON_E_SHAPE, field, "%s holds %zu float32 but %s %s needs %zu",
-                        field, bytes_len / 4, shape_field, want_text, count);
+                         field, bytes_len / 4, shape_field, want_text, count);
     }
     out->data = (float *)(void *)decoded; /* malloc'd: suitably aligned */
     out->ndim = ndim;
@@ -220,23 +219,23 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
 /* ---- nested JSON arrays ---------------------------------------------- */
 
 /* Shape of a nested array from its first elements. */
-static int probe_shape(const json_doc *doc, const json_t *v, const char *field,
-                       size_t max_ndim, size_t *ndim, size_t *dim, json_error *err)
+static int probe_shape(const json_doc *doc, const json_t *v, const char *field, size_t max_ndim,
+                       size_t *ndim, size_t *dim, json_error *err)
 {
     size_t n = 0;
     while (json_is_array(v)) {
         const json_span *span = json_doc_array(doc, v);
         if (span) { /* a numeric array the scanner took: its shape is known */
             if (n + span->ndim > max_ndim)
-                return json_fail(err, JSON_E_SHAPE, field,
-                                "%s has more than %zu dimensions", field, max_ndim);
+                return json_fail(err, JSON_E_SHAPE, field, "%s has more than %zu dimensions", field,
+                                 max_ndim);
             memcpy(dim + n, span->dim, span->ndim * sizeof *dim);
             n += span->ndim;
             break;
         }
         if (n == max_ndim)
-            return json_fail(err, JSON_E_SHAPE, field,
-                            "%s has more than %zu dimensions", field, max_ndim);
+            return json_fail(err, JSON_E_SHAPE, field, "%s has more than %zu dimensions", field,
+                             max_ndim);
         dim[n++] = json_array_size(v);
         if (json_array_size(v) == 0)
             break;
@@ -281,11 +280,11 @@ static int fill_leaf(fill_state *st, const json_t *v)
             index_path(st, st->ndim, at, sizeof at);
             if (x < st->lo)
                 return json_fail(st->err, JSON_E_RANGE, at,
-                                "%s = %" PRId64 " is out of range (must be >= %" PRId64 ")",
-                                at, x, st->lo);
+                                 "%s = %" PRId64 " is out of range (must be >= %" PRId64 ")", at, x,
+                                 st->lo);
             return json_fail(st->err, st->above_kind, at,
-                            "%s = %" PRId64 " is out of range (must be <= %" PRId64 ")", at, x,
-                            st->hi);
+                             "%s = %" PRId64 " is out of range (must be <= %" PRId64 ")", at, x,
+                             st->hi);
         }
         st->out_int[st->at++] = x;
         return 0;
@@ -303,9 +302,8 @@ static int fill_leaf(fill_state *st, const json_t *v)
     return 0;
 }
 
-static int ints_from_span(const json_doc *doc, const json_span *span, const char *field,
-                          int64_t lo, int64_t hi, json_error_kind above_kind, int64_t *data,
-                          json_error *err);
+static int ints_from_span(const json_doc *doc, const json_span *span, const char *field, int64_t lo,
+                          int64_t hi, json_error_kind above_kind, int64_t *data, json_error *err);
 
 /* st->field plus the indices down to depth, then `zeros` levels of [0]. */
 static void first_path(const fill_state *st, size_t depth, size_t zeros, char *at, size_t cap)
@@ -328,18 +326,18 @@ static int fill_span(fill_state *st, const json_span *span, size_t depth)
     for (size_t k = 0; k < span->ndim && k < left; k++)
         if (span->dim[k] != st->dim[depth + k]) {
             first_path(st, depth, k, at, sizeof at);
-            return json_fail(st->err, JSON_E_SHAPE, at,
-                            "%s is ragged: expected %zu entries", at, st->dim[depth + k]);
+            return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries", at,
+                             st->dim[depth + k]);
         }
     if (span->ndim < left) { /* numbers where arrays belong */
         first_path(st, depth, span->ndim, at, sizeof at);
-        return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries",
-                        at, st->dim[depth + span->ndim]);
+        return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries", at,
+                         st->dim[depth + span->ndim]);
     }
     if (span->ndim > left) { /* arrays where numbers belong */
         first_path(st, depth, left, at, sizeof at);
         return json_fail(st->err, JSON_E_INVALID, at, "%s must be %s", at,
-                        st->out_int ? "an integer" : "a number");
+                         st->out_int ? "an integer" : "a number");
     }
     index_path(st, depth, prefix, sizeof prefix);
     if (st->out_int) {
@@ -376,10 +374,9 @@ static int fill(fill_state *st, const json_t *v, size_t depth)
     if (!json_is_array(v) || json_array_size(v) != st->dim[depth]) {
         index_path(st, depth, at, sizeof at);
         if (!json_is_array(v) && !json_is_number(v))
-            return json_fail(st->err, JSON_E_INVALID, at,
-                            "%s must be an array of numbers", at);
-        return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries",
-                        at, st->dim[depth]);
+            return json_fail(st->err, JSON_E_INVALID, at, "%s must be an array of numbers", at);
+        return json_fail(st->err, JSON_E_SHAPE, at, "%s is ragged: expected %zu entries", at,
+                         st->dim[depth]);
     }
     for (size_t i = 0; i < st->dim[depth]; i++) {
         st->idx[depth] = i;
@@ -389,22 +386,22 @@ static int fill(fill_state *st, const json_t *v, size_t depth)
     return 0;
 }
 
-static int check_rank(const char *field, size_t ndim, const size_t *dim,
-                      size_t min_ndim, size_t max_ndim, json_error *err)
+static int check_rank(const char *field, size_t ndim, const size_t *dim, size_t min_ndim,
+                      size_t max_ndim, json_error *err)
 {
     char have[96];
 
     shape_text(dim, ndim, have, sizeof have);
     for (size_t i = 0; i < ndim; i++)
         if (dim[i] == 0)
-            return json_fail(err, JSON_E_SHAPE, field, "%s has an empty dimension: shape %s",
-                            field, have);
+            return json_fail(err, JSON_E_SHAPE, field, "%s has an empty dimension: shape %s", field,
+                             have);
     if (ndim < min_ndim || ndim > max_ndim) {
         if (min_ndim == max_ndim)
-            return json_fail(err, JSON_E_SHAPE, field, "%s must be %zu-D, got shape %s",
-                            field, min_ndim, have);
-        return json_fail(err, JSON_E_SHAPE, field, "%s must be %zu-D to %zu-D, got shape %s",
-                        field, min_ndim, max_ndim, have);
+            return json_fail(err, JSON_E_SHAPE, field, "%s must be %zu-D, got shape %s", field,
+                             min_ndim, have);
+        return json_fail(err, JSON_E_SHAPE, field, "%s must be %zu-D to %zu-D, got shape %s", field,
+                         min_ndim, max_ndim, have);
     }
     return 0;
 }
@@ -424,8 +421,8 @@ static int check_sibling_shape(const json_doc *doc, const char *field, const jso
     if (sn != ndim || memcmp(sd, dim, ndim * sizeof *dim) != 0) {
         shape_text(dim, ndim, have, sizeof have);
         shape_text(sd, sn, said, sizeof said);
-        return json_fail(err, JSON_E_SHAPE, field, "%s has shape %s but '%s' says %s",
-                        field, have, shape_field, said);
+        return json_fail(err, JSON_E_SHAPE, field, "%s has shape %s but '%s' says %s", field, have,
+                         shape_field, said);
     }
     return 0;
 }
@@ -437,13 +434,12 @@ static int count_within(const char *field, size_t ndim, const size_t *dim, size_
     for (size_t i = 0; i < ndim; i++)
         if (mul_size(*count, dim[i], count) || *count > TENSOR_MAX_ELEMENTS)
             return json_fail(err, JSON_E_TOO_LARGE, field, "%s has more than %zu elements", field,
-                            (size_t)TENSOR_MAX_ELEMENTS);
+                             (size_t)TENSOR_MAX_ELEMENTS);
     return 0;
 }
 
-int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
-                     const json_t *shape, const char *shape_field,
-                     size_t min_ndim, size_t max_ndim, tensor *out,
+int tensor_from_json(json_doc *doc, const json_t *value, const char *field, const json_t *shape,
+                     const char *shape_field, size_t min_ndim, size_t max_ndim, tensor *out,
                      json_error *err)
 {
     size_t ndim = 0, dim[TENSOR_MAX_NDIM] = {0}, count = 1, bad = 0;
@@ -456,13 +452,13 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
                                 err);
     if (!json_is_array(value))
         return json_fail(err, JSON_E_INVALID, field,
-                        "%s must be an array of numbers or a base64 string", field);
+                         "%s must be an array of numbers or a base64 string", field);
     if (span) {
         ndim = span->ndim;
         memcpy(dim, span->dim, sizeof dim);
         if (ndim > max_ndim)
-            return json_fail(err, JSON_E_SHAPE, field,
-                            "%s has more than %zu dimensions", field, max_ndim);
+            return json_fail(err, JSON_E_SHAPE, field, "%s has more than %zu dimensions", field,
+                             max_ndim);
     } else if (probe_shape(doc, value, field, max_ndim, &ndim, dim, err)) {
         return -1;
     }
@@ -488,7 +484,8 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
     float *data = malloc(count * sizeof *data);
     if (!data)
         return json_fail_oom(err);
-    st = (fill_state){.doc = doc, .field = field, .ndim = ndim, .dim = dim, .out = data, .err = err};
+    st =
+        (fill_state){.doc = doc, .field = field, .ndim = ndim, .dim = dim, .out = data, .err = err};
     if (fill(&st, value, 0)) {
         free(data);
         return -1;
@@ -501,9 +498,8 @@ int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
 
 /* int_array_from_json() of a numeric array's text: the first offending
  * element in document order decides, as in the jansson walk. */
-static int ints_from_span(const json_doc *doc, const json_span *span, const char *field,
-                          int64_t lo, int64_t hi, json_error_kind above_kind, int64_t *data,
-                          json_error *err)
+static int ints_from_span(const json_doc *doc, const json_span *span, const char *field, int64_t lo,
+                          int64_t hi, json_error_kind above_kind, int64_t *data, json_error *err)
 {
     size_t bad = span->count;
     json_read_status rs = json_span_int64s(span, doc->text, data, &bad);
@@ -519,22 +515,21 @@ static int ints_from_span(const json_doc *doc, const json_span *span, const char
         if (parse_error && rs == JSON_READ_NOT_INTEGER)
             return json_fail(err, JSON_E_INVALID, at, "%s must be an integer", at);
         if (parse_error)
-            return json_fail(err, above_kind, at,
-                            "%s is out of range (must be <= %" PRId64 ")", at, hi);
+            return json_fail(err, above_kind, at, "%s is out of range (must be <= %" PRId64 ")", at,
+                             hi);
         if (data[i] < lo)
             return json_fail(err, JSON_E_RANGE, at,
-                            "%s = %" PRId64 " is out of range (must be >= %" PRId64 ")", at,
-                            data[i], lo);
+                             "%s = %" PRId64 " is out of range (must be >= %" PRId64 ")", at,
+                             data[i], lo);
         return json_fail(err, above_kind, at,
-                        "%s = %" PRId64 " is out of range (must be <= %" PRId64 ")", at, data[i],
-                        hi);
+                         "%s = %" PRId64 " is out of range (must be <= %" PRId64 ")", at, data[i],
+                         hi);
     }
     return 0;
 }
 
 int int_array_from_json(const json_doc *doc, const json_t *value, const char *field, int64_t lo,
-                        int64_t hi, json_error_kind above_kind, int_array *out,
-                        json_error *err)
+                        int64_t hi, json_error_kind above_kind, int_array *out, json_error *err)
 {
     size_t ndim = 0, dim[TENSOR_MAX_NDIM] = {0}, count = 1;
     json_span *span = json_doc_array(doc, value);
@@ -547,8 +542,7 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
         ndim = span->ndim;
         memcpy(dim, span->dim, sizeof dim);
         if (ndim > 2)
-            return json_fail(err, JSON_E_SHAPE, field,
-                            "%s has more than %d dimensions", field, 2);
+            return json_fail(err, JSON_E_SHAPE, field, "%s has more than %d dimensions", field, 2);
     } else if (probe_shape(doc, value, field, 2, &ndim, dim, err)) {
         return -1;
     }
@@ -567,8 +561,15 @@ int int_array_from_json(const json_doc *doc, const json_t *value, const char *fi
             return -1;
         }
     } else {
-        st = (fill_state){.doc = doc, .field = field, .ndim = ndim, .dim = dim, .out_int = data,
-                          .lo = lo, .hi = hi, .above_kind = above_kind, .err = err};
+        st = (fill_state){.doc = doc,
+                          .field = field,
+                          .ndim = ndim,
+                          .dim = dim,
+                          .out_int = data,
+                          .lo = lo,
+                          .hi = hi,
+                          .above_kind = above_kind,
+                          .err = err};
         if (fill(&st, value, 0)) {
             free(data);
             return -1;
@@ -593,7 +594,8 @@ int double_list_from_json(const json_doc *doc, const json_t *value, const char *
         size_t n = json_array_size(value), i;
         const json_t *item;
         bool numbers = true;
-        json_array_foreach(value, i, item) numbers = numbers && json_is_number(item);
+        json_array_foreach (value, i, item)
+            numbers = numbers && json_is_number(item);
         if (numbers) {
             double *values = malloc(n * sizeof *values);
             if (!values)
@@ -602,8 +604,7 @@ int double_list_from_json(const json_doc *doc, const json_t *value, const char *
                 values[i] = json_number_value(json_array_get(value, i));
                 if (positive && !(values[i] > 0)) {
                     free(values);
-                    return json_fail(err, JSON_E_RANGE, field, "%s entries must be > 0",
-                                    field);
+                    return json_fail(err, JSON_E_RANGE, field, "%s entries must be > 0", field);
                 }
             }
             *out = values;
@@ -613,8 +614,7 @@ int double_list_from_json(const json_doc *doc, const json_t *value, const char *
     }
     if (!span) { /* not a clean list of numbers: the float32 reader says why */
         tensor t;
-        if (tensor_from_json((json_doc *)(uintptr_t)doc, value, field, NULL, field, 1, 1, &t,
-                             err))
+        if (tensor_from_json((json_doc *)(uintptr_t)doc, value, field, NULL, field, 1, 1, &t, err))
             return -1;
         tensor_free(&t);
         return json_fail(err, JSON_E_INVALID, field, "%s must be a list of numbers", field);

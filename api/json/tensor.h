@@ -31,8 +31,7 @@ void tensor_free(tensor *t);
  * doc is the document v belongs to (NULL for a plain jansson value): every
  * reader below reads its numeric arrays from their text. */
 int shape_from_json(const json_doc *doc, const json_t *v, const char *field, size_t min_ndim,
-                    size_t max_ndim, size_t *ndim, size_t *dim,
-                    json_error *err);
+                    size_t max_ndim, size_t *ndim, size_t *dim, json_error *err);
 
 /* Decode a numeric array field.
  *   value       nested JSON numbers or a base64 string
@@ -47,9 +46,8 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
  * once, from its text, to float32. On success *out owns new data (moved
  * from the doc when the scanner parsed it already: the doc then no longer
  * holds it); on failure *out is empty. */
-int tensor_from_json(json_doc *doc, const json_t *value, const char *field,
-                     const json_t *shape, const char *shape_field,
-                     size_t min_ndim, size_t max_ndim, tensor *out,
+int tensor_from_json(json_doc *doc, const json_t *value, const char *field, const json_t *shape,
+                     const char *shape_field, size_t min_ndim, size_t max_ndim, tensor *out,
                      json_error *err);
 
 /* A dense row-major int64 array (positions, token ids). data owned. */
@@ -66,8 +64,7 @@ void int_array_free(int_array *a);
  * element (an integer past int64 counts as above hi). Non-integers -> 400,
  * ragged or empty -> 422 invalid_shape. */
 int int_array_from_json(const json_doc *doc, const json_t *value, const char *field, int64_t lo,
-                        int64_t hi, json_error_kind above_kind, int_array *out,
-                        json_error *err);
+                        int64_t hi, json_error_kind above_kind, int_array *out, json_error *err);
 
 /* A 1-D list of numbers read in double (settings such as rope factors),
  * each > 0 when `positive`: not a list of numbers -> 400, empty ->

@@ -30,9 +30,9 @@ typedef struct hf_load {
     const char *config_path; /* for messages */
     const json_t *config;    /* config.json, an object */
     st_set *weights;
-    size_t layer;            /* the chosen layer */
-    char prefix[32];         /* tensor-name prefix, "" or e.g. "model." */
-    model *m;                /* being filled; freed by the caller on error */
+    size_t layer;             /* the chosen layer */
+    char prefix[32];          /* tensor-name prefix, "" or e.g. "model." */
+    model *m;                 /* being filled; freed by the caller on error */
     const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;
 
@@ -81,16 +81,16 @@ const json_t *hf_get(const hf_load *h, const char *const *keys, const char **whi
 
 /* An integer in [lo, hi] under one of `keys`; absent: dflt, or an error
  * when required. */
-int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt,
-           int64_t lo, int64_t hi, int64_t *out, model_error *err);
+int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt, int64_t lo,
+           int64_t hi, int64_t *out, model_error *err);
 
 /* A number (JSON integer or real); absent: dflt. positive: must be > 0. */
-int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
-              double *out, model_error *err);
+int hf_number(const hf_load *h, const char *key, double dflt, bool positive, double *out,
+              model_error *err);
 
 /* The same under the first present of `keys` (aliases in precedence order). */
-int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool positive,
-                 double *out, model_error *err);
+int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool positive, double *out,
+                 model_error *err);
 
 /* A boolean; absent: dflt. */
 int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error *err);
@@ -121,8 +121,8 @@ void hf_warn(const hf_load *h, const char *fmt, ...) __attribute__((format(print
 
 /* Choose h->prefix: the first of `prefixes` under which the tensor named by
  * the format (given the layer) exists. None: an error naming the tensor. */
-int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Whether prefix+name exists. */
 bool hf_has(const hf_load *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -134,8 +134,8 @@ int hf_weight(hf_load *h, weight_id w, size_t ndim, size_t d0, size_t d1, model_
 
 /* Read an nn.Linear weight stored [out][in] into m->weights[w] as
  * [in][out] (the contract's orientation). */
-int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features,
-              model_error *err, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features, model_error *err,
+              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Read prefix+name (any float dtype) as a plain tensor of the given shape
  * (0 = any), for loaders that split or reorder it. *dtype as st_set_read. */
@@ -149,7 +149,7 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);
 
 /* Where an architecture keeps its rope settings in config.json. */
 typedef struct hf_rope_keys {
-    const char *const *theta;   /* rope_theta's aliases, in order (NULL: "rope_theta") */
+    const char *const *theta; /* rope_theta's aliases, in order (NULL: "rope_theta") */
     /* partial_rotary_factor's aliases: the architecture rotates
      * int(head_dim * factor) channels of each head (GPT-NeoX, Phi, Phi-3).
      * NULL: it rotates whole heads (Llama, Starcoder2, Gemma); then a
@@ -157,7 +157,7 @@ typedef struct hf_rope_keys {
      * for the default rope and refused for a scaled one, where Hugging
      * Face's own rotation would fail (cos/sin narrower than the head). */
     const char *const *partial;
-    double partial_default;     /* when no alias is present (with partial) */
+    double partial_default; /* when no alias is present (with partial) */
 } hf_rope_keys;
 
 /* The rope params object of a config: base (rope_theta), layout "half",
@@ -166,8 +166,8 @@ typedef struct hf_rope_keys {
  * hf_rope.c). head_dim is the model's; keys NULL is Llama's. Keys of the
  * scaling block that Hugging Face does not read for its type are warned
  * about. New reference in *params. */
-int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
-                   json_t **params, model_error *err);
+int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, json_t **params,
+                   model_error *err);
 
 /* ---- fused projections ---------------------------------------------------- */
 

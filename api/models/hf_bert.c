@@ -29,8 +29,10 @@ static int embed_norm(hf_load *h, size_t d, model_error *err)
 
     return hf_weight(h, W_EMBED_NORM_WEIGHT, 1, d, 0, err, "embeddings.LayerNorm.%s",
                      old ? "gamma" : "weight") ||
-           hf_weight(h, W_EMBED_NORM_BIAS, 1, d, 0, err, "embeddings.LayerNorm.%s",
-                     old ? "beta" : "bias") ? -1 : 0;
+                   hf_weight(h, W_EMBED_NORM_BIAS, 1, d, 0, err, "embeddings.LayerNorm.%s",
+                             old ? "beta" : "bias")
+               ? -1
+               : 0;
 }
 
 /* Row 0 of token_type_embeddings as input_bias. */
@@ -44,9 +46,10 @@ static int token_type0(hf_load *h, size_t d, model_error *err)
         return -1;
     if (table.dim[0] == 0) {
         tensor_free(&table);
-        return model_fail(err, MODEL_E_TENSOR, "%s: tensor %sembeddings."
-                        "token_type_embeddings.weight has no rows (posenc serves token type 0)",
-                        st_set_source(h->weights), h->prefix);
+        return model_fail(err, MODEL_E_TENSOR,
+                          "%s: tensor %sembeddings."
+                          "token_type_embeddings.weight has no rows (posenc serves token type 0)",
+                          st_set_source(h->weights), h->prefix);
     }
     /* The first row is the start of the block: keep it, drop the rest. */
     float *row = realloc(table.data, d * sizeof *row);
@@ -71,8 +74,10 @@ int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err)
         hf_head_dim(h, "hidden_size", (size_t)d, (size_t)heads, &head_dim, err))
         return -1;
     if (strcmp(pet, "absolute") != 0)
-        return hf_value_fail(h, err, "position_embedding_type '%.40s' is not supported (only "
-                              "absolute)", pet);
+        return hf_value_fail(h, err,
+                             "position_embedding_type '%.40s' is not supported (only "
+                             "absolute)",
+                             pet);
     m->d_model = (size_t)d;
     m->heads = m->kv_heads = (size_t)heads;
     m->head_dim = head_dim;
@@ -83,8 +88,7 @@ int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err)
         return model_nomem(err, "the model");
 
     size_t n = m->d_model;
-    if (hf_pick_prefix(h, prefixes, err,
-                       "encoder.layer.%zu.attention.self.query.weight", L) ||
+    if (hf_pick_prefix(h, prefixes, err, "encoder.layer.%zu.attention.self.query.weight", L) ||
         hf_linear(h, W_WQ, n, n, err, "encoder.layer.%zu.attention.self.query.weight", L) ||
         hf_linear(h, W_WK, n, n, err, "encoder.layer.%zu.attention.self.key.weight", L) ||
         hf_linear(h, W_WV, n, n, err, "encoder.layer.%zu.attention.self.value.weight", L) ||

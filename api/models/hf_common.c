@@ -13,9 +13,8 @@
 
 #define NAME_MAX_LEN 256
 
-__attribute__((format(printf, 4, 0)))
-static int vconfig_fail(const hf_load *h, model_error *err, model_error_kind kind,
-                        const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static int
+vconfig_fail(const hf_load *h, model_error *err, model_error_kind kind, const char *fmt, va_list ap)
 {
     int n = snprintf(err->message, sizeof err->message, "%s: ", h->config_path);
 
@@ -73,8 +72,8 @@ const json_t *hf_get(const hf_load *h, const char *const *keys, const char **whi
     return NULL;
 }
 
-int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt,
-           int64_t lo, int64_t hi, int64_t *out, model_error *err)
+int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dflt, int64_t lo,
+           int64_t hi, int64_t *out, model_error *err)
 {
     const char *key;
     const json_t *v = hf_get(h, keys, &key);
@@ -92,20 +91,20 @@ int hf_int(const hf_load *h, const char *const *keys, bool required, int64_t dfl
     }
     json_int_t n = json_integer_value(v);
     if (n < lo || n > hi)
-        return hf_value_fail(h, err, "%s = %lld is out of range [%lld, %lld]", key,
-                              (long long)n, (long long)lo, (long long)hi);
+        return hf_value_fail(h, err, "%s = %lld is out of range [%lld, %lld]", key, (long long)n,
+                             (long long)lo, (long long)hi);
     *out = n;
     return 0;
 }
 
-int hf_number(const hf_load *h, const char *key, double dflt, bool positive,
-              double *out, model_error *err)
+int hf_number(const hf_load *h, const char *key, double dflt, bool positive, double *out,
+              model_error *err)
 {
     return hf_number_of(h, (const char *const[]){key, NULL}, dflt, positive, out, err);
 }
 
-int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool positive,
-                 double *out, model_error *err)
+int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool positive, double *out,
+                 model_error *err)
 {
     const char *key;
     const json_t *v = hf_get(h, keys, &key);
@@ -122,7 +121,7 @@ int hf_number_of(const hf_load *h, const char *const *keys, double dflt, bool po
     double x = json_number_value(v);
     if (!isfinite(x) || (positive && !(x > 0)))
         return hf_value_fail(h, err, "%s = %g must be %s", key, x,
-                              positive ? "a finite number > 0" : "finite");
+                             positive ? "a finite number > 0" : "finite");
     *out = x;
     return 0;
 }
@@ -166,7 +165,7 @@ int hf_check_layer(const hf_load *h, const char *const *keys, model_error *err)
     hf_get(h, keys, &key);
     if (n >= 0 && h->layer >= (size_t)n)
         return hf_value_fail(h, err, "layer %zu does not exist: %s is %lld (layers count from 0)",
-                              h->layer, key, (long long)n);
+                             h->layer, key, (long long)n);
     return 0;
 }
 
@@ -175,7 +174,7 @@ int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t 
 {
     if (hidden % heads != 0)
         return hf_value_fail(h, err, "%s %zu is not divisible by the %zu attention heads",
-                              hidden_key, hidden, heads);
+                             hidden_key, hidden, heads);
     *head_dim = hidden / heads;
     return 0;
 }
@@ -188,8 +187,8 @@ static int oom(model_error *err)
 }
 
 /* prefix + formatted name into buf (NAME_MAX_LEN); -1 when too long. */
-__attribute__((format(printf, 3, 0)))
-static int vname(const hf_load *h, char *buf, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static int vname(const hf_load *h, char *buf, const char *fmt,
+                                                       va_list ap)
 {
     size_t p = strlen(h->prefix);
     memcpy(buf, h->prefix, p);
@@ -197,8 +196,7 @@ static int vname(const hf_load *h, char *buf, const char *fmt, va_list ap)
     return n < 0 || (size_t)n >= NAME_MAX_LEN - p ? -1 : 0;
 }
 
-int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err,
-                   const char *fmt, ...)
+int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err, const char *fmt, ...)
 {
     char name[NAME_MAX_LEN], first[NAME_MAX_LEN] = "";
     va_list ap;
@@ -217,8 +215,8 @@ int hf_pick_prefix(hf_load *h, const char *const *prefixes, model_error *err,
     }
     h->prefix[0] = '\0';
     return model_fail(err, MODEL_E_TENSOR,
-                    "%s: no tensor %s (missing tensor; is layer %zu in this checkpoint?)",
-                    st_set_source(h->weights), first, h->layer);
+                      "%s: no tensor %s (missing tensor; is layer %zu in this checkpoint?)",
+                      st_set_source(h->weights), first, h->layer);
 }
 
 bool hf_has(const hf_load *h, const char *fmt, ...)
@@ -232,9 +230,10 @@ bool hf_has(const hf_load *h, const char *fmt, ...)
     return rc == 0 && st_set_has(h->weights, name);
 }
 
-__attribute__((format(printf, 8, 0)))
-static int vtensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out,
-                   const char **dtype, model_error *err, const char *fmt, va_list ap)
+__attribute__((format(printf, 8, 0))) static int vtensor(hf_load *h, size_t ndim, size_t d0,
+                                                         size_t d1, tensor *out, const char **dtype,
+                                                         model_error *err, const char *fmt,
+                                                         va_list ap)
 {
     char name[NAME_MAX_LEN];
     size_t dims[2] = {d0, d1};
@@ -281,8 +280,8 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err)
     return 0;
 }
 
-int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features,
-              model_error *err, const char *fmt, ...)
+int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features, model_error *err,
+              const char *fmt, ...)
 {
     tensor stored, *t = &h->m->weights[w];
     const char *dtype = NULL;
@@ -319,7 +318,8 @@ static size_t fused_row(hf_fused_layout layout, const model *m, int j, size_t c)
         return (c / hd * 3 + (size_t)j) * hd + c % hd;
     if (layout == HF_FUSED_GROUPED) {
         size_t g = m->heads / m->kv_heads, head = c / hd; /* q head, or kv head */
-        size_t block = j == 0 ? head / g * (g + 2) + head % g : head * (g + 2) + g + (size_t)(j - 1);
+        size_t block = j == 0 ? head / g * (g + 2) + head % g
+                              : head * (g + 2) + g + (size_t)(j - 1);
         return block * hd + c % hd;
     }
     return j == 0 ? c : j == 1 ? qd + c : qd + kvd + c;
@@ -338,7 +338,8 @@ int hf_split_fused(hf_load *h, hf_fused_layout layout, const char *weight_name,
     if (layout == HF_FUSED_PER_HEAD && m->kv_heads != m->heads)
         return model_fail(err, MODEL_E_VALUE, "per-head fused q/k/v needs kv_heads == heads");
     if (layout == HF_FUSED_GROUPED && m->heads % m->kv_heads != 0)
-        return model_fail(err, MODEL_E_VALUE, "grouped fused q/k/v needs heads divisible by "
+        return model_fail(err, MODEL_E_VALUE,
+                          "grouped fused q/k/v needs heads divisible by "
                           "kv_heads");
     if (hf_tensor(h, 2, rows, d, &w, &dtype, err, "%s", weight_name) ||
         (bias_name && hf_tensor(h, 1, rows, 0, &b, NULL, err, "%s", bias_name)))

@@ -105,7 +105,8 @@ static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_e
         return 0;
     const json_t *f = json_object_get(rs, "factor");
     if (!json_is_number(f))
-        return hf_config_fail(h, err, "rope_scaling.factor must be a number (DeepseekV3Attention "
+        return hf_config_fail(h, err,
+                              "rope_scaling.factor must be a number (DeepseekV3Attention "
                               "reads it with mscale_all_dim)");
     double factor = json_number_value(f);
     double mscale = factor <= 1.0 ? 1.0 : 0.1 * json_number_value(all) * log(factor) + 1.0;
@@ -144,7 +145,8 @@ static int read_mla_config(hf_load *h, bool v3, mla_config *c, model_error *err)
                              "and v",
                              (long long)c->kv_heads, (long long)c->heads);
     if (c->bias)
-        return hf_value_fail(h, err, "attention_bias true (biases on q_a_proj and "
+        return hf_value_fail(h, err,
+                             "attention_bias true (biases on q_a_proj and "
                              "kv_a_proj_with_mqa) is not modelled by posenc");
     if (c->rope % 2 != 0)
         return hf_value_fail(h, err, "qk_rope_head_dim %lld must be even", (long long)c->rope);

@@ -56,11 +56,9 @@ typedef struct falcon_config {
 
 static int read_config(hf_load *h, falcon_config *c, model_error *err)
 {
-    if (hf_int(h, HF_KEYS("n_embed", "hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &c->hidden,
-               err) ||
+    if (hf_int(h, HF_KEYS("n_embed", "hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &c->hidden, err) ||
         hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &c->heads, err) ||
-        hf_int(h, HF_KEYS("num_kv_heads"), false, c->heads, 1, SCHEME_MAX_DIM, &c->kv_heads,
-               err) ||
+        hf_int(h, HF_KEYS("num_kv_heads"), false, c->heads, 1, SCHEME_MAX_DIM, &c->kv_heads, err) ||
         hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
         hf_number(h, "layer_norm_epsilon", 1e-5, true, &h->m->norm_eps, err) ||
         hf_bool(h, "alibi", false, &c->alibi, err) ||
@@ -68,18 +66,20 @@ static int read_config(hf_load *h, falcon_config *c, model_error *err)
         hf_bool(h, "multi_query", true, &c->multi_query, err) ||
         hf_bool(h, "parallel_attn", true, &c->parallel_attn, err) ||
         hf_bool(h, "bias", false, &c->bias, err) ||
-        hf_int(h, HF_KEYS("num_ln_in_parallel_attn"), false, c->new_arch ? 2 : 0, 1, 2,
-               &c->num_ln, err))
+        hf_int(h, HF_KEYS("num_ln_in_parallel_attn"), false, c->new_arch ? 2 : 0, 1, 2, &c->num_ln,
+               err))
         return -1;
     if (c->alibi)
-        return hf_value_fail(h, err, "alibi = true is not supported: Falcon rounds "
+        return hf_value_fail(h, err,
+                             "alibi = true is not supported: Falcon rounds "
                              "slope*position to bfloat16 and adds it to q.k before the "
                              "1/sqrt(head_dim) scale, which posenc's alibi scheme (an unscaled "
                              "float bias after the scale) does not reproduce");
     bool builds_ln_attn = c->parallel_attn && c->num_ln == 2;
     bool reads_ln_attn = c->new_arch && c->num_ln == 2;
     if (builds_ln_attn != reads_ln_attn)
-        return hf_value_fail(h, err, "new_decoder_architecture = %s with parallel_attn = %s "
+        return hf_value_fail(h, err,
+                             "new_decoder_architecture = %s with parallel_attn = %s "
                              "and num_ln_in_parallel_attn = 2: Hugging Face's "
                              "FalconDecoderLayer %s ln_attn but its forward %s it",
                              c->new_arch ? "true" : "false", c->parallel_attn ? "true" : "false",
@@ -87,16 +87,18 @@ static int read_config(hf_load *h, falcon_config *c, model_error *err)
                              reads_ln_attn ? "reads" : "does not read");
     if (c->new_arch) {
         if (c->heads % c->kv_heads != 0)
-            return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                                 "num_kv_heads %lld", (long long)c->heads,
-                                 (long long)c->kv_heads);
+            return hf_value_fail(h, err,
+                                 "num_attention_heads %lld is not a multiple of "
+                                 "num_kv_heads %lld",
+                                 (long long)c->heads, (long long)c->kv_heads);
     } else if (c->multi_query) {
         c->kv_heads = 1; /* FalconAttention: num_kv_heads ignored for multi-query */
     } else if (c->kv_heads != c->heads) {
-        return hf_value_fail(h, err, "num_kv_heads = %lld with new_decoder_architecture and "
+        return hf_value_fail(h, err,
+                             "num_kv_heads = %lld with new_decoder_architecture and "
                              "multi_query false: the fused [heads][3][head_dim] layout has one "
-                             "k and v per head (%lld)", (long long)c->kv_heads,
-                             (long long)c->heads);
+                             "k and v per head (%lld)",
+                             (long long)c->kv_heads, (long long)c->heads);
     }
     return 0;
 }
@@ -123,8 +125,9 @@ int hf_falcon_load(hf_load *h, model_error *err)
     if (hf_rope_params(h, head_dim, NULL, &m->params, err))
         return -1;
 
-    hf_fused_layout layout = c.new_arch ? HF_FUSED_GROUPED
-                             : c.multi_query ? HF_FUSED_STACKED : HF_FUSED_PER_HEAD;
+    hf_fused_layout layout = c.new_arch      ? HF_FUSED_GROUPED
+                             : c.multi_query ? HF_FUSED_STACKED
+                                             : HF_FUSED_PER_HEAD;
     const char *norm = c.new_arch && c.num_ln == 2 ? "ln_attn" : "input_layernorm";
     size_t d = m->d_model;
     snprintf(w, sizeof w, "h.%zu.self_attention.query_key_value.weight", L);

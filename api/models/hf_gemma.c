@@ -72,8 +72,10 @@ int hf_scale_embeddings(hf_load *h, double *scale, model_error *err)
         double product = (double)t->data[i] * s;
         double scaled = fabs(product) <= FLT_MAX ? round_to_dtype((float)product, dtype) : INFINITY;
         if (!(fabs(scaled) <= (strcmp(dtype, "F16") == 0 ? 65504.0 : FLT_MAX)))
-            return hf_value_fail(h, err, "embed_tokens.weight element %zu times the normalizer "
-                                 "sqrt(hidden_size) = %g overflows %s", i, s, dtype);
+            return hf_value_fail(h, err,
+                                 "embed_tokens.weight element %zu times the normalizer "
+                                 "sqrt(hidden_size) = %g overflows %s",
+                                 i, s, dtype);
         t->data[i] = (float)scaled; /* exact: scaled is a value of the dtype */
     }
     *scale = s;
@@ -113,8 +115,10 @@ int hf_gemma_load(hf_load *h, model_error *err)
         hf_int(h, HF_KEYS("head_dim"), false, 256, 1, SCHEME_MAX_DIM, &head_dim, err))
         return -1;
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     m->d_model = (size_t)hidden;
     m->heads = (size_t)heads;
     m->kv_heads = (size_t)kv_heads;

@@ -42,8 +42,10 @@ int hf_llama_load(hf_load *h, model_error *err)
     if (strcmp(arch, "qwen2") == 0)
         bias = true;
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                              "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     if (hf_int(h, HF_KEYS("head_dim"), false, 0, 1, SCHEME_MAX_DIM, &head_dim, err))
         return -1;
     if (!head_dim) {

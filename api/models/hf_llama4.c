@@ -57,13 +57,15 @@ static int layer_uses_rope(hf_load *h, int64_t layers, bool *rope, model_error *
         *rope = (int64_t)(h->layer + 1) % interval != 0;
         return 0;
     }
-    json_array_foreach(list, i, item) {
+    json_array_foreach (list, i, item) {
         if (!json_is_integer(item) ||
             (json_integer_value(item) != 0 && json_integer_value(item) != 1)) {
             char got[64];
             jf_describe(item, got, sizeof got);
-            return hf_value_fail(h, err, "no_rope_layers[%zu] must be 0 (no rope) or 1 (rope), "
-                                 "got %s", i, got);
+            return hf_value_fail(h, err,
+                                 "no_rope_layers[%zu] must be 0 (no rope) or 1 (rope), "
+                                 "got %s",
+                                 i, got);
         }
     }
     if (layers && json_array_size(list) != (size_t)layers)
@@ -131,8 +133,7 @@ int hf_llama4_load(hf_load *h, model_error *err)
         hf_number(h, "rms_norm_eps", 1e-5, true, &m->norm_eps, err) ||
         hf_bool(h, "attention_bias", false, &bias, err) ||
         hf_int(h, HF_KEYS("head_dim"), false, 128, 1, SCHEME_MAX_DIM, &head_dim, err) ||
-        hf_bool(h, "use_qk_norm", true, &qk_norm, err) ||
-        temperature_tuning(h, &tuning, err) ||
+        hf_bool(h, "use_qk_norm", true, &qk_norm, err) || temperature_tuning(h, &tuning, err) ||
         hf_number(h, "floor_scale", 8192.0, true, &floor_scale, err) ||
         hf_number(h, "attn_scale", 0.1, false, &attn_scale, err) ||
         layer_uses_rope(h, layers, &rope, err))

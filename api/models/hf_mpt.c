@@ -60,7 +60,8 @@ static int attn_key(const hf_load *h, const json_t *ac, const char *key, attn_ke
     if (!v || json_is_null(v))
         return 0;
     bool ok = want == KEY_NUMBER ? json_is_number(v)
-              : want == KEY_BOOL ? json_is_boolean(v) : json_is_string(v);
+              : want == KEY_BOOL ? json_is_boolean(v)
+                                 : json_is_string(v);
     if (!ok) {
         char got[64];
         jf_describe(v, got, sizeof got);
@@ -89,29 +90,37 @@ static int read_attn_config(const hf_load *h, double *scale, model_error *err)
         attn_key(h, ac, "alibi_bias_max", KEY_NUMBER, &bias_max, err))
         return -1;
     if (type && strcmp(json_string_value(type), "multihead_attention") != 0)
-        return hf_value_fail(h, err, "attn_config.attn_type = '%.40s' is not supported "
+        return hf_value_fail(h, err,
+                             "attn_config.attn_type = '%.40s' is not supported "
                              "(Hugging Face's MptAttention is multihead_attention only)",
                              json_string_value(type));
     if (clip && json_number_value(clip) != 0)
-        return hf_value_fail(h, err, "attn_config.clip_qkv = %g is not supported yet (a clamp "
-                             "of q, k and v to [-%g, %g])", json_number_value(clip),
-                             json_number_value(clip), json_number_value(clip));
+        return hf_value_fail(h, err,
+                             "attn_config.clip_qkv = %g is not supported yet (a clamp "
+                             "of q, k and v to [-%g, %g])",
+                             json_number_value(clip), json_number_value(clip),
+                             json_number_value(clip));
     if (qk_ln && json_is_true(qk_ln))
-        return hf_value_fail(h, err, "attn_config.qk_ln = true is not supported (a LayerNorm "
+        return hf_value_fail(h, err,
+                             "attn_config.qk_ln = true is not supported (a LayerNorm "
                              "of q and k, which Hugging Face's MptAttention does not apply)");
     if (alibi && !json_is_true(alibi))
-        return hf_value_fail(h, err, "attn_config.alibi = false is not supported (learned "
+        return hf_value_fail(h, err,
+                             "attn_config.alibi = false is not supported (learned "
                              "positions, which Hugging Face's MptModel does not build)");
     if (bias_max && json_number_value(bias_max) != 8)
-        return hf_value_fail(h, err, "attn_config.alibi_bias_max = %g is not supported: "
+        return hf_value_fail(h, err,
+                             "attn_config.alibi_bias_max = %g is not supported: "
                              "Hugging Face's MptModel builds its ALiBi with 8 whatever the "
                              "config says, MosaicML's code with the config's value",
                              json_number_value(bias_max));
     if (softmax) {
         *scale = json_number_value(softmax);
         if (!(*scale > 0) || *scale > 1e300)
-            return hf_value_fail(h, err, "attn_config.softmax_scale = %g must be a finite "
-                                 "number > 0", *scale);
+            return hf_value_fail(h, err,
+                                 "attn_config.softmax_scale = %g must be a finite "
+                                 "number > 0",
+                                 *scale);
     }
     return 0;
 }
@@ -130,11 +139,14 @@ static int read_config(hf_load *h, int64_t *d, int64_t *heads, double *scale, mo
         read_attn_config(h, scale, err))
         return -1;
     if (!no_bias)
-        return hf_value_fail(h, err, "no_bias = false is not supported: Hugging Face's MPT "
+        return hf_value_fail(h, err,
+                             "no_bias = false is not supported: Hugging Face's MPT "
                              "has no biases and would drop the checkpoint's");
     if (strcmp(norm_type, "layernorm") != 0 && strcmp(norm_type, "low_precision_layernorm") != 0)
-        return hf_value_fail(h, err, "norm_type = '%.40s' is not supported (Hugging Face's MPT "
-                             "always uses LayerNorm)", norm_type);
+        return hf_value_fail(h, err,
+                             "norm_type = '%.40s' is not supported (Hugging Face's MPT "
+                             "always uses LayerNorm)",
+                             norm_type);
     return 0;
 }
 

@@ -43,8 +43,9 @@ int hf_opt_load(hf_load *h, model_error *err)
                              "does not model OPT's project_in/project_out",
                              (long long)proj, (long long)d);
     if (!affine && norm_before)
-        return hf_value_fail(h, err, "layer_norm_elementwise_affine = false is not supported "
-                                     "(a LayerNorm without weight and bias)");
+        return hf_value_fail(h, err,
+                             "layer_norm_elementwise_affine = false is not supported "
+                             "(a LayerNorm without weight and bias)");
     m->d_model = (size_t)d;
     m->heads = m->kv_heads = (size_t)heads;
     m->head_dim = head_dim;
@@ -78,8 +79,9 @@ int hf_opt_load(hf_load *h, model_error *err)
         hf_weight(h, W_POSITION_TABLE, 2, 0, n, err, "embed_positions.weight"))
         return -1;
     if (m->weights[W_POSITION_TABLE].dim[0] <= (size_t)m->table_offset)
-        return hf_value_fail(h, err, "embed_positions has %zu rows: OPT reads its positions %lld "
-                                     "rows in", m->weights[W_POSITION_TABLE].dim[0],
-                             (long long)m->table_offset);
+        return hf_value_fail(h, err,
+                             "embed_positions has %zu rows: OPT reads its positions %lld "
+                             "rows in",
+                             m->weights[W_POSITION_TABLE].dim[0], (long long)m->table_offset);
     return 0;
 }

@@ -27,8 +27,7 @@ int hf_phi_load(hf_load *h, model_error *err)
     int64_t hidden, heads, kv_heads, head_dim;
     size_t L = h->layer;
     bool qk_layernorm;
-    const hf_rope_keys keys = {.partial = HF_KEYS("partial_rotary_factor"),
-                               .partial_default = 0.5};
+    const hf_rope_keys keys = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5};
 
     if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &hidden, err) ||
         hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
@@ -40,11 +39,14 @@ int hf_phi_load(hf_load *h, model_error *err)
         hf_int(h, HF_KEYS("head_dim"), false, 0, 1, SCHEME_MAX_DIM, &head_dim, err))
         return -1;
     if (qk_layernorm)
-        return hf_value_fail(h, err, "qk_layernorm = true (a LayerNorm on each q and k head) is "
+        return hf_value_fail(h, err,
+                             "qk_layernorm = true (a LayerNorm on each q and k head) is "
                              "not supported yet");
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     if (!head_dim) {
         size_t hd;
         if (hf_head_dim(h, "hidden_size", (size_t)hidden, (size_t)heads, &hd, err))

@@ -35,8 +35,7 @@ int hf_phi3_load(hf_load *h, model_error *err)
     size_t L = h->layer;
     bool bias;
     char w[80];
-    const hf_rope_keys keys = {.partial = HF_KEYS("partial_rotary_factor"),
-                               .partial_default = 1.0};
+    const hf_rope_keys keys = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0};
 
     if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &hidden, err) ||
         hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
@@ -50,8 +49,10 @@ int hf_phi3_load(hf_load *h, model_error *err)
     if (bias)
         hf_warn(h, "attention_bias = true is ignored: Phi-3's qkv_proj has no bias");
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     if (!head_dim) {
         size_t hd;
         if (hf_head_dim(h, "hidden_size", (size_t)hidden, (size_t)heads, &hd, err))

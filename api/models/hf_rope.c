@@ -31,10 +31,15 @@
 
 /* The rope types, indexed by rope_type. */
 typedef enum rope_type {
-    RT_DEFAULT, RT_LINEAR, RT_DYNAMIC, RT_YARN, RT_LLAMA3, RT_LONGROPE
+    RT_DEFAULT,
+    RT_LINEAR,
+    RT_DYNAMIC,
+    RT_YARN,
+    RT_LLAMA3,
+    RT_LONGROPE
 } rope_type;
-static const char *const scaling_types[] = {"default", "linear", "dynamic", "yarn", "llama3",
-                                            "longrope", NULL};
+static const char *const scaling_types[] = {"default", "linear",   "dynamic", "yarn",
+                                            "llama3",  "longrope", NULL};
 
 /* The keys Hugging Face reads for each type (modeling_rope_utils.py, the
  * _validate_*_rope_parameters functions: required and optional keys), after
@@ -51,8 +56,8 @@ static const char *const *const type_keys[] = {
     [RT_LLAMA3] = (const char *const[]){"factor", "low_freq_factor", "high_freq_factor",
                                         "original_max_position_embeddings", NULL},
     [RT_LONGROPE] = (const char *const[]){"short_factor", "long_factor", "factor",
-                                          "attention_factor",
-                                          "original_max_position_embeddings", NULL},
+                                          "attention_factor", "original_max_position_embeddings",
+                                          NULL},
 };
 
 static bool listed(const char *const *keys, const char *key)
@@ -71,10 +76,12 @@ static void warn_unknown_keys(const hf_load *h, const char *bkey, const json_t *
     const char *key;
     const json_t *v;
 
-    json_object_foreach((json_t *)(uintptr_t)block, key, v)
+    json_object_foreach ((json_t *)(uintptr_t)block, key, v)
         if (!listed(common_keys, key) && !listed(type_keys[type], key))
-            hf_warn(h, "%s.%s is not a key of rope type '%s'; ignored, as Hugging Face "
-                       "ignores it", bkey, key, scaling_types[type]);
+            hf_warn(h,
+                    "%s.%s is not a key of rope type '%s'; ignored, as Hugging Face "
+                    "ignores it",
+                    bkey, key, scaling_types[type]);
 }
 
 /* A non-empty object (HF tests the block's truthiness). */
@@ -114,12 +121,12 @@ static int copy_list(const hf_load *h, const char *bkey, const json_t *block, co
     if (!json_is_array(v))
         return hf_config_fail(h, err, "%s.%s must be a list of numbers (required for longrope)",
                               bkey, key);
-    json_array_foreach(v, i, item)
+    json_array_foreach (v, i, item)
         if (!json_is_number(item))
             return hf_config_fail(h, err, "%s.%s[%zu] is not a number", bkey, key, i);
     if (json_array_size(v) != n)
         return hf_value_fail(h, err, "%s.%s has %zu entries; rotary_dim/2 = %zu", bkey, key,
-                              json_array_size(v), n);
+                             json_array_size(v), n);
     if (json_object_set_new(sc, key, json_deep_copy(v)))
         return model_nomem(err, "the model");
     return 0;
@@ -134,8 +141,8 @@ static int set_number(json_t *obj, const char *key, double v, model_error *err)
 
 /* original_max_position_embeddings and max_position_embeddings, as HF
  * resolves them (see the file comment). 0 = absent. */
-static int context_lengths(const hf_load *h, const char *bkey, const json_t *block,
-                           rope_type type, int64_t *orig, int64_t *max_pos, model_error *err)
+static int context_lengths(const hf_load *h, const char *bkey, const json_t *block, rope_type type,
+                           int64_t *orig, int64_t *max_pos, model_error *err)
 {
     const json_t *in_block = json_object_get(block, "original_max_position_embeddings");
 
@@ -153,20 +160,24 @@ static int context_lengths(const hf_load *h, const char *bkey, const json_t *blo
         return 0;
     if (in_block && !json_is_null(in_block)) {
         if (!json_is_integer(in_block) || json_integer_value(in_block) < 1)
-            return hf_config_fail(h, err, "%s.original_max_position_embeddings must be an "
-                                  "integer >= 1", bkey);
+            return hf_config_fail(h, err,
+                                  "%s.original_max_position_embeddings must be an "
+                                  "integer >= 1",
+                                  bkey);
         *orig = json_integer_value(in_block);
         return 0;
     }
     if (!*max_pos)
-        return hf_config_fail(h, err, "%s needs original_max_position_embeddings (in %s or at "
-                              "the top level) or max_position_embeddings", bkey, bkey);
+        return hf_config_fail(h, err,
+                              "%s needs original_max_position_embeddings (in %s or at "
+                              "the top level) or max_position_embeddings",
+                              bkey, bkey);
     *orig = *max_pos;
     return 0;
 }
 
-static int build_scaling(const hf_load *h, const char *bkey, const json_t *block,
-                         rope_type type, size_t rotary_dim, json_t *sc, model_error *err)
+static int build_scaling(const hf_load *h, const char *bkey, const json_t *block, rope_type type,
+                         size_t rotary_dim, json_t *sc, model_error *err)
 {
     int64_t orig = 0, max_pos = 0;
 
@@ -185,27 +196,36 @@ static int build_scaling(const hf_load *h, const char *bkey, const json_t *block
         return copy_key(h, bkey, block, "factor", true, false, sc, err);
     case RT_YARN:
         if (has_factor ? copy_key(h, bkey, block, "factor", true, false, sc, err)
-            : !max_pos ? hf_config_fail(h, err, "%s.factor is missing and there is no "
-                                        "max_position_embeddings to derive it from", bkey)
+            : !max_pos ? hf_config_fail(h, err,
+                                        "%s.factor is missing and there is no "
+                                        "max_position_embeddings to derive it from",
+                                        bkey)
                        : set_number(sc, "factor", (double)max_pos / (double)orig, err))
             return -1;
         return copy_key(h, bkey, block, "attention_factor", false, false, sc, err) ||
-               copy_key(h, bkey, block, "beta_fast", false, false, sc, err) ||
-               copy_key(h, bkey, block, "beta_slow", false, false, sc, err) ||
-               copy_key(h, bkey, block, "mscale", false, false, sc, err) ||
-               copy_key(h, bkey, block, "mscale_all_dim", false, false, sc, err) ||
-               copy_key(h, bkey, block, "truncate", false, true, sc, err) ? -1 : 0;
+                       copy_key(h, bkey, block, "beta_fast", false, false, sc, err) ||
+                       copy_key(h, bkey, block, "beta_slow", false, false, sc, err) ||
+                       copy_key(h, bkey, block, "mscale", false, false, sc, err) ||
+                       copy_key(h, bkey, block, "mscale_all_dim", false, false, sc, err) ||
+                       copy_key(h, bkey, block, "truncate", false, true, sc, err)
+                   ? -1
+                   : 0;
     case RT_LLAMA3:
         return copy_key(h, bkey, block, "factor", true, false, sc, err) ||
-               copy_key(h, bkey, block, "low_freq_factor", true, false, sc, err) ||
-               copy_key(h, bkey, block, "high_freq_factor", true, false, sc, err) ? -1 : 0;
+                       copy_key(h, bkey, block, "low_freq_factor", true, false, sc, err) ||
+                       copy_key(h, bkey, block, "high_freq_factor", true, false, sc, err)
+                   ? -1
+                   : 0;
     case RT_LONGROPE:
         if (has_factor ? copy_key(h, bkey, block, "factor", true, false, sc, err)
-            : max_pos ? set_number(sc, "factor", (double)max_pos / (double)orig, err) : 0)
+            : max_pos  ? set_number(sc, "factor", (double)max_pos / (double)orig, err)
+                       : 0)
             return -1;
         return copy_list(h, bkey, block, "short_factor", rotary_dim / 2, sc, err) ||
-               copy_list(h, bkey, block, "long_factor", rotary_dim / 2, sc, err) ||
-               copy_key(h, bkey, block, "attention_factor", false, false, sc, err) ? -1 : 0;
+                       copy_list(h, bkey, block, "long_factor", rotary_dim / 2, sc, err) ||
+                       copy_key(h, bkey, block, "attention_factor", false, false, sc, err)
+                   ? -1
+                   : 0;
     }
     return 0;
 }
@@ -221,11 +241,16 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
 
     if (scheme_parse(SCHEME_ROPE, params, "rope", &s, &inner))
         return hf_value_fail(h, err, "%s", inner.json.message);
-    pe_rope rope = {.base = s.base, .head_dim = head_dim, .rotary_dim = rotary_dim,
-                    .layout = s.rope_layout, .scaling = s.scaling};
+    pe_rope rope = {.base = s.base,
+                    .head_dim = head_dim,
+                    .rotary_dim = rotary_dim,
+                    .layout = s.rope_layout,
+                    .scaling = s.scaling};
     if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > head_dim) {
-        hf_value_fail(h, err, "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
-                       "be even and in [2, head_dim]", rotary_dim, head_dim);
+        hf_value_fail(h, err,
+                      "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
+                      "be even and in [2, head_dim]",
+                      rotary_dim, head_dim);
         goto out;
     }
     if (!(inv_freq = malloc(rotary_dim / 2 * sizeof *inv_freq))) {
@@ -235,9 +260,10 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
     double orig = s.scaling.original_max_position_embeddings;
     if (pe_rope_frequencies(&rope, 1.0, inv_freq, &att) != PE_OK ||
         pe_rope_frequencies(&rope, orig + 2.0, inv_freq, &att) != PE_OK) {
-        hf_value_fail(h, err, "the rope parameters cannot be computed (rope_theta, factor, "
-                       "original_max_position_embeddings and the type's own keys must be "
-                       "positive; dynamic needs a rotary width > 2)");
+        hf_value_fail(h, err,
+                      "the rope parameters cannot be computed (rope_theta, factor, "
+                      "original_max_position_embeddings and the type's own keys must be "
+                      "positive; dynamic needs a rotary width > 2)");
         goto out;
     }
     /* yarn's factor from mscale/mscale_all_dim, get_mscale(f, mscale) /
@@ -245,7 +271,8 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
      * negative values: cos and sin would flip sign. (An explicit
      * attention_factor <= 0 is already refused by scheme_parse.) */
     if (s.scaling.type == PE_ROPE_SCALING_YARN && !(att > 0 && isfinite(att))) {
-        hf_value_fail(h, err, "rope yarn: the attention factor derived from mscale %g and "
+        hf_value_fail(h, err,
+                      "rope yarn: the attention factor derived from mscale %g and "
                       "mscale_all_dim %g (factor %g) is %g; it must be > 0",
                       s.scaling.mscale, s.scaling.mscale_all_dim, s.scaling.factor, att);
         goto out;
@@ -269,7 +296,7 @@ static int check_block(const hf_load *h, const json_t *rs, const json_t *block, 
     }
     const char *key;
     const json_t *v;
-    json_object_foreach((json_t *)(uintptr_t)block, key, v)
+    json_object_foreach ((json_t *)(uintptr_t)block, key, v)
         if (json_is_object(v)) {
             hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported", bkey,
                           key);

@@ -38,8 +38,10 @@ int hf_starcoder2_load(hf_load *h, model_error *err)
         hf_int(h, HF_KEYS("head_dim"), false, 0, 1, SCHEME_MAX_DIM, &head_dim, err))
         return -1;
     if (heads % kv_heads != 0)
-        return hf_value_fail(h, err, "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld", (long long)heads, (long long)kv_heads);
+        return hf_value_fail(h, err,
+                             "num_attention_heads %lld is not a multiple of "
+                             "num_key_value_heads %lld",
+                             (long long)heads, (long long)kv_heads);
     if (!head_dim) {
         size_t hd;
         if (hf_head_dim(h, "hidden_size", (size_t)hidden, (size_t)heads, &hd, err))

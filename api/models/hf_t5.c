@@ -39,9 +39,10 @@ int hf_t5_load(hf_load *h, model_error *err)
         return -1;
     /* The exact range of the bidirectional buckets is num_buckets/4. */
     if (max_distance <= buckets / 4)
-        return hf_value_fail(h, err, "relative_attention_max_distance %lld must exceed "
-                              "relative_attention_num_buckets/4 = %lld", (long long)max_distance,
-                              (long long)(buckets / 4));
+        return hf_value_fail(h, err,
+                             "relative_attention_max_distance %lld must exceed "
+                             "relative_attention_num_buckets/4 = %lld",
+                             (long long)max_distance, (long long)(buckets / 4));
     m->d_model = (size_t)d;
     m->heads = m->kv_heads = (size_t)heads;
     m->head_dim = (size_t)d_kv;

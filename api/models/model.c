@@ -16,14 +16,31 @@
 #define DEFAULT_D_MODEL 512
 #define DEFAULT_HEADS 8
 
-const char *const weight_names[W_COUNT] = {
-    "wq", "wk", "wv", "bq", "bk", "bv", "norm_weight", "norm_bias",
-    "position_table", "t5_bias", "token_embedding",
-    "input_bias", "embed_norm_weight", "embed_norm_bias", "q_norm_weight", "k_norm_weight",
-    "q_a_proj", "q_a_norm_weight", "q_b_proj", "kv_a_proj", "kv_a_norm_weight", "kv_b_proj"};
+const char *const weight_names[W_COUNT] = {"wq",
+                                           "wk",
+                                           "wv",
+                                           "bq",
+                                           "bk",
+                                           "bv",
+                                           "norm_weight",
+                                           "norm_bias",
+                                           "position_table",
+                                           "t5_bias",
+                                           "token_embedding",
+                                           "input_bias",
+                                           "embed_norm_weight",
+                                           "embed_norm_bias",
+                                           "q_norm_weight",
+                                           "k_norm_weight",
+                                           "q_a_proj",
+                                           "q_a_norm_weight",
+                                           "q_b_proj",
+                                           "kv_a_proj",
+                                           "kv_a_norm_weight",
+                                           "kv_b_proj"};
 
-static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
-                                         "scheme", "params", "norm", "weights", NULL};
+static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim", "scheme",
+                                         "params",  "norm",  "weights",  NULL};
 
 void model_free(model *m)
 {
@@ -72,9 +89,9 @@ int model_fuse(model *m, desc_error *err)
     if (!model_has(m, W_WQ) || !model_has(m, W_WK) || !model_has(m, W_WV))
         return 0;
     if (pe_qkv_weights_init(&m->qkv, m->d_model, m->heads, m->kv_heads, m->head_dim,
-                            m->weights[W_WQ].data, m->weights[W_WK].data,
-                            m->weights[W_WV].data, m->weights[W_BQ].data,
-                            m->weights[W_BK].data, m->weights[W_BV].data) != PE_OK)
+                            m->weights[W_WQ].data, m->weights[W_WK].data, m->weights[W_WV].data,
+                            m->weights[W_BQ].data, m->weights[W_BK].data,
+                            m->weights[W_BV].data) != PE_OK)
         return desc_fail_oom(err);
     return 0;
 }
@@ -124,8 +141,7 @@ void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions
 
     if (m->post_rope_qk_norm) {
         pe_group_rms_norm(rows, qd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv, width);
-        pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv + qd,
-                          width);
+        pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv + qd, width);
     }
     if (m->attn_temperature)
         pe_attn_temperature(rows, positions, m->attn_floor_scale, m->attn_temperature_scale, qd,
@@ -159,8 +175,8 @@ model *model_new_default(void)
         alloc_square(&m->weights[W_WK], DEFAULT_D_MODEL) ||
         alloc_square(&m->weights[W_WV], DEFAULT_D_MODEL))
         goto fail;
-    pe_default_weights(DEFAULT_SEED, DEFAULT_D_MODEL, m->weights[W_WQ].data,
-                       m->weights[W_WK].data, m->weights[W_WV].data);
+    pe_default_weights(DEFAULT_SEED, DEFAULT_D_MODEL, m->weights[W_WQ].data, m->weights[W_WK].data,
+                       m->weights[W_WV].data);
     if (model_fuse(m, &err) || model_decode_scheme(m, &err))
         goto fail;
     return m;
@@ -171,42 +187,47 @@ fail:
 
 /* ---- inline models ---------------------------------------------------- */
 
-static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, model *m, desc_error *err)
+static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, model *m,
+                      desc_error *err)
 {
     bool present;
     int64_t n;
 
-    if (desc_json(err, jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err,
+                  jf_int(doc, obj, path, "d_model", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "d_model");
         return desc_fail(err, DESC_E_KEY, at.s, "missing field '%s'", at.s);
     }
     m->d_model = (size_t)n;
-    if (desc_json(err, jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err,
+                  jf_int(doc, obj, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "heads");
         return desc_fail(err, DESC_E_KEY, at.s, "missing field '%s'", at.s);
     }
     m->heads = (size_t)n;
-    if (desc_json(err, jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err,
+                  jf_int(doc, obj, path, "kv_heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     m->kv_heads = present ? (size_t)n : m->heads;
     if (m->heads % m->kv_heads != 0) {
         jpath at = jpath_key(path, "kv_heads");
         return desc_fail(err, DESC_E_SHAPE, at.s,
-                        "heads (%zu) must be a multiple of kv_heads (%zu)", m->heads, m->kv_heads);
+                         "heads (%zu) must be a multiple of kv_heads (%zu)", m->heads, m->kv_heads);
     }
-    if (desc_json(err, jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err,
+                  jf_int(doc, obj, path, "head_dim", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
         return -1;
     if (present) {
         m->head_dim = (size_t)n;
     } else if (m->d_model % m->heads != 0) {
         jpath at = jpath_key(path, "heads");
         return desc_fail(err, DESC_E_SHAPE, at.s,
-                        "d_model (%zu) is not divisible by heads (%zu); give head_dim",
-                        m->d_model, m->heads);
+                         "d_model (%zu) is not divisible by heads (%zu); give head_dim", m->d_model,
+                         m->heads);
     } else {
         m->head_dim = m->d_model / m->heads;
     }
@@ -217,7 +238,8 @@ static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, 
     return 0;
 }
 
-static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, model *m, desc_error *err)
+static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, model *m,
+                      desc_error *err)
 {
     static const char *const norm_keys[] = {"type", "eps", NULL};
     static const char *const norm_types[] = {"layernorm", "rmsnorm", NULL};
@@ -230,7 +252,8 @@ static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, 
     if (!norm)
         return 0;
     if (desc_json(err, jf_check_object(norm, at.s, norm_keys, &err->json)) ||
-        desc_json(err, jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
+        desc_json(err,
+                  jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
         return -1;
     if (!present) {
         jpath t = jpath_key(at.s, "type");
@@ -238,10 +261,12 @@ static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, 
     }
     m->norm = which ? PE_NORM_RMS : PE_NORM_LAYER;
     m->norm_eps = pe_norm_default_eps(m->norm);
-    return desc_json(err, jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
+    return desc_json(err,
+                     jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
 }
 
-static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m, desc_error *err)
+static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m,
+                         desc_error *err)
 {
     const char *allowed[2 * W_CONTRACT_COUNT + 1];
     char shape_keys[W_CONTRACT_COUNT][40];
@@ -266,11 +291,12 @@ static int parse_weights(json_doc *doc, const json_t *obj, const char *path, mod
         size_t rank = (w >= W_BQ && w <= W_NORM_BIAS) ? 1 : 2;
         if (!value) {
             if (shape)
-                return desc_fail(err, DESC_E_KEY, shape_at.s,
-                                "%s is given without %s", shape_at.s, at.s);
+                return desc_fail(err, DESC_E_KEY, shape_at.s, "%s is given without %s", shape_at.s,
+                                 at.s);
             continue;
         }
-        if (desc_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank, &m->weights[w], &err->json)))
+        if (desc_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank,
+                                            &m->weights[w], &err->json)))
             return -1;
     }
     return 0;
@@ -289,15 +315,13 @@ static int check_weight_shape(const model *m, weight_id w, size_t rows, size_t c
     if (ok)
         return 0;
     if (t->ndim == 2 && rows == 0)
-        return desc_fail(err, DESC_E_SHAPE, at.s,
-                        "%s has shape [%zu, %zu], expected [rows, %zu]", at.s, t->dim[0],
-                        t->dim[1], cols);
+        return desc_fail(err, DESC_E_SHAPE, at.s, "%s has shape [%zu, %zu], expected [rows, %zu]",
+                         at.s, t->dim[0], t->dim[1], cols);
     if (t->ndim == 2)
-        return desc_fail(err, DESC_E_SHAPE, at.s,
-                        "%s has shape [%zu, %zu], expected [%zu, %zu]", at.s, t->dim[0],
-                        t->dim[1], rows, cols);
-    return desc_fail(err, DESC_E_SHAPE, at.s, "%s has shape [%zu], expected [%zu]", at.s,
-                    t->dim[0], cols);
+        return desc_fail(err, DESC_E_SHAPE, at.s, "%s has shape [%zu, %zu], expected [%zu, %zu]",
+                         at.s, t->dim[0], t->dim[1], rows, cols);
+    return desc_fail(err, DESC_E_SHAPE, at.s, "%s has shape [%zu], expected [%zu]", at.s, t->dim[0],
+                     cols);
 }
 
 static int check_weights(const model *m, const char *path, desc_error *err)
@@ -321,13 +345,12 @@ static int check_weights(const model *m, const char *path, desc_error *err)
     for (weight_id w = W_NORM_WEIGHT; w <= W_NORM_BIAS; w++)
         if (model_has(m, w) && m->norm == PE_NORM_NONE) {
             jpath at = jpath_key(wpath.s, weight_names[w]);
-            return desc_fail(err, DESC_E_KEY, at.s,
-                            "%s is given but the model has no norm", at.s);
+            return desc_fail(err, DESC_E_KEY, at.s, "%s is given but the model has no norm", at.s);
         }
     if (m->norm != PE_NORM_NONE && !model_has(m, W_NORM_WEIGHT)) {
         jpath at = jpath_key(wpath.s, "norm_weight");
         return desc_fail(err, DESC_E_MISSING_WEIGHT, at.s,
-                        "the model's norm needs a weight: %s is missing", at.s);
+                         "the model's norm needs a weight: %s is missing", at.s);
     }
     if (m->norm == PE_NORM_RMS && model_has(m, W_NORM_BIAS)) {
         jpath at = jpath_key(wpath.s, "norm_bias");
@@ -337,17 +360,19 @@ static int check_weights(const model *m, const char *path, desc_error *err)
 }
 
 /* model_parse_description() with the document the object comes from. */
-static int parse_description(json_doc *doc, const json_t *obj, const char *path,
-                             bool with_weights, model *m, desc_error *err)
+static int parse_description(json_doc *doc, const json_t *obj, const char *path, bool with_weights,
+                             model *m, desc_error *err)
 {
-    static const char *const config_keys[] = {"d_model", "heads", "kv_heads", "head_dim",
-                                              "scheme", "params", "norm", NULL};
+    static const char *const config_keys[] = {"d_model", "heads",  "kv_heads", "head_dim",
+                                              "scheme",  "params", "norm",     NULL};
     bool present;
     int which = SCHEME_SINUSOIDAL;
 
-    if (desc_json(err, jf_check_object(obj, path, with_weights ? model_keys : config_keys, &err->json)) ||
+    if (desc_json(err, jf_check_object(obj, path, with_weights ? model_keys : config_keys,
+                                       &err->json)) ||
         parse_dims(doc, obj, path, m, err) ||
-        desc_json(err, jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
+        desc_json(err,
+                  jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     m->scheme = (scheme_kind)which;
     const json_t *params = jf_get(obj, "params");
@@ -364,8 +389,8 @@ static int parse_description(json_doc *doc, const json_t *obj, const char *path,
     return parse_norm(doc, obj, path, m, err);
 }
 
-int model_parse_description(const json_t *obj, const char *path, bool with_weights,
-                            model *m, desc_error *err)
+int model_parse_description(const json_t *obj, const char *path, bool with_weights, model *m,
+                            desc_error *err)
 {
     return parse_description(NULL, obj, path, with_weights, m, err);
 }
@@ -388,8 +413,8 @@ model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_
         desc_fail_oom(err);
         return NULL;
     }
-    if (parse_description(doc, obj, path, true, m, err) ||
-        parse_weights(doc, obj, path, m, err) || check_weights(m, path, err) || model_fuse(m, err))
+    if (parse_description(doc, obj, path, true, m, err) || parse_weights(doc, obj, path, m, err) ||
+        check_weights(m, path, err) || model_fuse(m, err))
         goto fail;
     return m;
 fail:

@@ -31,21 +31,30 @@
 #include "json/tensor.h"
 
 typedef enum weight_id {
-    W_WQ = 0, W_WK, W_WV, W_BQ, W_BK, W_BV, W_NORM_WEIGHT, W_NORM_BIAS,
-    W_POSITION_TABLE, W_T5_BIAS, W_TOKEN_EMBEDDING,
-    W_CONTRACT_COUNT, /* the weights above are the contract's (inline models) */
+    W_WQ = 0,
+    W_WK,
+    W_WV,
+    W_BQ,
+    W_BK,
+    W_BV,
+    W_NORM_WEIGHT,
+    W_NORM_BIAS,
+    W_POSITION_TABLE,
+    W_T5_BIAS,
+    W_TOKEN_EMBEDDING,
+    W_CONTRACT_COUNT,                /* the weights above are the contract's (inline models) */
     W_INPUT_BIAS = W_CONTRACT_COUNT, /* [d_model], added with the PE */
     W_EMBED_NORM_WEIGHT,             /* [d_model], the embed_norm's */
     W_EMBED_NORM_BIAS,               /* [d_model], layernorm only */
     W_Q_NORM_WEIGHT,                 /* q norm's: [head_dim] per head, or [heads*head_dim] */
     W_K_NORM_WEIGHT,                 /* k norm's: [head_dim] per head, or [kv_heads*head_dim] */
     /* Multi-head latent attention (DeepSeek), [in][out] like wq: */
-    W_MLA_Q_A,         /* q_a_proj [d_model][q_lora_rank] (absent without q_lora_rank) */
-    W_MLA_Q_A_NORM,    /* q_a_layernorm [q_lora_rank] */
-    W_MLA_Q_B,         /* q_b_proj [q_lora_rank][heads*qk_head_dim], or q_proj from d_model */
-    W_MLA_KV_A,        /* kv_a_proj_with_mqa [d_model][kv_lora_rank + qk_rope_head_dim] */
-    W_MLA_KV_A_NORM,   /* kv_a_layernorm [kv_lora_rank] */
-    W_MLA_KV_B,        /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
+    W_MLA_Q_A,       /* q_a_proj [d_model][q_lora_rank] (absent without q_lora_rank) */
+    W_MLA_Q_A_NORM,  /* q_a_layernorm [q_lora_rank] */
+    W_MLA_Q_B,       /* q_b_proj [q_lora_rank][heads*qk_head_dim], or q_proj from d_model */
+    W_MLA_KV_A,      /* kv_a_proj_with_mqa [d_model][kv_lora_rank + qk_rope_head_dim] */
+    W_MLA_KV_A_NORM, /* kv_a_layernorm [kv_lora_rank] */
+    W_MLA_KV_B,      /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
     W_COUNT
 } weight_id;
 
@@ -72,19 +81,19 @@ typedef enum model_position_rule {
 } model_position_rule;
 
 typedef struct model {
-    char *name;            /* owned */
-    char *source;          /* owned: "built-in ...", "inline", a file path */
-    char *architecture;    /* owned: "posenc", or the checkpoint's model_type */
-    size_t layer;          /* the attention layer the weights come from */
-    const char *dtype;     /* static: dtype on disk ("F32", "BF16", "mixed") */
+    char *name;         /* owned */
+    char *source;       /* owned: "built-in ...", "inline", a file path */
+    char *architecture; /* owned: "posenc", or the checkpoint's model_type */
+    size_t layer;       /* the attention layer the weights come from */
+    const char *dtype;  /* static: dtype on disk ("F32", "BF16", "mixed") */
     size_t d_model, heads, kv_heads, head_dim;
     scheme_kind scheme;
-    json_t *params;        /* owned reference: the model's params object, as
+    json_t *params; /* owned reference: the model's params object, as
                               given (what /info shows) */
-    scheme decoded;        /* owned: params decoded once (model_decode_scheme),
+    scheme decoded; /* owned: params decoded once (model_decode_scheme),
                               what every request starts from */
     bool has_decoded;
-    pe_norm_kind norm;     /* pre-attention norm; PE_NORM_NONE when none */
+    pe_norm_kind norm; /* pre-attention norm; PE_NORM_NONE when none */
     double norm_eps;
     pe_norm_kind embed_norm; /* norm of the embeddings, before `norm` */
     double embed_norm_eps;
@@ -92,13 +101,13 @@ typedef struct model {
      * of wq..bv once fused (data NULL, shape kept for /info). */
     tensor weights[W_COUNT];
     const char *weight_dtype[W_COUNT]; /* static, NULL when not from a file */
-    pe_qkv_weights qkv;    /* fused projection (w_qkv NULL when wq/wk/wv missing) */
+    pe_qkv_weights qkv;                /* fused projection (w_qkv NULL when wq/wk/wv missing) */
     /* After the projection, before the rotation (loaded checkpoints only):
      * RMSNorm of q and k with W_Q/K_NORM_WEIGHT (Qwen3, OLMo 2, Gemma 3),
      * and a tanh soft cap on the scaled scores (Gemma 2). */
     model_qk_norm qk_norm;
     double qk_norm_eps;
-    double score_softcap;  /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
     /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
      * (Llama4TextL2Norm, use_qk_norm, rope layers only), and on the layers
      * without rope the attention-temperature tuning of q,
@@ -115,8 +124,8 @@ typedef struct model {
     bool mla;
     pe_mla_weights mla_w;
     model_position_rule position_rule; /* positions from a mask or token_ids */
-    int64_t pad_token_id;  /* MODEL_POSITIONS_PAD_IDS only */
-    int64_t table_offset;  /* added to every position of a request (OPT: 2,
+    int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
+    int64_t table_offset;              /* added to every position of a request (OPT: 2,
                               its table's first rows are never a position) */
 } model;
 
@@ -143,8 +152,8 @@ model *model_alloc(const char *name, const char *source, const char *architectur
  * config.json: d_model, heads, kv_heads, head_dim, scheme, params and norm
  * into *m. `weights` is allowed only when with_weights (then the caller
  * parses it). Unknown keys: DESC_E_JSON. */
-int model_parse_description(const json_t *obj, const char *path, bool with_weights,
-                            model *m, desc_error *err);
+int model_parse_description(const json_t *obj, const char *path, bool with_weights, model *m,
+                            desc_error *err);
 
 /* Fuse wq|wk|wv (+ biases) into m->qkv once the three are present. */
 int model_fuse(model *m, desc_error *err);

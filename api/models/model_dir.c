@@ -20,17 +20,32 @@ static const struct {
     const char *model_type;
     hf_loader load;
 } archs[] = {
-    {"llama", hf_llama_load}, {"mistral", hf_llama_load}, {"mixtral", hf_llama_load},
-    {"qwen2", hf_llama_load}, {"gpt2", hf_gpt2_load},     {"bert", hf_bert_load},
-    {"bloom", hf_bloom_load}, {"t5", hf_t5_load},         {"mt5", hf_t5_load},
-    {"gpt_neox", hf_gpt_neox_load}, {"phi", hf_phi_load}, {"phi3", hf_phi3_load},
-    {"starcoder2", hf_starcoder2_load}, {"gemma", hf_gemma_load},
-    {"falcon", hf_falcon_load}, {"mpt", hf_mpt_load},
-    {"gemma2", hf_gemma2_load}, {"gemma3_text", hf_gemma3_load},
-    {"qwen3", hf_qwen3_load}, {"olmo2", hf_olmo2_load},
-    {"llama4_text", hf_llama4_load}, {"deepseek_v2", hf_deepseek_load},
+    {"llama", hf_llama_load},
+    {"mistral", hf_llama_load},
+    {"mixtral", hf_llama_load},
+    {"qwen2", hf_llama_load},
+    {"gpt2", hf_gpt2_load},
+    {"bert", hf_bert_load},
+    {"bloom", hf_bloom_load},
+    {"t5", hf_t5_load},
+    {"mt5", hf_t5_load},
+    {"gpt_neox", hf_gpt_neox_load},
+    {"phi", hf_phi_load},
+    {"phi3", hf_phi3_load},
+    {"starcoder2", hf_starcoder2_load},
+    {"gemma", hf_gemma_load},
+    {"falcon", hf_falcon_load},
+    {"mpt", hf_mpt_load},
+    {"gemma2", hf_gemma2_load},
+    {"gemma3_text", hf_gemma3_load},
+    {"qwen3", hf_qwen3_load},
+    {"olmo2", hf_olmo2_load},
+    {"llama4_text", hf_llama4_load},
+    {"deepseek_v2", hf_deepseek_load},
     {"deepseek_v3", hf_deepseek_load},
-    {"roberta", hf_roberta_load}, {"xlm-roberta", hf_roberta_load}, {"opt", hf_opt_load},
+    {"roberta", hf_roberta_load},
+    {"xlm-roberta", hf_roberta_load},
+    {"opt", hf_opt_load},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -56,10 +71,17 @@ static int read_contract_weights(model *m, st_set *w, model_error *err)
     const struct {
         size_t ndim, d0, d1;
     } want[W_CONTRACT_COUNT] = {
-        [W_WQ] = {2, d, qd},        [W_WK] = {2, d, kvd},          [W_WV] = {2, d, kvd},
-        [W_BQ] = {1, qd, 0},        [W_BK] = {1, kvd, 0},          [W_BV] = {1, kvd, 0},
-        [W_NORM_WEIGHT] = {1, d, 0}, [W_NORM_BIAS] = {1, d, 0},    [W_POSITION_TABLE] = {2, 0, d},
-        [W_T5_BIAS] = {2, 0, m->heads}, [W_TOKEN_EMBEDDING] = {2, 0, d},
+        [W_WQ] = {2, d, qd},
+        [W_WK] = {2, d, kvd},
+        [W_WV] = {2, d, kvd},
+        [W_BQ] = {1, qd, 0},
+        [W_BK] = {1, kvd, 0},
+        [W_BV] = {1, kvd, 0},
+        [W_NORM_WEIGHT] = {1, d, 0},
+        [W_NORM_BIAS] = {1, d, 0},
+        [W_POSITION_TABLE] = {2, 0, d},
+        [W_T5_BIAS] = {2, 0, m->heads},
+        [W_TOKEN_EMBEDDING] = {2, 0, d},
     };
 
     for (int k = 0; k < W_CONTRACT_COUNT; k++) {
@@ -67,8 +89,10 @@ static int read_contract_weights(model *m, st_set *w, model_error *err)
         size_t dims[2] = {want[k].d0, want[k].d1};
         if (!st_set_has(w, name)) {
             if (k <= W_WV)
-                return model_fail(err, MODEL_E_TENSOR, "%s: no tensor %s (a "
-                                "posenc-format model needs wq, wk and wv)", st_set_source(w), name);
+                return model_fail(err, MODEL_E_TENSOR,
+                                  "%s: no tensor %s (a "
+                                  "posenc-format model needs wq, wk and wv)",
+                                  st_set_source(w), name);
             continue;
         }
         if (st_set_read(w, name, want[k].ndim, dims, &m->weights[k], &m->weight_dtype[k], err))
@@ -83,30 +107,40 @@ static int check_contract_weights(const model *m, const char *cfg_path, const ch
                                   model_error *err)
 {
     if (m->norm == PE_NORM_NONE && (model_has(m, W_NORM_WEIGHT) || model_has(m, W_NORM_BIAS)))
-        return model_fail(err, MODEL_E_TENSOR, "%s: tensor %s is given but %s has no "
-                        "norm", src, model_has(m, W_NORM_WEIGHT) ? "norm_weight" : "norm_bias",
-                        cfg_path);
+        return model_fail(err, MODEL_E_TENSOR,
+                          "%s: tensor %s is given but %s has no "
+                          "norm",
+                          src, model_has(m, W_NORM_WEIGHT) ? "norm_weight" : "norm_bias", cfg_path);
     if (m->norm != PE_NORM_NONE && !model_has(m, W_NORM_WEIGHT))
-        return model_fail(err, MODEL_E_TENSOR, "%s: no tensor norm_weight, which the "
-                        "norm of %s needs", src, cfg_path);
+        return model_fail(err, MODEL_E_TENSOR,
+                          "%s: no tensor norm_weight, which the "
+                          "norm of %s needs",
+                          src, cfg_path);
     if (m->norm == PE_NORM_RMS && model_has(m, W_NORM_BIAS))
-        return model_fail(err, MODEL_E_TENSOR, "%s: tensor norm_bias: rmsnorm takes "
-                        "no bias", src);
+        return model_fail(err, MODEL_E_TENSOR,
+                          "%s: tensor norm_bias: rmsnorm takes "
+                          "no bias",
+                          src);
     if (m->scheme == SCHEME_LEARNED && !model_has(m, W_POSITION_TABLE))
-        return model_fail(err, MODEL_E_TENSOR, "%s: no tensor position_table, which "
-                        "scheme learned (%s) needs", src, cfg_path);
+        return model_fail(err, MODEL_E_TENSOR,
+                          "%s: no tensor position_table, which "
+                          "scheme learned (%s) needs",
+                          src, cfg_path);
     if (m->scheme == SCHEME_T5) {
         scheme s;
         desc_error inner;
         if (!model_has(m, W_T5_BIAS))
-            return model_fail(err, MODEL_E_TENSOR, "%s: no tensor t5_bias, which "
-                            "scheme t5 (%s) needs", src, cfg_path);
+            return model_fail(err, MODEL_E_TENSOR,
+                              "%s: no tensor t5_bias, which "
+                              "scheme t5 (%s) needs",
+                              src, cfg_path);
         if (scheme_parse(SCHEME_T5, m->params, "params", &s, &inner))
             return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
         if (s.num_buckets != m->weights[W_T5_BIAS].dim[0])
-            return model_fail(err, MODEL_E_TENSOR, "%s: tensor t5_bias has %zu rows but "
-                            "params.num_buckets is %zu", src, m->weights[W_T5_BIAS].dim[0],
-                            s.num_buckets);
+            return model_fail(err, MODEL_E_TENSOR,
+                              "%s: tensor t5_bias has %zu rows but "
+                              "params.num_buckets is %zu",
+                              src, m->weights[W_T5_BIAS].dim[0], s.num_buckets);
     }
     return 0;
 }
@@ -119,7 +153,9 @@ static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set
     if (model_parse_description(cfg, "", false, m, &inner))
         return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
     return read_contract_weights(m, w, err) ||
-           check_contract_weights(m, cfg_path, st_set_source(w), err) ? -1 : 0;
+                   check_contract_weights(m, cfg_path, st_set_source(w), err)
+               ? -1
+               : 0;
 }
 
 /* ---- Hugging Face ----------------------------------------------------------- */
@@ -128,14 +164,17 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
                    const model_warner *warn, model_error *err)
 {
     const char *type = json_string_value(json_object_get(cfg, "model_type"));
-    hf_load h = {.config_path = cfg_path, .config = cfg, .weights = w, .layer = layer, .m = m,
+    hf_load h = {.config_path = cfg_path,
+                 .config = cfg,
+                 .weights = w,
+                 .layer = layer,
+                 .m = m,
                  .warn = warn};
     desc_error inner;
     scheme check;
 
     if (!type)
-        return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string",
-                        cfg_path);
+        return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string", cfg_path);
     for (size_t i = 0; i < N_ARCHS; i++) {
         if (strcmp(archs[i].model_type, type) != 0)
             continue;
@@ -147,20 +186,23 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
             return -1;
         /* The bound of inline models: keeps every BLAS size within an int. */
         if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24)
-            return model_fail(err, MODEL_E_VALUE, "%s: (heads + 2*kv_heads)*head_dim "
-                            "= %zu is too large", cfg_path,
-                            (m->heads + 2 * m->kv_heads) * m->head_dim);
+            return model_fail(err, MODEL_E_VALUE,
+                              "%s: (heads + 2*kv_heads)*head_dim "
+                              "= %zu is too large",
+                              cfg_path, (m->heads + 2 * m->kv_heads) * m->head_dim);
         /* The loaders build params themselves; check them like any model's. */
         if (scheme_parse(m->scheme, m->params, "params", &check, &inner))
             return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
         scheme_free(&check);
         return 0;
     }
-    return model_fail(err, MODEL_E_VALUE, "%s: model_type '%.60s' is not supported "
-                    "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5, gpt_neox, "
-                    "phi, phi3, starcoder2, gemma, gemma2, gemma3_text, qwen3, olmo2, falcon, "
-                    "mpt, llama4_text, deepseek_v2, deepseek_v3, roberta, xlm-roberta, opt; "
-                    "a config without model_type is posenc's own format)", cfg_path, type);
+    return model_fail(err, MODEL_E_VALUE,
+                      "%s: model_type '%.60s' is not supported "
+                      "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5, gpt_neox, "
+                      "phi, phi3, starcoder2, gemma, gemma2, gemma3_text, qwen3, olmo2, falcon, "
+                      "mpt, llama4_text, deepseek_v2, deepseek_v3, roberta, xlm-roberta, opt; "
+                      "a config without model_type is posenc's own format)",
+                      cfg_path, type);
 }
 
 /* ---- both --------------------------------------------------------------------- */
@@ -218,8 +260,10 @@ model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t 
     const json_t *type = json_object_get(cfg, "model_type");
     bool hf = type && !json_is_null(type);
     if (has_layer && !hf) {
-        model_fail(err, MODEL_E_VALUE, "%s has no model_type, so it is posenc's own "
-                 "format: :LAYER is only for Hugging Face checkpoints", cfg_path);
+        model_fail(err, MODEL_E_VALUE,
+                   "%s has no model_type, so it is posenc's own "
+                   "format: :LAYER is only for Hugging Face checkpoints",
+                   cfg_path);
         goto out;
     }
     if (st_set_open(dir, &w, err))
@@ -228,8 +272,7 @@ model *model_load_dir(const char *name, const char *dir, bool has_layer, size_t 
         nomem(err);
         goto out;
     }
-    if (hf ? load_hf(m, cfg, cfg_path, w, layer, warn, err)
-           : load_posenc(m, cfg, cfg_path, w, err))
+    if (hf ? load_hf(m, cfg, cfg_path, w, layer, warn, err) : load_posenc(m, cfg, cfg_path, w, err))
         goto out;
     rc = finish(m, dir, err);
 out:

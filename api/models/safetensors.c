@@ -30,11 +30,13 @@ static const struct {
     unsigned bits;
     st_kind kind;
 } dtypes[] = {
-    {"F32", 32, K_F32},    {"F16", 16, K_F16},     {"BF16", 16, K_BF16},   {"F64", 64, K_F64},
-    {"BOOL", 8, K_OTHER},  {"U8", 8, K_OTHER},     {"I8", 8, K_OTHER},     {"F8_E5M2", 8, K_OTHER},
-    {"F8_E4M3", 8, K_OTHER}, {"F8_E8M0", 8, K_OTHER}, {"I16", 16, K_OTHER}, {"U16", 16, K_OTHER},
-    {"I32", 32, K_OTHER},  {"U32", 32, K_OTHER},   {"I64", 64, K_OTHER},   {"U64", 64, K_OTHER},
-    {"C64", 64, K_OTHER},  {"F4", 4, K_OTHER},     {"F6_E2M3", 6, K_OTHER}, {"F6_E3M2", 6, K_OTHER},
+    {"F32", 32, K_F32},      {"F16", 16, K_F16},      {"BF16", 16, K_BF16},
+    {"F64", 64, K_F64},      {"BOOL", 8, K_OTHER},    {"U8", 8, K_OTHER},
+    {"I8", 8, K_OTHER},      {"F8_E5M2", 8, K_OTHER}, {"F8_E4M3", 8, K_OTHER},
+    {"F8_E8M0", 8, K_OTHER}, {"I16", 16, K_OTHER},    {"U16", 16, K_OTHER},
+    {"I32", 32, K_OTHER},    {"U32", 32, K_OTHER},    {"I64", 64, K_OTHER},
+    {"U64", 64, K_OTHER},    {"C64", 64, K_OTHER},    {"F4", 4, K_OTHER},
+    {"F6_E2M3", 6, K_OTHER}, {"F6_E3M2", 6, K_OTHER},
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -59,10 +61,10 @@ typedef struct st_file {
 } st_file;
 
 struct st_set {
-    char *dir;      /* owned */
-    char *source;   /* owned: the single file's or the index's path */
+    char *dir;    /* owned */
+    char *source; /* owned: the single file's or the index's path */
     st_file *single;
-    json_t *index;  /* owned, sharded sets only */
+    json_t *index; /* owned, sharded sets only */
     const json_t *weight_map;
     st_file **shards; /* opened shards, in the order first needed */
     size_t n_shards, cap_shards;
@@ -83,8 +85,7 @@ static char *path_join(const char *dir, const char *file)
 }
 
 /* A file that is not what it claims to be: an error, never a crash. */
-__attribute__((format(printf, 2, 3)))
-static int bad(model_error *err, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int bad(model_error *err, const char *fmt, ...)
 {
     va_list ap;
 
@@ -96,8 +97,7 @@ static int bad(model_error *err, const char *fmt, ...)
 }
 
 /* The same about one tensor of a file. */
-__attribute__((format(printf, 2, 3)))
-static int bad_tensor(model_error *err, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int bad_tensor(model_error *err, const char *fmt, ...)
 {
     va_list ap;
 
@@ -184,26 +184,32 @@ static int parse_entry(const st_file *f, const char *name, const json_t *v, st_e
     if (!json_is_object(v))
         return bad_tensor(err, "%s: tensor %s: the header entry is not an object", p, name);
     if (!json_is_string(dt))
-        return bad_tensor(err, "%s: tensor %s: dtype is missing or "
-                        "not a string", p, name);
+        return bad_tensor(err,
+                          "%s: tensor %s: dtype is missing or "
+                          "not a string",
+                          p, name);
     e->dtype = N_DTYPES;
     for (size_t k = 0; k < N_DTYPES; k++)
         if (strcmp(dtypes[k].name, json_string_value(dt)) == 0)
             e->dtype = k;
     if (e->dtype == N_DTYPES)
-        return bad_tensor(err, "%s: tensor %s: unknown dtype '%.40s'",
-                        p, name, json_string_value(dt));
+        return bad_tensor(err, "%s: tensor %s: unknown dtype '%.40s'", p, name,
+                          json_string_value(dt));
     if (!json_is_array(shape) || json_array_size(shape) > ST_MAX_NDIM)
-        return bad_tensor(err, "%s: tensor %s: shape must be a list of "
-                        "at most %d non-negative integers", p, name, ST_MAX_NDIM);
+        return bad_tensor(err,
+                          "%s: tensor %s: shape must be a list of "
+                          "at most %d non-negative integers",
+                          p, name, ST_MAX_NDIM);
     uint64_t numel = 1;
     bool overflow = false;
     e->ndim = json_array_size(shape);
     for (size_t i = 0; i < e->ndim; i++) {
         const json_t *d = json_array_get(shape, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0)
-            return bad_tensor(err, "%s: tensor %s: shape must be a "
-                            "list of non-negative integers", p, name);
+            return bad_tensor(err,
+                              "%s: tensor %s: shape must be a "
+                              "list of non-negative integers",
+                              p, name);
         e->dim[i] = (uint64_t)json_integer_value(d);
         if (e->dim[i] != 0 && numel > UINT64_MAX / 64 / e->dim[i])
             overflow = true;
@@ -214,30 +220,35 @@ static int parse_entry(const st_file *f, const char *name, const json_t *v, st_e
         !json_is_integer(json_array_get(offs, 0)) || !json_is_integer(json_array_get(offs, 1)) ||
         json_integer_value(json_array_get(offs, 0)) < 0 ||
         json_integer_value(json_array_get(offs, 1)) < 0)
-        return bad_tensor(err, "%s: tensor %s: data_offsets must be "
-                        "[begin, end], two non-negative integers", p, name);
+        return bad_tensor(err,
+                          "%s: tensor %s: data_offsets must be "
+                          "[begin, end], two non-negative integers",
+                          p, name);
     e->begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
     e->end = (uint64_t)json_integer_value(json_array_get(offs, 1));
     char shp[160];
     shape_text(e->dim, e->ndim, false, shp, sizeof shp);
     if (e->begin > e->end || e->end > f->data_len)
-        return bad_tensor(err, "%s: tensor %s: data_offsets [%llu, %llu] "
-                        "are out of range: the data section holds %llu bytes (truncated file?)",
-                        p, name, (unsigned long long)e->begin, (unsigned long long)e->end,
-                        (unsigned long long)f->data_len);
+        return bad_tensor(err,
+                          "%s: tensor %s: data_offsets [%llu, %llu] "
+                          "are out of range: the data section holds %llu bytes (truncated file?)",
+                          p, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                          (unsigned long long)f->data_len);
     if (overflow)
-        return bad_tensor(err, "%s: tensor %s: shape %s is too large",
-                        p, name, shp);
+        return bad_tensor(err, "%s: tensor %s: shape %s is too large", p, name, shp);
     uint64_t bits = numel * dtypes[e->dtype].bits;
     if (bits % 8 != 0)
-        return bad_tensor(err, "%s: tensor %s: %s %s is not a whole "
-                        "number of bytes", p, name, dtypes[e->dtype].name, shp);
+        return bad_tensor(err,
+                          "%s: tensor %s: %s %s is not a whole "
+                          "number of bytes",
+                          p, name, dtypes[e->dtype].name, shp);
     if (e->end - e->begin != bits / 8)
-        return bad_tensor(err, "%s: tensor %s: data_offsets [%llu, %llu] "
-                        "hold %llu bytes, but %s %s needs %llu", p, name,
-                        (unsigned long long)e->begin, (unsigned long long)e->end,
-                        (unsigned long long)(e->end - e->begin), dtypes[e->dtype].name, shp,
-                        (unsigned long long)(bits / 8));
+        return bad_tensor(err,
+                          "%s: tensor %s: data_offsets [%llu, %llu] "
+                          "hold %llu bytes, but %s %s needs %llu",
+                          p, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+                          (unsigned long long)(e->end - e->begin), dtypes[e->dtype].name, shp,
+                          (unsigned long long)(bits / 8));
     e->name = strdup(name);
     return e->name ? 0 : oom(err);
 }
@@ -267,10 +278,12 @@ static int check_overlap(const st_file *f, model_error *err)
         if (e->begin == e->end)
             continue;
         if (prev && e->begin < prev->end)
-            rc = bad_tensor(err, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's "
-                     "[%llu, %llu]", f->path, e->name, (unsigned long long)e->begin,
-                     (unsigned long long)e->end, prev->name, (unsigned long long)prev->begin,
-                     (unsigned long long)prev->end);
+            rc = bad_tensor(err,
+                            "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's "
+                            "[%llu, %llu]",
+                            f->path, e->name, (unsigned long long)e->begin,
+                            (unsigned long long)e->end, prev->name, (unsigned long long)prev->begin,
+                            (unsigned long long)prev->end);
         prev = e;
     }
     free(order);
@@ -287,17 +300,23 @@ static int parse_header(st_file *f, model_error *err)
     int rc = -1;
 
     if (n > f->map_len - 8)
-        return bad(err, "%s: header length %llu runs past the end "
-                        "of the file (%zu bytes)", f->path, (unsigned long long)n, f->map_len);
+        return bad(err,
+                   "%s: header length %llu runs past the end "
+                   "of the file (%zu bytes)",
+                   f->path, (unsigned long long)n, f->map_len);
     if (n > ST_MAX_HEADER_BYTES)
-        return bad(err, "%s: header length %llu is over the "
-                        "limit of %zu bytes", f->path, (unsigned long long)n, ST_MAX_HEADER_BYTES);
+        return bad(err,
+                   "%s: header length %llu is over the "
+                   "limit of %zu bytes",
+                   f->path, (unsigned long long)n, ST_MAX_HEADER_BYTES);
     f->data = f->map + 8 + n;
     f->data_len = f->map_len - 8 - n;
     root = json_loadb((const char *)f->map + 8, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return bad(err, "%s: the header is not valid JSON (line %d "
-                        "column %d: %s)", f->path, jerr.line, jerr.column, jerr.text);
+        return bad(err,
+                   "%s: the header is not valid JSON (line %d "
+                   "column %d: %s)",
+                   f->path, jerr.line, jerr.column, jerr.text);
     if (!json_is_object(root)) {
         bad(err, "%s: the header is not a JSON object", f->path);
         goto out;
@@ -307,11 +326,10 @@ static int parse_header(st_file *f, model_error *err)
         oom(err);
         goto out;
     }
-    json_object_foreach(root, key, v) {
+    json_object_foreach (root, key, v) {
         if (strcmp(key, "__metadata__") == 0) {
             if (!json_is_object(v)) {
-                bad(err, "%s: __metadata__ is not an object",
-                         f->path);
+                bad(err, "%s: __metadata__ is not an object", f->path);
                 goto out;
             }
             continue;
@@ -340,8 +358,10 @@ static int st_file_open(const char *path, st_file **out, model_error *err)
     if (model_file_open(path, &fd, &size, err))
         goto out;
     if (size < 8) {
-        bad(err, "%s: truncated: %lld bytes, too short for the "
-                 "8-byte header length", path, (long long)size);
+        bad(err,
+            "%s: truncated: %lld bytes, too short for the "
+            "8-byte header length",
+            path, (long long)size);
         goto out;
     }
     void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -408,8 +428,10 @@ static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const si
 
     memset(out, 0, sizeof *out);
     if (kind == K_OTHER)
-        return bad_tensor(err, "%s: tensor %s has dtype %s; posenc "
-                        "reads F32, F16, BF16 or F64", f->path, e->name, dtypes[e->dtype].name);
+        return bad_tensor(err,
+                          "%s: tensor %s has dtype %s; posenc "
+                          "reads F32, F16, BF16 or F64",
+                          f->path, e->name, dtypes[e->dtype].name);
     for (size_t i = 0; i < ndim && i < ST_MAX_NDIM; i++) {
         want[i] = dims[i];
         ok = ok && (dims[i] == 0 || dims[i] == e->dim[i]);
@@ -418,8 +440,8 @@ static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const si
         char got[160], exp[160];
         shape_text(e->dim, e->ndim, false, got, sizeof got);
         shape_text(want, ndim < ST_MAX_NDIM ? ndim : ST_MAX_NDIM, true, exp, sizeof exp);
-        return bad_tensor(err, "%s: tensor %s has shape %s, expected %s",
-                        f->path, e->name, got, exp);
+        return bad_tensor(err, "%s: tensor %s has shape %s, expected %s", f->path, e->name, got,
+                          exp);
     }
     for (size_t i = 0; i < ndim; i++) {
         if (mul_size(n, (size_t)e->dim[i], &n))
@@ -441,8 +463,10 @@ static int read_entry(const st_file *f, const st_entry *e, size_t ndim, const si
     }
     if (first_bad != SIZE_MAX) {
         tensor_free(out);
-        return bad_tensor(err, "%s: tensor %s: element %zu is not a "
-                        "finite float32", f->path, e->name, first_bad);
+        return bad_tensor(err,
+                          "%s: tensor %s: element %zu is not a "
+                          "finite float32",
+                          f->path, e->name, first_bad);
     }
     return 0;
 }
@@ -484,12 +508,13 @@ static int open_index(st_set *s, model_error *err)
         return -1;
     s->weight_map = json_object_get(s->index, "weight_map");
     if (!json_is_object(s->index) || !json_is_object(s->weight_map))
-        return bad(err, "%s: no \"weight_map\" object",
-                        s->source);
-    json_object_foreach((json_t *)(uintptr_t)s->weight_map, key, v)
+        return bad(err, "%s: no \"weight_map\" object", s->source);
+    json_object_foreach ((json_t *)(uintptr_t)s->weight_map, key, v)
         if (!json_is_string(v) || !plain_file_name(json_string_value(v)))
-            return bad_tensor(err, "%s: weight_map entry for tensor %s "
-                            "must name a file in the same directory", s->source, key);
+            return bad_tensor(err,
+                              "%s: weight_map entry for tensor %s "
+                              "must name a file in the same directory",
+                              s->source, key);
     return 0;
 }
 
@@ -513,8 +538,10 @@ int st_set_open(const char *dir, st_set **out, model_error *err)
             goto fail;
         }
         if (stat(s->source, &st) != 0) {
-            bad(err, "%s: found neither model.safetensors nor "
-                     "model.safetensors.index.json", dir);
+            bad(err,
+                "%s: found neither model.safetensors nor "
+                "model.safetensors.index.json",
+                dir);
             goto fail;
         }
         if (open_index(s, err))
@@ -542,8 +569,7 @@ static st_file *shard_for(st_set *s, const char *name, model_error *err)
     st_file *f;
 
     if (!file) {
-        bad_tensor(err, "%s: no tensor %s in weight_map", s->source,
-                 name);
+        bad_tensor(err, "%s: no tensor %s in weight_map", s->source, name);
         return NULL;
     }
     if (!(path = path_join(s->dir, file))) {
@@ -574,8 +600,8 @@ static st_file *shard_for(st_set *s, const char *name, model_error *err)
     return f;
 }
 
-int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims,
-                tensor *out, const char **dtype, model_error *err)
+int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims, tensor *out,
+                const char **dtype, model_error *err)
 {
     st_file *f = s->single ? s->single : shard_for(s, name, err);
     const st_entry *e;
@@ -587,8 +613,10 @@ int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims,
     if (!e) {
         if (s->single)
             return bad_tensor(err, "%s: no tensor %s", f->path, name);
-        return bad_tensor(err, "%s: no tensor %s, though %s lists it "
-                        "in this file", f->path, name, s->source);
+        return bad_tensor(err,
+                          "%s: no tensor %s, though %s lists it "
+                          "in this file",
+                          f->path, name, s->source);
     }
     if (read_entry(f, e, ndim, dims, out, err))
         return -1;

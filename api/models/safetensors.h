@@ -63,8 +63,8 @@ bool st_set_has(const st_set *s, const char *name);
  * its shard is missing or bad), its dtype is not F32/F16/BF16/F64, its
  * shape differs, a value is not finite in float32, out of memory. On
  * failure *out is empty. */
-int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims,
-                tensor *out, const char **dtype, model_error *err);
+int st_set_read(st_set *s, const char *name, size_t ndim, const size_t *dims, tensor *out,
+                const char **dtype, model_error *err);
 
 /* One IEEE binary16 or bfloat16 value, given as its 16 bits, as float
  * (exact: both widen without rounding). Exposed for tests. */

@@ -16,23 +16,26 @@
 #include "json/json_fields.h"
 #include "json/tensor.h"
 
-const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi",
-                                    "t5", "none", NULL};
+const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi", "t5", "none", NULL};
 
 static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
 static const char *const learned_keys[] = {"score_scale", NULL};
-static const char *const rope_keys[] = {"base", "head_dim", "rotary_dim",
-                                        "partial_rotary_factor", "layout",
-                                        "scaling", "score_scale", NULL};
+static const char *const rope_keys[] = {"base",        "head_dim",
+                                        "rotary_dim",  "partial_rotary_factor",
+                                        "layout",      "scaling",
+                                        "score_scale", NULL};
 static const char *const alibi_keys[] = {"heads", "form", "score_scale", NULL};
-static const char *const t5_keys[] = {"num_buckets", "max_distance",
-                                      "bidirectional", "score_scale", NULL};
+static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
+                                      NULL};
 static const char *const none_keys[] = {"score_scale", NULL};
 
 static const char *const *const keys_by_kind[] = {
-    [SCHEME_SINUSOIDAL] = sinusoidal_keys, [SCHEME_LEARNED] = learned_keys,
-    [SCHEME_ROPE] = rope_keys,             [SCHEME_ALIBI] = alibi_keys,
-    [SCHEME_T5] = t5_keys,                 [SCHEME_NONE] = none_keys,
+    [SCHEME_SINUSOIDAL] = sinusoidal_keys,
+    [SCHEME_LEARNED] = learned_keys,
+    [SCHEME_ROPE] = rope_keys,
+    [SCHEME_ALIBI] = alibi_keys,
+    [SCHEME_T5] = t5_keys,
+    [SCHEME_NONE] = none_keys,
 };
 
 bool scheme_is_absolute(scheme_kind kind)
@@ -42,8 +45,8 @@ bool scheme_is_absolute(scheme_kind kind)
 
 bool scheme_reports_attention_factor(const scheme *s)
 {
-    return s->kind == SCHEME_ROPE && (s->scaling.type == PE_ROPE_SCALING_YARN ||
-                                      s->scaling.type == PE_ROPE_SCALING_LONGROPE);
+    return s->kind == SCHEME_ROPE &&
+           (s->scaling.type == PE_ROPE_SCALING_YARN || s->scaling.type == PE_ROPE_SCALING_LONGROPE);
 }
 
 void scheme_free(scheme *s)
@@ -76,23 +79,27 @@ static int check_yarn_attention(const pe_rope_scaling *sc, const char *path, des
         return 0;
     jpath at = jpath_key(path, "mscale");
     return desc_fail(err, DESC_E_RANGE, at.s,
-                    "the attention factor derived from %s and mscale_all_dim is %g; it must be "
-                    "> 0", at.s, att);
+                     "the attention factor derived from %s and mscale_all_dim is %g; it must be "
+                     "> 0",
+                     at.s, att);
 }
 
-static const char *const scaling_types[] = {"default", "linear", "dynamic", "yarn",
-                                            "llama3", "longrope", NULL};
-static const pe_rope_scaling_type scaling_type_values[] = {
-    PE_ROPE_SCALING_NONE, PE_ROPE_SCALING_LINEAR, PE_ROPE_SCALING_DYNAMIC,
-    PE_ROPE_SCALING_YARN, PE_ROPE_SCALING_LLAMA3, PE_ROPE_SCALING_LONGROPE};
+static const char *const scaling_types[] = {"default", "linear",   "dynamic", "yarn",
+                                            "llama3",  "longrope", NULL};
+static const pe_rope_scaling_type scaling_type_values[] = {PE_ROPE_SCALING_NONE,
+                                                           PE_ROPE_SCALING_LINEAR,
+                                                           PE_ROPE_SCALING_DYNAMIC,
+                                                           PE_ROPE_SCALING_YARN,
+                                                           PE_ROPE_SCALING_LLAMA3,
+                                                           PE_ROPE_SCALING_LONGROPE};
 
 static const char *const *const scaling_keys[] = {
     (const char *const[]){"type", "rope_type", NULL},
     (const char *const[]){"type", "rope_type", "factor", NULL},
     (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings", NULL},
     (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
-                          "beta_fast", "beta_slow", "attention_factor", "mscale",
-                          "mscale_all_dim", "truncate", NULL},
+                          "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
+                          "truncate", NULL},
     (const char *const[]){"type", "rope_type", "factor", "low_freq_factor", "high_freq_factor",
                           "original_max_position_embeddings", NULL},
     (const char *const[]){"type", "rope_type", "short_factor", "long_factor", "factor",
@@ -126,9 +133,9 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
         (!json_doc_string(doc, type) || !json_doc_string(doc, rope_type)))
         return desc_fail_oom(err);
     if (type && rope_type && !json_equal(type, rope_type))
-        return desc_fail(err, DESC_E_KEY, path, "%s.type and %s.rope_type disagree",
-                        path, path);
-    if (desc_json(err, jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present, &which, &err->json)))
+        return desc_fail(err, DESC_E_KEY, path, "%s.type and %s.rope_type disagree", path, path);
+    if (desc_json(err, jf_choice(doc, v, path, type ? "type" : "rope_type", scaling_types, &present,
+                                 &which, &err->json)))
         return -1;
     if (!present) {
         jpath at = jpath_key(path, "type");
@@ -139,9 +146,8 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     for (const char *const *k = scaling_required[which]; *k; k++)
         if (!jf_get(v, *k)) {
             jpath at = jpath_key(path, *k);
-            return desc_fail(err, DESC_E_KEY, at.s,
-                            "missing field '%s' (required for %s scaling)", at.s,
-                            scaling_types[which]);
+            return desc_fail(err, DESC_E_KEY, at.s, "missing field '%s' (required for %s scaling)",
+                             at.s, scaling_types[which]);
         }
     /* a request's scaling replaces the model's whole (params merge by key) */
     free(s->short_factor);
@@ -151,19 +157,25 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     memset(sc, 0, sizeof *sc);
     sc->type = scaling_type_values[which];
     sc->truncate = true;
-    if (desc_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast, &sc->beta_fast, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow, &sc->beta_slow, &err->json)) ||
+    if (desc_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor,
+                                 &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast,
+                                 &sc->beta_fast, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow,
+                                 &sc->beta_slow, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
-                  &sc->attention_factor, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale, &err->json)) ||
+                                 &sc->attention_factor, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale,
+                                 &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
-                  &sc->mscale_all_dim, &err->json)) ||
+                                 &sc->mscale_all_dim, &err->json)) ||
         desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present, &sc->low_freq_factor, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present, &sc->high_freq_factor, &err->json)) ||
-        desc_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION, &present,
-               &orig, &err->json)))
+        desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present,
+                                 &sc->low_freq_factor, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present,
+                                 &sc->high_freq_factor, &err->json)) ||
+        desc_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION,
+                              &present, &orig, &err->json)))
         return -1;
     if (present)
         sc->original_max_position_embeddings = (double)orig;
@@ -173,16 +185,15 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
         sc->beta_slow = 1.0;
     if (sc->type == PE_ROPE_SCALING_LLAMA3 && !(sc->high_freq_factor > sc->low_freq_factor)) {
         jpath at = jpath_key(path, "high_freq_factor");
-        return desc_fail(err, DESC_E_RANGE, at.s,
-                        "%s must be greater than low_freq_factor", at.s);
+        return desc_fail(err, DESC_E_RANGE, at.s, "%s must be greater than low_freq_factor", at.s);
     }
     if (sc->type == PE_ROPE_SCALING_LONGROPE) {
         jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");
         /* settings, read in double (contract 1.1), not float32 data */
-        if (desc_json(err, double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true, &s->short_factor,
-                                  &s->short_len, &err->json)) ||
-            desc_json(err, double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true, &s->long_factor,
-                                  &s->long_len, &err->json)))
+        if (desc_json(err, double_list_from_json(doc, jf_get(v, "short_factor"), sf.s, true,
+                                                 &s->short_factor, &s->short_len, &err->json)) ||
+            desc_json(err, double_list_from_json(doc, jf_get(v, "long_factor"), lf.s, true,
+                                                 &s->long_factor, &s->long_len, &err->json)))
             return -1;
         sc->short_factor = s->short_factor;
         sc->long_factor = s->long_factor;
@@ -202,20 +213,25 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
     int layout = s->rope_layout == PE_ROPE_INTERLEAVED;
     static const char *const layouts[] = {"half", "interleaved", NULL};
 
-    if (desc_json(err, jf_number(doc, params, path, "base", true, &present, &s->base, &err->json)) ||
-        desc_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &layout, &err->json)))
+    if (desc_json(err,
+                  jf_number(doc, params, path, "base", true, &present, &s->base, &err->json)) ||
+        desc_json(err,
+                  jf_choice(doc, params, path, "layout", layouts, &present, &layout, &err->json)))
         return -1;
     s->rope_layout = layout ? PE_ROPE_INTERLEAVED : PE_ROPE_HALF;
-    if (desc_json(err, jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "head_dim", 2, SCHEME_MAX_DIM, &present, &n,
+                              &err->json)))
         return -1;
     if (present)
         s->head_dim = (size_t)n;
-    if (desc_json(err, jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "rotary_dim", 2, SCHEME_MAX_DIM, &present, &n,
+                              &err->json)))
         return -1;
     if (present)
         s->rotary_dim = (size_t)n;
     double factor;
-    if (desc_json(err, jf_number(doc, params, path, "partial_rotary_factor", true, &present, &factor, &err->json)))
+    if (desc_json(err, jf_number(doc, params, path, "partial_rotary_factor", true, &present,
+                                 &factor, &err->json)))
         return -1;
     if (present) {
         s->has_partial_rotary_factor = true;
@@ -224,12 +240,12 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
     if (s->rotary_dim && s->has_partial_rotary_factor) {
         jpath at = jpath_key(path, "partial_rotary_factor");
         return desc_fail(err, DESC_E_KEY, at.s,
-                        "give rotary_dim or partial_rotary_factor, not both");
+                         "give rotary_dim or partial_rotary_factor, not both");
     }
     if (s->has_partial_rotary_factor && s->partial_rotary_factor > 1) {
         jpath at = jpath_key(path, "partial_rotary_factor");
         return desc_fail(err, DESC_E_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
-                        s->partial_rotary_factor);
+                         s->partial_rotary_factor);
     }
     const json_t *scaling = jf_get(params, "scaling");
     if (scaling) {
@@ -245,8 +261,8 @@ static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, 
 {
     jpath at = jpath_key(path, key);
     return desc_fail(err, DESC_E_RANGE, at.s,
-                    "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
-                    at.s, v, lo, hi);
+                     "%s = %" PRId64 " is out of range (must be in [%" PRId64 ", %" PRId64 "])",
+                     at.s, v, lo, hi);
 }
 
 /* num_buckets and max_distance bound each other: checked on the merged
@@ -257,10 +273,12 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
     bool present;
     int64_t n;
 
-    if (desc_json(err, jf_bool(params, path, "bidirectional", &present, &s->bidirectional, &err->json)))
+    if (desc_json(err,
+                  jf_bool(params, path, "bidirectional", &present, &s->bidirectional, &err->json)))
         return -1;
     int64_t lo = s->bidirectional ? 4 : 2, hi = 1 << 20;
-    if (desc_json(err, jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "num_buckets", INT64_MIN, INT64_MAX, &present, &n,
+                              &err->json)))
         return -1;
     if (present) {
         s->num_buckets = (size_t)n;
@@ -273,7 +291,8 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
     size_t exact = (s->bidirectional ? s->num_buckets / 2 : s->num_buckets) / 2;
     lo = (int64_t)exact + 1;
     hi = (int64_t)1 << 40;
-    if (desc_json(err, jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n, &err->json)))
+    if (desc_json(err, jf_int(doc, params, path, "max_distance", INT64_MIN, INT64_MAX, &present, &n,
+                              &err->json)))
         return -1;
     if (present) {
         s->max_distance = n;
@@ -284,8 +303,8 @@ static int parse_t5(const json_doc *doc, const json_t *params, const char *path,
     if (!s->given_max_distance && s->max_distance <= (int64_t)exact) {
         jpath at = jpath_key(path, "max_distance");
         return desc_fail(err, DESC_E_RANGE, at.s,
-                        "the default max_distance %lld is too small for num_buckets %zu",
-                        (long long)s->max_distance, s->num_buckets);
+                         "the default max_distance %lld is too small for num_buckets %zu",
+                         (long long)s->max_distance, s->num_buckets);
     }
     return 0;
 }
@@ -320,14 +339,14 @@ int scheme_copy(const scheme *from, scheme *to)
     return 0;
 }
 
-int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
-                 scheme *out, desc_error *err)
+int scheme_parse(scheme_kind kind, const json_t *params, const char *path, scheme *out,
+                 desc_error *err)
 {
     return scheme_decode(NULL, kind, params, path, NULL, out, err);
 }
 
-int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
-                  const char *path, const scheme *base, scheme *out, desc_error *err)
+int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, const char *path,
+                  const scheme *base, scheme *out, desc_error *err)
 {
     bool present;
     int which = 0;
@@ -349,7 +368,8 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
     }
     double score_scale;
     if (desc_json(err, jf_check_object(params, path, keys_by_kind[kind], &err->json)) ||
-        desc_json(err, jf_number(doc, params, path, "score_scale", false, &present, &score_scale, &err->json)))
+        desc_json(err, jf_number(doc, params, path, "score_scale", false, &present, &score_scale,
+                                 &err->json)))
         goto out;
     if (present) {
         out->has_score_scale = true;
@@ -359,8 +379,10 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
     case SCHEME_SINUSOIDAL: {
         static const char *const layouts[] = {"interleaved", "split", NULL};
         which = out->sin_layout == PE_SIN_SPLIT;
-        if (desc_json(err, jf_number(doc, params, path, "base", true, &present, &out->base, &err->json)) ||
-            desc_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &which, &err->json)))
+        if (desc_json(err, jf_number(doc, params, path, "base", true, &present, &out->base,
+                                     &err->json)) ||
+            desc_json(err, jf_choice(doc, params, path, "layout", layouts, &present, &which,
+                                     &err->json)))
             goto out;
         out->sin_layout = which ? PE_SIN_SPLIT : PE_SIN_INTERLEAVED;
         break;
@@ -373,13 +395,16 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
         /* indexed by pe_alibi_form */
         static const char *const forms[] = {[PE_ALIBI_SYMMETRIC] = "symmetric",
                                             [PE_ALIBI_BLOOM] = "bloom",
-                                            [PE_ALIBI_MPT] = "mpt", NULL};
-        if (desc_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+                                            [PE_ALIBI_MPT] = "mpt",
+                                            NULL};
+        if (desc_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n,
+                                  &err->json)))
             goto out;
         if (present)
             out->heads = (size_t)n;
         which = (int)out->alibi_form;
-        if (desc_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
+        if (desc_json(err,
+                      jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
             goto out;
         out->alibi_form = (pe_alibi_form)which;
         break;

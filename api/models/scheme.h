@@ -42,9 +42,9 @@ typedef struct scheme {
     bool has_partial_rotary_factor;
     double partial_rotary_factor;
     pe_rope_layout rope_layout;
-    pe_rope_scaling scaling;  /* short/long factor arrays point into the two below */
-    double *short_factor;     /* owned */
-    double *long_factor;      /* owned */
+    pe_rope_scaling scaling; /* short/long factor arrays point into the two below */
+    double *short_factor;    /* owned */
+    double *long_factor;     /* owned */
     size_t short_len, long_len;
 
     /* alibi: heads 0 means "not given" */
@@ -62,16 +62,16 @@ typedef struct scheme {
 /* Decode params (an object, or NULL for none) of the scheme `kind`. path is
  * the JSON path of params for messages ("params", "model.params"). Unknown
  * keys: DESC_E_JSON. On success *out may own arrays: free with scheme_free. */
-int scheme_parse(scheme_kind kind, const json_t *params, const char *path,
-                 scheme *out, desc_error *err);
+int scheme_parse(scheme_kind kind, const json_t *params, const char *path, scheme *out,
+                 desc_error *err);
 
 /* scheme_parse() for a request: numeric arrays are read from doc (may be
  * NULL), and when base (may be NULL) is a scheme of the same kind, params
  * override its keys one by one (contract "Details settled"); otherwise
  * they start from the defaults. Every number, lists included, is read in
  * double. */
-int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params,
-                  const char *path, const scheme *base, scheme *out, desc_error *err);
+int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, const char *path,
+                  const scheme *base, scheme *out, desc_error *err);
 
 /* A deep copy (arrays included) of *from into *to: 0, or -1 on allocation
  * failure with *to empty. */

@@ -117,7 +117,6 @@ char *__wrap_strdup(const char *s)
     return d;
 }
 
-
 static void arm(long n)
 {
     atomic_store(&alloc_calls, 0);

@@ -62,10 +62,17 @@ static void test_float_text(void)
     static const struct {
         float v;
         const char *want;
-    } known[] = {{0.1f, "0.1"},       {1.0f, "1"},           {-2.5f, "-2.5"},
-                 {1e-7f, "1e-7"},     {3e38f, "3e38"},       {123456.0f, "123456"},
-                 {0.0f, "0"},         {-0.0f, "-0"},         {16777216.0f, "16777216"},
-                 {1.17549435e-38f, "1.1754944e-38"}, {0.84147096f, "0.84147096"}};
+    } known[] = {{0.1f, "0.1"},
+                 {1.0f, "1"},
+                 {-2.5f, "-2.5"},
+                 {1e-7f, "1e-7"},
+                 {3e38f, "3e38"},
+                 {123456.0f, "123456"},
+                 {0.0f, "0"},
+                 {-0.0f, "-0"},
+                 {16777216.0f, "16777216"},
+                 {1.17549435e-38f, "1.1754944e-38"},
+                 {0.84147096f, "0.84147096"}};
 
     for (size_t i = 0; i < ARRAY_LEN(known); i++) {
         float_to_text(known[i].v, text);
@@ -93,8 +100,7 @@ static void test_float_text(void)
         json_decref(parsed);
     }
     CHECK(bad_roundtrip == 0, "%d floats did not read back exactly", bad_roundtrip);
-    CHECK(not_shortest == 0, "%d floats were written with more digits than needed",
-          not_shortest);
+    CHECK(not_shortest == 0, "%d floats were written with more digits than needed", not_shortest);
     CHECK(not_json == 0, "%d texts are not JSON numbers", not_json);
 }
 
@@ -103,9 +109,14 @@ static void test_base64(void)
     static const struct {
         const char *text;
         const char *plain;
-    } vectors[] = {{"", ""}, {"Zg==", "f"}, {"Zm8=", "fo"}, {"Zm9v", "foo"},
-                   {"Zm9vYg==", "foob"}, {"Zm9vYmE=", "fooba"}, {"Zm9vYmFy", "foobar"}};
-    static const char *const invalid[] = {"Zg=", "Zg", "Z===", "Zm9v!A==", "Zg==Zg==",
+    } vectors[] = {{"", ""},
+                   {"Zg==", "f"},
+                   {"Zm8=", "fo"},
+                   {"Zm9v", "foo"},
+                   {"Zm9vYg==", "foob"},
+                   {"Zm9vYmE=", "fooba"},
+                   {"Zm9vYmFy", "foobar"}};
+    static const char *const invalid[] = {"Zg=",  "Zg",   "Z===", "Zm9v!A==", "Zg==Zg==",
                                           "=Zg=", "Zh==", "Zm9=", "Zm 9v"};
 
     for (size_t i = 0; i < ARRAY_LEN(vectors); i++) { /* RFC 4648 section 10 */
@@ -155,14 +166,14 @@ static void expect_error(const api_service *svc, bool apply, const char *body, i
 {
     int got = 0;
     json_t *doc = call(svc, apply, body, &got);
-    const char *got_code = json_string_value(json_object_get(json_object_get(doc, "error"), "code"));
-    const char *got_field =
-        json_string_value(json_object_get(json_object_get(doc, "error"), "field"));
+    const char *got_code = json_string_value(
+        json_object_get(json_object_get(doc, "error"), "code"));
+    const char *got_field = json_string_value(
+        json_object_get(json_object_get(doc, "error"), "field"));
     CHECK(got == status && got_code && strcmp(got_code, code) == 0 &&
               (!field || (got_field && strcmp(got_field, field) == 0)),
-          "%s -> %d %s (field %s), want %d %s (field %s)", body, got,
-          got_code ? got_code : "?", got_field ? got_field : "-", status, code,
-          field ? field : "-");
+          "%s -> %d %s (field %s), want %d %s (field %s)", body, got, got_code ? got_code : "?",
+          got_field ? got_field : "-", status, code, field ? field : "-");
     json_decref(doc);
 }
 
@@ -171,7 +182,8 @@ static void test_json_strings(void)
     strbuf sb = {0};
     /* valid UTF-8 passes; a cut sequence, a stray continuation byte, an
      * overlong form and a surrogate become U+FFFD; controls are escaped */
-    strbuf_put_json_string(&sb, "a\"\\\n\x01\xc3\xa9\xe2\x82\xac|\xe2\x82|\x80|\xc0\xaf|\xed\xa0\x80");
+    strbuf_put_json_string(&sb,
+                           "a\"\\\n\x01\xc3\xa9\xe2\x82\xac|\xe2\x82|\x80|\xc0\xaf|\xed\xa0\x80");
     const char *want = "\"a\\\"\\\\\\n\\u0001\xc3\xa9\xe2\x82\xac|\\ufffd\\ufffd|\\ufffd|"
                        "\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\"";
     CHECK(sb.data && strcmp(sb.data, want) == 0, "json string: %s", sb.data);
@@ -218,8 +230,9 @@ static void test_handlers(void)
                  "positions[1]");
     expect_error(svc, false, "{\"shape\":[2,4],\"offset\":9007199254740991}", 422, "too_large",
                  "offset");
-    expect_error(svc, false, "{\"shape\":[2,4],\"scheme\":\"rope\",\"params\":{\"scaling\":"
-                             "{\"type\":\"yarn\",\"factor\":2}}}",
+    expect_error(svc, false,
+                 "{\"shape\":[2,4],\"scheme\":\"rope\",\"params\":{\"scaling\":"
+                 "{\"type\":\"yarn\",\"factor\":2}}}",
                  400, "invalid_request", "params.scaling.original_max_position_embeddings");
     expect_error(svc, false, "{\"shape\":[2,4],\"scheme\":\"t5\"}", 422, "invalid_request",
                  "model");
@@ -248,8 +261,7 @@ static void test_handlers(void)
 
 /* A body with `rows` x `cols` embeddings written by float_to_text, with
  * `extra` spliced in after the first number (to make it irregular). */
-static char *big_body(size_t rows, size_t cols, const char *extra, const char *tail,
-                      float *values)
+static char *big_body(size_t rows, size_t cols, const char *extra, const char *tail, float *values)
 {
     strbuf sb = {0};
     uint64_t state = 7;
@@ -278,8 +290,7 @@ static char *big_body(size_t rows, size_t cols, const char *extra, const char *t
  * 30, float midpoints and the ends of the float range. */
 /* The float32 values of the body's top-level `key` as the codec reads
  * them (new, caller frees; NULL when the key is not a numeric array). */
-static float *doc_floats(const char *body, size_t len, const char *key, size_t *ndim,
-                         size_t *dim)
+static float *doc_floats(const char *body, size_t len, const char *key, size_t *ndim, size_t *dim)
 {
     json_doc doc;
     json_codec_error ce;
@@ -310,8 +321,8 @@ static void test_fast_numbers(void)
         char text[48];
         static const char *const midpoints[] = {
             /* exactly halfway between two floats: ties to even */
-            "16777217", "16777219", "-33554434", "33554438", "0.5000000298023223876953125",
-            "1e-45", "7e-46", "3.4028235e38", "1.17549435e-38", "1.1754942e-38"};
+            "16777217", "16777219", "-33554434",    "33554438",       "0.5000000298023223876953125",
+            "1e-45",    "7e-46",    "3.4028235e38", "1.17549435e-38", "1.1754942e-38"};
         int digits = 1 + (int)test_uniform(&state, 0, 17);
         int exponent = (int)test_uniform(&state, -30, 30);
         double mantissa = test_uniform(&state, -10, 10);
@@ -338,8 +349,7 @@ static void test_fast_numbers(void)
 
 /* A body whose embeddings are `rows` x 64 floats in base64 (with `shape`
  * unless shape_text is given), optionally damaged at character `damage`. */
-static char *base64_body(size_t rows, const char *shape_text, long damage, char with,
-                         float *values)
+static char *base64_body(size_t rows, const char *shape_text, long damage, char with, float *values)
 {
     strbuf sb = {0};
     uint64_t state = 11;
@@ -431,8 +441,8 @@ static void test_fast_arrays(void)
         if ((float)json_number_value(v) != values[i])
             mismatches++;
     }
-    CHECK(r.status == 200 && mismatches == 0, "fast path echo: status %d, %zu mismatches",
-          r.status, mismatches);
+    CHECK(r.status == 200 && mismatches == 0, "fast path echo: status %d, %zu mismatches", r.status,
+          mismatches);
     json_decref(doc);
     api_response_free(&r);
     free(body);
@@ -450,10 +460,11 @@ static void test_fast_arrays(void)
     };
     for (size_t i = 0; i < ARRAY_LEN(irregular); i++) {
         body = big_body(40, 24, irregular[i].extra, irregular[i].tail, NULL);
-        expect_error(svc, false, body, irregular[i].code[0] == 'i' &&
-                                       strcmp(irregular[i].code, "invalid_shape") == 0 ? 422
-                                   : strcmp(irregular[i].code, "non_finite") == 0  ? 422
-                                                                                   : 400,
+        expect_error(svc, false, body,
+                     irregular[i].code[0] == 'i' && strcmp(irregular[i].code, "invalid_shape") == 0
+                         ? 422
+                     : strcmp(irregular[i].code, "non_finite") == 0 ? 422
+                                                                    : 400,
                      irregular[i].code, irregular[i].field);
         /* jansson's line and column for the broken text, as without the fast path */
         if (strcmp(irregular[i].code, "invalid_json") == 0) {
@@ -524,8 +535,8 @@ static void test_parallel_base64_out(void)
 
     if (!svc)
         return;
-    char *body = base64_body(ROWS * COLS / 64, ",\"shape\":[900,96],\"encoding\":\"base64\"",
-                             -1, 0, values);
+    char *body = base64_body(ROWS * COLS / 64, ",\"shape\":[900,96],\"encoding\":\"base64\"", -1, 0,
+                             values);
     api_encode(svc, NULL, body, strlen(body), &r);
     test_collect(&r, 1000);
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);

@@ -66,8 +66,8 @@ static void test_base64_kernels_agree(const base64_kernels *fast)
 {
     enum { MAX_LEN = 3000, SLACK = 64 };
     uint64_t state = 7;
-    uint8_t *bytes = malloc(MAX_LEN + SLACK);                   /* owned */
-    char *text_ref = malloc(base64_encoded_len(MAX_LEN) + SLACK); /* owned */
+    uint8_t *bytes = malloc(MAX_LEN + SLACK);                      /* owned */
+    char *text_ref = malloc(base64_encoded_len(MAX_LEN) + SLACK);  /* owned */
     char *text_fast = malloc(base64_encoded_len(MAX_LEN) + SLACK); /* owned */
     int bad_encode = 0, bad_decode = 0;
 
@@ -149,7 +149,15 @@ static void test_base64_errors_agree(const base64_kernels *fast)
         "QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJ=QUJD",
         "QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQQ==QUJD",
         "====QUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJDQUJD",
-        "=", "==", "===", "====", "A===", "AA==", "AB==", "AAA=", "AAB=",
+        "=",
+        "==",
+        "===",
+        "====",
+        "A===",
+        "AA==",
+        "AB==",
+        "AAA=",
+        "AAB=",
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++)
         CHECK(decode_agrees(fast, cases[i], strlen(cases[i])),
@@ -161,8 +169,8 @@ static void test_base64_errors_agree(const base64_kernels *fast)
  * found, and good input must decode the same as the portable code. */
 static void test_base64_large(const base64_kernels *fast)
 {
-    size_t n = (size_t)3 << 19; /* 1.5 MiB of bytes: 2^19 groups */
-    uint8_t *bytes = malloc(n);                      /* owned */
+    size_t n = (size_t)3 << 19;                     /* 1.5 MiB of bytes: 2^19 groups */
+    uint8_t *bytes = malloc(n);                     /* owned */
     char *text = malloc(base64_encoded_len(n) + 1); /* owned */
     uint64_t state = 5;
 
@@ -176,16 +184,14 @@ static void test_base64_large(const base64_kernels *fast)
     size_t len = base64_encoded_len(n), got_n = 0;
     const char *why = NULL;
     uint8_t *got = base64_decode_with(fast, text, len, &got_n, &why);
-    CHECK(got && got_n == n && memcmp(got, bytes, n) == 0, "%s: 1.5 MiB round trip",
-          fast->name);
+    CHECK(got && got_n == n && memcmp(got, bytes, n) == 0, "%s: 1.5 MiB round trip", fast->name);
     free(got);
     CHECK(decode_agrees(fast, text, len), "%s: 1.5 MiB decode agrees", fast->name);
     text[len - 9] = '*';
     CHECK(decode_agrees(fast, text, len), "%s: 1.5 MiB with a bad byte near the end agrees",
           fast->name);
     text[len - 9] = '=';
-    CHECK(decode_agrees(fast, text, len), "%s: 1.5 MiB with '=' near the end agrees",
-          fast->name);
+    CHECK(decode_agrees(fast, text, len), "%s: 1.5 MiB with '=' near the end agrees", fast->name);
 done:
     free(bytes);
     free(text);
@@ -247,10 +253,10 @@ static void test_float_text_sampled(void)
             bad += codecs_float_text_range(base, base + 2047);
             bad += codecs_float_text_range(base + 0x7FFFFF - 2047, base + 0x7FFFFF);
         }
-    bad += codecs_float_text_range(0, 1u << 20);               /* subnormals from 0 up */
+    bad += codecs_float_text_range(0, 1u << 20); /* subnormals from 0 up */
     bad += codecs_float_text_range(0x80000000u, 0x80000000u + (1u << 16));
     bad += codecs_float_text_range(0x3F800000u, 0x3F800000u + (1u << 20)); /* 1 .. 1.125 */
-    for (uint32_t n = 0; n <= 100000; n++) {                     /* integers */
+    for (uint32_t n = 0; n <= 100000; n++) {                               /* integers */
         float v = (float)n;
         uint32_t bits;
         memcpy(&bits, &v, sizeof bits);
@@ -260,8 +266,9 @@ static void test_float_text_sampled(void)
         uint32_t bits = (uint32_t)(next_random(&state) >> 21);
         bad += codecs_float_text_range(bits, bits);
     }
-    CHECK(bad == 0, "float_to_text differs from the Dragonbox writer (or fails the round trip) "
-                    "for %llu sampled float32 patterns",
+    CHECK(bad == 0,
+          "float_to_text differs from the Dragonbox writer (or fails the round trip) "
+          "for %llu sampled float32 patterns",
           (unsigned long long)bad);
 }
 

@@ -112,10 +112,10 @@ static void test_one_grammar(const api_service *svc)
         const char *code, *first; /* first: the encoded value's text on 200 */
     } cases[] = {
         {"1.00000005960464477539062500000001", 200, "-", "1.0000001"}, /* item 6 */
-        {"12345678901234567890", 200, "-", "1.2345679e19"},           /* item 7 */
-        {"1e400", 422, "non_finite", NULL},                          /* item 7 */
+        {"12345678901234567890", 200, "-", "1.2345679e19"},            /* item 7 */
+        {"1e400", 422, "non_finite", NULL},                            /* item 7 */
         {"3.4028236e38", 422, "non_finite", NULL},
-        {"-0", 200, "-", "-0"},                                      /* item 8 */
+        {"-0", 200, "-", "-0"}, /* item 8 */
         {"0.1", 200, "-", "0.1"},
     };
     /* rows x pad: small (< 2 KiB), padded past 2 KiB, and an array past
@@ -133,8 +133,8 @@ static void test_one_grammar(const api_service *svc)
                 CHECK(a.status == cases[i].status && strcmp(code, cases[i].code) == 0 &&
                           (!cases[i].first || strcmp(first, cases[i].first) == 0),
                       "%s in %zu rows + %zu spaces (scheme %s): %d %s first %s, want %d %s %s",
-                      cases[i].text, shapes[k][0], shapes[k][1], last ? "last" : "first",
-                      a.status, code, first, cases[i].status, cases[i].code,
+                      cases[i].text, shapes[k][0], shapes[k][1], last ? "last" : "first", a.status,
+                      code, first, cases[i].status, cases[i].code,
                       cases[i].first ? cases[i].first : "");
                 free(a.body);
                 free(body);
@@ -169,9 +169,8 @@ static const char *span_text(const json_doc *doc, const json_t *v, char *buf, si
  * own text, real empty arrays to none, whatever the nesting. */
 static void test_stand_ins(void)
 {
-    static const char body[] =
-        "{\"a\":[],\"b\":[1, 2],\"c\":{\"d\":[],\"e\":[[3]],\"s\":\"[]\"},"
-        "\"f\":[[],[4],{\"g\":[5,6]},[[]]],\"h\":[[7,8],[9,10]]}";
+    static const char body[] = "{\"a\":[],\"b\":[1, 2],\"c\":{\"d\":[],\"e\":[[3]],\"s\":\"[]\"},"
+                               "\"f\":[[],[4],{\"g\":[5,6]},[[]]],\"h\":[[7,8],[9,10]]}";
     json_doc_limits limits = {.max_depth = 32, .max_values = 100};
     json_codec_error ce;
     json_doc doc;
@@ -181,8 +180,8 @@ static void test_stand_ins(void)
     const json_t *r = doc.root, *c = json_object_get(r, "c"), *f = json_object_get(r, "f");
     static const struct {
         const char *want;
-    } want[] = {{"-"}, {"[1, 2]"}, {"-"}, {"[[3]]"}, {"-"}, {"[4]"}, {"[5,6]"}, {"-"},
-                {"[[7,8],[9,10]]"}};
+    } want[] = {{"-"},   {"[1, 2]"}, {"-"}, {"[[3]]"},         {"-"},
+                {"[4]"}, {"[5,6]"},  {"-"}, {"[[7,8],[9,10]]"}};
     const json_t *got[] = {json_object_get(r, "a"),
                            json_object_get(r, "b"),
                            json_object_get(c, "d"),
@@ -256,11 +255,11 @@ static void test_forged_marker(const api_service *svc)
  * the same request was a 200. Both orders must give the same bytes. */
 static void test_key_order(const api_service *svc)
 {
-    static const char model[] =
-        "\"model\":{\"d_model\":4,\"heads\":1,\"weights\":{"
-        "\"wq\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],\"wq_shape\":[4,4],"
-        "\"wk\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],"
-        "\"wv\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}}";
+    static const char model[] = "\"model\":{\"d_model\":4,\"heads\":1,\"weights\":{"
+                                "\"wq\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],\"wq_shape\":[4,"
+                                "4],"
+                                "\"wk\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],"
+                                "\"wv\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}}";
     strbuf rows = {0}, first = {0}, second = {0};
 
     strbuf_puts(&rows, "\"embeddings\":[");
@@ -274,8 +273,8 @@ static void test_key_order(const api_service *svc)
     answer b = ask(svc, true, second.data, second.len);
     CHECK(a.status == 200 && b.status == 200 && a.len == b.len &&
               memcmp(a.body, b.body, a.len) == 0,
-          "key order changes the answer: %d (%.80s) vs %d (%.80s)", a.status,
-          a.body ? a.body : "", b.status, b.body ? b.body : "");
+          "key order changes the answer: %d (%.80s) vs %d (%.80s)", a.status, a.body ? a.body : "",
+          b.status, b.body ? b.body : "");
     free(a.body);
     free(b.body);
     strbuf_free(&rows);
@@ -469,8 +468,7 @@ static void test_streamed_answers(void)
         strbuf_puts(&apply_body, b64 ? "],\"encoding\":\"base64\"}" : "]}");
         strbuf_putc(&apply_body, '\0');
     }
-    const char *apply_bodies[2] = {apply_body.data,
-                                   apply_body.data + strlen(apply_body.data) + 1};
+    const char *apply_bodies[2] = {apply_body.data, apply_body.data + strlen(apply_body.data) + 1};
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         const char *body = cases[i].body ? cases[i].body : apply_bodies[i + 2 - ARRAY_LEN(cases)];
         bool streamed = false;

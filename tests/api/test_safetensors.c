@@ -24,10 +24,9 @@ static void conversions(void)
         unsigned bits;
         float want;
     } half[] = {
-        {0x0000, 0.0f},         {0x3c00, 1.0f},          {0xc000, -2.0f},
-        {0x0001, 0x1p-24f},     {0x03ff, 0x1.ff8p-15f},  {0x0400, 0x1p-14f},
-        {0x7bff, 65504.0f},     {0x3555, 0x1.554p-2f},   {0x7c00, INFINITY},
-        {0xfc00, -INFINITY},
+        {0x0000, 0.0f},         {0x3c00, 1.0f},      {0xc000, -2.0f},    {0x0001, 0x1p-24f},
+        {0x03ff, 0x1.ff8p-15f}, {0x0400, 0x1p-14f},  {0x7bff, 65504.0f}, {0x3555, 0x1.554p-2f},
+        {0x7c00, INFINITY},     {0xfc00, -INFINITY},
     };
     bool ok = true;
     for (size_t i = 0; i < ARRAY_LEN(half); i++)
@@ -89,12 +88,12 @@ static size_t good_data(unsigned char *d)
     return 42;
 }
 
-#define GOOD_HEADER                                                                   \
-    "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"            \
-    "\"h\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[16,22]},"              \
-    "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[22,26]},"             \
-    "\"d\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[26,34]},"              \
-    "\"i\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[34,42]},"              \
+#define GOOD_HEADER                                                                                \
+    "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"                          \
+    "\"h\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[16,22]},"                            \
+    "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[22,26]},"                           \
+    "\"d\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[26,34]},"                            \
+    "\"i\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[34,42]},"                            \
     "\"__metadata__\":{\"format\":\"pt\"}}"
 
 static void reads(void)
@@ -132,8 +131,8 @@ static void reads(void)
     CHECK(st_set_read(s, "a", 2, (size_t[]){2, 3}, &t, NULL, &err) != 0 &&
               strstr(err.message, "[2, 2], expected [2, 3]") && t.data == NULL,
           "shape mismatch names both shapes: %s", err.message);
-    CHECK(st_set_read(s, "zz", 1, &one, &t, NULL, &err) != 0 && strstr(err.message, "no tensor zz") &&
-              err.kind == MODEL_E_TENSOR,
+    CHECK(st_set_read(s, "zz", 1, &one, &t, NULL, &err) != 0 &&
+              strstr(err.message, "no tensor zz") && err.kind == MODEL_E_TENSOR,
           "missing tensor: %s", err.message);
     st_set_close(s);
 }
@@ -156,14 +155,16 @@ static void refused(void)
         {"{\"a\":{\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype"},
         {"{\"a\":[1]}", 8, "not an object"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-         "\"c\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "overlap"},
+         "\"c\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+         8, "overlap"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,8],\"data_offsets\":[0,8]}}", 8,
          "too large"},
         {"{\"a\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,1]}}", 8, "whole number"},
         {"[1, 2]", 8, "not a JSON object"},
         {"{\"a\": 1,", 8, "not valid JSON"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-         "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "duplicate"},
+         "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+         8, "duplicate"},
     };
     unsigned char data[16] = {0};
 
@@ -197,8 +198,8 @@ static void refused(void)
         fwrite(blob, 1, 5, f);
         fclose(f);
     }
-    CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "truncated"),
-          "5-byte file: %s", err.message);
+    CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "truncated"), "5-byte file: %s",
+          err.message);
     unlink(path);
     CHECK(st_set_open(dir, &s, &err) != 0 && strstr(err.message, "neither") &&
               err.kind == MODEL_E_FILE,
@@ -218,7 +219,8 @@ static void loader_errors(void)
     fclose(f);
     unsigned char data[16] = {0};
     write_file("{\"wk\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", data, 16);
-    CHECK(model_load_dir("m", dir, false, 0, NULL, &err) == NULL && strstr(err.message, "no tensor wq"),
+    CHECK(model_load_dir("m", dir, false, 0, NULL, &err) == NULL &&
+              strstr(err.message, "no tensor wq"),
           "posenc format without wq: %s", err.message);
     CHECK(model_load_dir("m", dir, true, 1, NULL, &err) == NULL && strstr(err.message, ":LAYER"),
           "posenc format with a layer: %s", err.message);

@@ -26,9 +26,8 @@
 
 static struct MHD_Response *canned;
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload_data,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
     static int started;
@@ -60,8 +59,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = (unsigned)strtoul(argv[++i], NULL, 10);
         else {
-            fprintf(stderr,
-                    "usage: ceiling --body FILE [--port P] [--threads N]\n");
+            fprintf(stderr, "usage: ceiling --body FILE [--port P] [--threads N]\n");
             return 2;
         }
     }
@@ -76,9 +74,8 @@ int main(int argc, char **argv)
         return 1;
     }
     canned = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_PERSISTENT);
-    if (canned == NULL ||
-        MHD_add_response_header(canned, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                "application/json") != MHD_YES)
+    if (canned == NULL || MHD_add_response_header(canned, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                                  "application/json") != MHD_YES)
         return 1;
 
     sigset_t sigs;
@@ -96,22 +93,19 @@ int main(int argc, char **argv)
         {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&addr, MHD_OPTION_ARRAY,
-        threads > 1 ? pool : pool + 1, MHD_OPTION_CONNECTION_LIMIT, 1024u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
+                         NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                         MHD_OPTION_ARRAY, threads > 1 ? pool : pool + 1,
+                         MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+                         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (d == NULL) {
         fprintf(stderr, "ceiling: cannot start the daemon\n");
         return 1;
     }
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    printf("ceiling listening on http://127.0.0.1:%u\n",
-           info ? (unsigned)info->port : port);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    printf("ceiling listening on http://127.0.0.1:%u\n", info ? (unsigned)info->port : port);
     fflush(stdout);
 
     int sig = 0;

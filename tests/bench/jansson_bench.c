@@ -37,11 +37,11 @@ static float walk(json_t *v)
     json_t *item;
     switch (json_typeof(v)) {
     case JSON_ARRAY:
-        json_array_foreach(v, i, item)
+        json_array_foreach (v, i, item)
             sum += walk(item);
         break;
     case JSON_OBJECT:
-        json_object_foreach(v, key, item)
+        json_object_foreach (v, key, item)
             sum += walk(item);
         break;
     case JSON_REAL:
@@ -68,8 +68,7 @@ int main(int argc, char **argv)
             np = 3;
     }
     if (np != 2) {
-        fprintf(stderr,
-                "usage: jansson_bench [--seconds S] REQUEST.json RESPONSE.json\n");
+        fprintf(stderr, "usage: jansson_bench [--seconds S] REQUEST.json RESPONSE.json\n");
         return 2;
     }
     size_t req_len, resp_len;
@@ -82,8 +81,7 @@ int main(int argc, char **argv)
     json_error_t err;
     json_t *resp_tree = json_loadb(resp, resp_len, JSON_DECODE_INT_AS_REAL, &err);
     if (resp_tree == NULL) {
-        fprintf(stderr, "%s:%d:%d: %s\n", paths[1], err.line, err.column,
-                err.text);
+        fprintf(stderr, "%s:%d:%d: %s\n", paths[1], err.line, err.column, err.text);
         return 1;
     }
 
@@ -96,8 +94,7 @@ int main(int argc, char **argv)
         double t0 = now_ms();
         json_t *in = json_loadb(req, req_len, 0, &err);
         if (in == NULL) {
-            fprintf(stderr, "%s:%d:%d: %s\n", paths[0], err.line, err.column,
-                    err.text);
+            fprintf(stderr, "%s:%d:%d: %s\n", paths[0], err.line, err.column, err.text);
             return 1;
         }
         sink += walk(in);
@@ -119,8 +116,7 @@ int main(int argc, char **argv)
         reps++;
     }
     double p = median(tp, reps), b = median(tb, reps), d = median(td, reps);
-    printf("jansson %.3f %.3f %.3f %.3f %d %zu\n", p, b, d, p + b + d, reps,
-           dump_bytes);
+    printf("jansson %.3f %.3f %.3f %.3f %d %zu\n", p, b, d, p + b + d, reps, dump_bytes);
     (void)sink;
     json_decref(resp_tree);
     free(req);

@@ -63,21 +63,19 @@ static int bench(int m, int k, int n, double seconds)
         return 1;
     }
     static double t[MAX_REPS];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a,
-                k, b, n, 0.0f, c, n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
     int reps = 0;
     double start = now_ms();
     while (reps < MAX_REPS && (reps < 5 || now_ms() - start < seconds * 1e3)) {
         double t0 = now_ms();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
-                    a, k, b, n, 0.0f, c, n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c,
+                    n);
         t[reps++] = now_ms() - t0;
     }
     qsort(t, (size_t)reps, sizeof t[0], cmp_double);
     double med = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
     double gflops = 2.0 * m * n * (double)k / (med * 1e6);
-    printf("sgemm %d %d %d %.4f %.4f %.2f %d\n", m, k, n, med, t[0], gflops,
-           reps);
+    printf("sgemm %d %d %d %.4f %.4f %.2f %d\n", m, k, n, med, t[0], gflops, reps);
     fflush(stdout);
     free(a);
     free(b);
@@ -192,8 +190,8 @@ int main(int argc, char **argv)
             openblas_set_num_threads(atoi(argv[++i]));
         } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
             seconds = atof(argv[++i]);
-        } else if (sscanf(argv[i], "%dx%dx%d%c", &m, &k, &n, &extra) == 3 &&
-                   m > 0 && k > 0 && n > 0) {
+        } else if (sscanf(argv[i], "%dx%dx%d%c", &m, &k, &n, &extra) == 3 && m > 0 && k > 0 &&
+                   n > 0) {
             status |= bench(m, k, n, seconds);
             shapes++;
         } else {

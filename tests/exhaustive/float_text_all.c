@@ -30,7 +30,7 @@ int main(void)
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     printf("float text: all 2^32 patterns in %.0f s, %llu mismatches\n", seconds,
            (unsigned long long)mismatches);
-    printf("float-text: %llu passed, %llu failed\n",
-           (unsigned long long)(blocks - failed_blocks), (unsigned long long)failed_blocks);
+    printf("float-text: %llu passed, %llu failed\n", (unsigned long long)(blocks - failed_blocks),
+           (unsigned long long)failed_blocks);
     return mismatches == 0 ? 0 : 1;
 }

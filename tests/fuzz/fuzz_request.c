@@ -26,7 +26,8 @@ static api_service *fuzz_service(bool string_spans)
 {
     static api_service *svc[2];
     if (!svc[string_spans]) {
-        api_limits limits = {.max_tokens = 256, .max_output_elements = (size_t)1 << 18,
+        api_limits limits = {.max_tokens = 256,
+                             .max_output_elements = (size_t)1 << 18,
                              .string_span_min = string_spans ? 1 : SIZE_MAX};
         api_error err;
         svc[string_spans] = api_service_new(&limits, &err);

@@ -13,8 +13,8 @@ static void case_label(const http_case *c, char *buf, size_t n)
         snprintf(buf, n, "%s", c->name);
         return;
     }
-    snprintf(buf, n, "%s %s%s%.120s", c->method ? c->method : "POST", c->route,
-             c->body ? " " : "", c->body ? c->body : "");
+    snprintf(buf, n, "%s %s%s%.120s", c->method ? c->method : "POST", c->route, c->body ? " " : "",
+             c->body ? c->body : "");
     for (char *p = buf; *p; p++)
         if (*p == '\n')
             *p = ' ';

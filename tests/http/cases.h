@@ -17,17 +17,17 @@ typedef struct http_case {
     const char *name;   /* the label; NULL: "METHOD route body" (first 120 bytes) */
     const char *method; /* NULL: "POST" */
     const char *route;
-    const char *body;   /* NULL: no body and no Content-Type */
-    const char *ctype;  /* with a body; NULL: application/json, NO_CTYPE: none */
+    const char *body;           /* NULL: no body and no Content-Type */
+    const char *ctype;          /* with a body; NULL: application/json, NO_CTYPE: none */
     const char *const *headers; /* NULL-terminated "Name: value" list, or NULL */
-    bool chunked;       /* send the body with Transfer-Encoding: chunked */
+    bool chunked;               /* send the body with Transfer-Encoding: chunked */
     /* the answer */
-    long status;        /* 0: 200 */
-    const char *code;   /* an error of the contract with this code (expect_error);
+    long status;            /* 0: 200 */
+    const char *code;       /* an error of the contract with this code (expect_error);
                            NULL: a success (a JSON object unless status_only) */
-    const char *field;  /* with code: see expect_error (NULL: not checked) */
-    const char *msg_has; /* with code: '|'-separated substrings of error.message */
-    bool status_only;   /* without code: check the status alone (non-JSON bodies) */
+    const char *field;      /* with code: see expect_error (NULL: not checked) */
+    const char *msg_has;    /* with code: '|'-separated substrings of error.message */
+    bool status_only;       /* without code: check the status alone (non-JSON bodies) */
     const char *header;     /* a response header that must be present ... */
     const char *header_has; /* ... and contain this text */
 } http_case;

@@ -265,8 +265,10 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
         if (used == sizeof line - 1)
             used = 0; /* a very long line without newline: drop it */
     }
-    if (!CHECK(found, label, "no \"posenc listening on http://HOST:PORT\" line on stdout "
-               "(server %s)", argv[under_valgrind() ? 5 : 0])) {
+    if (!CHECK(found, label,
+               "no \"posenc listening on http://HOST:PORT\" line on stdout "
+               "(server %s)",
+               argv[under_valgrind() ? 5 : 0])) {
         kill(s->pid, SIGKILL);
         int st;
         waitpid(s->pid, &st, 0);
@@ -447,9 +449,8 @@ void http_resp_free(http_resp *r)
     memset(r, 0, sizeof *r);
 }
 
-void http_request(const server *s, const char *method, const char *path,
-                  const char *ctype, const char *body, size_t len,
-                  const char *const *extra_headers, bool chunked,
+void http_request(const server *s, const char *method, const char *path, const char *ctype,
+                  const char *body, size_t len, const char *const *extra_headers, bool chunked,
                   http_resp *out)
 {
     memset(out, 0, sizeof *out);
@@ -507,8 +508,7 @@ void http_request(const server *s, const char *method, const char *path,
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     if (rc != CURLE_OK)
-        snprintf(out->transport_error, sizeof out->transport_error, "%s",
-                 curl_easy_strerror(rc));
+        snprintf(out->transport_error, sizeof out->transport_error, "%s", curl_easy_strerror(rc));
     out->status = status;
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(c);
@@ -521,11 +521,9 @@ void http_request(const server *s, const char *method, const char *path,
     }
 }
 
-void http_post_json(const server *s, const char *path, const char *body,
-                    http_resp *out)
+void http_post_json(const server *s, const char *path, const char *body, http_resp *out)
 {
-    http_request(s, "POST", path, "application/json", body, strlen(body), NULL,
-                 false, out);
+    http_request(s, "POST", path, "application/json", body, strlen(body), NULL, false, out);
 }
 
 void http_get(const server *s, const char *path, http_resp *out)
@@ -566,8 +564,8 @@ const char *find_nocase(const char *hay, const char *needle)
     return NULL;
 }
 
-long raw_request(const server *s, const char *bytes, size_t len, int timeout_s,
-                 char *resp_buf, size_t resp_cap)
+long raw_request(const server *s, const char *bytes, size_t len, int timeout_s, char *resp_buf,
+                 size_t resp_cap)
 {
     resp_buf[0] = '\0';
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -648,8 +646,8 @@ static void body_excerpt(const http_resp *r, char *buf, size_t n)
              r->len > 200 ? "..." : "");
 }
 
-bool expect_error(const char *label, const http_resp *r, long status,
-                  const char *code, const char *field)
+bool expect_error(const char *label, const http_resp *r, long status, const char *code,
+                  const char *field)
 {
     char ex[300];
     body_excerpt(r, ex, sizeof ex);
@@ -865,8 +863,8 @@ static const char *parse_narr(nparse *st, const char *p, const char *end, int de
                 if (st->ndim < 0)
                     st->ndim = depth + 1;
                 else if (st->ndim != depth + 1) {
-                    snprintf(st->err, sizeof st->err, "number at depth %d, expected %d",
-                             depth, st->ndim - 1);
+                    snprintf(st->err, sizeof st->err, "number at depth %d, expected %d", depth,
+                             st->ndim - 1);
                     return NULL;
                 }
                 const char *q = p;
@@ -918,8 +916,8 @@ static const char *parse_narr(nparse *st, const char *p, const char *end, int de
         st->shape[depth] = count;
         st->shape_set[depth] = true;
     } else if (st->shape[depth] != count) {
-        snprintf(st->err, sizeof st->err, "ragged: %zu elements where %zu were seen",
-                 count, st->shape[depth]);
+        snprintf(st->err, sizeof st->err, "ragged: %zu elements where %zu were seen", count,
+                 st->shape[depth]);
         return NULL;
     }
     return p;
@@ -930,7 +928,7 @@ bool get_farr(const char *label, const http_resp *r, const char *key, farr *a)
     memset(a, 0, sizeof *a);
     if (!r->body || r->status != 200)
         return CHECK_FAIL(label, "no 200 response to read \"%s\" from (status %ld)", key,
-                     r->status);
+                          r->status);
     const char *v = find_top_key(r->body, r->len, key);
     if (!CHECK(v != NULL, label, "response has no field \"%s\"", key))
         return false;
@@ -961,8 +959,8 @@ bool get_farr(const char *label, const http_resp *r, const char *key, farr *a)
             a->shape[i] = json_is_integer(e) ? (size_t)json_integer_value(e) : 0;
             total *= a->shape[i];
         }
-        if (!CHECK(total * 4 == bl, label, "\"%s\" has %zu bytes but %s says %zu floats", key,
-                   bl, sk, total)) {
+        if (!CHECK(total * 4 == bl, label, "\"%s\" has %zu bytes but %s says %zu floats", key, bl,
+                   sk, total)) {
             free(bytes);
             return false;
         }
@@ -1011,8 +1009,7 @@ static void shape_text(char *buf, size_t n, int ndim, const size_t *shape)
         snprintf(buf + o, n - o, "]");
 }
 
-bool check_shape(const char *label, const char *what, const farr *a, int ndim,
-                 const size_t *shape)
+bool check_shape(const char *label, const char *what, const farr *a, int ndim, const size_t *shape)
 {
     bool same = a->ndim == ndim;
     for (int i = 0; same && i < ndim; i++)
@@ -1067,8 +1064,8 @@ static bool report_values(const char *label, const char *what, const farr *a, si
     if (m->worst_name)
         snprintf(worst, sizeof worst, "; %s %.3g", m->worst_name, m->worst);
     return CHECK(m->bad == 0, label, "%s: %zu of %zu values %s; first %s got %.9g, want %.9g%s",
-                 what, m->bad, n, off, idx, m->bad ? (double)a->v[m->first] : 0.0,
-                 m->want_first, worst);
+                 what, m->bad, n, off, idx, m->bad ? (double)a->v[m->first] : 0.0, m->want_first,
+                 worst);
 }
 
 static void note_bad(mismatch *m, size_t i, double want)
@@ -1079,8 +1076,8 @@ static void note_bad(mismatch *m, size_t i, double want)
     }
 }
 
-bool check_close(const char *label, const char *what, const farr *a,
-                 const double *want, size_t n, double abs_tol, double rel_ulps)
+bool check_close(const char *label, const char *what, const farr *a, const double *want, size_t n,
+                 double abs_tol, double rel_ulps)
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
@@ -1096,9 +1093,8 @@ bool check_close(const char *label, const char *what, const farr *a,
     return report_values(label, what, a, n, &m, "off");
 }
 
-bool check_close_rownorm(const char *label, const char *what, const farr *a,
-                         const double *want, size_t n, size_t row, double rel,
-                         double abs_tol)
+bool check_close_rownorm(const char *label, const char *what, const farr *a, const double *want,
+                         size_t n, size_t row, double rel, double abs_tol)
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
@@ -1120,8 +1116,7 @@ bool check_close_rownorm(const char *label, const char *what, const farr *a,
     return report_values(label, what, a, n, &m, "off");
 }
 
-bool check_exact(const char *label, const char *what, const farr *a,
-                 const float *want, size_t n)
+bool check_exact(const char *label, const char *what, const farr *a, const float *want, size_t n)
 {
     if (!CHECK(a->n == n, label, "%s has %zu values, want %zu", what, a->n, n))
         return false;
@@ -1356,7 +1351,8 @@ void harness_selftest(void)
     const char *ragged = "{\"encoded\":[[1,2],[3]]}";
     nparse st = {.ndim = -1};
     const char *v = find_top_key(ragged, strlen(ragged), "encoded");
-    CHECK(v && parse_narr(&st, v, ragged + strlen(ragged), 0) == NULL, L, "ragged arrays are refused");
+    CHECK(v && parse_narr(&st, v, ragged + strlen(ragged), 0) == NULL, L,
+          "ragged arrays are refused");
     free(st.v);
     const char *longnum = "{\"encoded\":[0.100000001]}";
     memset(&st, 0, sizeof st);

@@ -38,12 +38,12 @@ bool under_valgrind(void);
 /* ---------------------------------------------------------------------- */
 
 typedef struct server {
-    char name[32];  /* e.g. "default", "apikey": names the log file */
-    pid_t pid;      /* 0 when not running */
+    char name[32]; /* e.g. "default", "apikey": names the log file */
+    pid_t pid;     /* 0 when not running */
     int port;
-    char base[64];  /* "http://127.0.0.1:PORT" */
+    char base[64]; /* "http://127.0.0.1:PORT" */
     char log_path[512];
-    int out_fd;     /* read end of the server's stdout (drained by a thread) */
+    int out_fd; /* read end of the server's stdout (drained by a thread) */
     bool started;
 } server;
 
@@ -79,11 +79,11 @@ double mono_now(void);
 /* ---------------------------------------------------------------------- */
 
 typedef struct http_resp {
-    long status;       /* 0 when the request failed at the transport level */
-    char *body;        /* NUL-terminated, owned */
+    long status; /* 0 when the request failed at the transport level */
+    char *body;  /* NUL-terminated, owned */
     size_t len;
-    char *headers;     /* raw header block, NUL-terminated, owned */
-    json_t *json;      /* body parsed as JSON, or NULL */
+    char *headers; /* raw header block, NUL-terminated, owned */
+    json_t *json;  /* body parsed as JSON, or NULL */
     char transport_error[256];
 } http_resp;
 
@@ -92,14 +92,12 @@ void http_resp_free(http_resp *r);
 /* One request. ctype NULL: no Content-Type header. body may be NULL.
  * extra_headers: NULL-terminated list of "Name: value" (may be NULL).
  * chunked: send the body with Transfer-Encoding: chunked. */
-void http_request(const server *s, const char *method, const char *path,
-                  const char *ctype, const char *body, size_t len,
-                  const char *const *extra_headers, bool chunked,
+void http_request(const server *s, const char *method, const char *path, const char *ctype,
+                  const char *body, size_t len, const char *const *extra_headers, bool chunked,
                   http_resp *out);
 
 /* POST a JSON body (Content-Type: application/json). */
-void http_post_json(const server *s, const char *path, const char *body,
-                    http_resp *out);
+void http_post_json(const server *s, const char *path, const char *body, http_resp *out);
 void http_get(const server *s, const char *path, http_resp *out);
 
 /* Value of a response header (case-insensitive name) copied into buf;
@@ -110,8 +108,8 @@ bool http_header(const http_resp *r, const char *name, char *buf, size_t n);
  * body) until the server closes or the timeout passes. Returns the status
  * or 0. Used for requests curl will not make (a Content-Length that the
  * body never reaches). */
-long raw_request(const server *s, const char *bytes, size_t len,
-                 int timeout_s, char *resp_buf, size_t resp_cap);
+long raw_request(const server *s, const char *bytes, size_t len, int timeout_s, char *resp_buf,
+                 size_t resp_cap);
 
 /* ---------------------------------------------------------------------- */
 /* Response checks                                                          */
@@ -121,8 +119,8 @@ long raw_request(const server *s, const char *bytes, size_t len,
  * {"error": {"code", "message", "field"?}} with this code. field: NULL =
  * not checked, "" = must be absent, otherwise one of the '|'-separated
  * alternatives. Returns true when status and code match. */
-bool expect_error(const char *label, const http_resp *r, long status,
-                  const char *code, const char *field);
+bool expect_error(const char *label, const http_resp *r, long status, const char *code,
+                  const char *field);
 
 /* The response is a 200 with a JSON object body. */
 bool expect_ok(const char *label, const http_resp *r);
@@ -154,24 +152,21 @@ void farr_free(farr *a);
 bool get_farr(const char *label, const http_resp *r, const char *key, farr *a);
 
 /* The array has this shape (records a check). */
-bool check_shape(const char *label, const char *what, const farr *a, int ndim,
-                 const size_t *shape);
+bool check_shape(const char *label, const char *what, const farr *a, int ndim, const size_t *shape);
 
 /* Compare a response array with a reference element by element:
  * |got - want| <= abs_tol + rel_ulps * ulp_f32(want). One check per array,
  * printing the first mismatch and the largest error. */
-bool check_close(const char *label, const char *what, const farr *a,
-                 const double *want, size_t n, double abs_tol, double rel_ulps);
+bool check_close(const char *label, const char *what, const farr *a, const double *want, size_t n,
+                 double abs_tol, double rel_ulps);
 
 /* Same with a per-row tolerance relative to the row's Euclidean norm:
  * |got - want| <= rel * ||want row|| + abs_tol (rows of `row` elements). */
-bool check_close_rownorm(const char *label, const char *what, const farr *a,
-                         const double *want, size_t n, size_t row, double rel,
-                         double abs_tol);
+bool check_close_rownorm(const char *label, const char *what, const farr *a, const double *want,
+                         size_t n, size_t row, double rel, double abs_tol);
 
 /* Bit-exact comparison with float32 values. */
-bool check_exact(const char *label, const char *what, const farr *a,
-                 const float *want, size_t n);
+bool check_exact(const char *label, const char *what, const farr *a, const float *want, size_t n);
 
 /* ---------------------------------------------------------------------- */
 /* Building request bodies                                                  */

@@ -15,8 +15,7 @@
 /* Sinusoidal                                                              */
 /* ---------------------------------------------------------------------- */
 
-void ref_sinusoidal_row(long double base, bool split, int64_t pos, size_t d,
-                        double *row)
+void ref_sinusoidal_row(long double base, bool split, int64_t pos, size_t d, double *row)
 {
     size_t nfreq = (d + 1) / 2; /* an odd d adds one sine-only frequency */
     size_t nsin = (d + 1) / 2;
@@ -37,9 +36,8 @@ void ref_sinusoidal_row(long double base, bool split, int64_t pos, size_t d,
     }
 }
 
-void ref_absolute_sinusoidal(const float *x, double scale, long double base,
-                             bool split, const int64_t *pos, size_t n, size_t d,
-                             double *out)
+void ref_absolute_sinusoidal(const float *x, double scale, long double base, bool split,
+                             const int64_t *pos, size_t n, size_t d, double *out)
 {
     double *row = xmalloc(d * sizeof *row);
     for (size_t t = 0; t < n; t++) {
@@ -133,8 +131,8 @@ void ref_rope_freqs(const ref_rope_cfg *c, long double seq_len, long double *inv
     }
 }
 
-void ref_rope(const ref_rope_cfg *c, const double *x, const int64_t *pos,
-              size_t n, size_t width, double *out)
+void ref_rope(const ref_rope_cfg *c, const double *x, const int64_t *pos, size_t n, size_t width,
+              double *out)
 {
     size_t hd = c->head_dim, r = c->rotary_dim, half = r / 2;
     long double seq_len = 0;
@@ -180,8 +178,7 @@ void ref_alibi_slopes(size_t heads, long double *slopes)
                           : powl(m1, (long double)(2 * (h - c) + 1));
 }
 
-void ref_alibi_bias(size_t heads, bool bloom, const int64_t *pos, size_t t,
-                    double *bias)
+void ref_alibi_bias(size_t heads, bool bloom, const int64_t *pos, size_t t, double *bias)
 {
     long double *sl = xmalloc(heads * sizeof *sl);
     ref_alibi_slopes(heads, sl);
@@ -189,8 +186,8 @@ void ref_alibi_bias(size_t heads, bool bloom, const int64_t *pos, size_t t,
         for (size_t i = 0; i < t; i++)
             for (size_t j = 0; j < t; j++) {
                 long double dist = (long double)llabs((long long)(pos[i] - pos[j]));
-                bias[(h * t + i) * t + j] =
-                    bloom ? (double)(sl[h] * (long double)pos[j]) : (double)(-sl[h] * dist);
+                bias[(h * t + i) * t + j] = bloom ? (double)(sl[h] * (long double)pos[j])
+                                                  : (double)(-sl[h] * dist);
             }
     free(sl);
 }
@@ -221,9 +218,8 @@ int ref_t5_bucket(int64_t rel, bool bidirectional, int num_buckets, int max_dist
     return offset + (int)b;
 }
 
-void ref_t5_bias(const float *table, int num_buckets, size_t heads,
-                 int max_distance, bool bidirectional, const int64_t *pos,
-                 size_t t, float *bias)
+void ref_t5_bias(const float *table, int num_buckets, size_t heads, int max_distance,
+                 bool bidirectional, const int64_t *pos, size_t t, float *bias)
 {
     for (size_t i = 0; i < t; i++)
         for (size_t j = 0; j < t; j++) {
@@ -262,8 +258,8 @@ void ref_default_weights(uint64_t seed, size_t d, float *wq, float *wk, float *w
         }
 }
 
-void ref_norm_row(int kind, long double eps, const float *w, const float *b,
-                  const long double *in, size_t d, long double *out)
+void ref_norm_row(int kind, long double eps, const float *w, const float *b, const long double *in,
+                  size_t d, long double *out)
 {
     if (kind == 0) {
         memmove(out, in, d * sizeof *out);
@@ -291,8 +287,8 @@ void ref_norm_row(int kind, long double eps, const float *w, const float *b,
     }
 }
 
-void ref_project(const float *z, size_t n, size_t d, const float *w, size_t cols,
-                 const float *b, double *y)
+void ref_project(const float *z, size_t n, size_t d, const float *w, size_t cols, const float *b,
+                 double *y)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t c = 0; c < cols; c++) {
@@ -303,9 +299,8 @@ void ref_project(const float *z, size_t n, size_t d, const float *w, size_t cols
         }
 }
 
-void ref_scores(const double *q, const double *k, size_t t, size_t heads,
-                size_t kv_heads, size_t hd, double scale, const double *bias,
-                double *scores)
+void ref_scores(const double *q, const double *k, size_t t, size_t heads, size_t kv_heads,
+                size_t hd, double scale, const double *bias, double *scores)
 {
     size_t group = heads / kv_heads;
     for (size_t h = 0; h < heads; h++) {
@@ -353,11 +348,11 @@ void refs_selftest(void)
     ref_sinusoidal_row(10000, false, 1, 4, row);
     CHECK(near6(row, s_d4p1, 4, 6e-7), L, "sinusoidal d=4 pos=1 vs §11.1");
     static const double s_d8p5[] = {-0.958924, 0.283662, 0.479426, 0.877583,
-                                    0.049979, 0.998750, 0.005000, 0.999988};
+                                    0.049979,  0.998750, 0.005000, 0.999988};
     ref_sinusoidal_row(10000, false, 5, 8, row);
     CHECK(near6(row, s_d8p5, 8, 6e-7), L, "sinusoidal d=8 pos=5 vs §11.1");
     static const double m_d8p5[] = {-0.958924, 0.479426, 0.049979, 0.005000,
-                                    0.283662, 0.877583, 0.998750, 0.999988};
+                                    0.283662,  0.877583, 0.998750, 0.999988};
     ref_sinusoidal_row(10000, true, 5, 8, row);
     CHECK(near6(row, m_d8p5, 8, 6e-7), L, "split d=8 pos=5 vs §11.1 Marian");
 
@@ -375,7 +370,7 @@ void refs_selftest(void)
     static const double h8[] = {-1.695593, 0.137552, 2.788682, 3.975982,
                                 -4.808842, 6.323059, 7.086837, 8.011964};
     static const double i8[] = {-1.272233, -1.838865, 1.683929, 4.707907,
-                                4.817777, 6.147278, 6.975969, 8.020964};
+                                4.817777,  6.147278,  6.975969, 8.020964};
     c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8};
     ref_rope(&c, x8, &p3, 1, 8, row);
     CHECK(near6(row, h8, 8, 6e-7), L, "rope half d=8 vs §11.2");
@@ -383,7 +378,7 @@ void refs_selftest(void)
     ref_rope(&c, x8, &p3, 1, 8, row);
     CHECK(near6(row, i8, 8, 6e-7), L, "rope interleaved d=8 vs §11.2");
     static const double cache[] = {-0.989992, 0.955336, 0.999550, 0.999996,
-                                   0.141120, 0.295520, 0.029996, 0.003000};
+                                   0.141120,  0.295520, 0.029996, 0.003000};
     c.interleaved = false;
     ref_rope(&c, NULL, &p3, 1, 8, row);
     CHECK(near6(row, cache, 8, 6e-7), L, "rope bare table vs §11.2 vLLM cos_sin_cache");
@@ -395,33 +390,52 @@ void refs_selftest(void)
     /* Scaled frequencies §11.3 (head_dim 8). */
     long double inv[4], af;
     double invd[4];
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_LLAMA3, .factor = 8, .orig = 1024,
-                       .low_freq = 1, .high_freq = 4};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_LLAMA3,
+                       .factor = 8,
+                       .orig = 1024,
+                       .low_freq = 1,
+                       .high_freq = 4};
     ref_rope_freqs(&c, 1, inv, &af);
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double l3[] = {1.000000, 0.100000, 0.003087, 0.000125};
     CHECK(near6(invd, l3, 4, 6e-7), L, "llama3 inv_freq vs §11.3");
-    c = (ref_rope_cfg){.base = 500000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_LLAMA3, .factor = 8, .orig = 8192,
-                       .low_freq = 1, .high_freq = 4};
+    c = (ref_rope_cfg){.base = 500000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_LLAMA3,
+                       .factor = 8,
+                       .orig = 8192,
+                       .low_freq = 1,
+                       .high_freq = 4};
     ref_rope_freqs(&c, 1, inv, &af);
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double l3b[] = {1.000000, 0.037606, 0.000525, 0.000007};
     CHECK(near6(invd, l3b, 4, 6e-7), L, "llama3 (theta 5e5) inv_freq vs §11.3");
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_YARN, .factor = 4, .orig = 2048,
-                       .beta_fast = 32, .beta_slow = 1};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_YARN,
+                       .factor = 4,
+                       .orig = 2048,
+                       .beta_fast = 32,
+                       .beta_slow = 1};
     ref_rope_freqs(&c, 1, inv, &af);
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double yn[] = {1.000000, 0.100000, 0.006250, 0.000250};
     CHECK(near6(invd, yn, 4, 6e-7) && fabsl(af - 1.138629L) < 6e-7L, L,
           "yarn inv_freq/attention factor vs §11.3");
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_DYNAMIC, .factor = 2, .orig = 2048};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_DYNAMIC,
+                       .factor = 2,
+                       .orig = 2048};
     ref_rope_freqs(&c, 4096, inv, &af);
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
@@ -437,9 +451,14 @@ void refs_selftest(void)
     static const double li[] = {0.25, 0.025, 0.0025, 0.00025};
     CHECK(near6(invd, li, 4, 1e-9), L, "linear inv_freq vs §11.3");
     static const long double ext[] = {1, 1.5L, 2, 4};
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_LONGROPE, .factor = 32, .orig = 4096,
-                       .short_f = ext, .long_f = ext};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_LONGROPE,
+                       .factor = 32,
+                       .orig = 4096,
+                       .short_f = ext,
+                       .long_f = ext};
     ref_rope_freqs(&c, 1, inv, &af);
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];

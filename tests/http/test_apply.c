@@ -60,7 +60,8 @@ static void put_weight(sbuf *b, bool *first, bool base64, const char *name, cons
 
 static void tmodel_json(sbuf *b, const tmodel *m)
 {
-    sb_printf(b, "{\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,\"scheme\":\"%s\"",
+    sb_printf(b,
+              "{\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,\"scheme\":\"%s\"",
               m->d, m->heads, m->kv_heads, m->hd, m->scheme);
     if (m->params)
         sb_printf(b, ",\"params\":%s", m->params);
@@ -90,14 +91,14 @@ static void tmodel_json(sbuf *b, const tmodel *m)
 /* What /apply should compute. */
 typedef struct aref {
     const tmodel *m;
-    size_t batch, t;     /* batch 0: unbatched */
-    const float *x;      /* [rows][d] */
-    const int64_t *pos;  /* [rows] */
+    size_t batch, t;    /* batch 0: unbatched */
+    const float *x;     /* [rows][d] */
+    const int64_t *pos; /* [rows] */
     double embed_scale;
     int scheme;
-    long double base;    /* sinusoidal */
+    long double base; /* sinusoidal */
     bool split;
-    ref_rope_cfg rope;   /* rope: head_dim = model hd */
+    ref_rope_cfg rope; /* rope: head_dim = model hd */
     bool bloom;
     bool bidir;
     int num_buckets, max_distance;
@@ -107,7 +108,10 @@ typedef struct aref {
     double *q, *k, *v, *bias, *scores;
 } aref;
 
-static size_t rows_of(const aref *a) { return (a->batch ? a->batch : 1) * a->t; }
+static size_t rows_of(const aref *a)
+{
+    return (a->batch ? a->batch : 1) * a->t;
+}
 
 static void aref_compute(aref *a)
 {
@@ -279,9 +283,9 @@ static void apply_check(const server *s, const char *label, const char *body, co
 
 /* Which model a case's body names. */
 typedef enum {
-    MODEL_IMPLICIT,     /* no "model": the default model */
+    MODEL_IMPLICIT,      /* no "model": the default model */
     MODEL_NAMED_DEFAULT, /* "model":"default" */
-    MODEL_INLINE        /* "model": the case's tmodel as JSON */
+    MODEL_INLINE         /* "model": the case's tmodel as JSON */
 } model_form;
 
 /* How a case's body carries its input. */
@@ -408,9 +412,14 @@ uint64_t default_seed(const server *s)
 
 static tmodel default_tmodel(const default_model *dm)
 {
-    return (tmodel){.d = DEFAULT_D, .heads = DEFAULT_HEADS, .kv_heads = DEFAULT_HEADS,
-                    .hd = DEFAULT_HD, .scheme = "sinusoidal",
-                    .wq = dm->wq, .wk = dm->wk, .wv = dm->wv};
+    return (tmodel){.d = DEFAULT_D,
+                    .heads = DEFAULT_HEADS,
+                    .kv_heads = DEFAULT_HEADS,
+                    .hd = DEFAULT_HD,
+                    .scheme = "sinusoidal",
+                    .wq = dm->wq,
+                    .wk = dm->wk,
+                    .wv = dm->wv};
 }
 
 static void apply_default(const server *s, const default_model *dm)
@@ -430,36 +439,75 @@ static void apply_default(const server *s, const default_model *dm)
              sqrt(512.0));
     apply_case cases[] = {
         /* unbatched, offset 2, default return q,k,v */
-        {.name = "POST /apply default model [5,512] offset 2", .tail = "\"offset\":2",
-         .ref = {.m = &m, .t = 5, .x = x5, .pos = p5, .embed_scale = 1, .scheme = SC_SIN,
-                 .base = 10000, .score_scale = 1.0 / 8},
-         .want_scheme = "sinusoidal", .want_arrays = "q,k,v"},
+        {.name = "POST /apply default model [5,512] offset 2",
+         .tail = "\"offset\":2",
+         .ref = {.m = &m,
+                 .t = 5,
+                 .x = x5,
+                 .pos = p5,
+                 .embed_scale = 1,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "q,k,v"},
         /* the same, naming the model and asking for encoded too */
         {.name = "POST /apply model \"default\" positions, return encoded,v",
          .model = MODEL_NAMED_DEFAULT,
          .tail = "\"positions\":[2,3,4,5,6],\"return\":[\"encoded\",\"v\"]",
-         .ref = {.m = &m, .t = 5, .x = x5, .pos = p5, .embed_scale = 1, .scheme = SC_SIN,
-                 .base = 10000, .score_scale = 1.0 / 8},
-         .want_scheme = "sinusoidal", .want_arrays = "encoded,v"},
+         .ref = {.m = &m,
+                 .t = 5,
+                 .x = x5,
+                 .pos = p5,
+                 .embed_scale = 1,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "encoded,v"},
         /* batched with per-row positions, every return choice */
         {.name = "POST /apply default batch [2,3,512] per-row positions, all returns",
          .tail = "\"positions\":[[0,1,2],[7,3,100]],"
                  "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"bias\",\"scores\"]",
-         .ref = {.m = &m, .batch = 2, .t = 3, .x = x23, .pos = p23, .embed_scale = 1,
-                 .scheme = SC_SIN, .base = 10000, .score_scale = 1.0 / 8},
-         .want_scheme = "sinusoidal", .want_arrays = "q,k,v,encoded,bias,scores"},
+         .ref = {.m = &m,
+                 .batch = 2,
+                 .t = 3,
+                 .x = x23,
+                 .pos = p23,
+                 .embed_scale = 1,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "q,k,v,encoded,bias,scores"},
         /* explicit score_scale, embed_scale sqrt(512), base64 out */
         {.name = "POST /apply default embed_scale sqrt(512) score_scale 0.25 base64 out",
          .tail = scaled,
-         .ref = {.m = &m, .batch = 2, .t = 3, .x = x23, .pos = p23, .embed_scale = sqrt(512.0),
-                 .scheme = SC_SIN, .base = 10000, .score_scale = 0.25},
-         .want_scheme = "sinusoidal", .want_arrays = "q,scores,encoded"},
+         .ref = {.m = &m,
+                 .batch = 2,
+                 .t = 3,
+                 .x = x23,
+                 .pos = p23,
+                 .embed_scale = sqrt(512.0),
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 0.25},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "q,scores,encoded"},
         /* base64 embeddings in */
-        {.name = "POST /apply default base64 in [2,512] offset 1e6", .input = INPUT_BASE64,
+        {.name = "POST /apply default base64 in [2,512] offset 1e6",
+         .input = INPUT_BASE64,
          .tail = "\"offset\":1000000,\"return\":[\"k\",\"encoded\"]",
-         .ref = {.m = &m, .t = 2, .x = x2, .pos = p2, .embed_scale = 1, .scheme = SC_SIN,
-                 .base = 10000, .score_scale = 1.0 / 8},
-         .want_scheme = "sinusoidal", .want_arrays = "k,encoded"},
+         .ref = {.m = &m,
+                 .t = 2,
+                 .x = x2,
+                 .pos = p2,
+                 .embed_scale = 1,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 1.0 / 8},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "k,encoded"},
     };
     RUN_APPLY_CASES(s, cases);
     free(x5);
@@ -485,17 +533,44 @@ static void apply_norms(const server *s)
 
     /* layernorm (default eps 1e-5), biases, sinusoidal split via params;
      * then the same model with every weight in base64 */
-    tmodel ln = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "sinusoidal",
-                 .params = "{\"layout\":\"split\"}", .norm = 1, .wq = wq, .wk = wk, .wv = wv,
-                 .bq = bq, .bk = bk, .bv = bv, .nw = nw, .nb = nbias};
+    tmodel ln = {.d = d,
+                 .heads = 2,
+                 .kv_heads = 2,
+                 .hd = 4,
+                 .scheme = "sinusoidal",
+                 .params = "{\"layout\":\"split\"}",
+                 .norm = 1,
+                 .wq = wq,
+                 .wk = wk,
+                 .wv = wv,
+                 .bq = bq,
+                 .bk = bk,
+                 .bv = bv,
+                 .nw = nw,
+                 .nb = nbias};
     tmodel ln64 = ln;
     ln64.base64 = true;
     /* rmsnorm, explicit eps, GQA 4 heads over 2 kv heads, rope (half) */
-    tmodel gqa = {.d = d, .heads = 4, .kv_heads = 2, .hd = 2, .scheme = "rope", .norm = 2,
-                  .eps = 1e-3, .wq = wq, .wk = wk2, .wv = wv2, .nw = nw};
+    tmodel gqa = {.d = d,
+                  .heads = 4,
+                  .kv_heads = 2,
+                  .hd = 2,
+                  .scheme = "rope",
+                  .norm = 2,
+                  .eps = 1e-3,
+                  .wq = wq,
+                  .wk = wk2,
+                  .wv = wv2,
+                  .nw = nw};
     /* rope with head_dim 4, base 100 in the model's params */
-    tmodel rope100 = {.d = d, .heads = 2, .kv_heads = 1, .hd = 4, .scheme = "rope",
-                      .params = "{\"base\":100,\"layout\":\"half\"}", .wq = wq, .wk = wk2,
+    tmodel rope100 = {.d = d,
+                      .heads = 2,
+                      .kv_heads = 1,
+                      .hd = 4,
+                      .scheme = "rope",
+                      .params = "{\"base\":100,\"layout\":\"half\"}",
+                      .wq = wq,
+                      .wk = wk2,
                       .wv = wv2};
     tmodel partial = rope100;
     partial.params = "{\"rotary_dim\":2}";
@@ -504,47 +579,91 @@ static void apply_norms(const server *s)
                           "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"scores\"]";
     apply_case cases[] = {
         {.name = "POST /apply inline layernorm+biases, split sinusoidal, embed_scale 1.5",
-         .model = MODEL_INLINE, .tail = ln_tail,
-         .ref = {.m = &ln, .t = 3, .x = x, .pos = p123, .embed_scale = 1.5, .scheme = SC_SIN,
-                 .base = 10000, .split = true, .score_scale = 0.5},
-         .want_scheme = "sinusoidal", .want_arrays = "q,k,v,encoded,scores"},
+         .model = MODEL_INLINE,
+         .tail = ln_tail,
+         .ref = {.m = &ln,
+                 .t = 3,
+                 .x = x,
+                 .pos = p123,
+                 .embed_scale = 1.5,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .split = true,
+                 .score_scale = 0.5},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "q,k,v,encoded,scores"},
         {.name = "POST /apply inline layernorm, weights as base64 with <name>_shape",
-         .model = MODEL_INLINE, .tail = ln_tail,
-         .ref = {.m = &ln64, .t = 3, .x = x, .pos = p123, .embed_scale = 1.5, .scheme = SC_SIN,
-                 .base = 10000, .split = true, .score_scale = 0.5},
-         .want_scheme = "sinusoidal", .want_arrays = "q,k,v,encoded,scores"},
+         .model = MODEL_INLINE,
+         .tail = ln_tail,
+         .ref = {.m = &ln64,
+                 .t = 3,
+                 .x = x,
+                 .pos = p123,
+                 .embed_scale = 1.5,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .split = true,
+                 .score_scale = 0.5},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "q,k,v,encoded,scores"},
         {.name = "POST /apply inline rmsnorm eps 1e-3, GQA 4/2, rope half, batch (embed_scale "
                  "ignored)",
          .model = MODEL_INLINE,
          .tail = "\"positions\":[[0,5,9],[3,4,1000]],\"embed_scale\":7,"
                  "\"return\":[\"q\",\"k\",\"v\",\"encoded\",\"bias\",\"scores\"]",
-         .ref = {.m = &gqa, .batch = 2, .t = 3, .x = x, .pos = pb, .embed_scale = 1,
-                 .scheme = SC_ROPE, .rope = {.base = 10000, .rotary_dim = 2},
+         .ref = {.m = &gqa,
+                 .batch = 2,
+                 .t = 3,
+                 .x = x,
+                 .pos = pb,
+                 .embed_scale = 1,
+                 .scheme = SC_ROPE,
+                 .rope = {.base = 10000, .rotary_dim = 2},
                  .score_scale = 1 / sqrt(2.0)},
-         .want_scheme = "rope", .want_arrays = "q,k,v,encoded,bias,scores"},
+         .want_scheme = "rope",
+         .want_arrays = "q,k,v,encoded,bias,scores"},
         /* the request's params override the model's key by key (base 100 stays) */
         {.name = "POST /apply rope model base 100, request layout interleaved (key override)",
          .model = MODEL_INLINE,
          .tail = "\"positions\":[3,8,2],\"params\":{\"layout\":\"interleaved\"},"
                  "\"return\":[\"q\",\"k\",\"v\",\"scores\"]",
-         .ref = {.m = &rope100, .t = 3, .x = x, .pos = p382, .scheme = SC_ROPE,
+         .ref = {.m = &rope100,
+                 .t = 3,
+                 .x = x,
+                 .pos = p382,
+                 .scheme = SC_ROPE,
                  .rope = {.base = 100, .rotary_dim = 4, .interleaved = true},
                  .score_scale = 0.5},
-         .want_scheme = "rope", .want_arrays = "q,k,v,scores"},
+         .want_scheme = "rope",
+         .want_arrays = "q,k,v,scores"},
         /* partial rotary in /apply: rotary_dim 2 of head_dim 4 */
-        {.name = "POST /apply rope rotary_dim 2 of head_dim 4", .model = MODEL_INLINE,
+        {.name = "POST /apply rope rotary_dim 2 of head_dim 4",
+         .model = MODEL_INLINE,
          .tail = "\"positions\":[3,8,2],\"return\":[\"q\",\"k\",\"v\"]",
-         .ref = {.m = &partial, .t = 3, .x = x, .pos = p382, .scheme = SC_ROPE,
-                 .rope = {.base = 10000, .rotary_dim = 2}, .score_scale = 0.5},
-         .want_scheme = "rope", .want_arrays = "q,k,v"},
+         .ref = {.m = &partial,
+                 .t = 3,
+                 .x = x,
+                 .pos = p382,
+                 .scheme = SC_ROPE,
+                 .rope = {.base = 10000, .rotary_dim = 2},
+                 .score_scale = 0.5},
+         .want_scheme = "rope",
+         .want_arrays = "q,k,v"},
         /* a request scheme different from the model's starts from its own
          * defaults: sinusoidal base 10000, not the rope model's base 100 */
         {.name = "POST /apply rope model with request scheme sinusoidal (its defaults)",
          .model = MODEL_INLINE,
          .tail = "\"positions\":[3,8,2],\"scheme\":\"sinusoidal\",\"return\":[\"encoded\",\"q\"]",
-         .ref = {.m = &rope100, .t = 3, .x = x, .pos = p382, .embed_scale = 1,
-                 .scheme = SC_SIN, .base = 10000, .score_scale = 0.5},
-         .want_scheme = "sinusoidal", .want_arrays = "encoded,q"},
+         .ref = {.m = &rope100,
+                 .t = 3,
+                 .x = x,
+                 .pos = p382,
+                 .embed_scale = 1,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 0.5},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "encoded,q"},
     };
     RUN_APPLY_CASES(s, cases);
 
@@ -565,11 +684,18 @@ static void apply_token_id_errors(const server *s, const tmodel *me)
         sb_printf(&bodies[i], ",%s}", tails[i]);
     }
     const http_case cases[] = {
-        {.name = "POST /apply token_ids [1,6,0] with vocab 6", .route = "/apply",
-         .body = bodies[0].s, .status = 422, .code = "out_of_range", .field = "token_ids[1]",
+        {.name = "POST /apply token_ids [1,6,0] with vocab 6",
+         .route = "/apply",
+         .body = bodies[0].s,
+         .status = 422,
+         .code = "out_of_range",
+         .field = "token_ids[1]",
          .msg_has = "6"},
-        {.name = "POST /apply token_ids [[0,1],[2,-1]] (negative id)", .route = "/apply",
-         .body = bodies[1].s, .status = 422, .code = "out_of_range",
+        {.name = "POST /apply token_ids [[0,1],[2,-1]] (negative id)",
+         .route = "/apply",
+         .body = bodies[1].s,
+         .status = 422,
+         .code = "out_of_range",
          .field = "token_ids[1][1]"},
     };
     RUN_HTTP_CASES(s, cases);
@@ -592,21 +718,58 @@ static void apply_relative_and_tables(const server *s)
     float *emb = rand_vec(&g, 6 * d, -1, 1);
 
     /* alibi model, 4 heads of 2 (non power of two handled in /encode) */
-    tmodel ma = {.d = d, .heads = 4, .kv_heads = 4, .hd = 2, .scheme = "alibi",
-                 .params = "{\"form\":\"bloom\"}", .wq = wq, .wk = wk, .wv = wv};
+    tmodel ma = {.d = d,
+                 .heads = 4,
+                 .kv_heads = 4,
+                 .hd = 2,
+                 .scheme = "alibi",
+                 .params = "{\"form\":\"bloom\"}",
+                 .wq = wq,
+                 .wk = wk,
+                 .wv = wv};
     /* 6 heads alibi symmetric */
-    tmodel m6 = {.d = d, .heads = 6, .kv_heads = 6, .hd = 2, .scheme = "alibi", .wq = wq6,
-                 .wk = wk6, .wv = wv6};
-    tmodel mt = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "t5", .wq = wq, .wk = wk,
-                 .wv = wv, .t5 = t5tab, .t5_buckets = 32};
-    tmodel ml = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "learned", .wq = wq,
-                 .wk = wk, .wv = wv, .pos_table = table, .pt_rows = 6};
+    tmodel m6 = {.d = d,
+                 .heads = 6,
+                 .kv_heads = 6,
+                 .hd = 2,
+                 .scheme = "alibi",
+                 .wq = wq6,
+                 .wk = wk6,
+                 .wv = wv6};
+    tmodel mt = {.d = d,
+                 .heads = 2,
+                 .kv_heads = 2,
+                 .hd = 4,
+                 .scheme = "t5",
+                 .wq = wq,
+                 .wk = wk,
+                 .wv = wv,
+                 .t5 = t5tab,
+                 .t5_buckets = 32};
+    tmodel ml = {.d = d,
+                 .heads = 2,
+                 .kv_heads = 2,
+                 .hd = 4,
+                 .scheme = "learned",
+                 .wq = wq,
+                 .wk = wk,
+                 .wv = wv,
+                 .pos_table = table,
+                 .pt_rows = 6};
     tmodel mn = ml;
     mn.scheme = "none";
     mn.pos_table = NULL;
     /* token_ids with token_embedding: x is the embedding rows of the ids */
-    tmodel me = {.d = d, .heads = 2, .kv_heads = 2, .hd = 4, .scheme = "sinusoidal", .wq = wq,
-                 .wk = wk, .wv = wv, .emb = emb, .vocab = 6};
+    tmodel me = {.d = d,
+                 .heads = 2,
+                 .kv_heads = 2,
+                 .hd = 4,
+                 .scheme = "sinusoidal",
+                 .wq = wq,
+                 .wk = wk,
+                 .wv = wv,
+                 .emb = emb,
+                 .vocab = 6};
     static const int ids[] = {1, 5, 0, 2, 2, 3};
     float xe[6 * 8];
     for (int i = 0; i < 6; i++)
@@ -614,46 +777,96 @@ static void apply_relative_and_tables(const server *s)
     int64_t pa[] = {0, 1, 2, 3}, p6[] = {0, 1, 2, 3, 10, 20, 30, 41}, pt[] = {0, 9, 40, 200};
     int64_t pl[] = {2, 3, 4}, pe[] = {0, 1, 2, 0, 1, 2};
     apply_case cases[] = {
-        {.name = "POST /apply alibi bloom model: bias and scores", .model = MODEL_INLINE,
+        {.name = "POST /apply alibi bloom model: bias and scores",
+         .model = MODEL_INLINE,
          .tail = "\"return\":[\"bias\",\"scores\",\"q\"]",
-         .ref = {.m = &ma, .t = 4, .x = x, .pos = pa, .scheme = SC_ALIBI, .bloom = true,
+         .ref = {.m = &ma,
+                 .t = 4,
+                 .x = x,
+                 .pos = pa,
+                 .scheme = SC_ALIBI,
+                 .bloom = true,
                  .score_scale = 1 / sqrt(2.0)},
-         .want_scheme = "alibi", .want_arrays = "bias,scores,q"},
-        {.name = "POST /apply alibi 6 heads symmetric, batch", .model = MODEL_INLINE,
+         .want_scheme = "alibi",
+         .want_arrays = "bias,scores,q"},
+        {.name = "POST /apply alibi 6 heads symmetric, batch",
+         .model = MODEL_INLINE,
          .tail = "\"positions\":[[0,1,2,3],[10,20,30,41]],\"return\":[\"bias\",\"scores\"]",
-         .ref = {.m = &m6, .batch = 2, .t = 4, .x = x, .pos = p6, .scheme = SC_ALIBI,
+         .ref = {.m = &m6,
+                 .batch = 2,
+                 .t = 4,
+                 .x = x,
+                 .pos = p6,
+                 .scheme = SC_ALIBI,
                  .score_scale = 1 / sqrt(2.0)},
-         .want_scheme = "alibi", .want_arrays = "bias,scores"},
+         .want_scheme = "alibi",
+         .want_arrays = "bias,scores"},
         /* t5: scores use scale 1 by default; explicit score_scale 0.5 */
-        {.name = "POST /apply t5 model: scores with scale 1", .model = MODEL_INLINE,
+        {.name = "POST /apply t5 model: scores with scale 1",
+         .model = MODEL_INLINE,
          .tail = "\"positions\":[0,9,40,200],\"return\":[\"bias\",\"scores\",\"k\"]",
-         .ref = {.m = &mt, .t = 4, .x = x, .pos = pt, .scheme = SC_T5, .bidir = true,
-                 .num_buckets = 32, .max_distance = 128, .score_scale = 1},
-         .want_scheme = "t5", .want_arrays = "bias,scores,k"},
-        {.name = "POST /apply t5 model: params.score_scale 0.5", .model = MODEL_INLINE,
+         .ref = {.m = &mt,
+                 .t = 4,
+                 .x = x,
+                 .pos = pt,
+                 .scheme = SC_T5,
+                 .bidir = true,
+                 .num_buckets = 32,
+                 .max_distance = 128,
+                 .score_scale = 1},
+         .want_scheme = "t5",
+         .want_arrays = "bias,scores,k"},
+        {.name = "POST /apply t5 model: params.score_scale 0.5",
+         .model = MODEL_INLINE,
          .tail = "\"positions\":[0,9,40,200],\"params\":{\"score_scale\":0.5},"
                  "\"return\":[\"scores\"]",
-         .ref = {.m = &mt, .t = 4, .x = x, .pos = pt, .scheme = SC_T5, .bidir = true,
-                 .num_buckets = 32, .max_distance = 128, .score_scale = 0.5},
-         .want_scheme = "t5", .want_arrays = "scores"},
-        {.name = "POST /apply learned model offset 2", .model = MODEL_INLINE,
-         .tail = "\"offset\":2,\"return\":[\"encoded\",\"q\",\"k\",\"v\"]",
-         .ref = {.m = &ml, .t = 3, .x = x, .pos = pl, .embed_scale = 1, .scheme = SC_LEARNED,
+         .ref = {.m = &mt,
+                 .t = 4,
+                 .x = x,
+                 .pos = pt,
+                 .scheme = SC_T5,
+                 .bidir = true,
+                 .num_buckets = 32,
+                 .max_distance = 128,
                  .score_scale = 0.5},
-         .want_scheme = "learned", .want_arrays = "encoded,q,k,v"},
+         .want_scheme = "t5",
+         .want_arrays = "scores"},
+        {.name = "POST /apply learned model offset 2",
+         .model = MODEL_INLINE,
+         .tail = "\"offset\":2,\"return\":[\"encoded\",\"q\",\"k\",\"v\"]",
+         .ref = {.m = &ml,
+                 .t = 3,
+                 .x = x,
+                 .pos = pl,
+                 .embed_scale = 1,
+                 .scheme = SC_LEARNED,
+                 .score_scale = 0.5},
+         .want_scheme = "learned",
+         .want_arrays = "encoded,q,k,v"},
         /* none: z = x exactly */
-        {.name = "POST /apply none model (embed_scale ignored)", .model = MODEL_INLINE,
+        {.name = "POST /apply none model (embed_scale ignored)",
+         .model = MODEL_INLINE,
          .tail = "\"embed_scale\":3,\"return\":[\"encoded\",\"q\",\"scores\"]",
          .ref = {.m = &mn, .t = 3, .x = x, .pos = pl, .scheme = SC_NONE, .score_scale = 0.5},
-         .want_scheme = "none", .want_arrays = "encoded,q,scores"},
+         .want_scheme = "none",
+         .want_arrays = "encoded,q,scores"},
         /* token_ids with token_embedding, batched, embed_scale 2 */
         {.name = "POST /apply token_ids [[1,5,0],[2,2,3]] with token_embedding",
-         .model = MODEL_INLINE, .input = INPUT_IN_TAIL,
+         .model = MODEL_INLINE,
+         .input = INPUT_IN_TAIL,
          .tail = "\"token_ids\":[[1,5,0],[2,2,3]],\"embed_scale\":2,"
                  "\"return\":[\"encoded\",\"q\",\"v\"]",
-         .ref = {.m = &me, .batch = 2, .t = 3, .x = xe, .pos = pe, .embed_scale = 2,
-                 .scheme = SC_SIN, .base = 10000, .score_scale = 0.5},
-         .want_scheme = "sinusoidal", .want_arrays = "encoded,q,v"},
+         .ref = {.m = &me,
+                 .batch = 2,
+                 .t = 3,
+                 .x = xe,
+                 .pos = pe,
+                 .embed_scale = 2,
+                 .scheme = SC_SIN,
+                 .base = 10000,
+                 .score_scale = 0.5},
+         .want_scheme = "sinusoidal",
+         .want_arrays = "encoded,q,v"},
     };
     RUN_APPLY_CASES(s, cases);
     apply_token_id_errors(s, &me);

@@ -1202,8 +1202,8 @@ static void mask_cases(const server *s)
     CHECK(v && strcmp(v, "match") != 0, "diagnose the same table without the mask",
           "verdict %s, want anything but match", v ? v : "(none)");
     http_resp_free(&r);
-    http_post_json(s, "/diagnose",
-                   "{\"scheme\":\"alibi\",\"slopes\":[0.5,0.25],\"causal\":true}", &r);
+    http_post_json(s, "/diagnose", "{\"scheme\":\"alibi\",\"slopes\":[0.5,0.25],\"causal\":true}",
+                   &r);
     expect_error("diagnose a bias subject with causal -> 400", &r, 400, "invalid_request",
                  "causal");
     http_resp_free(&r);

@@ -16,9 +16,8 @@
 /* Shared helpers (also used by test_apply.c)                               */
 /* ---------------------------------------------------------------------- */
 
-bool post_read(const server *s, const char *path, const char *label,
-               const char *body, const char *key, int ndim, const size_t *shape,
-               http_resp *resp, farr *out)
+bool post_read(const server *s, const char *path, const char *label, const char *body,
+               const char *key, int ndim, const size_t *shape, http_resp *resp, farr *out)
 {
     http_resp local;
     http_resp *r = resp ? resp : &local;
@@ -39,9 +38,9 @@ bool post_read(const server *s, const char *path, const char *label,
     return ok;
 }
 
-bool post_compare(const server *s, const char *path, const char *label,
-                  const char *body, const char *key, int ndim, const size_t *shape,
-                  const double *want, double abs_tol, double ulps)
+bool post_compare(const server *s, const char *path, const char *label, const char *body,
+                  const char *key, int ndim, const size_t *shape, const double *want,
+                  double abs_tol, double ulps)
 {
     farr a;
     if (!post_read(s, path, label, body, key, ndim, shape, NULL, &a))
@@ -52,8 +51,8 @@ bool post_compare(const server *s, const char *path, const char *label,
 }
 
 /* Check the "scheme" and "shape" members of an /encode response. */
-static void check_encode_meta(const char *label, const http_resp *r, const char *scheme,
-                              int ndim, const size_t *shape)
+static void check_encode_meta(const char *label, const http_resp *r, const char *scheme, int ndim,
+                              const size_t *shape)
 {
     if (!r->json)
         return;
@@ -78,11 +77,11 @@ typedef enum {
  * is {head, embeddings, tail} (the parts present, in this order). */
 typedef struct encode_case {
     const char *name;
-    const char *head;   /* members before the embeddings, or NULL */
+    const char *head; /* members before the embeddings, or NULL */
     enc_input input;
-    const float *x;     /* with ENC_JSON/ENC_BASE64: shape-many floats */
-    const char *tail;   /* members after the embeddings, or NULL */
-    int ndim;           /* the answer's shape (and the input's) */
+    const float *x;   /* with ENC_JSON/ENC_BASE64: shape-many floats */
+    const char *tail; /* members after the embeddings, or NULL */
+    int ndim;         /* the answer's shape (and the input's) */
     size_t shape[3];
     const char *key;    /* the array compared: NULL "encoded" */
     const char *what;   /* what the comparison is called: NULL the key */
@@ -151,7 +150,8 @@ static void run_encode_cases(const server *s, const encode_case *cases, size_t n
         run_encode_case(s, &cases[i]);
 }
 
-#define RUN_ENCODE_CASES(s, table) run_encode_cases((s), (table), sizeof(table) / sizeof((table)[0]))
+#define RUN_ENCODE_CASES(s, table)                                                                 \
+    run_encode_cases((s), (table), sizeof(table) / sizeof((table)[0]))
 
 /* ---------------------------------------------------------------------- */
 /* Sinusoidal                                                              */
@@ -160,9 +160,8 @@ static void run_encode_cases(const server *s, const encode_case *cases, size_t n
 static void sinusoidal_anchors(const server *s)
 {
     const char *L = "POST /encode sinusoidal bare [3,4] (§11.1)";
-    static const double want[] = {0.000000, 1.000000, 0.000000, 1.000000,
-                                  0.841471, 0.540302, 0.010000, 0.999950,
-                                  0.909297, -0.416147, 0.019999, 0.999800};
+    static const double want[] = {0.000000, 1.000000, 0.000000, 1.000000,  0.841471, 0.540302,
+                                  0.010000, 0.999950, 0.909297, -0.416147, 0.019999, 0.999800};
     size_t sh[] = {3, 4};
     http_resp r;
     farr a;
@@ -175,10 +174,11 @@ static void sinusoidal_anchors(const server *s)
 
     L = "POST /encode sinusoidal interleaved bare [6,8] row 5 (§11.1)";
     static const double row5[] = {-0.958924, 0.283662, 0.479426, 0.877583,
-                                  0.049979, 0.998750, 0.005000, 0.999988};
+                                  0.049979,  0.998750, 0.005000, 0.999988};
     size_t sh2[] = {6, 8};
     if (post_read(s, "/encode", L,
-                  "{\"shape\":[6,8],\"scheme\":\"sinusoidal\",\"params\":{\"layout\":\"interleaved\"}}",
+                  "{\"shape\":[6,8],\"scheme\":\"sinusoidal\",\"params\":{\"layout\":"
+                  "\"interleaved\"}}",
                   "encoded", 2, sh2, NULL, &a)) {
         farr row = a;
         row.v = a.v + 5 * 8;
@@ -191,7 +191,7 @@ static void sinusoidal_anchors(const server *s)
 
     L = "POST /encode sinusoidal split bare [6,8] row 5 (§11.1 Marian)";
     static const double mrow5[] = {-0.958924, 0.479426, 0.049979, 0.005000,
-                                   0.283662, 0.877583, 0.998750, 0.999988};
+                                   0.283662,  0.877583, 0.998750, 0.999988};
     if (post_read(s, "/encode", L, "{\"shape\":[6,8],\"params\":{\"layout\":\"split\"}}", "encoded",
                   2, sh2, NULL, &a)) {
         farr row = a;
@@ -212,8 +212,8 @@ static void sinusoidal_bare(const server *s, size_t t, size_t d, bool split, dou
     snprintf(label, sizeof label, "POST /encode sinusoidal %s bare [%zu,%zu] base %g offset %lld",
              split ? "split" : "interleaved", t, d, base, (long long)offset);
     snprintf(body, sizeof body,
-             "{\"shape\":[%zu,%zu],\"offset\":%lld,\"params\":{\"layout\":\"%s\",\"base\":%.17g}}", t,
-             d, (long long)offset, split ? "split" : "interleaved", base);
+             "{\"shape\":[%zu,%zu],\"offset\":%lld,\"params\":{\"layout\":\"%s\",\"base\":%.17g}}",
+             t, d, (long long)offset, split ? "split" : "interleaved", base);
     int64_t *pos = xmalloc(t * sizeof *pos);
     for (size_t i = 0; i < t; i++)
         pos[i] = offset + (int64_t)i;
@@ -250,17 +250,43 @@ static void sinusoidal_embeddings(const server *s)
     snprintf(scale, sizeof scale, "\"embed_scale\":%.17g", sqrt(8.0));
     const encode_case cases[] = {
         {.name = "POST /encode sinusoidal embeddings [4,8] embed_scale sqrt(8)",
-         .input = ENC_JSON, .x = x48, .tail = scale, .ndim = 2, .shape = {4, 8}, .want = w48,
-         .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE, .meta_scheme = "sinusoidal"},
-        {.name = "POST /encode sinusoidal batch [2,3,8] offset 5", .input = ENC_JSON, .x = x238,
-         .tail = "\"offset\":5", .ndim = 3, .shape = {2, 3, 8}, .want = w238,
-         .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE, .meta_scheme = "sinusoidal"},
-        {.name = "POST /encode sinusoidal batch [2,3,6] positions [7,0,1000]", .input = ENC_JSON,
-         .x = x236, .tail = "\"positions\":[7,0,1000],\"params\":{\"layout\":\"split\"}",
-         .ndim = 3, .shape = {2, 3, 6}, .want = w236, .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE},
-        {.name = "POST /encode sinusoidal batch [2,3,6] per-row positions", .input = ENC_JSON,
-         .x = x236, .tail = "\"positions\":[[0,1,2],[10,20,30]]", .ndim = 3, .shape = {2, 3, 6},
-         .want = w236rows, .abs_tol = ABS_ONCE, .ulps = ULPS_ONCE},
+         .input = ENC_JSON,
+         .x = x48,
+         .tail = scale,
+         .ndim = 2,
+         .shape = {4, 8},
+         .want = w48,
+         .abs_tol = ABS_ONCE,
+         .ulps = ULPS_ONCE,
+         .meta_scheme = "sinusoidal"},
+        {.name = "POST /encode sinusoidal batch [2,3,8] offset 5",
+         .input = ENC_JSON,
+         .x = x238,
+         .tail = "\"offset\":5",
+         .ndim = 3,
+         .shape = {2, 3, 8},
+         .want = w238,
+         .abs_tol = ABS_ONCE,
+         .ulps = ULPS_ONCE,
+         .meta_scheme = "sinusoidal"},
+        {.name = "POST /encode sinusoidal batch [2,3,6] positions [7,0,1000]",
+         .input = ENC_JSON,
+         .x = x236,
+         .tail = "\"positions\":[7,0,1000],\"params\":{\"layout\":\"split\"}",
+         .ndim = 3,
+         .shape = {2, 3, 6},
+         .want = w236,
+         .abs_tol = ABS_ONCE,
+         .ulps = ULPS_ONCE},
+        {.name = "POST /encode sinusoidal batch [2,3,6] per-row positions",
+         .input = ENC_JSON,
+         .x = x236,
+         .tail = "\"positions\":[[0,1,2],[10,20,30]]",
+         .ndim = 3,
+         .shape = {2, 3, 6},
+         .want = w236rows,
+         .abs_tol = ABS_ONCE,
+         .ulps = ULPS_ONCE},
     };
     RUN_ENCODE_CASES(s, cases);
 }
@@ -334,16 +360,15 @@ static void sinusoidal_long_positions(const server *s)
     double want[3 * 64];
     ref_absolute_sinusoidal(NULL, 1, 10000, false, pos, 3, 64, want);
     size_t sh[] = {3, 64};
-    post_compare(s, "/encode", L,
-                 "{\"shape\":[3,64],\"positions\":[1000000,2999999,123457]}", "encoded", 2, sh,
-                 want, 1e-6, 0);
+    post_compare(s, "/encode", L, "{\"shape\":[3,64],\"positions\":[1000000,2999999,123457]}",
+                 "encoded", 2, sh, want, 1e-6, 0);
     L = "POST /encode sinusoidal bare [2,16] offset 999999";
     int64_t pos2[] = {999999, 1000000};
     double want2[32];
     ref_absolute_sinusoidal(NULL, 1, 10000, false, pos2, 2, 16, want2);
     size_t sh2[] = {2, 16};
-    post_compare(s, "/encode", L, "{\"shape\":[2,16],\"offset\":999999}", "encoded", 2, sh2,
-                 want2, 1e-6, 0);
+    post_compare(s, "/encode", L, "{\"shape\":[2,16],\"offset\":999999}", "encoded", 2, sh2, want2,
+                 1e-6, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -351,10 +376,26 @@ static void sinusoidal_long_positions(const server *s)
 /* ---------------------------------------------------------------------- */
 
 /* Floats that must survive the round trip bit for bit. */
-static const float SPECIAL[] = {
-    0.1f, -0.3f, 1.0f / 3.0f, 3.40282347e38f, -1.17549435e-38f, 1.40129846e-45f,
-    16777216.0f, 123456.789f, 1e-7f, 3.14159274f, -2.5e-20f, 65504.0f,
-    1.00000012f, 0.99999994f, -7.0f, 0.0f, 2.0e-44f, 1e30f, -9.99999975e-6f, 0.5f};
+static const float SPECIAL[] = {0.1f,
+                                -0.3f,
+                                1.0f / 3.0f,
+                                3.40282347e38f,
+                                -1.17549435e-38f,
+                                1.40129846e-45f,
+                                16777216.0f,
+                                123456.789f,
+                                1e-7f,
+                                3.14159274f,
+                                -2.5e-20f,
+                                65504.0f,
+                                1.00000012f,
+                                0.99999994f,
+                                -7.0f,
+                                0.0f,
+                                2.0e-44f,
+                                1e30f,
+                                -9.99999975e-6f,
+                                0.5f};
 #define NSPECIAL (sizeof SPECIAL / sizeof SPECIAL[0])
 
 /* An inline model object with d_model 4, 2 heads, the given scheme and
@@ -416,16 +457,30 @@ static void learned(const server *s)
             want[t * 4 + j] = (float)(2.0L * (long double)x[t * 4 + j] + (long double)tv);
         }
     const encode_case cases[] = {
-        {.name = "POST /encode learned inline model bare [5,4]", .head = model.s,
-         .tail = "\"shape\":[5,4]", .ndim = 2, .shape = {5, 4}, .what = "table rows echoed",
-         .want_exact = table, .meta_scheme = "learned"},
-        {.name = "POST /encode learned positions [4,0,2]", .head = model.s,
-         .tail = "\"shape\":[3,4],\"positions\":[4,0,2]", .ndim = 2, .shape = {3, 4},
-         .what = "rows 4,0,2", .want_exact = rows},
+        {.name = "POST /encode learned inline model bare [5,4]",
+         .head = model.s,
+         .tail = "\"shape\":[5,4]",
+         .ndim = 2,
+         .shape = {5, 4},
+         .what = "table rows echoed",
+         .want_exact = table,
+         .meta_scheme = "learned"},
+        {.name = "POST /encode learned positions [4,0,2]",
+         .head = model.s,
+         .tail = "\"shape\":[3,4],\"positions\":[4,0,2]",
+         .ndim = 2,
+         .shape = {3, 4},
+         .what = "rows 4,0,2",
+         .want_exact = rows},
         {.name = "POST /encode learned embeddings batch [2,2,4] embed_scale 2 per-row positions",
-         .head = model.s, .input = ENC_JSON, .x = x,
-         .tail = "\"embed_scale\":2,\"positions\":[[0,1],[3,4]]", .ndim = 3,
-         .shape = {2, 2, 4}, .what = "2x + table[p]", .want_exact = want},
+         .head = model.s,
+         .input = ENC_JSON,
+         .x = x,
+         .tail = "\"embed_scale\":2,\"positions\":[[0,1],[3,4]]",
+         .ndim = 3,
+         .shape = {2, 2, 4},
+         .what = "2x + table[p]",
+         .want_exact = want},
     };
     RUN_ENCODE_CASES(s, cases);
 
@@ -436,10 +491,17 @@ static void learned(const server *s)
     sb_init(&offset_past_end);
     sb_printf(&offset_past_end, "{%s,\"shape\":[2,4],\"offset\":4}", model.s);
     const http_case errors[] = {
-        {.name = "POST /encode learned positions [1,9] with max_positions 5", .route = "/encode",
-         .body = past_end.s, .status = 422, .code = "out_of_range", .msg_has = "9|5"},
+        {.name = "POST /encode learned positions [1,9] with max_positions 5",
+         .route = "/encode",
+         .body = past_end.s,
+         .status = 422,
+         .code = "out_of_range",
+         .msg_has = "9|5"},
         {.name = "POST /encode learned offset 4 with 2 tokens, max_positions 5",
-         .route = "/encode", .body = offset_past_end.s, .status = 422, .code = "out_of_range",
+         .route = "/encode",
+         .body = offset_past_end.s,
+         .status = 422,
+         .code = "out_of_range",
          .msg_has = "5"},
     };
     RUN_HTTP_CASES(s, errors);
@@ -460,10 +522,10 @@ static void rope_anchors(const server *s)
     static const double h8[] = {-1.695593, 0.137552, 2.788682, 3.975982,
                                 -4.808842, 6.323059, 7.086837, 8.011964};
     static const double i8[] = {-1.272233, -1.838865, 1.683929, 4.707907,
-                                4.817777, 6.147278, 6.975969, 8.020964};
+                                4.817777,  6.147278,  6.975969, 8.020964};
     static const double part[] = {-1.413353, 1.879118, -2.828857, 4.058191, 5, 6, 7, 8};
     static const double cache[] = {-0.989992, 0.955336, 0.999550, 0.999996,
-                                   0.141120, 0.295520, 0.029996, 0.003000};
+                                   0.141120,  0.295520, 0.029996, 0.003000};
     size_t s4[] = {1, 4}, s8[] = {1, 8};
     /* 6-decimal anchors: 5e-7 print rounding + float32 rounding */
     const double tol = 1.2e-6;
@@ -487,8 +549,8 @@ static void rope_anchors(const server *s)
                  "\"embeddings\":[[1,2,3,4,5,6,7,8]],\"positions\":[3]}",
                  "encoded", 2, s8, part, tol, 0);
     post_compare(s, "/encode", "POST /encode rope bare d=8 pos 3 (§11.2 vLLM cos_sin_cache)",
-                 "{\"scheme\":\"rope\",\"shape\":[1,8],\"positions\":[3]}", "encoded", 2, s8,
-                 cache, tol, 0);
+                 "{\"scheme\":\"rope\",\"shape\":[1,8],\"positions\":[3]}", "encoded", 2, s8, cache,
+                 tol, 0);
 }
 
 /* "positions" value: one list of t (pos), or with per_row one list per
@@ -579,7 +641,8 @@ static void rope_general(const server *s)
         const char *L = "POST /encode rope d=16 head_dim 8 rotary_dim 4: pass-through exact";
         sbuf b;
         sb_init(&b);
-        sb_puts(&b, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":8,\"rotary_dim\":4},\"embeddings\":");
+        sb_puts(&b, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":8,\"rotary_dim\":4},"
+                    "\"embeddings\":");
         sb_farray(&b, x, 2, sh16);
         sb_puts(&b, ",\"offset\":12345}");
         farr a;
@@ -618,45 +681,62 @@ static void rope_general(const server *s)
               "{\"base\":500000}", x, 3, shbt, pr, true, NULL);
     /* embed_scale does not apply to rope */
     c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8};
-    rope_case(s, "POST /encode rope [2,8] with embed_scale 3 (ignored by rope)", &c, "{}", x,
-              2, (size_t[]){2, 8}, pr, false, ",\"embed_scale\":3");
+    rope_case(s, "POST /encode rope [2,8] with embed_scale 3 (ignored by rope)", &c, "{}", x, 2,
+              (size_t[]){2, 8}, pr, false, ",\"embed_scale\":3");
     /* long positions */
     int64_t plong[] = {1000000, 2500000};
-    rope_case(s, "POST /encode rope [2,8] positions [1e6, 2.5e6]", &c, "{}", x, 2,
-              (size_t[]){2, 8}, plong, false, NULL);
+    rope_case(s, "POST /encode rope [2,8] positions [1e6, 2.5e6]", &c, "{}", x, 2, (size_t[]){2, 8},
+              plong, false, NULL);
 }
 
 static void rope_scaling(const server *s)
 {
     int64_t pos[] = {1, 3, 100, 5000};
     size_t sh[] = {4, 8};
-    ref_rope_cfg c = {.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                      .scaling = REF_SCALING_LINEAR, .factor = 4};
+    ref_rope_cfg c = {.base = 10000,
+                      .head_dim = 8,
+                      .rotary_dim = 8,
+                      .scaling = REF_SCALING_LINEAR,
+                      .factor = 4};
     rope_case(s, "POST /encode rope bare scaling linear factor 4", &c,
               "{\"scaling\":{\"type\":\"linear\",\"factor\":4}}", NULL, 2, sh, pos, false, NULL);
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_LLAMA3, .factor = 8, .orig = 1024,
-                       .low_freq = 1, .high_freq = 4};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_LLAMA3,
+                       .factor = 8,
+                       .orig = 1024,
+                       .low_freq = 1,
+                       .high_freq = 4};
     rope_case(s, "POST /encode rope bare scaling llama3 (factor 8, orig 1024)", &c,
               "{\"scaling\":{\"type\":\"llama3\",\"factor\":8,\"low_freq_factor\":1,"
               "\"high_freq_factor\":4,\"original_max_position_embeddings\":1024}}",
               NULL, 2, sh, pos, false, NULL);
     int64_t pdyn[] = {1, 4095};
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_DYNAMIC, .factor = 2, .orig = 2048};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_DYNAMIC,
+                       .factor = 2,
+                       .orig = 2048};
     rope_case(s, "POST /encode rope bare scaling dynamic (factor 2, orig 2048, seq 4096)", &c,
               "{\"scaling\":{\"type\":\"dynamic\",\"factor\":2,"
               "\"original_max_position_embeddings\":2048}}",
               NULL, 2, (size_t[]){2, 8}, pdyn, false, NULL);
 
     /* yarn: the attention factor multiplies cos and sin and is reported */
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_YARN, .factor = 4, .orig = 2048,
-                       .beta_fast = 32, .beta_slow = 1};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_YARN,
+                       .factor = 4,
+                       .orig = 2048,
+                       .beta_fast = 32,
+                       .beta_slow = 1};
     const char *yarn = "{\"scaling\":{\"type\":\"yarn\",\"factor\":4,"
                        "\"original_max_position_embeddings\":2048}}";
-    rope_case(s, "POST /encode rope bare scaling yarn (factor 4, orig 2048)", &c, yarn, NULL, 2,
-              sh, pos, false, NULL);
+    rope_case(s, "POST /encode rope bare scaling yarn (factor 4, orig 2048)", &c, yarn, NULL, 2, sh,
+              pos, false, NULL);
     {
         const char *L = "POST /encode rope yarn reports attention_factor 1.138629";
         http_resp r;
@@ -675,9 +755,14 @@ static void rope_scaling(const server *s)
     }
     /* longrope: short factors until the largest position + 1 passes orig */
     static const long double sf[] = {1, 1.5L, 2, 4}, lf[] = {2, 3, 5, 8};
-    c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8,
-                       .scaling = REF_SCALING_LONGROPE, .factor = 32, .orig = 4096,
-                       .short_f = sf, .long_f = lf};
+    c = (ref_rope_cfg){.base = 10000,
+                       .head_dim = 8,
+                       .rotary_dim = 8,
+                       .scaling = REF_SCALING_LONGROPE,
+                       .factor = 32,
+                       .orig = 4096,
+                       .short_f = sf,
+                       .long_f = lf};
     const char *lr = "{\"scaling\":{\"type\":\"longrope\",\"factor\":32,"
                      "\"original_max_position_embeddings\":4096,"
                      "\"short_factor\":[1,1.5,2,4],\"long_factor\":[2,3,5,8]}}";
@@ -692,8 +777,8 @@ static void rope_scaling(const server *s)
 /* ALiBi                                                                   */
 /* ---------------------------------------------------------------------- */
 
-static void alibi_case(const server *s, const char *label, size_t heads, bool bloom,
-                       size_t batch, size_t t, const int64_t *pos, bool per_row)
+static void alibi_case(const server *s, const char *label, size_t heads, bool bloom, size_t batch,
+                       size_t t, const int64_t *pos, bool per_row)
 {
     sbuf b;
     sb_init(&b);
@@ -747,8 +832,9 @@ static void alibi(const server *s)
             farr_free(&a);
         }
         L = "POST /encode alibi 8 heads symmetric [4,2] (§11.4)";
-        if (post_read(s, "/encode", L, "{\"scheme\":\"alibi\",\"params\":{\"heads\":8},\"shape\":[4,2]}",
-                      "bias", 3, sh, NULL, &a)) {
+        if (post_read(s, "/encode", L,
+                      "{\"scheme\":\"alibi\",\"params\":{\"heads\":8},\"shape\":[4,2]}", "bias", 3,
+                      sh, NULL, &a)) {
             static const double want[] = {-1.5, -1.0, -0.5, 0};
             farr row = {.v = a.v + 3 * 4, .n = 4, .ndim = 1, .shape = {4}}; /* h0, query 3 */
             check_close(L, "head 0 query 3", &row, want, 4, 0, 0);
@@ -760,8 +846,8 @@ static void alibi(const server *s)
                false);
     alibi_case(s, "POST /encode alibi 6 heads bloom positions [0,3,1,10]", 6, true, 1, 4, p4,
                false);
-    alibi_case(s, "POST /encode alibi 12 heads symmetric positions [0,3,1,10]", 12, false, 1, 4,
-               p4, false);
+    alibi_case(s, "POST /encode alibi 12 heads symmetric positions [0,3,1,10]", 12, false, 1, 4, p4,
+               false);
     alibi_case(s, "POST /encode alibi 12 heads bloom positions [0,3,1,10]", 12, true, 1, 4, p4,
                false);
     int64_t pb[] = {0, 1, 2, 5, 9, 20};
@@ -824,8 +910,8 @@ static void t5(const server *s)
     /* relative distances from §11.5: 0..±200 */
     int64_t pos[] = {0, 1, 8, 12, 16, 23, 32, 64, 91, 128, 200, 7};
     size_t t = sizeof pos / sizeof pos[0];
-    t5_case(s, "POST /encode t5 inline model, default (bidirectional) buckets", 32, 128, true,
-            NULL, NULL, pos, t);
+    t5_case(s, "POST /encode t5 inline model, default (bidirectional) buckets", 32, 128, true, NULL,
+            NULL, pos, t);
     t5_case(s, "POST /encode t5 bidirectional false (request params)", 32, 128, false, NULL,
             "{\"bidirectional\":false}", pos, t);
     t5_case(s, "POST /encode t5 model params bidirectional false", 32, 128, false,
@@ -859,20 +945,36 @@ static void none_and_roundtrip(const server *s)
     /* decimal input reads as the nearest float32 */
     static const float nearest[] = {0.1f, 3.0f, 1e-45f, 0.333333343f};
     const encode_case cases[] = {
-        {.name = "POST /encode none bare [2,3]", .head = "\"scheme\":\"none\",\"shape\":[2,3]",
-         .ndim = 2, .shape = {2, 3}, .what = "zeros", .want_exact = zeros,
+        {.name = "POST /encode none bare [2,3]",
+         .head = "\"scheme\":\"none\",\"shape\":[2,3]",
+         .ndim = 2,
+         .shape = {2, 3},
+         .what = "zeros",
+         .want_exact = zeros,
          .meta_scheme = "none"},
         {.name = "POST /encode none decimal input rounding",
          .head = "\"scheme\":\"none\",\"embeddings\":[[0.10000000149011612,3,1.4e-45,"
                  "0.33333333333333333333]]",
-         .ndim = 2, .shape = {1, 4}, .what = "nearest float32", .want_exact = nearest},
+         .ndim = 2,
+         .shape = {1, 4},
+         .what = "nearest float32",
+         .want_exact = nearest},
         /* base64 in, none: exact */
         {.name = "POST /encode none base64 in, base64 out: bytes echoed",
          .head = "\"scheme\":\"none\",\"encoding\":\"base64\",\"shape\":[2,10]",
-         .input = ENC_BASE64, .x = SPECIAL, .ndim = 2, .shape = {2, 10}, .what = "echo",
+         .input = ENC_BASE64,
+         .x = SPECIAL,
+         .ndim = 2,
+         .shape = {2, 10},
+         .what = "echo",
          .want_exact = SPECIAL},
-        {.name = "POST /encode none batch [2,2,5] echo", .head = "\"scheme\":\"none\"",
-         .input = ENC_JSON, .x = SPECIAL, .ndim = 3, .shape = {2, 2, 5}, .what = "echo",
+        {.name = "POST /encode none batch [2,2,5] echo",
+         .head = "\"scheme\":\"none\"",
+         .input = ENC_JSON,
+         .x = SPECIAL,
+         .ndim = 3,
+         .shape = {2, 2, 5},
+         .what = "echo",
          .want_exact = SPECIAL},
     };
     RUN_ENCODE_CASES(s, cases);

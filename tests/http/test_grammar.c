@@ -22,7 +22,7 @@ static void streamed_answer(const server *s)
     for (size_t p = 0; p < T; p++)
         for (size_t i = 0; i < D / 2; i++) {
             double angle = (double)p * pow(10000.0, -2.0 * (double)i / D);
-            want[p * D + 2 * i] = sin(angle);     /* interleaved: sin, cos */
+            want[p * D + 2 * i] = sin(angle); /* interleaved: sin, cos */
             want[p * D + 2 * i + 1] = cos(angle);
         }
     post_compare(s, "/encode", L, "{\"shape\":[600,1024]}", "encoded", 2, shape, want, ABS_ONCE,
@@ -55,13 +55,12 @@ static void one_grammar(const server *s)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         http_resp r;
         http_post_json(s, "/encode", cases[i].body, &r);
-        const char *code =
-            r.json ? jstr(json_object_get(r.json, "error"), "code") : NULL;
+        const char *code = r.json ? jstr(json_object_get(r.json, "error"), "code") : NULL;
         bool ok = r.status == cases[i].status &&
                   (r.status == 200 ? r.body && strstr(r.body, cases[i].want) != NULL
                                    : code && strcmp(code, cases[i].want) == 0);
-        CHECK(ok, "POST /encode one number grammar", "%s -> %ld %.200s, want %ld %s",
-              cases[i].body, r.status, r.body ? r.body : "", cases[i].status, cases[i].want);
+        CHECK(ok, "POST /encode one number grammar", "%s -> %ld %.200s, want %ld %s", cases[i].body,
+              r.status, r.body ? r.body : "", cases[i].status, cases[i].want);
         http_resp_free(&r);
     }
 }

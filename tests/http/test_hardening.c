@@ -116,8 +116,8 @@ static size_t read_until_close(int fd, double timeout_s, char *buf, size_t cap, 
 /* One raw exchange: send n bytes, read the answer until the server closes
  * (or timeout_s). Returns the status (0: none); *secs is how long the
  * answer took, *closed whether the server closed the connection. */
-static long raw_exchange(const server *s, const char *bytes, size_t n, double timeout_s,
-                         char *buf, size_t cap, double *secs, bool *closed)
+static long raw_exchange(const server *s, const char *bytes, size_t n, double timeout_s, char *buf,
+                         size_t cap, double *secs, bool *closed)
 {
     int fd = tcp_open(s);
     buf[0] = '\0';
@@ -229,10 +229,11 @@ static void aborted_release_slots(void)
             break;
         sleep_s(0.05);
     }
-    CHECK(in_flight == 1, label, "posenc_in_flight_requests %g 2 s after %d aborted uploads, want 1",
-          in_flight, N);
+    CHECK(in_flight == 1, label,
+          "posenc_in_flight_requests %g 2 s after %d aborted uploads, want 1", in_flight, N);
     expect_encode_works(&s, label);
-    double aborted = get_metric(&s, "posenc_requests_total{route=\"/encode\",status=\"499\"}", NULL);
+    double aborted = get_metric(&s, "posenc_requests_total{route=\"/encode\",status=\"499\"}",
+                                NULL);
     CHECK(aborted == N, label, "posenc_requests_total{/encode,499} = %g, want %d", aborted, N);
     server_stop(&s);
 }
@@ -255,8 +256,8 @@ static void aborted_do_not_hold_sigterm(void)
     double took = mono_now() - t0;
     CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0, label,
           "exit status %d (exited %d)", status, exited);
-    CHECK(took < 3.0 * slack(), label, "stopped after %.2f s, want well under the 8 s drain timeout",
-          took);
+    CHECK(took < 3.0 * slack(), label,
+          "stopped after %.2f s, want well under the 8 s drain timeout", took);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -268,7 +269,7 @@ typedef struct framing_case {
     const char *headers; /* after the request line and Host */
     const char *body;
     long status;
-    const char *code;    /* NULL for a 200 */
+    const char *code; /* NULL for a 200 */
 } framing_case;
 
 static void framing_cases(void)
@@ -280,8 +281,8 @@ static void framing_cases(void)
         {"Content-Length 15 and 0", "Content-Length: 0\r\nContent-Length: 15\r\n", enc, 400,
          "invalid_request"},
         {"Transfer-Encoding chunked with Content-Length",
-         "Transfer-Encoding: chunked\r\nContent-Length: 15\r\n", "f\r\n{\"shape\":[1,2]}\r\n0\r\n\r\n",
-         400, "invalid_request"},
+         "Transfer-Encoding: chunked\r\nContent-Length: 15\r\n",
+         "f\r\n{\"shape\":[1,2]}\r\n0\r\n\r\n", 400, "invalid_request"},
         {"Transfer-Encoding gzip", "Transfer-Encoding: gzip\r\n", enc, 501, "not_implemented"},
         {"Transfer-Encoding gzip, chunked", "Transfer-Encoding: gzip, chunked\r\n",
          "f\r\n{\"shape\":[1,2]}\r\n0\r\n\r\n", 501, "not_implemented"},
@@ -306,7 +307,8 @@ static void framing_cases(void)
                          c->headers, c->body);
         double secs = 0;
         bool closed = false;
-        long st = raw_exchange(&s, req, (size_t)n, 10.0 * slack(), resp, sizeof resp, &secs, &closed);
+        long st = raw_exchange(&s, req, (size_t)n, 10.0 * slack(), resp, sizeof resp, &secs,
+                               &closed);
         raw_error_code(resp, code, sizeof code);
         CHECK(st == c->status, label, "status %ld, want %ld (answer: %.80s)", st, c->status, resp);
         if (c->code != NULL)
@@ -318,7 +320,8 @@ static void framing_cases(void)
      * never read as a request of its own (smuggling). */
     {
         const char *label = "Transfer-Encoding + Content-Length, then a second request";
-        static const char req[] = "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        static const char req[] = "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                                  "application/json\r\n"
                                   "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
                                   "0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
         char resp[8192];
@@ -337,8 +340,8 @@ static void framing_cases(void)
 /* Item 11: NUL in a header                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void nul_header_case(const server *s, const char *what, const char *req, size_t n,
-                            long want, const char *want_code)
+static void nul_header_case(const server *s, const char *what, const char *req, size_t n, long want,
+                            const char *want_code)
 {
     char label[128], resp[16384], code[64];
     snprintf(label, sizeof label, "%s", what);
@@ -355,7 +358,8 @@ static void nul_header_case(const server *s, const char *what, const char *req, 
     }
 }
 
-#define NUL_CASE(s, what, lit, want, code) nul_header_case((s), (what), (lit), sizeof(lit) - 1, (want), (code))
+#define NUL_CASE(s, what, lit, want, code)                                                         \
+    nul_header_case((s), (what), (lit), sizeof(lit) - 1, (want), (code))
 
 static void nul_headers(void)
 {
@@ -391,8 +395,8 @@ static void nul_headers(void)
              "Connection: close\r\n\r\n",
              200, NULL);
     NUL_CASE(&s, "GET /metrics, bare LF line ends",
-             "GET /metrics HTTP/1.1\nHost: t\nAuthorization: Bearer KEY\nConnection: close\n\n", 200,
-             NULL);
+             "GET /metrics HTTP/1.1\nHost: t\nAuthorization: Bearer KEY\nConnection: close\n\n",
+             200, NULL);
     NUL_CASE(&s, "GET /metrics, trailing blanks and empty values",
              "GET /metrics HTTP/1.1\r\nHost: t\r\nX-Empty:\r\nX-Blank:   \r\n"
              "Authorization: Bearer KEY  \r\nConnection: close\r\n\r\n",
@@ -428,8 +432,8 @@ static void budget_over_http(void)
     http_resp r;
     http_get(&s, "/info", &r);
     json_t *mem = r.json ? json_object_get(r.json, "memory") : NULL;
-    CHECK(jint(mem, "budget_bytes", -1) == 1048576, label, "/info memory.budget_bytes %lld, want 1048576",
-          jint(mem, "budget_bytes", -1));
+    CHECK(jint(mem, "budget_bytes", -1) == 1048576, label,
+          "/info memory.budget_bytes %lld, want 1048576", jint(mem, "budget_bytes", -1));
     http_resp_free(&r);
     CHECK(get_metric(&s, "posenc_memory_budget_bytes", NULL) == 1048576, label,
           "posenc_memory_budget_bytes is not 1048576");
@@ -438,7 +442,8 @@ static void budget_over_http(void)
      * of it is sent. */
     {
         char resp[8192], code[64];
-        static const char head[] = "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        static const char head[] = "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                                   "application/json\r\n"
                                    "Content-Length: 2097152\r\n\r\n";
         double secs = 0;
         bool closed = false;
@@ -468,8 +473,10 @@ static void budget_over_http(void)
         reserved = get_metric(&s, "posenc_memory_reserved_bytes", NULL);
         sleep_s(0.02);
     }
-    CHECK(reserved == (double)big, label, "posenc_memory_reserved_bytes %g while a %zu-byte body is "
-          "uploading, want %zu", reserved, big, big);
+    CHECK(reserved == (double)big, label,
+          "posenc_memory_reserved_bytes %g while a %zu-byte body is "
+          "uploading, want %zu",
+          reserved, big, big);
 
     http_post_json(&s, "/encode", body, &r);
     char retry[16] = "";
@@ -487,7 +494,8 @@ static void budget_over_http(void)
            get_metric(&s, "posenc_memory_reserved_bytes", NULL) != 0)
         sleep_s(0.02);
     http_post_json(&s, "/encode", body, &r);
-    CHECK(r.status == 200, label, "500 KiB body once the upload is gone: status %ld, want 200", r.status);
+    CHECK(r.status == 200, label, "500 KiB body once the upload is gone: status %ld, want 200",
+          r.status);
     http_resp_free(&r);
     CHECK(get_metric(&s, "posenc_memory_reserved_bytes", NULL) == 0, label,
           "posenc_memory_reserved_bytes is not 0 once every request is done");
@@ -550,7 +558,8 @@ static void stream_adapter(void)
     uint64_t sent = 0;
     body_stream *back = NULL;
     body_stream *bs = body_stream_new(&s, &sent, &back);
-    if (!CHECK(bs != NULL && back == bs && s.read == NULL, label, "new: not held, or *s not stolen"))
+    if (!CHECK(bs != NULL && back == bs && s.read == NULL, label,
+               "new: not held, or *s not stolen"))
         return;
     char *buf = xmalloc(1 << 20);
     size_t got = 0, calls = 0, largest = 0;
@@ -574,7 +583,8 @@ static void stream_adapter(void)
     for (size_t i = 0; i < got && same; i++)
         same = buf[i] == (char)('a' + i % 23);
     CHECK(same, label, "the bytes differ from the stream's");
-    CHECK(sent == f.total, label, "counted %llu bytes sent, want %zu", (unsigned long long)sent, f.total);
+    CHECK(sent == f.total, label, "counted %llu bytes sent, want %zu", (unsigned long long)sent,
+          f.total);
     CHECK(f.frees == 0, label, "freed before the response was");
     body_stream_free(bs);
     CHECK(f.frees == 1 && back == NULL, label, "free: the stream freed %d times, back %p", f.frees,
@@ -585,8 +595,8 @@ static void stream_adapter(void)
     api_body_stream gs = {&g, fake_read, fake_free};
     bs = body_stream_new(&gs, NULL, NULL);
     ssize_t n = body_stream_read(bs, 0, buf, 1 << 20);
-    CHECK(n == (ssize_t)BODY_STREAM_BLOCK, label, "one read gave %zd bytes, want the block of %zu", n,
-          BODY_STREAM_BLOCK);
+    CHECK(n == (ssize_t)BODY_STREAM_BLOCK, label, "one read gave %zd bytes, want the block of %zu",
+          n, BODY_STREAM_BLOCK);
     body_stream_free(bs);
 
     /* A failing stream ends the response with an error (the connection is
@@ -621,9 +631,9 @@ static void stream_adapter(void)
 typedef struct pool_probe {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int started;     /* jobs running now */
-    bool release;    /* let the running jobs end */
-    int ran_on[8];   /* worker index of each job */
+    int started;   /* jobs running now */
+    bool release;  /* let the running jobs end */
+    int ran_on[8]; /* worker index of each job */
 } pool_probe;
 
 static _Thread_local int probe_worker = -1;

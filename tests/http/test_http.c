@@ -45,8 +45,8 @@ int main(int argc, char **argv)
 
     bool need_default = want_group(argc, argv, "service") || want_group(argc, argv, "encode") ||
                         want_group(argc, argv, "apply") || want_group(argc, argv, "errors") ||
-                        want_group(argc, argv, "concurrency") || want_group(argc, argv, "diagnose") ||
-                        want_group(argc, argv, "mask");
+                        want_group(argc, argv, "concurrency") ||
+                        want_group(argc, argv, "diagnose") || want_group(argc, argv, "mask");
     if (need_default) {
         server s;
         if (server_start(&s, "default", NULL, NULL)) {

@@ -269,11 +269,17 @@ static void depth_cases(const server *s, size_t limit)
     snprintf(over_label, sizeof over_label, "POST /encode JSON nested %zu deep (limit %zu)",
              limit + 1, limit);
     const http_case cases[] = {
-        {.name = ok_label, .route = "/encode", .body = ok, .status = 400,
+        {.name = ok_label,
+         .route = "/encode",
+         .body = ok,
+         .status = 400,
          .code = "invalid_request"},
         {.name = over_label, .route = "/encode", .body = over, .status = 422, .code = "too_large"},
-        {.name = "POST /apply JSON nested 5000 deep", .route = "/apply", .body = deep,
-         .status = 422, .code = "too_large"},
+        {.name = "POST /apply JSON nested 5000 deep",
+         .route = "/apply",
+         .body = deep,
+         .status = 422,
+         .code = "too_large"},
     };
     RUN_HTTP_CASES(s, cases);
     free(ok);
@@ -282,8 +288,8 @@ static void depth_cases(const server *s, size_t limit)
 }
 
 /* An identity inline model of d_model 2 with a token table of 3 rows. */
-#define TOKMODEL                                                                              \
-    "{\"d_model\":2,\"heads\":1,\"weights\":{\"wq\":[[1,0],[0,1]],\"wk\":[[1,0],[0,1]],"      \
+#define TOKMODEL                                                                                   \
+    "{\"d_model\":2,\"heads\":1,\"weights\":{\"wq\":[[1,0],[0,1]],\"wk\":[[1,0],[0,1]],"           \
     "\"wv\":[[1,0],[0,1]],\"token_embedding\":[[1,2],[3,4],[5,6]]}}"
 
 /* /apply on an inline model of zero weights: d_model d, `heads` heads of
@@ -297,8 +303,9 @@ static char *inline_model_body(size_t d, size_t heads, size_t head_dim)
     sb_init(&b);
     sb_puts(&b, "{\"embeddings\":");
     sb_base64_floats(&b, x, d);
-    sb_printf(&b, ",\"shape\":[1,%zu],\"model\":{\"d_model\":%zu,\"heads\":%zu,\"head_dim\":%zu,"
-                  "\"weights\":{",
+    sb_printf(&b,
+              ",\"shape\":[1,%zu],\"model\":{\"d_model\":%zu,\"heads\":%zu,\"head_dim\":%zu,"
+              "\"weights\":{",
               d, d, heads, head_dim);
     static const char *const names[] = {"wq", "wk", "wv"};
     for (int i = 0; i < 3; i++) {
@@ -314,9 +321,14 @@ static char *inline_model_body(size_t d, size_t heads, size_t head_dim)
 
 /* On the server of test_reqlimits: a POST that passes, or one that is
  * refused as too_large. */
-#define FITS_LIMIT(route_, body_, name_) {.name = (name_), .route = (route_), .body = (body_)}
+#define FITS_LIMIT(route_, body_, name_)                                                           \
+    {                                                                                              \
+        .name = (name_), .route = (route_), .body = (body_)                                        \
+    }
 #define PAST_LIMIT(route_, body_, name_)                                                           \
-    {.name = (name_), .route = (route_), .body = (body_), .status = 422, .code = "too_large"}
+    {                                                                                              \
+        .name = (name_), .route = (route_), .body = (body_), .status = 422, .code = "too_large"    \
+    }
 
 static const http_case REQLIMIT_CASES[] = {
     /* a real request at depth 4 (batched embeddings) passes */
@@ -364,10 +376,21 @@ static long big_header_status(const server *s)
 void test_reqlimits(void)
 {
     server s;
-    const char *args[] = {"--max-json-depth", "8",  "--max-batch",           "4",
-                          "--max-dim",        "64", "--max-heads",           "4",
-                          "--max-tokens",     "64", "--max-output-elements", "4096",
-                          "--connection-memory", "8192", NULL};
+    const char *args[] = {"--max-json-depth",
+                          "8",
+                          "--max-batch",
+                          "4",
+                          "--max-dim",
+                          "64",
+                          "--max-heads",
+                          "4",
+                          "--max-tokens",
+                          "64",
+                          "--max-output-elements",
+                          "4096",
+                          "--connection-memory",
+                          "8192",
+                          NULL};
     if (server_start(&s, "reqlimits", args, NULL)) {
         depth_cases(&s, 8);
         RUN_HTTP_CASES(&s, REQLIMIT_CASES);
@@ -395,7 +418,8 @@ void test_reqlimits(void)
         CHECK_INT_EQ("GET /healthz with a 12 KiB header (--connection-memory 8192)",
                      big_header_status(&s), 431);
         run_http_case(&s, &(http_case){.name = "GET /healthz after the limit checks",
-                                       .method = "GET", .route = "/healthz",
+                                       .method = "GET",
+                                       .route = "/healthz",
                                        .status_only = true});
         http_resp r;
         /* /info reports the limits */
@@ -428,9 +452,9 @@ typedef struct trickler {
     const char *bytes; /* sent one every `every` seconds */
     size_t burst;      /* ... after these many sent at once */
     double every;
-    double max_s;      /* give up after this long */
+    double max_s;        /* give up after this long */
     double closed_after; /* out: seconds until the server closed, -1 never */
-    size_t sent;       /* out */
+    size_t sent;         /* out */
 } trickler;
 
 static void *trickle_main(void *arg)
@@ -465,8 +489,9 @@ static void *trickle_main(void *arg)
 void test_slowclient(void)
 {
     server s;
-    const char *args[] = {"--timeout", "2", "--request-timeout", "3", "--threads", "2",
-                          "--max-connections", "16", NULL};
+    const char *args[] = {"--timeout", "2", "--request-timeout", "3",
+                          "--threads", "2", "--max-connections", "16",
+                          NULL};
     if (!server_start(&s, "slowclient", args, NULL))
         return;
     /* 1: headers trickled a byte every 0.25 s (never idle for 2 s);
@@ -484,7 +509,10 @@ void test_slowclient(void)
     double max_s = 12 * (under_valgrind() ? 3 : 1);
     trickler t[3] = {
         {.s = &s, .bytes = head, .every = 0.25, .max_s = max_s},
-        {.s = &s, .bytes = body_req, .every = 0.25, .max_s = max_s,
+        {.s = &s,
+         .bytes = body_req,
+         .every = 0.25,
+         .max_s = max_s,
          .burst = (size_t)(strstr(body_req, "\r\n\r\n") + 4 - body_req)},
         {.s = &s, .bytes = "", .every = 0.25, .max_s = max_s},
     };
@@ -522,18 +550,20 @@ void test_slowclient(void)
     double hi = 3.0 + 1.5 * slack();
     CHECK(t[0].closed_after >= 2.8 && t[0].closed_after <= hi,
           "slowloris: headers trickled every 0.25 s (--request-timeout 3)",
-          "connection closed after %.2f s (-1: never within %.0f s), want about 3 s; %zu bytes sent",
+          "connection closed after %.2f s (-1: never within %.0f s), want about 3 s; %zu bytes "
+          "sent",
           t[0].closed_after, max_s, t[0].sent);
     CHECK(t[1].closed_after >= 2.8 && t[1].closed_after <= hi,
           "slowloris: body trickled every 0.25 s (--request-timeout 3)",
-          "connection closed after %.2f s (-1: never within %.0f s), want about 3 s; %zu bytes sent",
+          "connection closed after %.2f s (-1: never within %.0f s), want about 3 s; %zu bytes "
+          "sent",
           t[1].closed_after, max_s, t[1].sent);
     CHECK(t[2].closed_after >= 1.8 && t[2].closed_after <= 2.0 + 0.6 * slack(),
           "idle connection (--timeout 2)", "closed after %.2f s, want about 2 s",
           t[2].closed_after);
     double timed_out = get_metric(&s, "posenc_connections_timed_out_total");
-    CHECK(timed_out >= 2, "GET /metrics posenc_connections_timed_out_total",
-          "%.0f, want >= 2", timed_out);
+    CHECK(timed_out >= 2, "GET /metrics posenc_connections_timed_out_total", "%.0f, want >= 2",
+          timed_out);
     /* the cut request is logged with 408 */
     char *log = log_with(&s, " slow-body");
     CHECK(strstr(log, "POST /encode 408 ") && strstr(log, " slow-body"),
@@ -546,8 +576,8 @@ void test_slowclient(void)
     long st = fd >= 0 ? raw_get(fd, "/healthz", buf, sizeof buf) : 0;
     sleep_s(1.0);
     long st2 = fd >= 0 ? raw_get(fd, "/healthz", buf, sizeof buf) : 0;
-    CHECK(st == 200 && st2 == 200, "keep-alive connection used again after 1 s",
-          "got %ld then %ld", st, st2);
+    CHECK(st == 200 && st2 == 200, "keep-alive connection used again after 1 s", "got %ld then %ld",
+          st, st2);
     if (fd >= 0)
         close(fd);
     server_stop(&s);
@@ -619,8 +649,7 @@ void test_connlimit(void)
     for (int i = 2; i < 4; i++)
         close(held[i]);
     double over = get_metric(&s, "posenc_connections_over_limit_total");
-    CHECK(over >= 2, "GET /metrics posenc_connections_over_limit_total", "%.0f, want >= 2",
-          over);
+    CHECK(over >= 2, "GET /metrics posenc_connections_over_limit_total", "%.0f, want >= 2", over);
     server_stop(&s);
 }
 
@@ -632,8 +661,8 @@ typedef struct poster {
     const server *s;
     const char *path;
     const char *body;
-    long status;   /* out */
-    double took;   /* out */
+    long status; /* out */
+    double took; /* out */
     char retry_after[32];
 } poster;
 
@@ -665,8 +694,8 @@ static char *long_apply(size_t tokens)
     sb_init(&b);
     sb_puts(&b, "{\"embeddings\":");
     sb_base64_floats(&b, x, tokens * DEFAULT_D);
-    sb_printf(&b, ",\"shape\":[%zu,%d],\"return\":[\"q\"],\"encoding\":\"base64\"}",
-              tokens, DEFAULT_D);
+    sb_printf(&b, ",\"shape\":[%zu,%d],\"return\":[\"q\"],\"encoding\":\"base64\"}", tokens,
+              DEFAULT_D);
     free(x);
     return b.s;
 }
@@ -686,7 +715,8 @@ void test_overload(void)
         poster p[N];
         pthread_t th[N];
         for (int i = 0; i < N; i++) {
-            p[i] = (poster){.s = &s, .path = i % 2 ? "/apply" : "/encode",
+            p[i] = (poster){.s = &s,
+                            .path = i % 2 ? "/apply" : "/encode",
                             .body = "{\"embeddings\":[[1,2]],\"scheme\":\"none\"}"};
             pthread_create(&th[i], NULL, post_main, &p[i]);
         }
@@ -699,8 +729,8 @@ void test_overload(void)
         }
         CHECK(n503 == N && fast == N && with_ra == N,
               "6 concurrent POSTs while the only slot is taken (--max-inflight 1)",
-              "%d of %d got 503, %d within %.1f s, %d with Retry-After", n503, N, fast, 1.0 * slack(),
-              with_ra);
+              "%d of %d got 503, %d within %.1f s, %d with Retry-After", n503, N, fast,
+              1.0 * slack(), with_ra);
         /* a client that sends its whole body before reading must still
          * read the 503, not a reset (8 MB: more than socket buffers hold) */
         size_t big_len = (size_t)8 << 20;
@@ -803,8 +833,8 @@ void test_overload(void)
         pthread_join(th[i], NULL);
         ok += p[i].status == 200;
     }
-    CHECK(ok == M, "3 queued POST /apply (--workers 1, --max-inflight 8)", "%d of %d got 200",
-          ok, M);
+    CHECK(ok == M, "3 queued POST /apply (--workers 1, --max-inflight 8)", "%d of %d got 200", ok,
+          M);
     free(body);
     server_stop(&s);
 }
@@ -1040,9 +1070,9 @@ static void observe_apikey(void)
  * bucket (or -1 when the series is not well-formed). */
 static double histogram_ok(const char *text, const char *route, double *count, double *sum)
 {
-    static const char *const le[] = {"0.0005", "0.001", "0.0025", "0.005", "0.01",
-                                     "0.025",  "0.05",  "0.1",    "0.25",  "0.5",
-                                     "1",      "2.5",   "5",      "7.5",   "10",  "+Inf"};
+    static const char *const le[] = {"0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+                                     "0.05",   "0.1",   "0.25",   "0.5",   "1",    "2.5",
+                                     "5",      "7.5",   "10",     "+Inf"};
     double prev = 0;
     for (size_t i = 0; i < sizeof le / sizeof le[0]; i++) {
         char series[160];
@@ -1108,12 +1138,13 @@ static void observe_metrics(void)
     CHECK(metric(m, "posenc_tokens_total") == 29, L, "tokens %.0f, want 3*3 + 2*2*5 = 29",
           metric(m, "posenc_tokens_total"));
     CHECK(metric(m, "posenc_errors_total{code=\"invalid_json\"}") == 2, L,
-          "invalid_json errors %.0f, want 2", metric(m, "posenc_errors_total{code=\"invalid_json\"}"));
+          "invalid_json errors %.0f, want 2",
+          metric(m, "posenc_errors_total{code=\"invalid_json\"}"));
     CHECK(metric(m, "posenc_errors_total{code=\"not_found\"}") == 1, L,
           "not_found errors %.0f, want 1", metric(m, "posenc_errors_total{code=\"not_found\"}"));
     CHECK(metric(m, "posenc_request_bytes_total") == (double)bytes_in, L,
-          "request bytes %.0f, want %llu (the bodies sent)", metric(m, "posenc_request_bytes_total"),
-          (unsigned long long)bytes_in);
+          "request bytes %.0f, want %llu (the bodies sent)",
+          metric(m, "posenc_request_bytes_total"), (unsigned long long)bytes_in);
     CHECK(metric(m, "posenc_response_bytes_total") == (double)bytes_out, L,
           "response bytes %.0f, want %llu (the bodies received)",
           metric(m, "posenc_response_bytes_total"), (unsigned long long)bytes_out);

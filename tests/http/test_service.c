@@ -35,8 +35,10 @@ static void info(const server *s)
         if (CHECK(m != NULL, L, "models[] has no model named \"default\"")) {
             CHECK(jint(m, "d_model", -1) == 512, L, "default d_model %lld", jint(m, "d_model", -1));
             CHECK(jint(m, "heads", -1) == 8, L, "default heads %lld", jint(m, "heads", -1));
-            CHECK(jint(m, "kv_heads", -1) == 8, L, "default kv_heads %lld", jint(m, "kv_heads", -1));
-            CHECK(jint(m, "head_dim", -1) == 64, L, "default head_dim %lld", jint(m, "head_dim", -1));
+            CHECK(jint(m, "kv_heads", -1) == 8, L, "default kv_heads %lld",
+                  jint(m, "kv_heads", -1));
+            CHECK(jint(m, "head_dim", -1) == 64, L, "default head_dim %lld",
+                  jint(m, "head_dim", -1));
             const char *sc = jstr(m, "scheme");
             CHECK(sc && strcmp(sc, "sinusoidal") == 0, L, "default scheme %s", sc ? sc : "(none)");
             static const char *keys[] = {"architecture", "layer", "dtype", "params", "source"};

@@ -24,14 +24,13 @@ typedef struct default_model {
 /* POST `body` to `path`; expect 200; read `key` as a float array with the
  * given shape. Returns true with *out filled (caller frees) when all that
  * holds; out may be NULL. */
-bool post_read(const server *s, const char *path, const char *label,
-               const char *body, const char *key, int ndim, const size_t *shape,
-               http_resp *resp, farr *out);
+bool post_read(const server *s, const char *path, const char *label, const char *body,
+               const char *key, int ndim, const size_t *shape, http_resp *resp, farr *out);
 
 /* post_read, then check_close against want. */
-bool post_compare(const server *s, const char *path, const char *label,
-                  const char *body, const char *key, int ndim, const size_t *shape,
-                  const double *want, double abs_tol, double ulps);
+bool post_compare(const server *s, const char *path, const char *label, const char *body,
+                  const char *key, int ndim, const size_t *shape, const double *want,
+                  double abs_tol, double ulps);
 
 /* Groups (each records its own checks). */
 void test_service(const server *s);

@@ -62,8 +62,8 @@ bool check_at(bool ok, const char *file, int line, const char *label, const char
     return false;
 }
 
-bool check_int_eq_at(long long got, long long want, const char *file, int line,
-                     const char *label, const char *what)
+bool check_int_eq_at(long long got, long long want, const char *file, int line, const char *label,
+                     const char *what)
 {
     return check_at(got == want, file, line, label, "%s: got %lld, want %lld", what, got, want);
 }
@@ -73,8 +73,8 @@ bool check_str_eq_at(const char *got, const char *want, const char *file, int li
 {
     bool ok = got && want && strcmp(got, want) == 0;
     return check_at(ok, file, line, label, "%s: got %s%s%s, want %s%s%s", what, got ? "\"" : "",
-                    got ? got : "(none)", got ? "\"" : "", want ? "\"" : "",
-                    want ? want : "(none)", want ? "\"" : "");
+                    got ? got : "(none)", got ? "\"" : "", want ? "\"" : "", want ? want : "(none)",
+                    want ? "\"" : "");
 }
 
 /* got[i] of whichever of the float and the double vector is given. */
@@ -102,13 +102,12 @@ static void close_at(const float *got_f, const double *got_d, const double *want
             ok = false;
         }
     }
-    check_at(ok, file, line, NULL, "%s: [%zu] got %.9g, want %.9g (err %.3g > %.3g)", what,
-             worst, n ? element(got_f, got_d, worst) : 0.0, n ? want[worst] : 0.0, worst_err,
-             tol);
+    check_at(ok, file, line, NULL, "%s: [%zu] got %.9g, want %.9g (err %.3g > %.3g)", what, worst,
+             n ? element(got_f, got_d, worst) : 0.0, n ? want[worst] : 0.0, worst_err, tol);
 }
 
-void check_close_d(const double *got, const double *want, size_t n, double tol,
-                   const char *file, int line, const char *what)
+void check_close_d(const double *got, const double *want, size_t n, double tol, const char *file,
+                   int line, const char *what)
 {
     close_at(NULL, got, want, n, tol, file, line, what);
 }
@@ -121,7 +120,6 @@ void check_close_f(const float *got, const double *want, size_t n, double tol, c
 
 double test_uniform(uint64_t *state, double lo, double hi)
 {
-    *state =
-        *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    *state = *state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
     return lo + (hi - lo) * (double)(*state >> 11) * 0x1p-53;
 }

@@ -19,17 +19,17 @@ void check_close_f(const float *got, const double *want, size_t n, double tol, c
                    int line, const char *what);
 
 /* Like check_close_f, both sides double. */
-void check_close_d(const double *got, const double *want, size_t n, double tol,
-                   const char *file, int line, const char *what);
+void check_close_d(const double *got, const double *want, size_t n, double tol, const char *file,
+                   int line, const char *what);
 
 /* The unit harness has no label: a check is named by its message. */
 #define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, NULL, __VA_ARGS__)
-#define CHECK_NEAR(got, want, tol, what)                                       \
-    check_close_d((const double[]){(got)}, (const double[]){(want)}, 1, (tol), \
-                  __FILE__, __LINE__, (what))
-#define CHECK_CLOSE(got, want, n, tol, what)                                   \
+#define CHECK_NEAR(got, want, tol, what)                                                           \
+    check_close_d((const double[]){(got)}, (const double[]){(want)}, 1, (tol), __FILE__, __LINE__, \
+                  (what))
+#define CHECK_CLOSE(got, want, n, tol, what)                                                       \
     check_close_f((got), (want), (n), (tol), __FILE__, __LINE__, (what))
-#define CHECK_CLOSE_D(got, want, n, tol, what)                                 \
+#define CHECK_CLOSE_D(got, want, n, tol, what)                                                     \
     check_close_d((got), (want), (n), (tol), __FILE__, __LINE__, (what))
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

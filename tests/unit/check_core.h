@@ -32,8 +32,8 @@ bool check_at(bool ok, const char *file, int line, const char *label, const char
     __attribute__((format(printf, 5, 6)));
 
 /* got == want; on failure "what: got G, want W". */
-bool check_int_eq_at(long long got, long long want, const char *file, int line,
-                     const char *label, const char *what);
+bool check_int_eq_at(long long got, long long want, const char *file, int line, const char *label,
+                     const char *what);
 /* Both non-NULL and equal; on failure "what: got "G", want "W"" (NULL
  * shows as (none)). */
 bool check_str_eq_at(const char *got, const char *want, const char *file, int line,

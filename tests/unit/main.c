@@ -29,7 +29,6 @@ int main(void)
     test_llama4_qk();
     test_mla();
 
-    printf("unit: %d passed, %d failed\n", check_passed_count(),
-           check_failed_count());
+    printf("unit: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
 }

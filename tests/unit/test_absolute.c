@@ -12,9 +12,8 @@
 
 /* Reference row: long double sin/cos from exp/log frequencies, the sum,
  * then a two-pass layernorm (w, b) or rmsnorm (w only) or none. */
-static void ref_row(int64_t p, const float *x, double scale, size_t d,
-                    pe_norm_kind kind, const float *w, const float *b,
-                    long double eps, double *out)
+static void ref_row(int64_t p, const float *x, double scale, size_t d, pe_norm_kind kind,
+                    const float *w, const float *b, long double eps, double *out)
 {
     long double z[64], mean = 0, var = 0, ss = 0;
 
@@ -43,8 +42,7 @@ static void with_norms(void)
 {
     enum { N = 5, D = 12 };
     static const int64_t pos[N] = {0, 3, 7, 1000, 123456};
-    static const pe_norm_kind kinds[] = {PE_NORM_NONE, PE_NORM_LAYER,
-                                         PE_NORM_RMS};
+    static const pe_norm_kind kinds[] = {PE_NORM_NONE, PE_NORM_LAYER, PE_NORM_RMS};
     uint64_t rng = 11;
     float x[N * D], w[D], b[D], out[N * D];
     double want[N * D];
@@ -61,10 +59,8 @@ static void with_norms(void)
         pe_norm norm = {kinds[k], pe_norm_default_eps(kinds[k]), w,
                         kinds[k] == PE_NORM_LAYER ? b : NULL};
         for (size_t r = 0; r < N; r++)
-            ref_row(pos[r], x + r * D, scale, D, kinds[k], w, b, norm.eps,
-                    want + r * D);
-        CHECK(pe_encode_absolute(&pe, &norm, scale, x, pos, N, D, out, NULL) ==
-                  PE_OK,
+            ref_row(pos[r], x + r * D, scale, D, kinds[k], w, b, norm.eps, want + r * D);
+        CHECK(pe_encode_absolute(&pe, &norm, scale, x, pos, N, D, out, NULL) == PE_OK,
               "encode with norm %d returns PE_OK", (int)kinds[k]);
         CHECK_CLOSE(out, want, N * D, 2e-6, "scale*x + PE, normalised");
     }
@@ -83,7 +79,10 @@ static void learned_and_none(void)
     enum { ROWS = 6, D = 4 };
     float table[ROWS * D], out[3 * D], x[3 * D];
     static const int64_t pos[3] = {5, 0, 2};
-    pe_absolute learned = {.kind = PE_ABS_LEARNED, .layout = PE_SIN_INTERLEAVED, .table = table, .table_rows = ROWS};
+    pe_absolute learned = {.kind = PE_ABS_LEARNED,
+                           .layout = PE_SIN_INTERLEAVED,
+                           .table = table,
+                           .table_rows = ROWS};
     pe_absolute none = {.kind = PE_ABS_NONE, .layout = PE_SIN_INTERLEAVED};
     bool exact = true;
 
@@ -92,8 +91,7 @@ static void learned_and_none(void)
     for (size_t e = 0; e < 3 * D; e++)
         x[e] = (float)e / 8.0f;
 
-    CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 3, D, out, NULL) ==
-              PE_OK,
+    CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 3, D, out, NULL) == PE_OK,
           "learned bare table PE_OK");
     for (size_t r = 0; r < 3; r++)
         exact &= memcmp(out + r * D, table + pos[r] * D, D * sizeof *out) == 0;
@@ -103,8 +101,7 @@ static void learned_and_none(void)
     exact = true;
     for (size_t r = 0; r < 3; r++)
         for (size_t j = 0; j < D; j++)
-            exact &=
-                out[r * D + j] == 2.0f * x[r * D + j] + table[pos[r] * D + j];
+            exact &= out[r * D + j] == 2.0f * x[r * D + j] + table[pos[r] * D + j];
     CHECK(exact, "learned: 2x + table[p], exact for these values");
 
     pe_encode_absolute(&none, NULL, 1.0, NULL, pos, 3, D, out, NULL);
@@ -158,15 +155,16 @@ static void errors(void)
 {
     float table[4 * 2] = {0}, out[5 * 4];
     static const int64_t pos[5] = {0, 1, 5, 2, 7};
-    pe_absolute learned = {.kind = PE_ABS_LEARNED, .layout = PE_SIN_INTERLEAVED, .table = table, .table_rows = 4};
+    pe_absolute learned = {.kind = PE_ABS_LEARNED,
+                           .layout = PE_SIN_INTERLEAVED,
+                           .table = table,
+                           .table_rows = 4};
     size_t bad = 99;
 
-    CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 5, 2, out, &bad) ==
-              PE_ERANGE,
+    CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 5, 2, out, &bad) == PE_ERANGE,
           "position past the learned table: PE_ERANGE");
     CHECK(bad == 2, "PE_ERANGE names the first bad row (got %zu, want 2)", bad);
-    CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 5, 2, out, NULL) ==
-              PE_ERANGE,
+    CHECK(pe_encode_absolute(&learned, NULL, 1.0, NULL, pos, 5, 2, out, NULL) == PE_ERANGE,
           "PE_ERANGE with bad_index NULL");
 
     /* 10 * 3e38 overflows float32: flat index 1*4+2 = 6 comes first. */
@@ -174,8 +172,7 @@ static void errors(void)
     static const int64_t p3[3] = {0, 1, 2};
     pe_absolute sin_pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
     bad = 99;
-    CHECK(pe_encode_absolute(&sin_pe, NULL, 10.0, x, p3, 3, 4, out, &bad) ==
-              PE_ENONFINITE,
+    CHECK(pe_encode_absolute(&sin_pe, NULL, 10.0, x, p3, 3, 4, out, &bad) == PE_ENONFINITE,
           "float32 overflow: PE_ENONFINITE");
     CHECK(bad == 6, "PE_ENONFINITE names flat index (got %zu, want 6)", bad);
     CHECK(isinf(out[6]) && out[5] == (float)(10.0 + cos(1.0)),
@@ -184,21 +181,18 @@ static void errors(void)
     /* The norm sees the unrounded sum, which is finite in double. */
     float w[4] = {1, 1, 1, 1};
     pe_norm ln = {PE_NORM_LAYER, 1e-5, w, NULL};
-    CHECK(pe_encode_absolute(&sin_pe, &ln, 10.0, x, p3, 3, 4, out, &bad) ==
-              PE_OK,
+    CHECK(pe_encode_absolute(&sin_pe, &ln, 10.0, x, p3, 3, 4, out, &bad) == PE_OK,
           "layernorm of a sum past FLT_MAX is finite");
 
     float big[1];
     int64_t p0 = 0;
-    CHECK(pe_encode_absolute(&sin_pe, NULL, 1.0, NULL, &p0, 1, SIZE_MAX / 4,
-                             big, NULL) == PE_ENOMEM,
+    CHECK(pe_encode_absolute(&sin_pe, NULL, 1.0, NULL, &p0, 1, SIZE_MAX / 4, big, NULL) ==
+              PE_ENOMEM,
           "scratch size overflow: PE_ENOMEM, nothing written");
     pe_absolute bad_base = {.kind = PE_ABS_SINUSOIDAL, .base = 0.0, .layout = PE_SIN_INTERLEAVED};
-    CHECK(pe_encode_absolute(&bad_base, NULL, 1.0, NULL, &p0, 1, 4, out,
-                             NULL) == PE_EINVAL,
+    CHECK(pe_encode_absolute(&bad_base, NULL, 1.0, NULL, &p0, 1, 4, out, NULL) == PE_EINVAL,
           "base 0: PE_EINVAL");
-    CHECK(pe_encode_absolute(&sin_pe, NULL, 1.0, NULL, &p0, 0, 4, out, NULL) ==
-              PE_OK,
+    CHECK(pe_encode_absolute(&sin_pe, NULL, 1.0, NULL, &p0, 0, 4, out, NULL) == PE_OK,
           "n = 0 is a no-op");
 }
 
@@ -206,8 +200,7 @@ static void errors(void)
  * layernorm then layernorm; BERT-like: add then one layernorm), against a
  * long double reference; with add and pre_norm NULL it is bit-identical to
  * pe_encode_absolute. */
-static void ref_layernorm(long double *z, size_t d, const float *w, const float *b,
-                          long double eps)
+static void ref_layernorm(long double *z, size_t d, const float *w, const float *b, long double eps)
 {
     long double mean = 0, var = 0;
     for (size_t j = 0; j < d; j++)
@@ -240,7 +233,10 @@ static void input_stage(void)
         w2[j] = (float)test_uniform(&rng, 0.5, 2);
         b2[j] = (float)test_uniform(&rng, -1, 1);
     }
-    pe_absolute learned = {.kind = PE_ABS_LEARNED, .layout = PE_SIN_INTERLEAVED, .table = table, .table_rows = 32};
+    pe_absolute learned = {.kind = PE_ABS_LEARNED,
+                           .layout = PE_SIN_INTERLEAVED,
+                           .table = table,
+                           .table_rows = 32};
     pe_norm ln1 = {PE_NORM_LAYER, 1e-12, w1, b1}, ln2 = {PE_NORM_LAYER, 1e-5, w2, b2};
 
     /* BERT-like: LN(x + table[p] + add) */

@@ -30,11 +30,9 @@ static void slopes(void)
 {
     static const double want8[8] = {0.5,     0.25,     0.125,    0.0625,
                                     0.03125, 0.015625, 0.007812, 0.003906};
-    static const double want6[6] = {0.25,     0.0625, 0.015625,
-                                    0.003906, 0.5,    0.125};
-    static const double want12[12] = {0.5,      0.25,     0.125,    0.0625,
-                                      0.03125,  0.015625, 0.007812, 0.003906,
-                                      0.707107, 0.353553, 0.176777, 0.088388};
+    static const double want6[6] = {0.25, 0.0625, 0.015625, 0.003906, 0.5, 0.125};
+    static const double want12[12] = {0.5,      0.25,     0.125,    0.0625,   0.03125,  0.015625,
+                                      0.007812, 0.003906, 0.707107, 0.353553, 0.176777, 0.088388};
     double got[64], want[64];
 
     pe_alibi_slopes(8, got);
@@ -65,16 +63,14 @@ static void bias_forms(void)
     static const double paper_row[T] = {-1.5, -1.0, -0.5, 0};
     pe_alibi_bias(H, PE_ALIBI_BLOOM, pos, T, bias);
     for (size_t i = 0; i < T; i++)
-        CHECK_CLOSE(bias + i * T, bloom_row, T, 0,
-                    "BLOOM bias, any query, 11.4");
+        CHECK_CLOSE(bias + i * T, bloom_row, T, 0, "BLOOM bias, any query, 11.4");
     pe_alibi_bias(H, PE_ALIBI_SYMMETRIC, pos, T, bias);
     CHECK_CLOSE(bias + 3 * T, paper_row, T, 0, "paper bias query 3, 11.4");
 
     bool plus_zero = true;
     for (size_t h = 0; h < H; h++)
         for (size_t i = 0; i < T; i++)
-            plus_zero &= bias[(h * T + i) * T + i] == 0.0f &&
-                         !signbit(bias[(h * T + i) * T + i]);
+            plus_zero &= bias[(h * T + i) * T + i] == 0.0f && !signbit(bias[(h * T + i) * T + i]);
     CHECK(plus_zero, "symmetric diagonal is +0, never -0");
 
     /* 6 heads, unordered positions: every element. */
@@ -87,17 +83,14 @@ static void bias_forms(void)
     for (size_t h = 0; h < H6; h++)
         for (size_t i = 0; i < T3; i++)
             for (size_t j = 0; j < T3; j++)
-                want[(h * T3 + i) * T3 + j] =
-                    -s6[h] * fabs((double)p3[i] - (double)p3[j]);
-    CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000,
-                "symmetric bias, 6 heads, all elements");
+                want[(h * T3 + i) * T3 + j] = -s6[h] * fabs((double)p3[i] - (double)p3[j]);
+    CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000, "symmetric bias, 6 heads, all elements");
     pe_alibi_bias(H6, PE_ALIBI_BLOOM, p3, T3, b6);
     for (size_t h = 0; h < H6; h++)
         for (size_t i = 0; i < T3; i++)
             for (size_t j = 0; j < T3; j++)
                 want[(h * T3 + i) * T3 + j] = s6[h] * (double)p3[j];
-    CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000,
-                "BLOOM bias, 6 heads, all elements");
+    CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000, "BLOOM bias, 6 heads, all elements");
 }
 
 /* MPT's build_mpt_alibi_tensor written out: n2 = 2^ceil(log2 n) slopes

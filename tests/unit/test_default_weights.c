@@ -67,10 +67,9 @@ static void determinism_and_range(void)
         hi = fmaxf(hi, a[e]);
         sum += a[e];
     }
-    CHECK(lo >= -limit && hi <= limit, "values within +-L (%g, %g)", (double)lo,
+    CHECK(lo >= -limit && hi <= limit, "values within +-L (%g, %g)", (double)lo, (double)hi);
+    CHECK(lo < -0.999f * limit && hi > 0.999f * limit, "values fill [-L, L): %g .. %g", (double)lo,
           (double)hi);
-    CHECK(lo < -0.999f * limit && hi > 0.999f * limit,
-          "values fill [-L, L): %g .. %g", (double)lo, (double)hi);
     CHECK(fabs(sum / (3.0 * DD)) < 0.005 * limit, "mean near 0");
 done:
     free(a);

@@ -27,14 +27,13 @@ static ref_sin ref_default(void)
 }
 
 /* out[n][d] (or [d][n] transposed) = scale*x + PE; x may be NULL. */
-static void ref_table(const ref_sin *r, const int64_t *pos, size_t n, size_t d,
-                      const float *x, float *out)
+static void ref_table(const ref_sin *r, const int64_t *pos, size_t n, size_t d, const float *x,
+                      float *out)
 {
     size_t half = (d + 1) / 2;
     for (size_t t = 0; t < n; t++)
         for (size_t i = 0; i < half; i++) {
-            double w = exp(-r->exp_num * (double)i * log(r->base) /
-                           ((double)d + r->exp_den_delta));
+            double w = exp(-r->exp_num * (double)i * log(r->base) / ((double)d + r->exp_den_delta));
             double p = (double)(pos[t] + r->offset), sv, cv;
             if (r->f32) {
                 float th = (float)w * (float)p;
@@ -85,17 +84,15 @@ static const pe_dx_tolerance tol = {1e-4, 1e-4};
 
 /* posenc's pe_encode_absolute on best, the finding's own change applied
  * (swap each sin/cos pair, transpose) where /encode cannot say it. */
-static double check_best(const pe_dx_variant *b, const int64_t *pos, size_t n,
-                         size_t d, const float *x, const float *subject)
+static double check_best(const pe_dx_variant *b, const int64_t *pos, size_t n, size_t d,
+                         const float *x, const float *subject)
 {
-    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = b->base,
-                      .layout = b->sin_layout};
+    pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = b->base, .layout = b->sin_layout};
     int64_t *p = malloc(n * sizeof *p);
     float *out = malloc(n * d * sizeof *out);
     for (size_t t = 0; t < n; t++)
         p[t] = pos[t] + b->offset;
-    CHECK(pe_encode_absolute(&pe, NULL, b->embed_scale, x, p, n, d, out, NULL) ==
-              PE_OK,
+    CHECK(pe_encode_absolute(&pe, NULL, b->embed_scale, x, p, n, d, out, NULL) == PE_OK,
           "best encodes");
     double worst = 0;
     size_t half = (d + 1) / 2;
@@ -120,9 +117,8 @@ static double check_best(const pe_dx_variant *b, const int64_t *pos, size_t n,
     return worst;
 }
 
-static bool abs_case(const char *what, const ref_sin *ref,
-                     const pe_dx_variant *claim, size_t n, size_t d,
-                     int64_t first, bool with_x, pe_dx_verdict want_verdict,
+static bool abs_case(const char *what, const ref_sin *ref, const pe_dx_variant *claim, size_t n,
+                     size_t d, int64_t first, bool with_x, pe_dx_verdict want_verdict,
                      const pe_dx_code *want, pe_dx_result *keep)
 {
     uint64_t seed = 99;
@@ -139,7 +135,9 @@ static bool abs_case(const char *what, const ref_sin *ref,
     pe_dx_subject s = {.kind = with_x ? PE_DX_SUBJ_ABS_ENCODED : PE_DX_SUBJ_TABLE,
                        .rows = ref->transposed ? d : n,
                        .cols = ref->transposed ? n : d,
-                       .x = x, .a = y, .positions = pos};
+                       .x = x,
+                       .a = y,
+                       .positions = pos};
     int64_t *pos_t = NULL;
     if (ref->transposed) {
         pos_t = malloc(d * sizeof *pos_t);
@@ -157,9 +155,8 @@ static bool abs_case(const char *what, const ref_sin *ref,
             fprintf(stderr, "  %s: best through posenc differs by %.3g\n", what, dd);
     }
     if (!ok) {
-        fprintf(stderr, "  %s: %s, claimed %.3g, best %.3g:", what,
-                pe_dx_verdict_name(r.verdict), r.claimed.max_abs,
-                r.best_errors.max_abs);
+        fprintf(stderr, "  %s: %s, claimed %.3g, best %.3g:", what, pe_dx_verdict_name(r.verdict),
+                r.claimed.max_abs, r.best_errors.max_abs);
         for (size_t k = 0; k < r.n_findings; k++)
             fprintf(stderr, " %s", pe_dx_code_name(r.findings[k].code));
         fprintf(stderr, "\n");
@@ -203,16 +200,16 @@ static void tables(void)
 
     r = ref_default();
     r.split = 1;
-    CHECK(abs_case("split", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED,
-                   CODES(PE_DX_LAYOUT_SWAPPED), &res),
+    CHECK(abs_case("split", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED, CODES(PE_DX_LAYOUT_SWAPPED),
+                   &res),
           "split table for interleaved: layout_swapped");
     CHECK(res.best.sin_layout == PE_SIN_SPLIT, "evidence: split");
     pe_dx_result_free(&res);
 
     r = ref_default();
     r.swap = 1;
-    CHECK(abs_case("swap", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED,
-                   CODES(PE_DX_SIN_COS_SWAPPED), NULL),
+    CHECK(abs_case("swap", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED, CODES(PE_DX_SIN_COS_SWAPPED),
+                   NULL),
           "cos where sin belongs: sin_cos_swapped");
 
     r = ref_default();
@@ -220,17 +217,15 @@ static void tables(void)
     CHECK(abs_case("offset", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED,
                    CODES(PE_DX_POSITION_OFFSET), &res),
           "OPT-style offset 2: position_offset");
-    CHECK(res.best.offset == 2, "evidence: offset 2 (got %lld)",
-          (long long)res.best.offset);
+    CHECK(res.best.offset == 2, "evidence: offset 2 (got %lld)", (long long)res.best.offset);
     pe_dx_result_free(&res);
 
     r = ref_default();
     r.base = 1000.0;
-    CHECK(abs_case("base", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED,
-                   CODES(PE_DX_BASE_MISMATCH), &res),
+    CHECK(abs_case("base", &r, &c, 64, 64, 0, false, PE_DX_EXPLAINED, CODES(PE_DX_BASE_MISMATCH),
+                   &res),
           "base 1000: base_mismatch");
-    CHECK(fabs(res.best.base - 1000.0) < 1e-9, "evidence: base 1000 (got %.9g)",
-          res.best.base);
+    CHECK(fabs(res.best.base - 1000.0) < 1e-9, "evidence: base 1000 (got %.9g)", res.best.base);
     pe_dx_result_free(&res);
 
     r = ref_default();
@@ -243,8 +238,8 @@ static void tables(void)
 
     r = ref_default();
     r.transposed = 1;
-    CHECK(abs_case("transposed", &r, &c, 48, 32, 0, false, PE_DX_EXPLAINED,
-                   CODES(PE_DX_TRANSPOSED), NULL),
+    CHECK(abs_case("transposed", &r, &c, 48, 32, 0, false, PE_DX_EXPLAINED, CODES(PE_DX_TRANSPOSED),
+                   NULL),
           "a [d][tokens] table: transposed");
 
     r = ref_default();
@@ -252,8 +247,7 @@ static void tables(void)
     CHECK(abs_case("embed scale", &r, &c, 32, 64, 0, true, PE_DX_EXPLAINED,
                    CODES(PE_DX_EMBED_SCALE), &res),
           "sqrt(d) scale not claimed: embed_scale");
-    CHECK(res.best.embed_scale == 8.0, "evidence: embed_scale 8 (got %.9g)",
-          res.best.embed_scale);
+    CHECK(res.best.embed_scale == 8.0, "evidence: embed_scale 8 (got %.9g)", res.best.embed_scale);
     pe_dx_result_free(&res);
 
     /* pairs */
@@ -293,8 +287,14 @@ static void detection_rates(void)
         bool with_x = b[0] == 5 || b[1] == 5;
         for (int q = 0; q < 2; q++) {
             switch (b[q]) {
-            case 0: r.split = 1; want[nw++] = PE_DX_LAYOUT_SWAPPED; break;
-            case 1: r.swap = 1; want[nw++] = PE_DX_SIN_COS_SWAPPED; break;
+            case 0:
+                r.split = 1;
+                want[nw++] = PE_DX_LAYOUT_SWAPPED;
+                break;
+            case 1:
+                r.swap = 1;
+                want[nw++] = PE_DX_SIN_COS_SWAPPED;
+                break;
             case 2:
                 r.offset = (int64_t)test_uniform(&seed, 1, 30);
                 want[nw++] = PE_DX_POSITION_OFFSET;
@@ -318,13 +318,16 @@ static void detection_rates(void)
                     r.scale = 2.5;
                 want[nw++] = PE_DX_EMBED_SCALE;
                 break;
-            case 6: r.transposed = 1; want[nw++] = PE_DX_TRANSPOSED; break;
-            default: break;
+            case 6:
+                r.transposed = 1;
+                want[nw++] = PE_DX_TRANSPOSED;
+                break;
+            default:
+                break;
             }
         }
         want[nw] = PE_DX_CODE_COUNT;
-        bool ok = abs_case("generated", &r, &c, 48, 64, 0, with_x,
-                           PE_DX_EXPLAINED, want, NULL);
+        bool ok = abs_case("generated", &r, &c, 48, 64, 0, with_x, PE_DX_EXPLAINED, want, NULL);
         if (!ok)
             fprintf(stderr, "    bugs %d %d\n", b[0], b[1]);
         for (size_t q = 0; q < nw; q++) {
@@ -340,13 +343,11 @@ static void detection_rates(void)
     fprintf(stderr, "diagnose sinusoidal detection (48x64):");
     for (int q = 0; q < PE_DX_CODE_COUNT; q++)
         if (tried[q]) {
-            fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q],
-                    tried[q]);
+            fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q], tried[q]);
             total += tried[q];
             hit += found[q];
         }
-    fprintf(stderr, "; alone %d/%d, pairs %d/%d\n", alone_ok, alone, pairs_ok,
-            pairs);
+    fprintf(stderr, "; alone %d/%d, pairs %d/%d\n", alone_ok, alone, pairs_ok, pairs);
     CHECK(hit == total, "every generated finding detected (%d/%d)", hit, total);
 }
 
@@ -361,8 +362,7 @@ static void adversarial(void)
     pe_dx_result r;
     for (size_t k = 0; k < N; k++)
         pos[k] = (int64_t)k;
-    pe_dx_subject s = {.kind = PE_DX_SUBJ_TABLE, .rows = N, .cols = D, .a = t,
-                       .positions = pos};
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_TABLE, .rows = N, .cols = D, .a = t, .positions = pos};
     for (size_t e = 0; e < N * D; e++)
         t[e] = (float)test_uniform(&seed, -1, 1);
     CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,

@@ -54,8 +54,7 @@ static void show(const char *what, const pe_dx_result *r)
 {
     fprintf(stderr, "  %s: %s:", what, pe_dx_verdict_name(r->verdict));
     for (size_t k = 0; k < r->n_findings; k++)
-        fprintf(stderr, " %s (%s)", pe_dx_code_name(r->findings[k].code),
-                r->findings[k].message);
+        fprintf(stderr, " %s (%s)", pe_dx_code_name(r->findings[k].code), r->findings[k].message);
     fprintf(stderr, "\n");
 }
 
@@ -72,12 +71,14 @@ static void alibi(void)
         pos[t] = (int64_t)t;
     ref_slopes(H, slopes);
     pe_dx_variant_init(&c);
-    pe_dx_subject s = {.kind = PE_DX_SUBJ_ALIBI_BIAS, .rows = T, .heads = H,
-                       .a = bias, .positions = pos};
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_ALIBI_BIAS,
+                       .rows = T,
+                       .heads = H,
+                       .a = bias,
+                       .positions = pos};
 
     ref_alibi(slopes, H, 0, 1.0, pos, T, bias);
-    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_MATCH &&
-              r.n_findings == 0,
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_MATCH && r.n_findings == 0,
           "paper slopes, symmetric: match");
     pe_dx_result_free(&r);
 
@@ -85,9 +86,8 @@ static void alibi(void)
     for (size_t h = 0; h < H; h++)
         naive[h] = pow(2.0, -8.0 * (double)(h + 1) / H);
     ref_alibi(naive, H, 0, 1.0, pos, T, bias);
-    bool ok = pe_diagnose(&s, &c, tol, &r) == PE_OK &&
-              r.verdict == PE_DX_EXPLAINED && r.n_findings == 1 &&
-              has_code(&r, PE_DX_ALIBI_SLOPES);
+    bool ok = pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_EXPLAINED &&
+              r.n_findings == 1 && has_code(&r, PE_DX_ALIBI_SLOPES);
     CHECK(ok, "2^(-8(h+1)/12) slopes: alibi_slopes");
     if (!ok)
         show("naive slopes", &r);
@@ -95,8 +95,7 @@ static void alibi(void)
         size_t differ = 0;
         for (size_t h = 0; h < H; h++) {
             differ += r.slopes_differ[h];
-            CHECK(fabs(r.best.slopes[h] - naive[h]) <= 1e-12,
-                  "evidence: slope of head %zu", h);
+            CHECK(fabs(r.best.slopes[h] - naive[h]) <= 1e-12, "evidence: slope of head %zu", h);
         }
         for (size_t h = 0; h < H; h++)
             CHECK(r.slopes_differ[h] == (fabs(naive[h] - slopes[h]) > 1e-9),
@@ -122,16 +121,15 @@ static void alibi(void)
 
     ref_alibi(slopes, H, 0, -1.0, pos, T, bias);
     ok = pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_EXPLAINED &&
-         r.n_findings == 1 && has_code(&r, PE_DX_ALIBI_FORM) &&
-         r.best.alibi_sign == -1.0 && r.best.alibi_form == PE_ALIBI_SYMMETRIC;
+         r.n_findings == 1 && has_code(&r, PE_DX_ALIBI_FORM) && r.best.alibi_sign == -1.0 &&
+         r.best.alibi_form == PE_ALIBI_SYMMETRIC;
     CHECK(ok, "flipped sign: alibi_form, sign -1");
     pe_dx_result_free(&r);
 
     /* a pair: naive slopes in the bloom form */
     ref_alibi(naive, H, 1, 1.0, pos, T, bias);
     ok = pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_EXPLAINED &&
-         r.n_findings == 2 && has_code(&r, PE_DX_ALIBI_FORM) &&
-         has_code(&r, PE_DX_ALIBI_SLOPES);
+         r.n_findings == 2 && has_code(&r, PE_DX_ALIBI_FORM) && has_code(&r, PE_DX_ALIBI_SLOPES);
     CHECK(ok, "naive slopes, bloom form: both found");
     pe_dx_result_free(&r);
 
@@ -139,8 +137,11 @@ static void alibi(void)
     float sl[H];
     for (size_t h = 0; h < H; h++)
         sl[h] = (float)naive[h];
-    pe_dx_subject ss = {.kind = PE_DX_SUBJ_ALIBI_SLOPES, .rows = 1, .heads = H,
-                        .a = sl, .positions = pos};
+    pe_dx_subject ss = {.kind = PE_DX_SUBJ_ALIBI_SLOPES,
+                        .rows = 1,
+                        .heads = H,
+                        .a = sl,
+                        .positions = pos};
     ok = pe_diagnose(&ss, &c, tol, &r) == PE_OK && r.verdict == PE_DX_EXPLAINED &&
          r.n_findings == 1 && has_code(&r, PE_DX_ALIBI_SLOPES);
     CHECK(ok, "slopes subject: alibi_slopes");
@@ -170,10 +171,8 @@ static size_t ref_bucket(int64_t rel, int bidir, size_t nb, int64_t maxd)
     size_t exact = nb / 2;
     if ((size_t)n < exact)
         return ret + (size_t)n;
-    float large = (float)exact +
-                  logf((float)n / (float)exact) /
-                      (float)log((double)maxd / (double)exact) *
-                      (float)(nb - exact);
+    float large = (float)exact + logf((float)n / (float)exact) /
+                                     (float)log((double)maxd / (double)exact) * (float)(nb - exact);
     size_t v = (size_t)large;
     return ret + (v < nb - 1 ? v : nb - 1);
 }
@@ -191,8 +190,11 @@ static void t5(void)
     pe_dx_variant c;
     pe_dx_variant_init(&c);
     c.t5 = (pe_t5){table, NB, H, 128, true};
-    pe_dx_subject s = {.kind = PE_DX_SUBJ_T5_BIAS, .rows = T, .heads = H,
-                       .a = bias, .positions = pos};
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_T5_BIAS,
+                       .rows = T,
+                       .heads = H,
+                       .a = bias,
+                       .positions = pos};
     static const struct {
         int reversed, bidir;
         size_t nb;
@@ -210,8 +212,7 @@ static void t5(void)
         for (size_t i = 0; i < T; i++)
             for (size_t j = 0; j < T; j++) {
                 int64_t rel = cases[k].reversed ? pos[i] - pos[j] : pos[j] - pos[i];
-                size_t b = ref_bucket(rel, cases[k].bidir, cases[k].nb,
-                                      cases[k].maxd);
+                size_t b = ref_bucket(rel, cases[k].bidir, cases[k].nb, cases[k].maxd);
                 for (size_t h = 0; h < H; h++)
                     bias[(h * T + i) * T + j] = table[b * H + h];
             }
@@ -221,8 +222,7 @@ static void t5(void)
             ok = ok && r.verdict == PE_DX_MATCH && r.n_findings == 0;
         else
             ok = ok && r.verdict == PE_DX_EXPLAINED && r.n_findings == 1 &&
-                 has_code(&r, cases[k].code) &&
-                 r.best.t5.num_buckets == cases[k].nb &&
+                 has_code(&r, cases[k].code) && r.best.t5.num_buckets == cases[k].nb &&
                  r.best.t5.bidirectional == (bool)cases[k].bidir &&
                  r.best.t5_reversed == (bool)cases[k].reversed;
         CHECK(ok, "t5 %s", cases[k].what);
@@ -231,8 +231,8 @@ static void t5(void)
         if (ok && cases[k].code != PE_DX_CODE_COUNT && !cases[k].reversed) {
             static float again[H * T * T];
             pe_t5_bias(&r.best.t5, pos, T, again);
-            CHECK(memcmp(again, bias, sizeof again) == 0,
-                  "pe_t5_bias with best reproduces %s", cases[k].what);
+            CHECK(memcmp(again, bias, sizeof again) == 0, "pe_t5_bias with best reproduces %s",
+                  cases[k].what);
         }
         pe_dx_result_free(&r);
     }

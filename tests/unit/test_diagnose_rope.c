@@ -36,8 +36,8 @@ typedef struct ref_rope {
 
 static ref_rope ref_default(size_t hd, size_t rd, int interleaved)
 {
-    ref_rope r = {10000.0, hd, rd, interleaved, 2.0, (double)rd, 0, 0,
-                  SC_NONE, 1.0, 0.0, 0, 0.0, P_EXACT, 0.0};
+    ref_rope r = {10000.0, hd,  rd,  interleaved, 2.0, (double)rd, 0,  0,
+                  SC_NONE, 1.0, 0.0, 0,           0.0, P_EXACT,    0.0};
     return r;
 }
 
@@ -97,8 +97,7 @@ static double ref_att(const ref_rope *r)
 }
 
 /* cos and sin of pair i at position p, in the implementation's precision. */
-static void ref_cs(const ref_rope *r, size_t i, int64_t pos, double *c,
-                   double *s)
+static void ref_cs(const ref_rope *r, size_t i, int64_t pos, double *c, double *s)
 {
     double w = ref_freq(r, i), p = (double)(pos + r->offset), a = ref_att(r);
     switch (r->prec) {
@@ -129,8 +128,8 @@ static void ref_cs(const ref_rope *r, size_t i, int64_t pos, double *c,
 }
 
 /* y = the implementation applied to x[n][width]. */
-static void ref_encode(const ref_rope *r, const int64_t *pos, size_t n,
-                       size_t width, const float *x, float *y)
+static void ref_encode(const ref_rope *r, const int64_t *pos, size_t n, size_t width,
+                       const float *x, float *y)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t h = 0; h < width / r->hd; h++) {
@@ -150,8 +149,8 @@ static void ref_encode(const ref_rope *r, const int64_t *pos, size_t n,
 }
 
 /* A cos/sin cache [n][cols], cols = rd/2 or rd (duplicated per layout). */
-static void ref_cache(const ref_rope *r, const int64_t *pos, size_t n,
-                      size_t cols, int swap, float *cosv, float *sinv)
+static void ref_cache(const ref_rope *r, const int64_t *pos, size_t n, size_t cols, int swap,
+                      float *cosv, float *sinv)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t i = 0; i < r->rd / 2; i++) {
@@ -200,8 +199,7 @@ static bool codes_are(const pe_dx_result *r, const pe_dx_code *want)
 static void print_result(const char *what, const pe_dx_result *r)
 {
     fprintf(stderr, "  %s: %s, claimed max %.3g, best max %.3g, findings:", what,
-            pe_dx_verdict_name(r->verdict), r->claimed.max_abs,
-            r->best_errors.max_abs);
+            pe_dx_verdict_name(r->verdict), r->claimed.max_abs, r->best_errors.max_abs);
     for (size_t k = 0; k < r->n_findings; k++)
         fprintf(stderr, " %s", pe_dx_code_name(r->findings[k].code));
     fprintf(stderr, "\n");
@@ -210,8 +208,8 @@ static void print_result(const char *what, const pe_dx_result *r)
 /* posenc's own kernels on `best`: the rotated vectors it gives, with the
  * reversed rotation applied as conj (negate the second member of each pair
  * before and after). */
-static void posenc_rotate(const pe_dx_variant *b, const int64_t *pos, size_t n,
-                          size_t width, const float *x, float *y)
+static void posenc_rotate(const pe_dx_variant *b, const int64_t *pos, size_t n, size_t width,
+                          const float *x, float *y)
 {
     double inv[512], att;
     int64_t *p = malloc(n * sizeof *p);
@@ -229,20 +227,17 @@ static void posenc_rotate(const pe_dx_variant *b, const int64_t *pos, size_t n,
     if (b->reversed)
         for (size_t e = 0; e < n * width; e++) {
             size_t c = e % hd;
-            bool second = b->rope.layout == PE_ROPE_HALF
-                              ? (c >= half && c < 2 * half)
-                              : (c < 2 * half && c % 2 == 1);
+            bool second = b->rope.layout == PE_ROPE_HALF ? (c >= half && c < 2 * half)
+                                                         : (c < 2 * half && c % 2 == 1);
             if (second)
                 xs[e] = -xs[e];
         }
-    pe_rope_apply(&b->rope, inv, b->attention_factor, p, n, width, xs, width,
-                  y, width);
+    pe_rope_apply(&b->rope, inv, b->attention_factor, p, n, width, xs, width, y, width);
     if (b->reversed)
         for (size_t e = 0; e < n * width; e++) {
             size_t c = e % hd;
-            bool second = b->rope.layout == PE_ROPE_HALF
-                              ? (c >= half && c < 2 * half)
-                              : (c < 2 * half && c % 2 == 1);
+            bool second = b->rope.layout == PE_ROPE_HALF ? (c >= half && c < 2 * half)
+                                                         : (c < 2 * half && c % 2 == 1);
             if (second)
                 y[e] = -y[e];
         }
@@ -264,11 +259,9 @@ static const pe_dx_tolerance tol = {1e-4, 1e-4};
 /* One encoded case: diagnose, check the verdict and codes, and that best
  * (through posenc's kernels) reproduces the subject. Returns whether all
  * held (for the detection rates). */
-static bool encoded_case(const char *what, const ref_rope *ref,
-                         const pe_dx_variant *claim, size_t n, size_t width,
-                         int64_t first, pe_dx_verdict want_verdict,
-                         const pe_dx_code *want, uint64_t seed,
-                         pe_dx_result *keep)
+static bool encoded_case(const char *what, const ref_rope *ref, const pe_dx_variant *claim,
+                         size_t n, size_t width, int64_t first, pe_dx_verdict want_verdict,
+                         const pe_dx_code *want, uint64_t seed, pe_dx_result *keep)
 {
     float *x = malloc(n * width * sizeof *x), *y = malloc(n * width * sizeof *y);
     float *again = malloc(n * width * sizeof *again);
@@ -279,13 +272,16 @@ static bool encoded_case(const char *what, const ref_rope *ref,
         pos[t] = first + (int64_t)t;
     ref_encode(ref, pos, n, width, x, y);
 
-    pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = n, .cols = width,
-                       .x = x, .a = y, .positions = pos};
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_ENCODED,
+                       .rows = n,
+                       .cols = width,
+                       .x = x,
+                       .a = y,
+                       .positions = pos};
     pe_dx_result r;
     bool ok = pe_diagnose(&s, claim, tol, &r) == PE_OK;
     ok = ok && r.verdict == want_verdict && codes_are(&r, want);
-    if (ok && want_verdict == PE_DX_EXPLAINED &&
-        r.best.precision == PE_DX_EXACT) {
+    if (ok && want_verdict == PE_DX_EXPLAINED && r.best.precision == PE_DX_EXACT) {
         posenc_rotate(&r.best, pos, n, width, x, again);
         double d = max_diff(again, y, n * width);
         ok = d <= 2e-4;
@@ -312,12 +308,10 @@ static void exact_and_float32(void)
 {
     ref_rope r = ref_default(64, 64, 0);
     pe_dx_variant c = claim_rope(64, 64, PE_ROPE_HALF);
-    CHECK(encoded_case("exact", &r, &c, 32, 128, 0, PE_DX_MATCH, NO_CODES, 1,
-                       NULL),
+    CHECK(encoded_case("exact", &r, &c, 32, 128, 0, PE_DX_MATCH, NO_CODES, 1, NULL),
           "an exact subject matches with no findings");
     r.prec = P_F32;
-    CHECK(encoded_case("float32 ordinary", &r, &c, 64, 128, 0, PE_DX_MATCH,
-                       NO_CODES, 2, NULL),
+    CHECK(encoded_case("float32 ordinary", &r, &c, 64, 128, 0, PE_DX_MATCH, NO_CODES, 2, NULL),
           "float32 angles at ordinary positions match with no findings");
     pe_dx_result res;
     CHECK(encoded_case("float32 at 1e5", &r, &c, 32, 128, 100000, PE_DX_MATCH,
@@ -325,8 +319,7 @@ static void exact_and_float32(void)
           "float32 angles at 1e5: match with low_precision only");
     CHECK(res.best.precision == PE_DX_FLOAT32, "precision float32 (got %s)",
           pe_dx_precision_name(res.best.precision));
-    CHECK(res.claimed.max_abs > 1e-4, "float32 at 1e5 is visibly off (%.3g)",
-          res.claimed.max_abs);
+    CHECK(res.claimed.max_abs > 1e-4, "float32 at 1e5 is visibly off (%.3g)", res.claimed.max_abs);
     pe_dx_result_free(&res);
 }
 
@@ -336,8 +329,8 @@ static void single_findings(void)
     pe_dx_variant c = claim_rope(64, 64, PE_ROPE_HALF);
 
     ref_rope r = ref_default(64, 64, 1); /* interleaved computed, half claimed */
-    CHECK(encoded_case("layout", &r, &c, 32, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_LAYOUT_SWAPPED), 4, &res),
+    CHECK(encoded_case("layout", &r, &c, 32, 128, 0, PE_DX_EXPLAINED, CODES(PE_DX_LAYOUT_SWAPPED),
+                       4, &res),
           "interleaved for half: layout_swapped");
     CHECK(res.best.rope.layout == PE_ROPE_INTERLEAVED, "evidence: interleaved");
     pe_dx_result_free(&res);
@@ -350,17 +343,16 @@ static void single_findings(void)
 
     r = ref_default(64, 64, 0);
     r.offset = -3;
-    CHECK(encoded_case("offset", &r, &c, 32, 128, 10, PE_DX_EXPLAINED,
-                       CODES(PE_DX_POSITION_OFFSET), 6, &res),
+    CHECK(encoded_case("offset", &r, &c, 32, 128, 10, PE_DX_EXPLAINED, CODES(PE_DX_POSITION_OFFSET),
+                       6, &res),
           "positions shifted: position_offset");
-    CHECK(res.best.offset == -3, "evidence: offset -3 (got %lld)",
-          (long long)res.best.offset);
+    CHECK(res.best.offset == -3, "evidence: offset -3 (got %lld)", (long long)res.best.offset);
     pe_dx_result_free(&res);
 
     r = ref_default(64, 64, 0);
     r.base = 500000.0;
-    CHECK(encoded_case("base", &r, &c, 48, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_BASE_MISMATCH), 7, &res),
+    CHECK(encoded_case("base", &r, &c, 48, 128, 0, PE_DX_EXPLAINED, CODES(PE_DX_BASE_MISMATCH), 7,
+                       &res),
           "another base: base_mismatch");
     CHECK(fabs(res.best.rope.base - 500000.0) < 1e-6, "evidence: base 5e5 (got %.9g)",
           res.best.rope.base);
@@ -379,8 +371,7 @@ static void single_findings(void)
         CHECK(encoded_case("formula", &r, &c, 32, 128, 0, PE_DX_EXPLAINED,
                            CODES(PE_DX_FREQUENCY_FORMULA), 8 + k, &res),
               "exponent built wrongly (%d): frequency_formula", (int)k);
-        CHECK(res.best.formula == forms[k].f, "evidence: the formula (%d)",
-              (int)k);
+        CHECK(res.best.formula == forms[k].f, "evidence: the formula (%d)", (int)k);
         pe_dx_result_free(&res);
     }
 
@@ -392,8 +383,8 @@ static void single_findings(void)
                        CODES(PE_DX_ROTARY_DIM_MISMATCH), 11, &res),
           "frequencies from head_dim: rotary_dim_mismatch");
     CHECK(res.best.frequency_dim == 64 && res.best.rope.rotary_dim == 32,
-          "evidence: rotary_dim 32, frequency_dim 64 (got %zu, %zu)",
-          res.best.rope.rotary_dim, res.best.frequency_dim);
+          "evidence: rotary_dim 32, frequency_dim 64 (got %zu, %zu)", res.best.rope.rotary_dim,
+          res.best.frequency_dim);
     pe_dx_result_free(&res);
 
     /* another count of rotated channels */
@@ -435,9 +426,8 @@ static void single_findings(void)
               "scaling %d where none was claimed: scaling_mismatch", (int)k);
         CHECK(res.best.rope.scaling.type == scs[k].type &&
                   fabs(res.best.rope.scaling.factor - scs[k].factor) < 1e-9,
-              "evidence: scaling type %d factor %g (got %d, %g)", (int)k,
-              scs[k].factor, (int)res.best.rope.scaling.type,
-              res.best.rope.scaling.factor);
+              "evidence: scaling type %d factor %g (got %d, %g)", (int)k, scs[k].factor,
+              (int)res.best.rope.scaling.type, res.best.rope.scaling.factor);
         pe_dx_result_free(&res);
     }
 
@@ -490,15 +480,15 @@ static void single_findings(void)
     /* bfloat16 angles */
     r = ref_default(64, 64, 0);
     r.prec = P_BF16;
-    CHECK(encoded_case("bf16", &r, &c, 32, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_LOW_PRECISION), 19, &res),
+    CHECK(encoded_case("bf16", &r, &c, 32, 128, 0, PE_DX_EXPLAINED, CODES(PE_DX_LOW_PRECISION), 19,
+                       &res),
           "bfloat16 angles: low_precision");
     CHECK(res.best.precision == PE_DX_BFLOAT16, "evidence: bfloat16 (got %s)",
           pe_dx_precision_name(res.best.precision));
     pe_dx_result_free(&res);
     r.prec = P_F16;
-    CHECK(encoded_case("f16", &r, &c, 32, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_LOW_PRECISION), 20, &res),
+    CHECK(encoded_case("f16", &r, &c, 32, 128, 0, PE_DX_EXPLAINED, CODES(PE_DX_LOW_PRECISION), 20,
+                       &res),
           "float16 angles: low_precision");
     CHECK(res.best.precision == PE_DX_FLOAT16, "evidence: float16 (got %s)",
           pe_dx_precision_name(res.best.precision));
@@ -507,8 +497,8 @@ static void single_findings(void)
 
 /* posenc's own cos/sin cache for best: pe_rope_apply on x = NULL gives
  * [cos | sin] (half) or [c0, s0, ...] (interleaved) per row. */
-static void posenc_cache(const pe_dx_variant *b, const int64_t *pos, size_t n,
-                         size_t cols, float *cosv, float *sinv)
+static void posenc_cache(const pe_dx_variant *b, const int64_t *pos, size_t n, size_t cols,
+                         float *cosv, float *sinv)
 {
     size_t rd = b->rope.rotary_dim, half = rd / 2;
     double inv[512], att;
@@ -548,9 +538,8 @@ static void posenc_cache(const pe_dx_variant *b, const int64_t *pos, size_t n,
     free(row);
 }
 
-static bool cache_case(const char *what, const ref_rope *ref, int swap,
-                       const pe_dx_variant *claim, size_t n, size_t cols,
-                       int64_t first, pe_dx_verdict want_verdict,
+static bool cache_case(const char *what, const ref_rope *ref, int swap, const pe_dx_variant *claim,
+                       size_t n, size_t cols, int64_t first, pe_dx_verdict want_verdict,
                        const pe_dx_code *want, pe_dx_result *keep)
 {
     float *cv = malloc(n * cols * sizeof *cv), *sv = malloc(n * cols * sizeof *sv);
@@ -559,13 +548,16 @@ static bool cache_case(const char *what, const ref_rope *ref, int swap,
     for (size_t t = 0; t < n; t++)
         pos[t] = first + (int64_t)t;
     ref_cache(ref, pos, n, cols, swap, cv, sv);
-    pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = n, .cols = cols,
-                       .a = cv, .b = sv, .positions = pos};
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_CACHE,
+                       .rows = n,
+                       .cols = cols,
+                       .a = cv,
+                       .b = sv,
+                       .positions = pos};
     pe_dx_result r;
     bool ok = pe_diagnose(&s, claim, tol, &r) == PE_OK;
     ok = ok && r.verdict == want_verdict && codes_are(&r, want);
-    if (ok && want_verdict == PE_DX_EXPLAINED &&
-        r.best.precision == PE_DX_EXACT) {
+    if (ok && want_verdict == PE_DX_EXPLAINED && r.best.precision == PE_DX_EXACT) {
         posenc_cache(&r.best, pos, n, cols, c2, s2);
         double d = fmax(max_diff(c2, cv, n * cols), max_diff(s2, sv, n * cols));
         ok = d <= 2e-4;
@@ -592,10 +584,10 @@ static void caches(void)
     pe_dx_variant c = claim_rope(64, 64, PE_ROPE_HALF);
     ref_rope r = ref_default(64, 64, 0);
 
-    CHECK(cache_case("cache exact", &r, 0, &c, 64, 64, 0, PE_DX_MATCH, NO_CODES,
-                     NULL), "an exact HF cache matches");
-    CHECK(cache_case("cache vllm exact", &r, 0, &c, 64, 32, 0, PE_DX_MATCH,
-                     NO_CODES, NULL), "an exact half-width cache matches");
+    CHECK(cache_case("cache exact", &r, 0, &c, 64, 64, 0, PE_DX_MATCH, NO_CODES, NULL),
+          "an exact HF cache matches");
+    CHECK(cache_case("cache vllm exact", &r, 0, &c, 64, 32, 0, PE_DX_MATCH, NO_CODES, NULL),
+          "an exact half-width cache matches");
     CHECK(cache_case("cache swapped", &r, 1, &c, 64, 64, 0, PE_DX_EXPLAINED,
                      CODES(PE_DX_SIN_COS_SWAPPED), NULL),
           "cos and sin exchanged: sin_cos_swapped");
@@ -619,8 +611,7 @@ static void caches(void)
     /* pairs: swapped with an offset; interleaved with another base */
     r = ref_default(64, 64, 0);
     r.offset = 7;
-    CHECK(cache_case("cache swapped+offset", &r, 1, &c, 64, 64, 0,
-                     PE_DX_EXPLAINED,
+    CHECK(cache_case("cache swapped+offset", &r, 1, &c, 64, 64, 0, PE_DX_EXPLAINED,
                      CODES(PE_DX_SIN_COS_SWAPPED, PE_DX_POSITION_OFFSET), NULL),
           "swapped with offset 7: both found");
     r = ref_default(64, 64, 1);
@@ -638,19 +629,16 @@ static void pairs(void)
     ref_rope r = ref_default(64, 64, 1);
     r.base = 500000.0;
     CHECK(encoded_case("interleaved+base", &r, &c, 48, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_LAYOUT_SWAPPED, PE_DX_BASE_MISMATCH), 30,
-                       NULL),
+                       CODES(PE_DX_LAYOUT_SWAPPED, PE_DX_BASE_MISMATCH), 30, NULL),
           "interleaved pairs with base 5e5: both found");
 
     r = ref_default(64, 64, 0);
     r.offset = 5;
     pe_dx_variant ci = claim_rope(64, 64, PE_ROPE_INTERLEAVED);
     CHECK(encoded_case("half+offset", &r, &ci, 32, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_LAYOUT_SWAPPED, PE_DX_POSITION_OFFSET), 31,
-                       &res),
+                       CODES(PE_DX_LAYOUT_SWAPPED, PE_DX_POSITION_OFFSET), 31, &res),
           "half layout with offset 5 for interleaved: both found");
-    CHECK(res.best.offset == 5 && res.best.rope.layout == PE_ROPE_HALF,
-          "evidence: half, offset 5");
+    CHECK(res.best.offset == 5 && res.best.rope.layout == PE_ROPE_HALF, "evidence: half, offset 5");
     pe_dx_result_free(&res);
 
     /* a dropped YaRN attention factor at bfloat16 precision */
@@ -666,21 +654,18 @@ static void pairs(void)
     cy.rope.scaling.original_max_position_embeddings = 4096;
     cy.rope.scaling.truncate = true;
     CHECK(encoded_case("yarn factor bf16", &r, &cy, 32, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_ATTENTION_FACTOR, PE_DX_LOW_PRECISION), 32,
-                       &res),
+                       CODES(PE_DX_ATTENTION_FACTOR, PE_DX_LOW_PRECISION), 32, &res),
           "dropped yarn factor at bfloat16: attention_factor + low_precision");
-    CHECK(res.best.attention_factor == 1.0 &&
-              res.best.precision == PE_DX_BFLOAT16,
-          "evidence: factor 1, bfloat16 (got %.6g, %s)",
-          res.best.attention_factor, pe_dx_precision_name(res.best.precision));
+    CHECK(res.best.attention_factor == 1.0 && res.best.precision == PE_DX_BFLOAT16,
+          "evidence: factor 1, bfloat16 (got %.6g, %s)", res.best.attention_factor,
+          pe_dx_precision_name(res.best.precision));
     pe_dx_result_free(&res);
 
     r = ref_default(64, 64, 0);
     r.reversed = 1;
     r.base = 1000000.0;
     CHECK(encoded_case("reversed+base", &r, &c, 32, 128, 0, PE_DX_EXPLAINED,
-                       CODES(PE_DX_ROTATION_REVERSED, PE_DX_BASE_MISMATCH), 33,
-                       NULL),
+                       CODES(PE_DX_ROTATION_REVERSED, PE_DX_BASE_MISMATCH), 33, NULL),
           "reversed with base 1e6: both found");
 
     r = ref_default(64, 64, 0);
@@ -688,8 +673,7 @@ static void pairs(void)
     r.factor = 2;
     r.offset = 1;
     CHECK(encoded_case("linear+offset", &r, &c, 32, 128, 4, PE_DX_EXPLAINED,
-                       CODES(PE_DX_SCALING_MISMATCH, PE_DX_POSITION_OFFSET), 34,
-                       NULL),
+                       CODES(PE_DX_SCALING_MISMATCH, PE_DX_POSITION_OFFSET), 34, NULL),
           "linear 2 with offset 1: both found");
 }
 
@@ -709,24 +693,21 @@ static void adversarial(void)
         x[e] = (float)test_uniform(&seed, -1, 1);
         y[e] = (float)test_uniform(&seed, -1, 1);
     }
-    pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = N, .cols = W,
-                       .x = x, .a = y, .positions = pos};
-    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK &&
-              r.verdict == PE_DX_UNEXPLAINED,
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = N, .cols = W, .x = x, .a = y, .positions = pos};
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
           "random encoded: unexplained");
     pe_dx_result_free(&r);
 
     for (size_t e = 0; e < N * W; e++)
         y[e] = 3.0f;
-    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK &&
-              r.verdict == PE_DX_UNEXPLAINED,
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
           "constant encoded: unexplained");
     pe_dx_result_free(&r);
 
     for (size_t e = 0; e < N * W; e++)
         y[e] = (e % 2 ? -1 : 1) * 3e38f;
-    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK &&
-              r.verdict == PE_DX_UNEXPLAINED,
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
           "huge finite encoded: unexplained");
     pe_dx_result_free(&r);
 
@@ -734,16 +715,14 @@ static void adversarial(void)
         cs[e] = (float)test_uniform(&seed, -1, 1);
         sn[e] = (float)test_uniform(&seed, -1, 1);
     }
-    pe_dx_subject sc = {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = N, .cols = 64,
-                        .a = cs, .b = sn, .positions = pos};
-    CHECK(pe_diagnose(&sc, &c, tol, &r) == PE_OK &&
-              r.verdict == PE_DX_UNEXPLAINED,
+    pe_dx_subject sc =
+        {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = N, .cols = 64, .a = cs, .b = sn, .positions = pos};
+    CHECK(pe_diagnose(&sc, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
           "random cache: unexplained");
     pe_dx_result_free(&r);
     for (size_t e = 0; e < N * 64; e++)
         cs[e] = sn[e] = 0.0f;
-    CHECK(pe_diagnose(&sc, &c, tol, &r) == PE_OK &&
-              r.verdict == PE_DX_UNEXPLAINED,
+    CHECK(pe_diagnose(&sc, &c, tol, &r) == PE_OK && r.verdict == PE_DX_UNEXPLAINED,
           "all-zero cache: unexplained");
     pe_dx_result_free(&r);
 
@@ -758,11 +737,19 @@ static void adversarial(void)
 /* Detection over generated cases: random claimed bases and layouts,
  * inputs, and one or two bugs among eight kinds at a time. Prints the
  * rate per code, alone and in pairs; every case must be found. */
-enum { BUG_LAYOUT, BUG_REVERSED, BUG_OFFSET, BUG_BASE, BUG_FORMULA,
-       BUG_SCALING, BUG_FACTOR, BUG_BF16, BUG_KINDS };
+enum {
+    BUG_LAYOUT,
+    BUG_REVERSED,
+    BUG_OFFSET,
+    BUG_BASE,
+    BUG_FORMULA,
+    BUG_SCALING,
+    BUG_FACTOR,
+    BUG_BF16,
+    BUG_KINDS
+};
 
-static pe_dx_code apply_bug(int bug, ref_rope *r, int il, double cbase,
-                            uint64_t *seed)
+static pe_dx_code apply_bug(int bug, ref_rope *r, int il, double cbase, uint64_t *seed)
 {
     switch (bug) {
     case BUG_LAYOUT:
@@ -834,11 +821,9 @@ static void detection_rates(void)
         if (b1 < BUG_KINDS)
             want[nw++] = apply_bug(b1, &r, il, cbase, &seed);
         want[nw] = PE_DX_CODE_COUNT;
-        bool ok = encoded_case("generated", &r, &c, 64, 128, 0, PE_DX_EXPLAINED,
-                               want, seed, NULL);
+        bool ok = encoded_case("generated", &r, &c, 64, 128, 0, PE_DX_EXPLAINED, want, seed, NULL);
         if (!ok)
-            fprintf(stderr, "    bugs %d %d, base %g, layout %d\n", b0, b1,
-                    cbase, il);
+            fprintf(stderr, "    bugs %d %d, base %g, layout %d\n", b0, b1, cbase, il);
         for (size_t q = 0; q < nw; q++) {
             tried[want[q]]++;
             found[want[q]] += ok;
@@ -852,13 +837,12 @@ static void detection_rates(void)
     fprintf(stderr, "diagnose rope detection (encoded, 64x128):");
     for (int q = 0; q < PE_DX_CODE_COUNT; q++)
         if (tried[q]) {
-            fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q],
-                    tried[q]);
+            fprintf(stderr, " %s %d/%d", pe_dx_code_name((pe_dx_code)q), found[q], tried[q]);
             total += tried[q];
             hit += found[q];
         }
-    fprintf(stderr, "; alone %d/%d, pairs %d/%d\n", single_found, single_tried,
-            pair_found, pair_tried);
+    fprintf(stderr, "; alone %d/%d, pairs %d/%d\n", single_found, single_tried, pair_found,
+            pair_tried);
     CHECK(hit == total, "every generated finding detected (%d/%d)", hit, total);
 }
 

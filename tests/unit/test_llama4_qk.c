@@ -18,7 +18,10 @@ static void test_temperature_known(void)
     /* Scout's floor_scale 8192 and attn_scale 0.1: positions below 8191
      * keep q; 8191 and 16383 are the first of floor 1 and 2. */
     const int64_t pos[ROWS] = {0, 1, 8190, 8191, 16383, 100000};
-    const double s[ROWS] = {1.0, 1.0, 1.0, 1.0 + 0.1 * 0.69314718055994531,
+    const double s[ROWS] = {1.0,
+                            1.0,
+                            1.0,
+                            1.0 + 0.1 * 0.69314718055994531,
                             1.0 + 0.1 * 1.0986122886681098,
                             1.0 + 0.1 * 2.5649493574615367 /* log(13): floor(100001/8192) = 12 */};
     float x[ROWS * STRIDE];

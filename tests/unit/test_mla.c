@@ -20,8 +20,7 @@ static void fill(float *x, size_t n, uint64_t *rng)
 }
 
 /* y[out] = x[in] . w[in][out], then RMSNorm with weight when norm_w */
-static void ref_linear(const long double *x, size_t in, const float *w, size_t out,
-                       long double *y)
+static void ref_linear(const long double *x, size_t in, const float *w, size_t out, long double *y)
 {
     for (size_t o = 0; o < out; o++) {
         long double s = 0;
@@ -55,10 +54,20 @@ static void run(bool low_rank)
         q_a_norm[i] = (float)test_uniform(&rng, 0.5, 1.5);
     for (size_t i = 0; i < KVL; i++)
         kv_a_norm[i] = (float)test_uniform(&rng, 0.5, 1.5);
-    pe_mla_weights w = {.d_model = D, .heads = H, .q_lora_rank = low_rank ? QL : 0,
-                        .kv_lora_rank = KVL, .nope_dim = NOPE, .rope_dim = ROPE, .v_dim = V,
-                        .q_norm_eps = 1e-6, .kv_norm_eps = 1e-5, .q_a = low_rank ? q_a : NULL,
-                        .q_a_norm = q_a_norm, .q_b = q_b, .kv_a = kv_a, .kv_a_norm = kv_a_norm,
+    pe_mla_weights w = {.d_model = D,
+                        .heads = H,
+                        .q_lora_rank = low_rank ? QL : 0,
+                        .kv_lora_rank = KVL,
+                        .nope_dim = NOPE,
+                        .rope_dim = ROPE,
+                        .v_dim = V,
+                        .q_norm_eps = 1e-6,
+                        .kv_norm_eps = 1e-5,
+                        .q_a = low_rank ? q_a : NULL,
+                        .q_a_norm = q_a_norm,
+                        .q_b = q_b,
+                        .kv_a = kv_a,
+                        .kv_a_norm = kv_a_norm,
                         .kv_b = kv_b};
     CHECK(pe_mla_width(&w) == WIDTH && pe_mla_qk_width(&w) == QD, "mla widths");
     CHECK(pe_mla_project(&w, z, N, out) == PE_OK, "mla project ok");

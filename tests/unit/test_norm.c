@@ -11,8 +11,8 @@
 enum { D = 37 };
 
 /* Reference: long double, mean and variance in separate passes. */
-static void ref_layer(const double *z, size_t d, const float *w, const float *b,
-                      long double eps, double *out)
+static void ref_layer(const double *z, size_t d, const float *w, const float *b, long double eps,
+                      double *out)
 {
     long double mean = 0, var = 0;
     for (size_t j = 0; j < d; j++)
@@ -22,12 +22,10 @@ static void ref_layer(const double *z, size_t d, const float *w, const float *b,
         var += (z[j] - mean) * (z[j] - mean);
     var /= d;
     for (size_t j = 0; j < d; j++)
-        out[j] = (double)((z[j] - mean) / sqrtl(var + eps) * w[j] +
-                          (b ? b[j] : 0.0L));
+        out[j] = (double)((z[j] - mean) / sqrtl(var + eps) * w[j] + (b ? b[j] : 0.0L));
 }
 
-static void ref_rms(const double *z, size_t d, const float *w, long double eps,
-                    double *out)
+static void ref_rms(const double *z, size_t d, const float *w, long double eps, double *out)
 {
     long double ss = 0;
     for (size_t j = 0; j < d; j++)

@@ -42,8 +42,7 @@ static void fused_layout(void)
     for (size_t e = 0; e < KC; e++)
         bv[e] = -(float)e - 1;
 
-    CHECK(pe_qkv_weights_init(&w, DM, H, KV, HD, wq, wk, wv, bq, NULL, bv) ==
-              PE_OK,
+    CHECK(pe_qkv_weights_init(&w, DM, H, KV, HD, wq, wk, wv, bq, NULL, bv) == PE_OK,
           "qkv init PE_OK");
     CHECK(pe_qkv_width(&w) == QC + 2 * KC, "qkv width (h + 2 kv) * hd");
     for (size_t r = 0; r < DM; r++)
@@ -56,34 +55,29 @@ static void fused_layout(void)
     CHECK(ok, "w_qkv rows are wq | wk | wv");
     ok = w.b_qkv != NULL;
     for (size_t c = 0; ok && c < QC + 2 * KC; c++)
-        ok &= w.b_qkv[c] == (c < QC        ? bq[c]
-                             : c < QC + KC ? 0.0f
-                                           : bv[c - QC - KC]);
+        ok &= w.b_qkv[c] == (c < QC ? bq[c] : c < QC + KC ? 0.0f : bv[c - QC - KC]);
     CHECK(ok, "b_qkv is bq | 0 | bv when bk is NULL");
     pe_qkv_weights_free(&w);
     CHECK(w.w_qkv == NULL && w.b_qkv == NULL, "free empties the struct");
     pe_qkv_weights_free(&w);
     pe_qkv_weights_free(NULL);
 
-    CHECK(pe_qkv_weights_init(&w, DM, H, KV, HD, wq, wk, wv, NULL, NULL,
-                              NULL) == PE_OK &&
+    CHECK(pe_qkv_weights_init(&w, DM, H, KV, HD, wq, wk, wv, NULL, NULL, NULL) == PE_OK &&
               w.b_qkv == NULL,
           "no biases: b_qkv stays NULL");
     pe_qkv_weights_free(&w);
 
-    CHECK(pe_qkv_weights_init(&w, SIZE_MAX / 2, H, KV, HD, wq, wk, wv, NULL,
-                              NULL, NULL) == PE_ENOMEM &&
+    CHECK(pe_qkv_weights_init(&w, SIZE_MAX / 2, H, KV, HD, wq, wk, wv, NULL, NULL, NULL) ==
+                  PE_ENOMEM &&
               w.w_qkv == NULL && w.b_qkv == NULL,
           "size overflow: PE_ENOMEM, struct left empty");
-    CHECK(pe_qkv_weights_init(&w, DM, 3, 2, HD, wq, wk, wv, NULL, NULL, NULL) ==
-                  PE_EINVAL &&
+    CHECK(pe_qkv_weights_init(&w, DM, 3, 2, HD, wq, wk, wv, NULL, NULL, NULL) == PE_EINVAL &&
               w.w_qkv == NULL,
           "kv_heads not dividing heads: PE_EINVAL");
 }
 
 /* Projection and scores of one configuration vs naive double loops. */
-static void project_and_score(size_t n, size_t dm, size_t h, size_t kv,
-                              size_t hd, bool with_bias)
+static void project_and_score(size_t n, size_t dm, size_t h, size_t kv, size_t hd, bool with_bias)
 {
     uint64_t rng = 1000 + n;
     size_t qc = h * hd, kc = kv * hd, width = qc + 2 * kc;
@@ -100,14 +94,12 @@ static void project_and_score(size_t n, size_t dm, size_t h, size_t kv,
     pe_qkv_weights w = {0};
     bool ok = true;
 
-    if (!wq || !wk || !wv || !bq || !bk || !bv || !z || !bias || !qkv ||
-        !scores) {
+    if (!wq || !wk || !wv || !bq || !bk || !bv || !z || !bias || !qkv || !scores) {
         CHECK(false, "out of memory");
         goto done;
     }
-    if (pe_qkv_weights_init(&w, dm, h, kv, hd, wq, wk, wv,
-                            with_bias ? bq : NULL, with_bias ? bk : NULL,
-                            with_bias ? bv : NULL) != PE_OK) {
+    if (pe_qkv_weights_init(&w, dm, h, kv, hd, wq, wk, wv, with_bias ? bq : NULL,
+                            with_bias ? bk : NULL, with_bias ? bv : NULL) != PE_OK) {
         CHECK(false, "qkv init");
         goto done;
     }
@@ -134,8 +126,7 @@ static void project_and_score(size_t n, size_t dm, size_t h, size_t kv,
     double scale = 1.0 / sqrt((double)hd);
     for (int b = 0; b < 2; b++) {
         const float *bb = b ? bias : NULL;
-        pe_attention_scores(qkv, width, qkv + qc, width, n, h, kv, hd, scale,
-                            bb, scores);
+        pe_attention_scores(qkv, width, qkv + qc, width, n, h, kv, hd, scale, bb, scores);
         ok = true;
         for (size_t hh = 0; hh < h; hh++) {
             size_t g = hh / (h / kv);
@@ -150,12 +141,10 @@ static void project_and_score(size_t n, size_t dm, size_t h, size_t kv,
                     }
                     size_t at = (hh * n + i) * n + j;
                     double want = scale * dot + (bb ? bb[at] : 0.0);
-                    ok &= close_rel(scores[at], want,
-                                    scale * mag + (bb ? fabs(bb[at]) : 0.0));
+                    ok &= close_rel(scores[at], want, scale * mag + (bb ? fabs(bb[at]) : 0.0));
                 }
         }
-        CHECK(ok, "scores t %zu heads %zu/%zu bias %d vs naive double", n, h,
-              kv, b);
+        CHECK(ok, "scores t %zu heads %zu/%zu bias %d vs naive double", n, h, kv, b);
     }
 done:
     pe_qkv_weights_free(&w);

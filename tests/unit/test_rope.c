@@ -11,8 +11,7 @@
 #include "check.h"
 #include "posenc.h"
 
-static pe_rope rope_cfg(size_t head_dim, size_t rotary_dim,
-                        pe_rope_layout layout)
+static pe_rope rope_cfg(size_t head_dim, size_t rotary_dim, pe_rope_layout layout)
 {
     pe_rope r;
     memset(&r, 0, sizeof r);
@@ -24,8 +23,8 @@ static pe_rope rope_cfg(size_t head_dim, size_t rotary_dim,
 }
 
 /* Rotates n rows of width floats with the configuration's own frequencies. */
-static void rotate(const pe_rope *rope, const int64_t *pos, size_t n,
-                   size_t width, const float *x, float *out)
+static void rotate(const pe_rope *rope, const int64_t *pos, size_t n, size_t width, const float *x,
+                   float *out)
 {
     double inv[256], att = 0;
     if (pe_rope_frequencies(rope, 1.0, inv, &att) != PE_OK || att != 1.0)
@@ -44,12 +43,10 @@ static void anchor_vectors(void)
         {4, PE_ROPE_INTERLEAVED, {-1.272233, -1.838865, 2.878668, 4.088187}},
         {8,
          PE_ROPE_HALF,
-         {-1.695593, 0.137552, 2.788682, 3.975982, -4.808842, 6.323059,
-          7.086837, 8.011964}},
+         {-1.695593, 0.137552, 2.788682, 3.975982, -4.808842, 6.323059, 7.086837, 8.011964}},
         {8,
          PE_ROPE_INTERLEAVED,
-         {-1.272233, -1.838865, 1.683929, 4.707907, 4.817777, 6.147278,
-          6.975969, 8.020964}},
+         {-1.272233, -1.838865, 1.683929, 4.707907, 4.817777, 6.147278, 6.975969, 8.020964}},
     };
     static const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     static const double norms[2] = {5.477226, 14.282857};
@@ -60,26 +57,22 @@ static void anchor_vectors(void)
         float out[8];
         double norm = 0;
         rotate(&rope, &p, 1, cases[c].d, x, out);
-        CHECK_CLOSE(out, cases[c].want, cases[c].d, 1.5e-6,
-                    "rope at position 3, anchor 11.2");
+        CHECK_CLOSE(out, cases[c].want, cases[c].d, 1.5e-6, "rope at position 3, anchor 11.2");
         for (size_t j = 0; j < cases[c].d; j++)
             norm += (double)out[j] * out[j];
-        CHECK_NEAR(sqrt(norm), norms[cases[c].d == 8], 2e-6,
-                   "rotation preserves the norm");
+        CHECK_NEAR(sqrt(norm), norms[cases[c].d == 8], 2e-6, "rotation preserves the norm");
     }
 
     /* Partial rotary: head 8, rotary 4 (frequencies from 4), half. */
     pe_rope partial = rope_cfg(8, 4, PE_ROPE_HALF);
-    static const double want_partial[8] = {
-        -1.413353, 1.879118, -2.828857, 4.058191, 5, 6, 7, 8};
+    static const double want_partial[8] = {-1.413353, 1.879118, -2.828857, 4.058191, 5, 6, 7, 8};
     float out[8];
     rotate(&partial, &p, 1, 8, x, out);
     CHECK_CLOSE(out, want_partial, 8, 1.5e-6, "partial rotary, anchor 11.2");
 
     /* x NULL, half: vLLM's cos_sin_cache row [cos x4 | sin x4]. */
-    static const double want_vllm[8] = {-0.989992, 0.955336, 0.999550,
-                                        0.999996,  0.141120, 0.295520,
-                                        0.029996,  0.003000};
+    static const double want_vllm[8] = {-0.989992, 0.955336, 0.999550, 0.999996,
+                                        0.141120,  0.295520, 0.029996, 0.003000};
     pe_rope full = rope_cfg(8, 8, PE_ROPE_HALF);
     rotate(&full, &p, 1, 8, NULL, out);
     CHECK_CLOSE(out, want_vllm, 8, 1e-6, "bare half table = vLLM cos_sin row");
@@ -102,8 +95,7 @@ static void bare_tables(void)
         w[4] = w[5] = w[6] = w[7] = 1.0;
     }
     pe_rope_apply(&rope, inv, 1.5, &p, 1, 16, NULL, 16, out, 16);
-    CHECK_CLOSE(out, want, 16, 2e-7,
-                "bare interleaved table, two heads, attention factor 1.5");
+    CHECK_CLOSE(out, want, 16, 2e-7, "bare interleaved table, two heads, attention factor 1.5");
 }
 
 /* Independent reference: each pair as a complex number times e^(i p w). */
@@ -163,8 +155,7 @@ static void permutation_identity(void)
     for (size_t r = 0; r < 2; r++)
         for (size_t h = 0; h < W / HD; h++)
             for (size_t k = 0; k < HD; k++)
-                same &=
-                    half[r * W + h * HD + k] == inter[r * W + h * HD + P[k]];
+                same &= half[r * W + h * HD + k] == inter[r * W + h * HD + P[k]];
     CHECK(same, "neox(x[P]) == interleaved(x)[P] exactly");
 }
 
@@ -179,10 +170,8 @@ static double dot8(const float *a, const float *b)
 /* q.k depends on the distance only: (7,3) and (104,100) agree. */
 static void relative_invariance(void)
 {
-    static const float q[8] = {0.3f,  -1.2f, 0.8f, 2.0f,
-                               -0.5f, 0.1f,  1.7f, -0.9f};
-    static const float k[8] = {1.1f, 0.4f,  -0.7f, 0.2f,
-                               0.9f, -1.5f, 0.6f,  0.05f};
+    static const float q[8] = {0.3f, -1.2f, 0.8f, 2.0f, -0.5f, 0.1f, 1.7f, -0.9f};
+    static const float k[8] = {1.1f, 0.4f, -0.7f, 0.2f, 0.9f, -1.5f, 0.6f, 0.05f};
     static const int64_t pq[2] = {7, 104}, pk[2] = {3, 100};
 
     for (int l = 0; l < 2; l++) {
@@ -282,8 +271,8 @@ static void large_positions(void)
         }
         rotate(&rope, &p, 1, D, NULL, out);
         CHECK_CLOSE(out, want, D, 1e-6, "rope cos/sin at a large position");
-        CHECK(naive_err > 1e-3, "float32 rope angles at %lld err %.3g > 1e-3",
-              (long long)p, naive_err);
+        CHECK(naive_err > 1e-3, "float32 rope angles at %lld err %.3g > 1e-3", (long long)p,
+              naive_err);
     }
 }
 
@@ -301,7 +290,9 @@ static void cached_table(void)
     for (size_t i = 0; i < N * W; i++)
         x[i] = (float)test_uniform(&state, -2, 2);
     for (int layout = 0; layout < 2; layout++) {
-        pe_rope rope = {.base = 500.0, .head_dim = HD, .rotary_dim = ROT,
+        pe_rope rope = {.base = 500.0,
+                        .head_dim = HD,
+                        .rotary_dim = ROT,
                         .layout = (pe_rope_layout)layout};
         double af = 0;
         CHECK(pe_rope_frequencies(&rope, 1.0, inv_freq, &af) == PE_OK, "frequencies");

@@ -29,14 +29,8 @@ static void llama3(void)
     static const struct {
         double theta, orig, scaled[4], divisor[4];
     } cases[] = {
-        {500000,
-         8192,
-         {1.000000, 0.037606, 0.000525, 0.000007},
-         {1, 1, 2.694530, 8}},
-        {10000,
-         1024,
-         {1.000000, 0.100000, 0.003087, 0.000125},
-         {1, 1, 3.239642, 8}},
+        {500000, 8192, {1.000000, 0.037606, 0.000525, 0.000007}, {1, 1, 2.694530, 8}},
+        {10000, 1024, {1.000000, 0.100000, 0.003087, 0.000125}, {1, 1, 3.239642, 8}},
     };
     for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
         pe_rope r = cfg(cases[c].theta, PE_ROPE_SCALING_LLAMA3, 8);
@@ -68,8 +62,7 @@ static void yarn(void)
     r.scaling.original_max_position_embeddings = 2048;
 
     /* truncate: low/high (1,3), e = [1, 1, 0.5, 0], w = [1, .1, .01, .001]. */
-    static const double want_t[4] = {1, 0.1, 0.01 * 0.5 + 0.0025 * 0.5,
-                                     0.001 / 4};
+    static const double want_t[4] = {1, 0.1, 0.01 * 0.5 + 0.0025 * 0.5, 0.001 / 4};
     CHECK(pe_rope_frequencies(&r, 1, inv, &att) == PE_OK, "yarn PE_OK");
     CHECK_CLOSE_D(inv, want_t, 4, 1e-15, "yarn truncate inv_freq, 11.3");
     CHECK_NEAR(att, 1 + 0.1 * log(4.0), 1e-15, "yarn default attention factor");
@@ -90,8 +83,7 @@ static void yarn(void)
     static const double want_nt[4] = {1, 0.1, 0.005057, 0.00025};
     pe_rope_frequencies(&r, 1, inv, &att);
     CHECK_CLOSE_D(inv, want_nt, 4, 1e-6, "yarn no-truncate inv_freq, 11.3");
-    CHECK_NEAR((inv[2] - 0.0025) / 0.0075, 0.340930, 1e-6,
-               "yarn no-truncate ramp weight e2, 11.3");
+    CHECK_NEAR((inv[2] - 0.0025) / 0.0075, 0.340930, 1e-6, "yarn no-truncate ramp weight e2, 11.3");
 
     /* A huge context and beta_fast: low 2, high ceil(8.2) clamped to
      * dim - 1 = 7, so e3 = 1 - (3 - 2)/(7 - 2) = 0.8. */
@@ -99,16 +91,14 @@ static void yarn(void)
     wide.scaling.original_max_position_embeddings = 1e9;
     wide.scaling.has_beta_fast = true;
     wide.scaling.beta_fast = 1e6;
-    static const double want_wide[4] = {1, 0.1, 0.01,
-                                        0.001 * 0.8 + 0.00025 * 0.2};
+    static const double want_wide[4] = {1, 0.1, 0.01, 0.001 * 0.8 + 0.00025 * 0.2};
     pe_rope_frequencies(&wide, 1, inv, &att);
     CHECK_CLOSE_D(inv, want_wide, 4, 1e-15, "yarn high clamped to dim - 1");
 
     r.scaling.has_mscale = r.scaling.has_mscale_all_dim = true;
     r.scaling.mscale = 1, r.scaling.mscale_all_dim = 1;
     pe_rope_frequencies(&r, 1, inv, &att);
-    CHECK(att == 1.0, "yarn mscale = mscale_all_dim: factor 1 (got %.17g)",
-          att);
+    CHECK(att == 1.0, "yarn mscale = mscale_all_dim: factor 1 (got %.17g)", att);
     r.scaling.mscale_all_dim = 0.707;
     pe_rope_frequencies(&r, 1, inv, &att);
     CHECK_NEAR(att, 1.036993, 1e-6, "yarn mscale 1 / all_dim 0.707, 11.3");
@@ -127,17 +117,14 @@ static void dynamic_linear(void)
     pe_rope_frequencies(&plain, 1, def, &att);
 
     pe_rope_frequencies(&dyn, 1000, inv, &att);
-    CHECK(memcmp(inv, def, sizeof inv) == 0,
-          "dynamic seq 1000: base unchanged");
+    CHECK(memcmp(inv, def, sizeof inv) == 0, "dynamic seq 1000: base unchanged");
     pe_rope_frequencies(&dyn, 2048, inv, &att);
-    CHECK(memcmp(inv, def, sizeof inv) == 0,
-          "dynamic seq 2048: base unchanged");
+    CHECK(memcmp(inv, def, sizeof inv) == 0, "dynamic seq 2048: base unchanged");
     static const double want[4] = {1.000000, 0.069336, 0.004807, 0.000333};
     CHECK(pe_rope_frequencies(&dyn, 4096, inv, &att) == PE_OK && att == 1.0,
           "dynamic PE_OK, attention factor 1");
     CHECK_CLOSE_D(inv, want, 4, 1e-6, "dynamic seq 4096, 11.3");
-    CHECK_NEAR(pow(inv[1], -4.0), 43267.487109, 1e-5,
-               "dynamic seq 4096: base 43267.487109, 11.3");
+    CHECK_NEAR(pow(inv[1], -4.0), 43267.487109, 1e-5, "dynamic seq 4096: base 43267.487109, 11.3");
 
     pe_rope lin = cfg(10000, PE_ROPE_SCALING_LINEAR, 4);
     static const double want_lin[4] = {0.25, 0.025, 0.0025, 0.00025};
@@ -159,13 +146,11 @@ static void longrope(void)
     CHECK(pe_rope_frequencies(&r, 4096, inv, &att) == PE_OK, "longrope PE_OK");
     CHECK_CLOSE_D(inv, want_short, 4, 1e-6, "longrope short factors, 11.3");
     CHECK_NEAR(att, 1.190238, 1e-6, "longrope attention factor, 11.3");
-    CHECK_NEAR(att, sqrt(1 + log(32.0) / log(4096.0)), 1e-15,
-               "longrope attention factor formula");
+    CHECK_NEAR(att, sqrt(1 + log(32.0) / log(4096.0)), 1e-15, "longrope attention factor formula");
 
     static const double want_long[4] = {0.5, 0.05, 0.005, 0.0005};
     pe_rope_frequencies(&r, 4097, inv, &att);
-    CHECK_CLOSE_D(inv, want_long, 4, 1e-15,
-                  "longrope seq > orig: long factors");
+    CHECK_CLOSE_D(inv, want_long, 4, 1e-15, "longrope seq > orig: long factors");
 
     r.scaling.has_factor = false;
     pe_rope_frequencies(&r, 1, inv, &att);
@@ -185,16 +170,13 @@ static void invalid(void)
     CHECK(pe_rope_frequencies(&dyn, 4096, inv, &att) == PE_EINVAL,
           "dynamic with rotary_dim 2: PE_EINVAL");
     pe_rope lin = cfg(10000, PE_ROPE_SCALING_LINEAR, 0);
-    CHECK(pe_rope_frequencies(&lin, 1, inv, &att) == PE_EINVAL,
-          "linear factor 0: PE_EINVAL");
+    CHECK(pe_rope_frequencies(&lin, 1, inv, &att) == PE_EINVAL, "linear factor 0: PE_EINVAL");
     pe_rope yarn = cfg(10000, PE_ROPE_SCALING_YARN, -1);
     yarn.scaling.original_max_position_embeddings = 2048;
-    CHECK(pe_rope_frequencies(&yarn, 1, inv, &att) == PE_EINVAL,
-          "yarn factor -1: PE_EINVAL");
+    CHECK(pe_rope_frequencies(&yarn, 1, inv, &att) == PE_EINVAL, "yarn factor -1: PE_EINVAL");
     pe_rope odd = cfg(10000, PE_ROPE_SCALING_NONE, 0);
     odd.rotary_dim = 7;
-    CHECK(pe_rope_frequencies(&odd, 1, inv, &att) == PE_EINVAL,
-          "odd rotary_dim: PE_EINVAL");
+    CHECK(pe_rope_frequencies(&odd, 1, inv, &att) == PE_EINVAL, "odd rotary_dim: PE_EINVAL");
     pe_rope lr = cfg(10000, PE_ROPE_SCALING_LONGROPE, 1);
     static const double sf[4] = {1, 1, 1, 1};
     lr.scaling.original_max_position_embeddings = 16;

@@ -30,28 +30,23 @@ static void anchor_vectors(void)
         {PE_SIN_INTERLEAVED,
          5,
          8,
-         {-0.958924, 0.283662, 0.479426, 0.877583, 0.049979, 0.998750, 0.005000,
-          0.999988}},
+         {-0.958924, 0.283662, 0.479426, 0.877583, 0.049979, 0.998750, 0.005000, 0.999988}},
         {PE_SIN_SPLIT,
          5,
          8,
-         {-0.958924, 0.479426, 0.049979, 0.005000, 0.283662, 0.877583, 0.998750,
-          0.999988}},
+         {-0.958924, 0.479426, 0.049979, 0.005000, 0.283662, 0.877583, 0.998750, 0.999988}},
     };
     for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
         double row[8];
         float out[8];
         pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = cases[c].layout};
 
-        pe_sinusoidal_row(10000.0, cases[c].layout, cases[c].pos, cases[c].d,
-                          row);
-        CHECK_CLOSE_D(row, cases[c].want, cases[c].d, 1e-6,
-                      "sinusoidal row, anchor 11.1");
-        CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, &cases[c].pos, 1,
-                                 cases[c].d, out, NULL) == PE_OK,
+        pe_sinusoidal_row(10000.0, cases[c].layout, cases[c].pos, cases[c].d, row);
+        CHECK_CLOSE_D(row, cases[c].want, cases[c].d, 1e-6, "sinusoidal row, anchor 11.1");
+        CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, &cases[c].pos, 1, cases[c].d, out, NULL) ==
+                  PE_OK,
               "bare sinusoidal table returns PE_OK");
-        CHECK_CLOSE(out, cases[c].want, cases[c].d, 1e-6,
-                    "bare sinusoidal table, anchor 11.1");
+        CHECK_CLOSE(out, cases[c].want, cases[c].d, 1e-6, "bare sinusoidal table, anchor 11.1");
     }
 }
 
@@ -66,10 +61,8 @@ static void odd_width(void)
         s[i] = sinl(3 * ref_freq(10000.0L, i, 5));
         c[i] = cosl(3 * ref_freq(10000.0L, i, 5));
     }
-    double wi[5] = {(double)s[0], (double)c[0], (double)s[1], (double)c[1],
-                    (double)s[2]};
-    double ws[5] = {(double)s[0], (double)s[1], (double)s[2], (double)c[0],
-                    (double)c[1]};
+    double wi[5] = {(double)s[0], (double)c[0], (double)s[1], (double)c[1], (double)s[2]};
+    double ws[5] = {(double)s[0], (double)s[1], (double)s[2], (double)c[0], (double)c[1]};
     for (size_t j = 0; j < 5; j++) {
         want_i[j] = wi[j];
         want_s[j] = ws[j];
@@ -110,8 +103,7 @@ static void recurrence(void)
         }
     }
     pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 10000.0, .layout = PE_SIN_INTERLEAVED};
-    CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, pos, N, D, out, NULL) ==
-              PE_OK,
+    CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, pos, N, D, out, NULL) == PE_OK,
           "recurrence table returns PE_OK");
     CHECK_CLOSE(out, want, N * D, 1e-6, "table vs angle-addition recurrence");
 done:
@@ -143,15 +135,13 @@ static void large_positions(void)
             float wf = 1.0f / powf(10000.0f, (float)(2 * i) / (float)D);
             float tf = (float)p * wf;
             naive_err = fmax(naive_err, fabs((double)sinf(tf) - want[2 * i]));
-            naive_err =
-                fmax(naive_err, fabs((double)cosf(tf) - want[2 * i + 1]));
+            naive_err = fmax(naive_err, fabs((double)cosf(tf) - want[2 * i + 1]));
         }
-        CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, &p, 1, D, out, NULL) ==
-                  PE_OK,
+        CHECK(pe_encode_absolute(&pe, NULL, 1.0, NULL, &p, 1, D, out, NULL) == PE_OK,
               "large position returns PE_OK");
         CHECK_CLOSE(out, want, D, 1e-6, "sinusoidal at a large position");
-        CHECK(naive_err > 1e-3, "float32 angles at %lld err %.3g, want > 1e-3",
-              (long long)p, naive_err);
+        CHECK(naive_err > 1e-3, "float32 angles at %lld err %.3g, want > 1e-3", (long long)p,
+              naive_err);
     }
 }
 
@@ -168,7 +158,8 @@ static void cached_table(void)
     for (size_t i = 0; i < N * D; i++)
         x[i] = (float)test_uniform(&state, -1, 1);
     for (int layout = 0; layout < 2; layout++) {
-        pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL, .base = 500.0,
+        pe_absolute pe = {.kind = PE_ABS_SINUSOIDAL,
+                          .base = 500.0,
                           .layout = (pe_sin_layout)layout};
         pe_sinusoidal_table(pe.base, pe.layout, D, ROWS, table);
         CHECK(pe_encode_absolute(&pe, NULL, 1.5, x, positions, N, D, without, NULL) == PE_OK,
@@ -177,8 +168,8 @@ static void cached_table(void)
         pe.cache_rows = ROWS;
         CHECK(pe_encode_absolute(&pe, NULL, 1.5, x, positions, N, D, with, NULL) == PE_OK,
               "cached");
-        CHECK(memcmp(with, without, sizeof with) == 0, "cached rows equal computed rows (layout %d)",
-              layout);
+        CHECK(memcmp(with, without, sizeof with) == 0,
+              "cached rows equal computed rows (layout %d)", layout);
     }
 }
 

@@ -7,23 +7,20 @@
 
 static void buckets(void)
 {
-    static const int64_t rel[] = {-200, -128, -127, -91, -90, -64, -63, -32,
-                                  -31,  -16,  -15,  -12, -11, -8,  -7,  -1,
-                                  0,    1,    7,    8,   11,  12,  16,  32,
-                                  63,   64,   90,   91,  127, 128, 200};
-    static const size_t bidir[] = {15, 15, 15, 15, 14, 14, 13, 12, 11, 10, 9,
-                                   9,  8,  8,  7,  1,  0,  17, 23, 24, 24, 25,
-                                   26, 28, 29, 30, 30, 31, 31, 31, 31};
-    static const size_t decoder[] = {31, 31, 31, 29, 29, 26, 26, 21, 21, 16, 15,
-                                     12, 11, 8,  7,  1,  0,  0,  0,  0,  0,  0,
-                                     0,  0,  0,  0,  0,  0,  0,  0,  0};
+    static const int64_t rel[] = {-200, -128, -127, -91, -90, -64, -63, -32, -31, -16, -15,
+                                  -12,  -11,  -8,   -7,  -1,  0,   1,   7,   8,   11,  12,
+                                  16,   32,   63,   64,  90,  91,  127, 128, 200};
+    static const size_t bidir[] = {15, 15, 15, 15, 14, 14, 13, 12, 11, 10, 9,  9,  8,  8,  7, 1,
+                                   0,  17, 23, 24, 24, 25, 26, 28, 29, 30, 30, 31, 31, 31, 31};
+    static const size_t decoder[] = {31, 31, 31, 29, 29, 26, 26, 21, 21, 16, 15, 12, 11, 8, 7, 1,
+                                     0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0, 0};
     for (size_t k = 0; k < ARRAY_LEN(rel); k++) {
         size_t b = pe_t5_bucket(rel[k], true, 32, 128);
         size_t u = pe_t5_bucket(rel[k], false, 32, 128);
-        CHECK(b == bidir[k], "t5 bidirectional rel %lld: got %zu want %zu",
-              (long long)rel[k], b, bidir[k]);
-        CHECK(u == decoder[k], "t5 decoder rel %lld: got %zu want %zu",
-              (long long)rel[k], u, decoder[k]);
+        CHECK(b == bidir[k], "t5 bidirectional rel %lld: got %zu want %zu", (long long)rel[k], b,
+              bidir[k]);
+        CHECK(u == decoder[k], "t5 decoder rel %lld: got %zu want %zu", (long long)rel[k], u,
+              decoder[k]);
     }
 
     /* Bucket edges of 11.5 (bidirectional, key before the query). */

@@ -38,8 +38,8 @@ static void run_request(const shared *s, result *r)
     pe_project_qkv(&s->w, r->enc, T, r->qkv);
     pe_rope_frequencies(&rope, T, inv, &att);
     pe_rope_apply(&rope, inv, att, s->pos, T, 2 * H * HD, r->qkv, W, r->qkv, W);
-    pe_attention_scores(r->qkv, W, r->qkv + H * HD, W, T, H, H, HD,
-                        1.0 / sqrt((double)HD), NULL, r->scores);
+    pe_attention_scores(r->qkv, W, r->qkv + H * HD, W, T, H, H, HD, 1.0 / sqrt((double)HD), NULL,
+                        r->scores);
 }
 
 typedef struct worker {
@@ -88,8 +88,8 @@ void test_threads(void)
     for (size_t t = 0; t < T; t++)
         s->pos[t] = (int64_t)(t * 1009);
     pe_default_weights(3, DM, wq, wq + DM * DM, wq + 2 * DM * DM);
-    if (pe_qkv_weights_init(&s->w, DM, H, H, HD, wq, wq + DM * DM,
-                            wq + 2 * DM * DM, NULL, NULL, NULL) != PE_OK) {
+    if (pe_qkv_weights_init(&s->w, DM, H, H, HD, wq, wq + DM * DM, wq + 2 * DM * DM, NULL, NULL,
+                            NULL) != PE_OK) {
         CHECK(false, "qkv init");
         goto done;
     }
