@@ -1,7 +1,12 @@
 # posenc - positional encodings as a service.
 #
 #   make run        install missing Debian packages, build, start on :8080
-#   make test       install missing packages, build, run the whole suite
+#   make test       install missing packages, check the layers and the format,
+#                   build, run the whole suite
+#   make check-layers  includes against the layers' direction, include circles
+#   make format-check  files that differ from .clang-format
+#   make test-alloc every allocation along a request or a model load failed in
+#                   turn (ASan), each must end in a clean answer
 #   make test-asan  the suite again under AddressSanitizer + UBSan
 #   make test-valgrind  the suite with the server under valgrind (memcheck)
 #   make test-soak  wrk + fault injection against the ASan server, RSS check,
@@ -133,6 +138,7 @@ run: deps
 
 test: test-deps
 	@$(MAKE) --no-print-directory check-layers
+	@tools/format-check.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	BUILD=$(BUILD) tests/run.sh
 
