@@ -341,6 +341,22 @@ int request_check_output(const api_service *svc, size_t n, const char *what, api
     return 0;
 }
 
+/* The scheme and its params (decode_scheme), then the service's limits on
+ * the heads and head size they ask for. */
+static int decode_scheme_in_limits(const api_service *svc, request *rq, api_error *err)
+{
+    if (decode_scheme(rq, err))
+        return -1;
+    if (rq->scheme.heads > svc->limits.max_heads)
+        return api_fail(err, API_E_TOO_LARGE, "params.heads", "heads %zu exceeds the limit of %zu",
+                        rq->scheme.heads, svc->limits.max_heads);
+    if (rq->scheme.head_dim > svc->limits.max_dim)
+        return api_fail(err, API_E_TOO_LARGE, "params.head_dim",
+                        "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
+                        svc->limits.max_dim);
+    return 0;
+}
+
 /* Decode scheme/params, shape, embeddings (unless rq->x is already set),
  * limits, embed_scale, encoding and positions. */
 static int request_common(const api_service *svc, request *rq, api_error *err)
@@ -352,15 +368,8 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
     bool present;
     int which = 0;
 
-    if (decode_scheme(rq, err))
+    if (decode_scheme_in_limits(svc, rq, err))
         return -1;
-    if (rq->scheme.heads > svc->limits.max_heads)
-        return api_fail(err, API_E_TOO_LARGE, "params.heads", "heads %zu exceeds the limit of %zu",
-                        rq->scheme.heads, svc->limits.max_heads);
-    if (rq->scheme.head_dim > svc->limits.max_dim)
-        return api_fail(err, API_E_TOO_LARGE, "params.head_dim",
-                        "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
-                        svc->limits.max_dim);
     if (!rq->x.data && embeddings) {
         if (api_json(err, tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3,
                                            &rq->x, &err->json)))
@@ -559,15 +568,8 @@ int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_
     bool present;
     int which = 0;
 
-    if (decode_scheme(rq, err))
+    if (decode_scheme_in_limits(svc, rq, err))
         return -1;
-    if (rq->scheme.heads > svc->limits.max_heads)
-        return api_fail(err, API_E_TOO_LARGE, "params.heads", "heads %zu exceeds the limit of %zu",
-                        rq->scheme.heads, svc->limits.max_heads);
-    if (rq->scheme.head_dim > svc->limits.max_dim)
-        return api_fail(err, API_E_TOO_LARGE, "params.head_dim",
-                        "head_dim %zu exceeds the limit of %zu", rq->scheme.head_dim,
-                        svc->limits.max_dim);
     if (tokens > svc->limits.max_tokens)
         return api_fail(err, API_E_TOO_LARGE, NULL,
                         "%zu tokens exceed the limit of %zu tokens per request", tokens,
