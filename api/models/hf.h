@@ -106,6 +106,26 @@ int hf_check_layer(const hf_load *h, const char *const *keys, model_error *err);
 int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t heads,
                 size_t *head_dim, model_error *err);
 
+/* The attention shape every decoder config gives (hidden_size,
+ * num_attention_heads, num_key_value_heads, head_dim). */
+typedef struct hf_attention_heads {
+    int64_t hidden, heads, kv_heads;
+    int64_t head_dim; /* 0: hidden / heads (hf_set_attention_heads) */
+} hf_attention_heads;
+
+/* hidden_size and num_attention_heads (required), num_key_value_heads
+ * (default: heads), each in [1, SCHEME_MAX_DIM], then hf_check_layer on
+ * num_hidden_layers. a->head_dim is left for the loader to read. */
+int hf_read_attention_heads(const hf_load *h, hf_attention_heads *a, model_error *err);
+
+/* heads must be a multiple of kv_heads: "num_attention_heads %lld is not a
+ * multiple of num_key_value_heads %lld". */
+int hf_check_kv_heads(const hf_load *h, const hf_attention_heads *a, model_error *err);
+
+/* m->d_model, heads, kv_heads and head_dim from `a`; a head_dim of 0 becomes
+ * hidden_size / heads (hf_head_dim's error when it does not divide). */
+int hf_set_attention_heads(hf_load *h, const hf_attention_heads *a, model_error *err);
+
 /* Fail naming the config file: "<config_path>: <message>". A key that is
  * missing or of the wrong type (MODEL_E_KEY)... */
 int hf_config_fail(const hf_load *h, model_error *err, const char *fmt, ...)
@@ -141,6 +161,15 @@ int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features, 
  * (0 = any), for loaders that split or reorder it. *dtype as st_set_read. */
 int hf_tensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out, const char **dtype,
               model_error *err, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+/* Choose h->prefix ("model." or "") by layers.L.self_attn.q_proj.weight,
+ * then read layers.L.self_attn.{q,k,v}_proj.weight into W_WQ/W_WK/W_WV
+ * ([d_model][heads*head_dim], [d_model][kv_heads*head_dim]); m's shape
+ * must be set (hf_set_attention_heads). */
+int hf_qkv_proj_weights(hf_load *h, model_error *err);
+
+/* Read layers.L.self_attn.{q,k,v}_proj.bias into W_BQ/W_BK/W_BV. */
+int hf_qkv_proj_biases(hf_load *h, model_error *err);
 
 /* A new [rows][cols] tensor (uninitialised) for loaders that build a weight. */
 int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);

@@ -31,38 +31,23 @@
 int hf_phi3_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
-    int64_t hidden, heads, kv_heads, head_dim;
+    hf_attention_heads a;
     size_t L = h->layer;
     bool bias;
     char w[80];
     const hf_rope_keys keys = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0};
 
-    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &hidden, err) ||
-        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
-        hf_int(h, HF_KEYS("num_key_value_heads"), false, heads, 1, SCHEME_MAX_DIM, &kv_heads,
-               err) ||
-        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
+    if (hf_read_attention_heads(h, &a, err) ||
         hf_number(h, "rms_norm_eps", 1e-5, true, &m->norm_eps, err) ||
         hf_bool(h, "attention_bias", false, &bias, err) ||
-        hf_int(h, HF_KEYS("head_dim"), false, 0, 1, SCHEME_MAX_DIM, &head_dim, err))
+        hf_int(h, HF_KEYS("head_dim"), false, 0, 1, SCHEME_MAX_DIM, &a.head_dim, err))
         return -1;
     if (bias)
         hf_warn(h, "attention_bias = true is ignored: Phi-3's qkv_proj has no bias");
-    if (heads % kv_heads != 0)
-        return hf_value_fail(h, err,
-                             "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld",
-                             (long long)heads, (long long)kv_heads);
-    if (!head_dim) {
-        size_t hd;
-        if (hf_head_dim(h, "hidden_size", (size_t)hidden, (size_t)heads, &hd, err))
-            return -1;
-        head_dim = (int64_t)hd;
-    }
-    m->d_model = (size_t)hidden;
-    m->heads = (size_t)heads;
-    m->kv_heads = (size_t)kv_heads;
-    m->head_dim = (size_t)head_dim;
+    if (hf_check_kv_heads(h, &a, err))
+        return -1;
+    if (hf_set_attention_heads(h, &a, err))
+        return -1;
     m->scheme = SCHEME_ROPE;
     m->norm = PE_NORM_RMS;
     if (hf_rope_params(h, m->head_dim, &keys, &m->params, err))

@@ -26,28 +26,19 @@
 int hf_qwen3_load(hf_load *h, model_error *err)
 {
     model *m = h->m;
-    int64_t hidden, heads, kv_heads, head_dim;
+    hf_attention_heads a;
     size_t L = h->layer;
     bool bias;
 
-    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &hidden, err) ||
-        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
-        hf_int(h, HF_KEYS("num_key_value_heads"), false, heads, 1, SCHEME_MAX_DIM, &kv_heads,
-               err) ||
-        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
+    if (hf_read_attention_heads(h, &a, err) ||
         hf_number(h, "rms_norm_eps", 1e-6, true, &m->norm_eps, err) ||
         hf_bool(h, "attention_bias", false, &bias, err) ||
-        hf_int(h, HF_KEYS("head_dim"), false, 128, 1, SCHEME_MAX_DIM, &head_dim, err))
+        hf_int(h, HF_KEYS("head_dim"), false, 128, 1, SCHEME_MAX_DIM, &a.head_dim, err))
         return -1;
-    if (heads % kv_heads != 0)
-        return hf_value_fail(h, err,
-                             "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld",
-                             (long long)heads, (long long)kv_heads);
-    m->d_model = (size_t)hidden;
-    m->heads = (size_t)heads;
-    m->kv_heads = (size_t)kv_heads;
-    m->head_dim = (size_t)head_dim;
+    if (hf_check_kv_heads(h, &a, err))
+        return -1;
+    if (hf_set_attention_heads(h, &a, err))
+        return -1;
     m->scheme = SCHEME_ROPE;
     m->norm = PE_NORM_RMS;
     m->qk_norm = MODEL_QK_NORM_PER_HEAD;
@@ -55,20 +46,15 @@ int hf_qwen3_load(hf_load *h, model_error *err)
     if (hf_rope_params(h, m->head_dim, NULL, &m->params, err))
         return -1;
 
-    size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
-    if (hf_pick_prefix(h, HF_KEYS("model.", ""), err, "layers.%zu.self_attn.q_proj.weight", L) ||
-        hf_linear(h, W_WQ, qd, d, err, "layers.%zu.self_attn.q_proj.weight", L) ||
-        hf_linear(h, W_WK, kvd, d, err, "layers.%zu.self_attn.k_proj.weight", L) ||
-        hf_linear(h, W_WV, kvd, d, err, "layers.%zu.self_attn.v_proj.weight", L) ||
+    size_t d = m->d_model;
+    if (hf_qkv_proj_weights(h, err) ||
         hf_weight(h, W_NORM_WEIGHT, 1, d, 0, err, "layers.%zu.input_layernorm.weight", L) ||
         hf_weight(h, W_Q_NORM_WEIGHT, 1, m->head_dim, 0, err, "layers.%zu.self_attn.q_norm.weight",
                   L) ||
         hf_weight(h, W_K_NORM_WEIGHT, 1, m->head_dim, 0, err, "layers.%zu.self_attn.k_norm.weight",
                   L))
         return -1;
-    if (bias && (hf_weight(h, W_BQ, 1, qd, 0, err, "layers.%zu.self_attn.q_proj.bias", L) ||
-                 hf_weight(h, W_BK, 1, kvd, 0, err, "layers.%zu.self_attn.k_proj.bias", L) ||
-                 hf_weight(h, W_BV, 1, kvd, 0, err, "layers.%zu.self_attn.v_proj.bias", L)))
+    if (bias && hf_qkv_proj_biases(h, err))
         return -1;
     if (L == 0 && hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "embed_tokens.weight"))
         return -1;
