@@ -753,7 +753,14 @@ int daemon_start(server_ctx *srv)
         return DAEMON_EXIT_USAGE;
     }
 
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+    /* poll(), not epoll (which MHD_USE_AUTO picks on Linux): with epoll,
+     * libmicrohttpd 0.9.75's MHD_quiesce_daemon marks the workers quiesced
+     * and then removes the listen socket from each worker's epoll set,
+     * while a worker that wakes in between removes it itself; quiesce then
+     * meets ENOENT and aborts the process ("Failed to remove listen FD
+     * from epoll set"), seen on SIGTERM right after a burst of aborted
+     * uploads. With poll, quiesce only signals the workers. */
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
