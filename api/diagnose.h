@@ -3,7 +3,8 @@
  *
  *   diagnose_decode.c  the body -> a subject + a claim (diag_request)
  *   diagnose_write.c   the answer's JSON: errors, findings, params, best
- *   diagnose_qkv.c     q/k/v subjects: project, compare v, diagnose q and k
+ *   diagnose_qkv.c     q/k/v subjects: /apply's forward pass (forward.h),
+ *                      compared; q and k diagnosed from its pre-rotation outputs
  *   diagnose.c         the endpoint: plan, pe_diagnose, answer
  *
  * The numeric search is lib/pe_diagnose.h; nothing here searches.
@@ -57,6 +58,9 @@ void diag_request_free(diag_request *dr);
  * rope claim (the caller frees it with rope_plan_free). */
 int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
                pe_dx_variant *claim, rope_plan *rope, api_error *err);
+
+/* A rope claim as pe_diagnose reads it, from a planned rope. */
+void diag_claim_of_rope(const rope_plan *rope, pe_dx_variant *claim);
 
 /* A learned claim (table or embeddings + encoded subject) answered into
  * *sb: the model's table is compared as is and at small position offsets

@@ -164,7 +164,7 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     case DX_QKV: {
         static const char *const qkv[] = {"q", "k", "v"};
         for (size_t i = 0; i < DX_ARRAYS; i++)
-            if (jf_get(rq->doc.root, qkv[i]) && read_array(dr, i, qkv[i], NULL, 2, 2, err))
+            if (jf_get(rq->doc.root, qkv[i]) && read_array(dr, i, qkv[i], NULL, 2, 3, err))
                 return -1;
         return 0;
     }
@@ -225,6 +225,15 @@ void diag_request_free(diag_request *dr)
     memset(dr, 0, sizeof *dr);
 }
 
+void diag_claim_of_rope(const rope_plan *rope, pe_dx_variant *claim)
+{
+    pe_dx_variant_init(claim);
+    claim->rope = rope->rope;
+    claim->rope.cache = NULL; /* the search computes its own angles */
+    claim->rope.cache_rows = 0;
+    claim->frequency_dim = claim->rope.rotary_dim;
+}
+
 int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
                pe_dx_variant *claim, rope_plan *rope, api_error *err)
 {
@@ -241,10 +250,7 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
     case SCHEME_ROPE:
         if (rope_plan_init(svc, rq, width, fixed_head_dim, rope, err))
             return -1;
-        claim->rope = rope->rope;
-        claim->rope.cache = NULL;
-        claim->rope.cache_rows = 0;
-        claim->frequency_dim = claim->rope.rotary_dim;
+        diag_claim_of_rope(rope, claim);
         return 0;
     case SCHEME_ALIBI:
         claim->alibi_form = s->alibi_form;

@@ -548,7 +548,7 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
     const json_t *ids = jf_get(rq->doc.root, "token_ids");
     const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
 
-    for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv; w++)
+    for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv && !rq->model->mla; w++)
         if (!model_has(rq->model, w))
             return api_fail(err, API_E_MISSING_WEIGHT, "model",
                             "q, k and v need weights.%s, which model '%s' lacks", weight_names[w],

@@ -59,7 +59,12 @@ def command(args):
 
 
 class Server:
-    """A running server; `with Server([...]) as s: s.post(...)`."""
+    """A running server; `with Server([...]) as s: s.post(...)`.
+
+    on_apply, when set (self_diagnose.install), is called as
+    on_apply(server, body, answer) after every /apply that answers 200."""
+
+    on_apply = None
 
     def __init__(self, args, env=None):
         self.err = tempfile.TemporaryFile()
@@ -84,6 +89,12 @@ class Server:
         return self.err.read().decode(errors="replace")
 
     def request(self, path, body=None):
+        status, answer = self.request_raw(path, body)
+        if path == "/apply" and status == 200 and Server.on_apply:
+            Server.on_apply(self, body, answer)
+        return status, answer
+
+    def request_raw(self, path, body=None):
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data,
                                      headers={"Content-Type": "application/json"})

@@ -641,8 +641,8 @@ def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
     pairs times freqs_cis = polar(1, pos*inv_freq) * attention_scaling from
     Llama4TextRotaryEmbedding), then, with use_qk_norm, Llama4TextL2Norm
     (x * rsqrt(mean(x^2) + rms_norm_eps), no weight) on q and k; on NoPE
-    layers with attn_temperature_tuning, q *= log(floor((pos + 1) /
-    floor_scale) + 1) * attn_scale + 1. Scores: head_dim ** -0.5."""
+    layers with attn_temperature_tuning, q *= log(floor((slot + 1) /
+    floor_scale) + 1) * attn_scale + 1, slot = cache_position. Scores: head_dim ** -0.5."""
     p = f"{prefix}layers.{layer}."
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
@@ -670,7 +670,10 @@ def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
             q = q / np.sqrt((q ** 2).mean(-1, keepdims=True) + eps)
             k = k / np.sqrt((k ** 2).mean(-1, keepdims=True) + eps)
     elif cfg.get("attn_temperature_tuning", True):
-        s = np.log(np.floor((positions + 1.0) / cfg.get("floor_scale", 8192)) + 1.0) \
+        # Llama4TextAttention reads cache_position (the slot in the row),
+        # not position_ids: they differ in a left-padded row (contract 1.2)
+        slots = np.arange(T, dtype=np.float64)
+        s = np.log(np.floor((slots + 1.0) / cfg.get("floor_scale", 8192)) + 1.0) \
             * cfg.get("attn_scale", 0.1) + 1.0
         q = q * s[:, None, None]
     q, k = q.reshape(T, -1), k.reshape(T, -1)

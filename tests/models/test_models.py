@@ -31,10 +31,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import mask_models  # noqa: E402
+import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
 from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
 
 C = Checks()
+self_diagnose.install(C)
 RNG = np.random.default_rng(1234)
 
 
@@ -1273,6 +1275,8 @@ def main():
             extra_requests(srv, arch)
             check_info(srv, {**arch, **later})
             posenc_format(srv, pf)
+            answered, sent = self_diagnose.inline_models(srv, np.random.default_rng(5))
+            C.check(answered == sent, f"inline models: {answered} of {sent} /apply answered 200")
             rope_checks(srv, rope)
             status = srv.stop()
             C.check(status == 0, f"server exits 0 after SIGTERM (got {status})")
@@ -1286,6 +1290,11 @@ def main():
             C.check(st == 200 and set(names) == {"default", "a", "b"} and names["b"]["layer"] == 1
                     and names["default"]["architecture"] == "posenc",
                     f"POSENC_MODEL loads a comma-separated list next to the built-in default: {names.keys()}")
+            # the built-in default model (sinusoidal) and a rope override of it, self-diagnosed
+            x = np.random.default_rng(9).standard_normal((6, 512)).round(3).tolist()  # d_model 512
+            for extra in ({}, {"scheme": "rope", "params": {"layout": "half"}, "offset": 3}):
+                st, r = srv.request("/apply", dict({"embeddings": x}, **extra))
+                C.check(st == 200, f"built-in default /apply {extra}: {st}")
 
         new_arch_checks(root)
         falcon_mpt_checks(root)
