@@ -125,7 +125,9 @@ static void rotate(const request *rq, const forward_plan *p, float *qkv)
  * a rotation (it keeps each head's norm), so rotating pre then gives qkv.
  * The attention temperature is read off each token's slot in its row
  * (Hugging Face's cache_position, contract 1.2), not off its position id:
- * they differ in a padded row. */
+ * they differ in a padded row. An `offset` stands for that many cached
+ * tokens before the row (cache_position = offset + slot, as the position
+ * ids are); explicit positions or a mask leave the slot alone. */
 static int post_rope(const request *rq, const forward_plan *p, float *qkv, float *pre,
                      api_error *err)
 {
@@ -136,8 +138,9 @@ static int post_rope(const request *rq, const forward_plan *p, float *qkv, float
         slots = malloc(p->rows * sizeof *slots);
         if (!slots)
             return api_fail_oom(err);
+        bool cached = rq->pos_field && strcmp(rq->pos_field, "offset") == 0;
         for (size_t r = 0; r < p->rows; r++)
-            slots[r] = (int64_t)(r % rq->tokens);
+            slots[r] = cached ? rq->positions[r] : (int64_t)(r % rq->tokens);
     }
     model_apply_post_rope(m, p->rows, slots, qkv);
     if (pre)

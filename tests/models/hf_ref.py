@@ -634,7 +634,7 @@ def llama4_uses_rope(cfg, layer):
     return bool(nrl[layer])
 
 
-def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
+def llama4(cfg, w, x, positions, layer, prefix="language_model.model.", cache_start=0):
     """modeling_llama4.py: Llama4TextDecoderLayer.forward (input_layernorm,
     Llama4TextRMSNorm), Llama4TextAttention.forward: q/k/v_proj viewed per
     head; on rope layers apply_rotary_emb (view_as_complex of adjacent
@@ -642,7 +642,8 @@ def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
     Llama4TextRotaryEmbedding), then, with use_qk_norm, Llama4TextL2Norm
     (x * rsqrt(mean(x^2) + rms_norm_eps), no weight) on q and k; on NoPE
     layers with attn_temperature_tuning, q *= log(floor((slot + 1) /
-    floor_scale) + 1) * attn_scale + 1, slot = cache_position. Scores: head_dim ** -0.5."""
+    floor_scale) + 1) * attn_scale + 1, slot = cache_position
+    (cache_start + arange(T)). Scores: head_dim ** -0.5."""
     p = f"{prefix}layers.{layer}."
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
@@ -670,9 +671,10 @@ def llama4(cfg, w, x, positions, layer, prefix="language_model.model."):
             q = q / np.sqrt((q ** 2).mean(-1, keepdims=True) + eps)
             k = k / np.sqrt((k ** 2).mean(-1, keepdims=True) + eps)
     elif cfg.get("attn_temperature_tuning", True):
-        # Llama4TextAttention reads cache_position (the slot in the row),
-        # not position_ids: they differ in a left-padded row (contract 1.2)
-        slots = np.arange(T, dtype=np.float64)
+        # Llama4TextAttention reads cache_position (the slot in the row
+        # after cache_start cached ones), not position_ids: they differ in a
+        # left-padded row (contract 1.2)
+        slots = cache_start + np.arange(T, dtype=np.float64)
         s = np.log(np.floor((slots + 1.0) / cfg.get("floor_scale", 8192)) + 1.0) \
             * cfg.get("attn_scale", 0.1) + 1.0
         q = q * s[:, None, None]

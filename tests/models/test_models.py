@@ -709,8 +709,23 @@ def llama4_checks(root):
         x = RNG.standard_normal((4, c.d)).astype(np.float32)
         st, r = srv.request("/apply", {"model": c.name, "embeddings": x.tolist(), "offset": 9,
                                        "return": ["q"]})
+        want = hf_ref.llama4(c.ckpt.config, c.ckpt.weights(), x.astype(np.float64),
+                             np.arange(9, 13), 1, prefix=c.prefix, cache_start=9)
         if C.check(st == 200, f"llama4 NoPE offset: status {st} {r}"):
-            compare(c, "offset 9", r, c.reference(x.astype(np.float64), np.arange(9, 13)), "q")
+            compare(c, "offset 9", r, want, "q")
+        # a left-padded row: the temperature follows the slot (cache_position
+        # 0..T-1), not the position ids cumsum(mask) - 1 (contract 1.2)
+        x = RNG.standard_normal((2, 6, c.d)).astype(np.float32)
+        mask = np.array([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
+        st, r = srv.request("/apply", {"model": c.name, "embeddings": x.tolist(),
+                                       "attention_mask": mask.tolist(), "return": ["q"]})
+        if C.check(st == 200, f"llama4 NoPE left padding: status {st} {r}"):
+            for b in range(2):
+                pos = np.where(mask[b] == 1, np.cumsum(mask[b]) - 1, 1)
+                want = hf_ref.llama4(c.ckpt.config, c.ckpt.weights(), x[b].astype(np.float64),
+                                     pos, 1, prefix=c.prefix)
+                C.close(f"llama4 NoPE left-padded row {b}: temperature by slot", r["q"][b],
+                        want["q"])
         st, info = srv.request("/info")
         models = {m["name"]: m for m in info["models"]}
         check_info_cases(models, cases)
