@@ -208,12 +208,11 @@ void relative_mask_keys(const request *rq, size_t heads, float *values)
         return;
     for (size_t b = 0; b < rq->batch; b++) {
         const uint8_t *mask = rq->mask ? rq->mask + b * t : NULL;
-        const int64_t *pos = rq->positions + b * t;
         for (size_t h = 0; h < heads; h++)
             for (size_t i = 0; i < t; i++) {
                 float *row = values + ((b * heads + h) * t + i) * t;
                 for (size_t j = 0; j < t; j++)
-                    if (!request_key_visible(mask, rq->causal, pos, i, j))
+                    if (!request_key_visible(mask, rq->causal, i, j))
                         row[j] = RELATIVE_MASKED_KEY;
             }
     }

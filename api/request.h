@@ -97,11 +97,12 @@ void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, 
  * create_position_ids_from_inputs_embeds: pad + 1 .. pad + tokens. */
 void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad, int64_t *positions);
 
-/* Whether query i of a row may see key j (mask NULL: every key is real). */
-static inline bool request_key_visible(const uint8_t *mask, bool causal, const int64_t *positions,
-                                       size_t i, size_t j)
+/* Whether query slot i of a row may see key slot j (mask NULL: every key
+ * is real). Causal masking follows the slot order, whatever the positions
+ * (contract 1.2: Hugging Face's causal mask compares slot indices). */
+static inline bool request_key_visible(const uint8_t *mask, bool causal, size_t i, size_t j)
 {
-    return (!mask || mask[j]) && (!causal || positions[j] <= positions[i]);
+    return (!mask || mask[j]) && (!causal || j <= i);
 }
 
 /* Bytes the decoded request holds (input and positions), for the budget. */

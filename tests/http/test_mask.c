@@ -73,7 +73,8 @@ static char *mask_body(const mask_case *c, const char *tail)
 }
 
 /* q, k (rotated at mask_positions) and scores of the whole batch, with
- * keys masked by the mask and, when causal, by position order. */
+ * keys masked by the mask and, when causal, by slot order (key slot j after
+ * query slot i, as Hugging Face's causal mask: contract 1.2). */
 static void mask_reference(const mask_case *c, bool causal, double *q, double *scores)
 {
     enum { W = MH * MHD, PER = MH * MT * MT };
@@ -90,8 +91,7 @@ static void mask_reference(const mask_case *c, bool causal, double *q, double *s
         for (int h = 0; h < MH; h++)
             for (int i = 0; i < MT; i++)
                 for (int j = 0; j < MT; j++) {
-                    bool hidden = !mask_rows[b][j] ||
-                                  (causal && mask_positions[b][j] > mask_positions[b][i]);
+                    bool hidden = !mask_rows[b][j] || (causal && j > i);
                     if (hidden)
                         s[(h * MT + i) * MT + j] = -FLT_MAX;
                 }
@@ -173,8 +173,8 @@ static void mask_apply(const server *s, const mask_case *c, bool causal)
     free(body);
 }
 
-/* causal alone (no mask): keys at later positions hidden, also with
- * explicit positions out of slot order. */
+/* causal alone (no mask): keys in later slots hidden, whatever the
+ * positions say (explicit positions out of slot order: contract 1.2). */
 static void causal_only(const server *s)
 {
     const char *L = "POST /encode alibi causal with positions [2,0,1]";
@@ -188,7 +188,7 @@ static void causal_only(const server *s)
     for (int h = 0; h < 2; h++)
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++)
-                if (pos[j] > pos[i])
+                if (j > i)
                     want[(h * 3 + i) * 3 + j] = -FLT_MAX;
     http_post_json(s, "/encode",
                    "{\"shape\":[3,4],\"scheme\":\"alibi\",\"params\":{\"heads\":2},"

@@ -188,7 +188,10 @@ def _rope(C, srv):
             want = hf_ref.llama(cfg, w, table[ids[row]], pos[row], 0)
             for k in "qk":
                 C.close(f"llama attention_mask row {row}: {k}", np.array(r[k][row]), want[k])
-            keep = mask[row].astype(bool)[None, :] & (pos[row][None, :] <= pos[row][:, None])
+            # HF's causal mask compares slots (key j <= query i), not
+            # positions: pad queries see the keys before them (contract 1.2)
+            slots = np.arange(len(pos[row]))
+            keep = mask[row].astype(bool)[None, :] & (slots[None, :] <= slots[:, None])
             _masked_close(C, f"llama attention_mask + causal row {row}: scores",
                           r["scores"][row], want["scores"], keep[None])
 
