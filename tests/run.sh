@@ -2,7 +2,8 @@
 # Run the posenc test suite: the unit tests of lib/ ($BUILD/test_lib), the
 # API tests ($BUILD/test_api), then the HTTP tests against the real server
 # ($BUILD/test_http, which starts $BUILD/posenc-server itself), then the
-# model-directory tests (tests/models/test_models.py, same server). A test
+# model-directory tests (tests/models/test_models.py, same server) and
+# /diagnose on real-code subjects (tests/diagnose_real/run.py). A test
 # binary that is not built is skipped, except test_http.
 #
 # Each binary ends with a line "... N passed, M failed"; this script adds
@@ -79,6 +80,8 @@ fi
 # computed with numpy, checked against the real server over HTTP.
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
     run test_models env BUILD="$BUILD" /usr/bin/python3 tests/models/test_models.py
+    # /diagnose on subjects restated from real implementations (issue 19)
+    run diagnose_real env BUILD="$BUILD" /usr/bin/python3 tests/diagnose_real/run.py
 else
     echo "FAIL test_models: needs /usr/bin/python3 with numpy (tools/install-deps.sh test)"
     total_failed=$((total_failed + 1))

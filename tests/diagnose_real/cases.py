@@ -1,0 +1,542 @@
+"""Subjects restated from real implementations, for /diagnose (issue 19).
+
+Each generator below computes a positional encoding the way one named
+public implementation (or one reported bug) computes it, restated in our
+own words with numpy from reading that code: none of their code is here.
+Where a restatement was checked by running the implementation itself in
+scratch space (with Debian's python3-torch: Meta's llama/model.py, fairseq's
+get_embedding, Whisper's sinusoids, Transformer-XL's PositionalEmbedding,
+jquesnelle/yarn's LlamaYaRNScaledRotaryEmbedding), its source ends in
+"[executed]": each agreed with the restatement to float32 rounding
+(max |diff| 2e-7 to 2e-6). Each case pairs the
+subject with the claim a user porting that code would make, and with what
+a right answer is:
+
+  verdict   the verdict that is right
+  codes     the findings that must be among the answer's (for explained)
+  allowed   further codes that are not wrong (extra, harmless findings)
+
+A finding outside codes | allowed | {"low_precision"} is a wrong cause
+("confidently wrong" when the verdict is explained, "misleading" when not).
+
+The arithmetic follows each implementation's precision: float32 where the
+original computes in float32 (torch's default), float16/bfloat16 where it
+stores in half precision.
+"""
+import numpy as np
+
+F32 = np.float32
+RNG = np.random.default_rng(2024)
+STRUCTURAL_FREE = {"low_precision"}
+
+
+def bf16(a):
+    """Round to bfloat16 (round to nearest even), returned as float32."""
+    b = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16
+    return b.astype(np.uint32).view(np.float32)
+
+
+class Case:
+    def __init__(self, name, source, body, verdict, codes=(), allowed=(), known=None):
+        self.name, self.source, self.body = name, source, body
+        self.verdict, self.codes, self.allowed = verdict, set(codes), set(allowed)
+        self.known = known  # why today's /diagnose gets it wrong, if it does
+
+    def judge(self, answer):
+        """'right', 'partly right', 'missed', 'misleading' or 'wrong'."""
+        found = {f["code"] for f in answer.get("findings", [])}
+        wrong = found - self.codes - self.allowed - STRUCTURAL_FREE
+        verdict = answer.get("verdict")
+        if wrong:
+            return "wrong" if verdict == "explained" else "misleading"
+        if verdict == self.verdict and self.codes <= found:
+            return "right"
+        if self.verdict == "explained" and verdict == "unexplained" and found & self.codes:
+            return "partly right"
+        return "missed"
+
+
+# ---------------------------------------------------------------- RoPE pieces
+def inv_freq_f32(rot, base):
+    """torch: 1 / base ** (arange(0, rot, 2).float() / rot), in float32."""
+    e = (np.arange(0, rot, 2, dtype=np.int64).astype(F32) / F32(rot)).astype(F32)
+    return (F32(1.0) / np.power(F32(base), e, dtype=F32)).astype(F32)
+
+
+def angles_f32(positions, inv):
+    """torch.outer(t.float(), inv_freq): float32 products."""
+    return (np.asarray(positions, F32)[:, None] * inv[None, :]).astype(F32)
+
+
+def rotate_half_layout(x, cos, sin, rot):
+    """HF Llama / GPT-NeoX apply_rotary_pos_emb on the first rot channels
+    of each [T][hd] head: x*cos + rotate_half(x)*sin, float32."""
+    h = rot // 2
+    r, rest = x[..., :rot], x[..., rot:]
+    c = np.concatenate([cos, cos], -1)[:, None, :]
+    s = np.concatenate([sin, sin], -1)[:, None, :]
+    rh = np.concatenate([-r[..., h:], r[..., :h]], -1)
+    return np.concatenate([(r * c + rh * s).astype(F32), rest], -1)
+
+
+def rotate_pairs_layout(x, cos, sin, rot):
+    """Adjacent pairs (2i, 2i+1): Meta Llama's complex product, GPT-J's
+    rotate_every_two, llama.cpp's NORMAL mode."""
+    r, rest = x[..., :rot].copy(), x[..., rot:]
+    a, b = r[..., 0::2], r[..., 1::2]
+    c, s = cos[:, None, :], sin[:, None, :]
+    out = np.empty_like(r)
+    out[..., 0::2] = (a * c - b * s).astype(F32)
+    out[..., 1::2] = (a * s + b * c).astype(F32)
+    return np.concatenate([out, rest], -1)
+
+
+def heads(x, hd):
+    return x.reshape(x.shape[0], -1, hd)
+
+
+def flat(x):
+    return x.reshape(x.shape[0], -1)
+
+
+def encoded_case(name, source, x, y, params, verdict, codes=(), allowed=(), known=None,
+                 **claim):
+    body = {"scheme": "rope", "params": params, "embeddings": x.astype(F32).tolist(),
+            "encoded": y.astype(F32).tolist()}
+    body.update(claim)
+    return Case(name, source, body, verdict, codes, allowed, known)
+
+
+def x_of(T, d, seed):
+    return np.random.default_rng(seed).standard_normal((T, d)).astype(F32)
+
+
+def rope_hf(x, hd, rot, base, positions, attention=1.0, inv=None):
+    inv = inv_freq_f32(rot, base) if inv is None else inv
+    ang = angles_f32(positions, inv)
+    cos, sin = (np.cos(ang) * F32(attention)).astype(F32), (np.sin(ang) * F32(attention)).astype(F32)
+    return flat(rotate_half_layout(heads(x, hd), cos, sin, rot))
+
+
+def rope_pairs(x, hd, rot, base, positions, inv=None):
+    inv = inv_freq_f32(rot, base) if inv is None else inv
+    ang = angles_f32(positions, inv)
+    return flat(rotate_pairs_layout(heads(x, hd), np.cos(ang).astype(F32),
+                                    np.sin(ang).astype(F32), rot))
+
+
+def yarn_inv_freq(rot, base, factor, orig, beta_fast=32.0, beta_slow=1.0):
+    """YaRN (jquesnelle/yarn LlamaYaRNScaledRotaryEmbedding, and HF's
+    _compute_yarn_parameters): the correction range from beta_fast and
+    beta_slow, floor/ceil, a linear ramp over it, interpolated frequencies
+    below it, extrapolated above; attention factor 0.1 ln(s) + 1."""
+    def corr(r):
+        return rot * np.log(orig / (r * 2 * np.pi)) / (2 * np.log(base))
+    lo, hi = max(np.floor(corr(beta_fast)), 0), min(np.ceil(corr(beta_slow)), rot - 1)
+    if lo == hi:
+        hi += 0.001
+    ramp = np.clip((np.arange(rot // 2) - lo) / (hi - lo), 0, 1)
+    extrap = 1.0 - ramp
+    pos_freqs = base ** (np.arange(0, rot, 2) / rot)
+    inv = (1.0 / (factor * pos_freqs)) * (1 - extrap) + (1.0 / pos_freqs) * extrap
+    return inv.astype(F32), 0.1 * np.log(factor) + 1.0
+
+
+def rope_cases():
+    T, d, hd = 48, 64, 32
+    pos = np.arange(T)
+    x = x_of(T, d, 1)
+    out = []
+    half = {"layout": "half", "head_dim": hd}
+    inter = {"layout": "interleaved", "head_dim": hd}
+    out.append(encoded_case(
+        "hf_llama_rotate_half", "transformers LlamaRotaryEmbedding + apply_rotary_pos_emb "
+        "(float32 inv_freq, cat(freqs, freqs), rotate_half)",
+        x, rope_hf(x, hd, hd, 10000.0, pos), half, "match"))
+    out.append(encoded_case(
+        "meta_llama_complex", "Meta llama/model.py precompute_freqs_cis + apply_rotary_emb "
+        "(view_as_complex of adjacent pairs), claimed as HF's half layout [executed]",
+        x, rope_pairs(x, hd, hd, 10000.0, pos), half, "explained", ["layout_swapped"]))
+    out.append(encoded_case(
+        "meta_llama_complex_right_claim", "Meta llama apply_rotary_emb, claimed interleaved",
+        x, rope_pairs(x, hd, hd, 10000.0, pos), inter, "match"))
+    xg = x_of(T, 128, 2)
+    out.append(encoded_case(
+        "gptj_rotate_every_two_partial", "transformers GPT-J: rotary_dim 16 of head 64, "
+        "rotate_every_two on the first rotary_dim channels (sincos from rotary_dim)",
+        xg, rope_pairs(xg, 64, 16, 10000.0, pos),
+        {"layout": "interleaved", "head_dim": 64, "rotary_dim": 16}, "match"))
+    out.append(encoded_case(
+        "gptj_partial_claimed_full", "GPT-J's partial rotary claimed as a full-head rotation",
+        xg, rope_pairs(xg, 64, 16, 10000.0, pos), {"layout": "interleaved", "head_dim": 64},
+        "explained", ["rotary_dim_mismatch"]))
+    out.append(encoded_case(
+        "neox_rotary_pct", "transformers GPT-NeoX: rotary_pct 0.25 (16 of 64), half layout",
+        xg, rope_hf(xg, 64, 16, 10000.0, pos),
+        {"layout": "half", "head_dim": 64, "rotary_dim": 16}, "match"))
+    out.append(encoded_case(
+        "qwen_theta_1e6_claimed_1e4", "Qwen2 rope_theta 1e6 where the port kept Llama's 1e4",
+        x, rope_hf(x, hd, hd, 1e6, pos), half, "explained", ["base_mismatch"]))
+    out.append(encoded_case(
+        "positions_from_one", "a port that numbers tokens from 1 (reported off-by-one)",
+        x, rope_hf(x, hd, hd, 10000.0, pos + 1), half, "explained", ["position_offset"]))
+    out.append(encoded_case(
+        "sin_sign_flipped", "rotation by -theta (sin negated; ggml's backward pass sign)",
+        x, flat(rotate_half_layout(heads(x, hd), np.cos(angles_f32(pos, inv_freq_f32(hd, 1e4))),
+                                   -np.sin(angles_f32(pos, inv_freq_f32(hd, 1e4))), hd)),
+        half, "explained", ["rotation_reversed"]))
+    out.append(encoded_case(
+        "whole_vector_rotation", "one rotation over the whole 64-wide vector instead of per "
+        "32-wide head (head_dim forgotten)",
+        x, rope_hf(x, d, d, 10000.0, pos), half, "explained", ["head_dim_mismatch"],
+        allowed=["base_mismatch", "frequency_formula", "rotary_dim_mismatch"]))
+    # llama.cpp NORMAL mode: theta_scale = powf(base, -2/n_dims), theta *= theta_scale
+    inv = np.empty(hd // 2, F32)
+    th = F32(1.0)
+    scale = np.power(F32(10000.0), F32(-2.0) / F32(hd), dtype=F32)
+    for i in range(hd // 2):
+        inv[i] = th
+        th = F32(th * scale)
+    Tl = 512
+    xl = x_of(Tl, d, 3)
+    out.append(encoded_case(
+        "llamacpp_normal_f32", "ggml rope NORMAL mode: theta by repeated float32 "
+        "multiplication by powf(base, -2/n_dims), adjacent pairs",
+        xl, rope_pairs(xl, hd, hd, 10000.0, np.arange(Tl), inv=inv), inter, "match"))
+    out.append(encoded_case(
+        "llamacpp_neox_f32", "ggml rope NEOX mode (pairs i, i + n_dims/2), float32",
+        xl, rope_hf(xl, hd, hd, 10000.0, np.arange(Tl), inv=inv), half, "match"))
+    # YaRN
+    inv_y, att = yarn_inv_freq(hd, 10000.0, 4.0, 64)
+    yarn = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    out.append(encoded_case(
+        "yarn_reference", "jquesnelle/yarn scaled rotary (factor 4, original 64), "
+        "mscale 0.1 ln 4 + 1 on cos and sin [executed]",
+        x, rope_hf(x, hd, hd, 10000.0, pos, attention=att, inv=inv_y),
+        dict(half, scaling=yarn), "match"))
+    out.append(encoded_case(
+        "yarn_claimed_unscaled", "YaRN computed, plain RoPE claimed",
+        x, rope_hf(x, hd, hd, 10000.0, pos, attention=att, inv=inv_y), half, "explained",
+        ["scaling_mismatch"], allowed=["attention_factor"],
+        known="1.1 answers unexplained with base_mismatch"))
+    out.append(encoded_case(
+        "yarn_without_mscale", "YaRN frequencies without its attention factor (a dropped "
+        "mscale, reported in several ports) [executed]",
+        x, rope_hf(x, hd, hd, 10000.0, pos, attention=1.0, inv=inv_y),
+        dict(half, scaling=yarn), "explained", ["attention_factor"]))
+    out.append(encoded_case(
+        "linear_scaling_kaiokendev", "linear position interpolation (positions / 4)",
+        x, rope_hf(x, hd, hd, 10000.0, pos / 4.0),
+        dict(half, scaling={"type": "linear", "factor": 4.0}), "match"))
+    out.append(encoded_case(
+        "linear_scaling_claimed_plain", "positions / 4 computed, no scaling claimed",
+        x, rope_hf(x, hd, hd, 10000.0, pos / 4.0), half, "explained", ["scaling_mismatch"],
+        allowed=["positions_mismatch"]))
+    # NTK-aware base (bloc97): base * alpha^(d/(d-2))
+    ntk = 10000.0 * 8.0 ** (hd / (hd - 2))
+    out.append(encoded_case(
+        "ntk_aware_alpha8", "bloc97 NTK-aware scaled RoPE: base * alpha^(d/(d-2)), alpha 8",
+        x, rope_hf(x, hd, hd, ntk, pos), half, "explained", ["base_mismatch"],
+        allowed=["scaling_mismatch"]))
+    out.append(encoded_case(
+        "lucidrains_interleaved", "lucidrains rotary-embedding-torch default (interleaved "
+        "rotate_half, theta 10000), claimed half",
+        x, rope_pairs(x, hd, hd, 10000.0, pos), half, "explained", ["layout_swapped"]))
+    # Transformer-XL-style descending positions on a RoPE port
+    out.append(encoded_case(
+        "descending_positions", "positions counted down from the last token "
+        "(Transformer-XL's pos_seq = arange(klen-1, -1, -1))",
+        x, rope_hf(x, hd, hd, 10000.0, pos[::-1].copy()), half, "explained",
+        ["positions_mismatch"], known="1.1 has no positions_mismatch"))
+    out.append(encoded_case(
+        "all_zero_position_ids", "position_ids all zero (a reported generate() bug): "
+        "nothing rotates",
+        x, rope_hf(x, hd, hd, 10000.0, np.zeros(T)), half, "explained", ["positions_mismatch"],
+        known="1.1 answered head_dim 1024, offset -523"))
+    return out
+
+
+# ------------------------------------------------------- cos/sin caches
+def cache_case(name, source, cos, sin, params, verdict, codes=(), allowed=(), known=None):
+    body = {"scheme": "rope", "params": params, "cos": cos.astype(F32).tolist(),
+            "sin": sin.astype(F32).tolist()}
+    return Case(name, source, body, verdict, codes, allowed, known)
+
+
+def cache_cases():
+    T, hd = 64, 32
+    ang = angles_f32(np.arange(T), inv_freq_f32(hd, 10000.0))
+    cos, sin = np.cos(ang).astype(F32), np.sin(ang).astype(F32)
+    half = {"layout": "half", "head_dim": hd}
+    out = [
+        cache_case("hf_cos_sin_duplicated", "HF LlamaRotaryEmbedding.forward: cos/sin of "
+                   "cat(freqs, freqs), [T][head_dim]",
+                   np.concatenate([cos, cos], 1), np.concatenate([sin, sin], 1), half, "match"),
+        cache_case("vllm_cos_sin_cache", "vLLM RotaryEmbedding._compute_cos_sin_cache: "
+                   "[max_pos][rot/2] cos and sin", cos, sin, half, "match"),
+        cache_case("cos_sin_swapped", "cos and sin caches passed in each other's place",
+                   np.concatenate([sin, sin], 1), np.concatenate([cos, cos], 1), half,
+                   "explained", ["sin_cos_swapped"]),
+        cache_case("neox_fp16_cache", "GPT-NeoX rotary cos_cached/sin_cached kept in the "
+                   "model's float16",
+                   np.concatenate([cos, cos], 1).astype(np.float16).astype(F32),
+                   np.concatenate([sin, sin], 1).astype(np.float16).astype(F32), half,
+                   "explained", ["low_precision"],
+                   known="1.1 never recognised half-precision values"),
+        cache_case("bf16_cache", "a cos/sin cache stored in bfloat16",
+                   bf16(np.concatenate([cos, cos], 1)), bf16(np.concatenate([sin, sin], 1)),
+                   half, "explained", ["low_precision"],
+                   known="1.1 never recognised half-precision values"),
+        cache_case("cache_base_5e5", "Llama 3's theta 500000 cache, claimed 10000",
+                   *(f(angles_f32(np.arange(T), inv_freq_f32(hd, 5e5))).astype(F32)
+                     for f in (np.cos, np.sin)), half, "explained", ["base_mismatch"]),
+    ]
+    return out
+
+
+# ------------------------------------------------------- sinusoidal tables
+def table_case(name, source, table, params, verdict, codes=(), allowed=(), known=None):
+    body = {"scheme": "sinusoidal", "params": params, "table": table.astype(F32).tolist()}
+    return Case(name, source, body, verdict, codes, allowed, known)
+
+
+def interleave(s, c):
+    out = np.empty((s.shape[0], 2 * s.shape[1]), F32)
+    out[:, 0::2], out[:, 1::2] = s, c
+    return out
+
+
+def sinusoidal_cases():
+    T, d = 64, 32
+    p = np.arange(T, dtype=F32)[:, None]
+    out = []
+    # PyTorch tutorial PositionalEncoding: div_term = exp(arange(0,d,2) * (-ln(1e4)/d))
+    div = np.exp(np.arange(0, d, 2, dtype=F32) * F32(-np.log(10000.0) / d)).astype(F32)
+    out.append(table_case("pytorch_tutorial", "PyTorch transformer tutorial PositionalEncoding "
+                          "(pe[:, 0::2] = sin, pe[:, 1::2] = cos, float32)",
+                          interleave(np.sin(p * div), np.cos(p * div)),
+                          {"layout": "interleaved"}, "match"))
+    # fairseq get_embedding: half_dim-1 denominator, [sin | cos], padding_idx + 1 offset
+    half = d // 2
+    emb = np.exp(np.arange(half, dtype=F32) * F32(-np.log(10000.0) / (half - 1))).astype(F32)
+    ang = (p * emb).astype(F32)
+    fair = np.concatenate([np.sin(ang), np.cos(ang)], 1)
+    out.append(table_case("fairseq_get_embedding", "fairseq SinusoidalPositionalEmbedding."
+                          "get_embedding: exp(-i ln(1e4)/(half-1)), cat(sin, cos), claimed split [executed]",
+                          fair, {"layout": "split"}, "explained", ["frequency_formula"],
+                          allowed=["base_mismatch"],
+                          known="1.1 named it base 10367.79, never the formula"))
+    out.append(table_case("fairseq_claimed_interleaved", "fairseq's table claimed as the "
+                          "paper's interleaved one", fair, {"layout": "interleaved"}, "explained",
+                          ["frequency_formula", "layout_swapped"], allowed=["base_mismatch"],
+                          known="1.1 named it base 10367.79, never the formula"))
+    # fairseq make_positions: positions start at padding_idx + 1 = 2
+    angf = (np.arange(2, T + 2, dtype=F32)[:, None] * emb).astype(F32)
+    out.append(table_case("fairseq_padding_offset", "fairseq make_positions: rows start at "
+                          "padding_idx + 1 (= 2) [executed]",
+                          np.concatenate([np.sin(angf), np.cos(angf)], 1), {"layout": "split"},
+                          "explained", ["frequency_formula", "position_offset"],
+                          allowed=["base_mismatch"],
+                          known="1.1 named it base 10367.79, never the formula"))
+    # tensor2tensor get_timing_signal_1d / Whisper sinusoids: log(max/min)/(n-1)
+    inc = np.log(10000.0) / (half - 1)
+    inv = np.exp(-inc * np.arange(half))
+    t2t = np.concatenate([np.sin(np.arange(T)[:, None] * inv), np.cos(np.arange(T)[:, None] * inv)], 1)
+    out.append(table_case("tensor2tensor_timing_signal", "tensor2tensor get_timing_signal_1d "
+                          "(and Whisper's sinusoids): log_timescale_increment = ln(1e4)/(n-1) [executed]",
+                          t2t, {"layout": "split"}, "explained", ["frequency_formula"],
+                          allowed=["base_mismatch"],
+                          known="1.1 named it base 10367.79, never the formula"))
+    # TF tutorial: angle = pos / 10000^(2*(i//2)/d); sin on even, cos on odd
+    i = np.arange(d)
+    rates = 1 / np.power(10000, (2 * (i // 2)) / np.float32(d))
+    a = np.arange(T)[:, None] * rates[None, :]
+    tf = a.copy()
+    tf[:, 0::2], tf[:, 1::2] = np.sin(a[:, 0::2]), np.cos(a[:, 1::2])
+    out.append(table_case("tensorflow_tutorial", "TensorFlow transformer tutorial "
+                          "positional_encoding (get_angles with 2*(i//2))", tf,
+                          {"layout": "interleaved"}, "match"))
+    # pair index i/d instead of 2i/d (a reported tutorial bug)
+    bad = np.arange(T)[:, None] / 10000.0 ** (np.arange(half) / d)
+    out.append(table_case("exponent_i_over_d", "exponent i/d instead of 2i/d (reported "
+                          "tutorial bug)", interleave(np.sin(bad), np.cos(bad)),
+                          {"layout": "interleaved"}, "explained", ["frequency_formula"],
+                          allowed=["base_mismatch"]))
+    std = np.arange(T)[:, None] / 10000.0 ** (np.arange(half) * 2 / d)
+    out.append(table_case("cos_first", "cos at even and sin at odd dimensions",
+                          interleave(np.cos(std), np.sin(std)), {"layout": "interleaved"},
+                          "explained", ["sin_cos_swapped"]))
+    out.append(table_case("transposed_table", "a [d][tokens] table",
+                          interleave(np.sin(std), np.cos(std))[:32].T.copy(),
+                          {"layout": "interleaved"}, "explained", ["transposed"]))
+    # Transformer-XL PositionalEmbedding: cat(sin, cos) of descending pos_seq
+    ang_x = np.arange(T - 1, -1, -1)[:, None] / 10000.0 ** (np.arange(0, d, 2) / d)
+    out.append(table_case("transformer_xl_descending", "Transformer-XL PositionalEmbedding: "
+                          "pos_seq = arange(klen-1, -1, -1), cat(sin, cos) [executed]",
+                          np.concatenate([np.sin(ang_x), np.cos(ang_x)], 1),
+                          {"layout": "split"}, "explained", ["positions_mismatch"],
+                          known="1.1 called descending positions sin_cos_swapped"))
+    # positions and dimensions swapped inside the formula
+    sw = np.empty((T, d))
+    for pp in range(T):
+        for k in range(d // 2):
+            w = k / 10000.0 ** (2 * pp / d)  # the roles of p and i exchanged
+            sw[pp, 2 * k], sw[pp, 2 * k + 1] = np.sin(w), np.cos(w)
+    out.append(table_case("pos_dim_swapped_in_formula", "position and dimension index "
+                          "exchanged inside the angle (a reported bug)", sw,
+                          {"layout": "interleaved"}, "unexplained"))
+    return out
+
+
+# ------------------------------------------------------- absolute encoded
+def abs_encoded_cases():
+    T, d = 32, 32
+    x = x_of(T, d, 9)
+    std = np.arange(T)[:, None] / 10000.0 ** (np.arange(d // 2) * 2 / d)
+    pe = interleave(np.sin(std), np.cos(std))
+    base = {"scheme": "sinusoidal", "params": {"layout": "interleaved"},
+            "embeddings": x.tolist()}
+    return [
+        Case("marian_embed_scale", "Marian / fairseq embed_scale sqrt(d) before adding the "
+             "table, claimed without it", dict(base, encoded=(x * np.sqrt(d) + pe).tolist()),
+             "explained", ["embed_scale"]),
+        Case("vaswani_encoded", "the paper's x + PE", dict(base, encoded=(x + pe).tolist()),
+             "match"),
+        Case("encoded_is_embeddings", "the encoding step skipped (output = input)",
+             dict(base, encoded=x.tolist()), "unexplained"),
+    ]
+
+
+# ------------------------------------------------------- ALiBi
+def alibi_slopes(n):
+    """ALiBi paper get_slopes / BLOOM build_alibi_tensor: closest power of
+    two, then every other slope of twice that many."""
+    def pow2(m):
+        start = 2 ** (-(2 ** -(np.log2(m) - 3)))
+        return [start * start ** i for i in range(m)]
+    if np.log2(n).is_integer():
+        return np.array(pow2(n))
+    c = 2 ** int(np.floor(np.log2(n)))
+    return np.array(pow2(c) + pow2(2 * c)[0::2][: n - c])
+
+
+def alibi_cases():
+    T = 12
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    out = []
+    for n in (8, 12):
+        s = alibi_slopes(n)
+        out.append(Case(f"alibi_paper_{n}_heads", "ofirpress/attention_with_linear_biases "
+                        f"get_slopes, {n} heads, -slope*|i-j|",
+                        {"scheme": "alibi", "params": {"heads": n},
+                         "bias": (-s[:, None, None] * np.abs(i - j)[None]).tolist()}, "match"))
+    s12 = alibi_slopes(12)
+    out.append(Case("bloom_form_12", "BLOOM build_alibi_tensor: slope * key position, 12 heads",
+                    {"scheme": "alibi", "params": {"heads": 12, "form": "bloom"},
+                     "bias": np.broadcast_to(s12[:, None, None] * j[None], (12, T, T)).tolist()},
+                    "match"))
+    naive = 2.0 ** (-8.0 / 12 * np.arange(1, 13))
+    out.append(Case("pow2_formula_12_heads", "the power-of-two slope formula applied to 12 heads "
+                    "(a reported porting bug)",
+                    {"scheme": "alibi", "params": {"heads": 12},
+                     "slopes": naive.tolist()}, "explained", ["alibi_slopes"]))
+    # MPT gen_slopes: 2^(-alibi_bias_max * k / n_pow2), non-power-of-two interleave
+    n, m = 12, 16
+    base = 1.0 / 2.0 ** (np.arange(1, m + 1) * 8.0 / m)
+    mpt = np.concatenate([base[1::2], base[::2]])[:n]
+    rel = (np.arange(T) - (T - 1)).astype(float)  # MPT's raw bias: key index - (seq_len - 1)
+    out.append(Case("mpt_gen_slopes", "MPT build_alibi_bias: gen_slopes interleaves its "
+                    "16-head slopes for 12 heads; bias = slope * (j - (T - 1))",
+                    {"scheme": "alibi", "params": {"heads": n, "form": "mpt"},
+                     "bias": np.broadcast_to(mpt[:, None, None] * rel[None, None, :],
+                                             (n, T, T)).tolist()},
+                    "explained", ["alibi_slopes"], allowed=["alibi_form"],
+                    known="1.1 read form mpt as symmetric"))
+    s8 = alibi_slopes(8)
+    out.append(Case("alibi_sign_flipped", "+slope*|i-j| (the sign lost)",
+                    {"scheme": "alibi", "params": {"heads": 8},
+                     "bias": (s8[:, None, None] * np.abs(i - j)[None]).tolist()},
+                    "explained", ["alibi_form"]))
+    return out
+
+
+# ------------------------------------------------------- T5
+def t5_bucket(rel, bidirectional=True, nb=32, md=128):
+    """HF T5Attention._relative_position_bucket, restated (float32 log)."""
+    rel = np.asarray(rel)
+    b = np.zeros_like(rel)
+    if bidirectional:
+        nb //= 2
+        b = b + (rel > 0) * nb
+        n = np.abs(rel)
+    else:
+        n = -np.minimum(rel, 0)
+    exact = nb // 2
+    small = n < exact
+    with np.errstate(divide="ignore"):
+        large = exact + (np.log(np.maximum(n, 1).astype(F32) / exact) / np.log(md / exact)
+                         * (nb - exact)).astype(np.int64)
+    large = np.minimum(large, nb - 1)
+    return b + np.where(small, n, large)
+
+
+def t5_cases():
+    T, H = 10, 4
+    table = np.random.default_rng(5).standard_normal((32, H)).round(3)
+    model = {"d_model": 8, "heads": H, "scheme": "t5", "params": {},
+             "weights": {"wq": np.eye(8).tolist(), "wk": np.eye(8).tolist(),
+                         "wv": np.eye(8).tolist(), "t5_bias": table.tolist()}}
+    q, k = np.arange(T)[:, None], np.arange(T)[None, :]
+
+    def bias(buckets):
+        return np.transpose(table[buckets], (2, 0, 1)).tolist()
+    return [
+        Case("t5_encoder", "HF T5 compute_bias, encoder (bidirectional, 32 buckets, 128)",
+             {"scheme": "t5", "model": model, "bias": bias(t5_bucket(k - q))}, "match"),
+        Case("t5_decoder_buckets", "T5 decoder buckets (unidirectional) claimed bidirectional",
+             {"scheme": "t5", "model": model, "bias": bias(t5_bucket(k - q, False))},
+             "explained", ["t5_buckets"]),
+        Case("t5_query_minus_key", "relative position taken as query - key",
+             {"scheme": "t5", "model": model, "bias": bias(t5_bucket(q - k))},
+             "explained", ["t5_direction"]),
+    ]
+
+
+# ------------------------------------------------------- junk (negative set)
+def negative_cases():
+    T, d, hd = 32, 32, 16
+    x = x_of(T, d, 11)
+    std = np.arange(T)[:, None] / 10000.0 ** (np.arange(d // 2) * 2 / d)
+    pe = interleave(np.sin(std), np.cos(std))
+    rng = np.random.default_rng(12)
+    right = rope_hf(x, hd, hd, 10000.0, np.arange(T))
+    half = {"layout": "half", "head_dim": hd}
+    out = [
+        table_case("random_table", "uniform noise", rng.uniform(-1, 1, (T, d)),
+                   {"layout": "interleaved"}, "unexplained",
+                   known="1.1 reports sin_cos_swapped (no significance rule)"),
+        table_case("constant_table", "all 0.5", np.full((T, d), 0.5), {"layout": "interleaved"},
+                   "unexplained"),
+        table_case("shuffled_rows", "the right table with its rows shuffled",
+                   pe[rng.permutation(T)], {"layout": "interleaved"}, "unexplained",
+                   allowed=["positions_mismatch"]),
+        table_case("noise_1e-7", "the right table plus noise 1e-7", pe + 1e-7 * rng.standard_normal(pe.shape),
+                   {"layout": "interleaved"}, "match"),
+        table_case("noise_1e-5", "the right table plus noise 1e-5", pe + 1e-5 * rng.standard_normal(pe.shape),
+                   {"layout": "interleaved"}, "match"),
+        table_case("noise_1e-3", "the right table plus noise 1e-3", pe + 1e-3 * rng.standard_normal(pe.shape),
+                   {"layout": "interleaved"}, "unexplained"),
+        encoded_case("rope_random_output", "unrelated output", x, rng.standard_normal((T, d)), half,
+                     "unexplained", known="1.1 reports three structural findings on noise"),
+        encoded_case("rope_noise_1e-3", "the right rotation plus noise 1e-3", x,
+                     right + 1e-3 * rng.standard_normal(right.shape), half, "unexplained"),
+        encoded_case("rope_noise_1e-7", "the right rotation plus noise 1e-7", x,
+                     right + 1e-7 * rng.standard_normal(right.shape), half, "match"),
+    ]
+    return out
+
+
+def all_cases():
+    return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
+            alibi_cases() + t5_cases() + negative_cases())
