@@ -1,11 +1,16 @@
 #!/usr/bin/python3
-"""POST /diagnose benchmark (issue 12): the median wall time of N requests for
+"""POST /diagnose benchmark (issues 12, 19, 20): the wall time of N requests for
   T1  a [4096][128] sinusoidal table computed with the split layout and
       positions from 1 (two findings), base64;
   T2  a [4096][128] random table (the adversarial case: nothing explains it);
   T3  q/k/v of 2048 tokens on the default model (d_model 512, 8 heads of 64),
-      rotated with base 500000 where 10000 is claimed, base64.
-Not a timed unit test: it prints numbers, it asserts only the verdicts.
+      rotated with base 500000 where 10000 is claimed, base64;
+  T4  2048 tokens x 1024 of RoPE pairs (embeddings + encoded, interleaved
+      where half is claimed), base64;
+and the mix: every subject of tests/diagnose_real (restated from real
+implementations, small) once per run, plus T1-T4; its median and 90th
+percentile per request are the figures issues 19 and 20 quote.
+Not a timed unit test: it prints numbers, it asserts only the verdicts of T1-T4.
 
   tests/bench/diagnose.py [--runs N] [--server build/posenc-server]
 
@@ -58,6 +63,25 @@ def rope_half(x, base, hd=64):
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1).reshape(t, -1)
 
 
+def rope_pairs(x, base, hd=64):
+    t = x.shape[0]
+    x = x.reshape(t, -1, hd)
+    ang = np.arange(t)[:, None] / base ** (np.arange(0, hd, 2) / hd)
+    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+    out[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+    return out.reshape(t, -1)
+
+
+def real_code_bodies():
+    """The subjects of tests/diagnose_real, restated from real code."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "diagnose_real"))
+    import cases  # noqa: E402
+    return {"real: " + c.name: (c.body, None) for c in cases.all_cases()}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -103,18 +127,32 @@ def main():
              "q": b64(rope_half(q0, 500000.0)), "q_shape": [n, 512],
              "k": b64(rope_half(k0, 500000.0)), "k_shape": [n, 512],
              "v": b64(v0), "v_shape": [n, 512]}, "explained")
+        m = 2048
+        xr = np.random.default_rng(3).uniform(-1, 1, (m, 1024)).astype(np.float32)
+        bodies["T4 RoPE pairs 2048 x 1024"] = (
+            {"scheme": "rope", "params": {"layout": "half", "head_dim": 64}, "encoding": "base64",
+             "embeddings": b64(xr), "embeddings_shape": [m, 1024],
+             "encoded": b64(rope_pairs(xr, 10000.0)), "encoded_shape": [m, 1024]}, "explained")
+        mix = dict(bodies, **real_code_bodies())
+        times = {name: [] for name in mix}
+        for _ in range(args.runs):  # rounds: every case once per round, in turn
+            for name, (body, want) in mix.items():
+                t0 = time.perf_counter()
+                r = post(base + "/diagnose", body)
+                times[name].append(time.perf_counter() - t0)
+                if want and r["verdict"] != want:
+                    sys.exit("%s: verdict %s, want %s" % (name, r["verdict"], want))
         print("| case | verdict | median s | min s | runs |")
         print("| --- | --- | --- | --- | --- |")
         for name, (body, want) in bodies.items():
-            times = []
-            for _ in range(args.runs):
-                t0 = time.perf_counter()
-                r = post(base + "/diagnose", body)
-                times.append(time.perf_counter() - t0)
-                if r["verdict"] != want:
-                    sys.exit("%s: verdict %s, want %s" % (name, r["verdict"], want))
-            print("| %s | %s | %.3f | %.3f | %d |" % (name, want, statistics.median(times),
-                                                      min(times), args.runs))
+            print("| %s | %s | %.3f | %.3f | %d |" % (name, want, statistics.median(times[name]),
+                                                      min(times[name]), args.runs))
+        per_case = sorted(statistics.median(t) for t in times.values())
+        p90 = per_case[int(0.9 * (len(per_case) - 1))]
+        print("mix of %d cases (T1-T4 and tests/diagnose_real), the median of each over %d "
+              "rounds: median %.1f ms, 90th percentile %.1f ms, worst %.1f ms"
+              % (len(per_case), args.runs, 1e3 * statistics.median(per_case), 1e3 * p90,
+                 1e3 * per_case[-1]))
         metrics = urllib.request.urlopen(base + "/metrics").read().decode()
         for line in metrics.splitlines():
             if 'route="/diagnose"' in line and ("_sum" in line or "_count" in line):

@@ -11,4 +11,8 @@ for tool in wrk /usr/bin/python3; do
         exit 1
     }
 done
-exec /usr/bin/python3 "$here/bench.py" "$@"
+/usr/bin/python3 "$here/bench.py" "$@"
+# /diagnose: per-case medians of the big subjects and the mix's median and
+# 90th percentile per request (issues 19, 20)
+echo "## /diagnose"
+/usr/bin/python3 "$here/diagnose.py" --runs "${BENCH_DIAGNOSE_RUNS:-5}"
