@@ -225,7 +225,9 @@ class Client:
         for name in _DIAGNOSE_SUBJECTS:
             if subjects[name] is not None:
                 sent[name] = _arrays.as_float32(subjects[name], name)
-                _arrays.put_array(body, name, sent[name])
+                # embeddings: `shape`, the name contract 1.1 and 1.2 both take
+                _arrays.put_array(body, name, sent[name],
+                                  shape_key="shape" if name == "embeddings" else None)
         if token_ids is not None:
             body["token_ids"] = _arrays.as_int_list(token_ids, "token_ids")
         if tolerance is not None:
