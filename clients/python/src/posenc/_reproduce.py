@@ -111,6 +111,28 @@ def _swap_sin_cos(table, layout):
     return out
 
 
+def _round_to(values, precision):
+    """float32 values rounded to float16 or bfloat16 (to nearest, ties to
+    even) and back: what a half-precision table or cache stores."""
+    values = np.asarray(values, dtype=np.float32)
+    if precision == "float16":
+        return values.astype(np.float16).astype(np.float32)
+    if precision == "bfloat16":
+        bits = values.view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32)
+    return values
+
+
+def _stored_in(diagnosis):
+    """The precision the subject's values were stored in, from a
+    ``low_precision`` finding at ``stage: values`` (contract 1.2), else None."""
+    finding = diagnosis.finding("low_precision")
+    if finding is not None and finding.evidence.get("stage") == "values":
+        return finding.evidence.get("precision")
+    return None
+
+
 def _alibi_found_slopes(finding, paper):
     """The slopes an ``alibi_slopes`` finding reports, one per head."""
     found = np.asarray(finding.evidence.get("slopes", []), dtype=np.float64)
@@ -151,6 +173,7 @@ def _table(diagnosis, client, subject, kwargs, extra):
     out = client.encode(shape=shape, extra=extra, **kwargs).encoded
     if diagnosis.finding("sin_cos_swapped"):
         out = _swap_sin_cos(out, (kwargs.get("params") or {}).get("layout", "interleaved"))
+    out = _round_to(out, _stored_in(diagnosis))
     return np.swapaxes(out, -1, -2) if transposed else out
 
 
@@ -205,7 +228,8 @@ def _cache(diagnosis, client, subject, kwargs, extra):
         cos, sin = sin, cos
     if diagnosis.finding("rotation_reversed"):
         sin = -sin
-    return np.ascontiguousarray(cos), np.ascontiguousarray(sin)
+    precision = _stored_in(diagnosis)
+    return _round_to(cos, precision), _round_to(sin, precision)
 
 
 def _bias(diagnosis, client, subject, kwargs, extra):

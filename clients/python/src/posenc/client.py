@@ -5,6 +5,7 @@ import numpy as np
 from . import _arrays
 from ._transport import Transport
 from .diagnosis import Diagnosis
+from .errors import PosencError
 
 _WEIGHT_NAMES = ("wq", "wk", "wv", "bq", "bk", "bv", "norm_weight", "norm_bias",
                  "position_table", "t5_bias", "token_embedding")
@@ -249,6 +250,17 @@ class Client:
     def health(self):
         """GET /healthz: True while the server serves (raises otherwise)."""
         self._http.request("GET", "/healthz", want_json=False)
+        return True
+
+    def ready(self):
+        """GET /readyz: True once the models are loaded, False while the
+        server drains (503); raises for any other error."""
+        try:
+            self._http.request("GET", "/readyz", want_json=False)
+        except PosencError as exc:
+            if exc.status == 503:
+                return False
+            raise
         return True
 
 

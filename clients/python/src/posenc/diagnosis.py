@@ -103,9 +103,17 @@ class Diagnosis:
         return {k: v for k, v in self.best.items()
                 if k not in ("max_abs_error", "max_rel_error")}
 
+    @property
+    def truncated(self):
+        """True when the server cut its search short (contract 1.2:
+        ``evidence.truncated`` on a finding)."""
+        return any(f.evidence.get("truncated") for f in self.findings)
+
     def __str__(self):
         lines = [self._headline()]
         lines += [f"  - {f}" for f in self.findings]
+        if self.truncated:
+            lines.append("  (the server cut its search short: the findings may be incomplete)")
         if self.verdict != "match" and self.best:
             label = "best" if self.verdict == "explained" else "closest variant tried"
             lines.append(f"  {label}: {_variant_text(self.best)} "
@@ -142,7 +150,9 @@ class Diagnosis:
         applied to the answer; for an ``unexplained`` verdict this is the
         closest variant tried. Raises :class:`posenc.ReproduceError` for a
         finding it cannot apply (``weights_permuted``, ``weights_transposed``,
-        ``rotation_reversed`` on q/k)."""
+        ``rotation_reversed`` on q/k). A table or cos/sin cache whose
+        ``low_precision`` finding says its values were stored in float16 or
+        bfloat16 (``stage: values``, contract 1.2) is rounded the same way."""
         if self._client is None:
             raise ValueError("this Diagnosis has no client to send best with")
         from ._reproduce import reproduce
