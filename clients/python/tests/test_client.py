@@ -87,6 +87,15 @@ class EncodeTest(unittest.TestCase):
         r = self.client.encode(x, scheme="rope", params={"head_dim": 16}, positions=positions)
         close(self, r.encoded, support.rope(x, 16, positions=positions), atol=1e-5)
 
+    def test_numpy_scalars_in_params(self):
+        r = self.client.encode(shape=[3, 6], params={"base": np.float64(100.0)},
+                               offset=np.int64(2))
+        close(self, r.encoded, support.sinusoidal(3, 6, base=100.0, offset=2))
+        r = self.client.encode(shape=[2, 8], scheme="rope",
+                               params={"head_dim": np.int64(8), "base": np.float32(50.0)})
+        angle = support.rope_angles(np.arange(2), 8, base=50.0)
+        close(self, r.encoded, np.concatenate([np.cos(angle), np.sin(angle)], axis=1))
+
     def test_batch_axes_kept(self):
         x = self.rng.standard_normal((2, 5, 16)).astype(np.float32)
         r = self.client.encode(x, scheme="rope", params={"head_dim": 8})

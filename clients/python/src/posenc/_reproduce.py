@@ -16,8 +16,9 @@ _CLAIM_KEYS = ("scheme", "params", "model", "offset", "positions", "attention_ma
                "embed_scale")
 # Fields of best that are the input, which reproduce() supplies itself.
 _INPUT_KEYS = ("embeddings", "embeddings_shape", "shape", "token_ids", "encoding")
-# Findings each kind of subject can apply to /encode's or /apply's answer;
-# every other finding is expressed by best itself, except these:
+# Findings no /encode or /apply request can express (best carries the rest
+# of the variant), and, per kind of subject, those reproduce() applies to the
+# server's answer itself. Every other finding is expressed by best.
 _NOT_EXPRESSIBLE = ("transposed", "sin_cos_swapped", "rotation_reversed", "alibi_slopes",
                     "t5_direction", "weights_permuted", "weights_transposed")
 _APPLICABLE = {
@@ -47,7 +48,7 @@ def _request(diagnosis):
         kwargs.pop("model", None)
         if "model" in claim:
             kwargs["model"] = claim["model"]
-    if "offset" not in best and "positions" not in best:
+    if not any(key in best for key in ("offset", "positions", "attention_mask")):
         for key in ("offset", "positions", "attention_mask"):
             if key in claim:
                 kwargs[key] = claim[key]

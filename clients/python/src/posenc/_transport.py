@@ -9,6 +9,14 @@ import urllib.request
 from .errors import PosencConnectionError, PosencError
 
 
+def _json_default(value):
+    """numpy scalars and arrays in a request (a base as np.float64, positions
+    as np.int64 ...) as the Python numbers they hold."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def _error_from_answer(status, raw, headers):
     """The PosencError of an error answer; a body that is not the contract's
     error object (a proxy's page, say) keeps its first 200 characters."""
@@ -48,7 +56,8 @@ class Transport:
         headers = {"Accept": "application/json"}
         data = None
         if body is not None:
-            data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+            data = json.dumps(body, allow_nan=False, separators=(",", ":"),
+                              default=_json_default).encode()
             headers["Content-Type"] = "application/json"
         if self.api_key is not None:
             headers["Authorization"] = f"Bearer {self.api_key}"

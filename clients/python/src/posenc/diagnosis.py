@@ -85,9 +85,6 @@ class Diagnosis:
         """True when the verdict is ``match``."""
         return self.verdict == "match"
 
-    def __bool__(self):
-        return self.matches
-
     @property
     def codes(self):
         """The findings' codes, in the server's order."""
