@@ -50,8 +50,15 @@ def inside():
     suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
     result = unittest.TextTestRunner(stream=sys.stdout, verbosity=1).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-    print(f"unittest: {result.testsRun - failed} passed, {failed} failed", flush=True)
-    return 0 if result.wasSuccessful() else 1
+    passed = result.testsRun - failed
+    import support  # the shared server: its exit status and stderr count too
+    started, problem = support.stop_shared()
+    if problem:
+        print(f"FAIL: the shared server did not stop cleanly: {problem}", flush=True)
+    failed += bool(problem)
+    passed += started and not problem
+    print(f"unittest: {passed} passed, {failed} failed", flush=True)
+    return 0 if failed == 0 else 1
 
 
 def main():

@@ -23,7 +23,7 @@ def _server_path():
 
 os.environ["POSENC_SERVER"] = _server_path()  # harness reads it when imported
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
-from harness import Server  # noqa: E402  (start, .url, .stop())
+from harness import Server, sanitizer_clean  # noqa: E402  (start, .url, .stop())
 
 _shared = None
 
@@ -35,6 +35,26 @@ def url():
         _shared = Server([])
         atexit.register(_shared.stop)
     return _shared.url
+
+
+def stopped_cleanly(server):
+    """Stop ``server`` (SIGTERM); None when it exited 0 with no sanitizer or
+    valgrind report, else what went wrong."""
+    status = server.stop()
+    err = server.stderr()
+    if status != 0 or not sanitizer_clean(err):
+        return f"exit status {status}, stderr: {err[-800:]}"
+    return None
+
+
+def stop_shared():
+    """Stop the shared server if it was started: (started, stopped_cleanly's
+    answer)."""
+    global _shared
+    if _shared is None:
+        return False, None
+    server, _shared = _shared, None
+    return True, stopped_cleanly(server)
 
 
 # ---------------------------------------------------------------- references

@@ -257,7 +257,9 @@ class AuthTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.stop()
+        problem = support.stopped_cleanly(cls.server)
+        if problem:
+            raise AssertionError(f"the --api-key server: {problem}")
 
     def test_missing_and_wrong_key_are_401(self):
         for key in (None, "wrong"):
