@@ -274,6 +274,36 @@ class AuthTest(unittest.TestCase):
         self.assertTrue(posenc.Client(self.server.url).health())  # /healthz needs no key
 
 
+class BodyLimitTest(unittest.TestCase):
+    """413 and 401 come before the server reads a large body, then it closes:
+    the client must still report the answer, not the broken pipe."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = support.Server(["--max-body-bytes", "65536", "--api-key", "k"])
+
+    @classmethod
+    def tearDownClass(cls):
+        problem = support.stopped_cleanly(cls.server)
+        if problem:
+            raise AssertionError(f"the --max-body-bytes server: {problem}")
+
+    def test_payload_too_large(self):
+        client = posenc.Client(self.server.url, api_key="k")
+        for rows in (3000, 300000):  # 128 KB and 12.8 MB of base64
+            with self.assertRaises(posenc.PosencError) as ctx:
+                client.encode(np.zeros((rows, 8)))
+            e = ctx.exception
+            self.assertEqual((e.status, e.code), (413, "payload_too_large"), str(e))
+            self.assertIn("65536", e.message)
+        close(self, client.encode(shape=[2, 2]).encoded, support.sinusoidal(2, 2))
+
+    def test_unauthorized_before_the_body(self):
+        with self.assertRaises(posenc.PosencError) as ctx:
+            posenc.Client(self.server.url).encode(np.zeros((300000, 8)))
+        self.assertEqual(ctx.exception.status, 401)
+
+
 class ArraysTest(unittest.TestCase):
     def test_base64_is_little_endian_float32(self):
         from posenc import _arrays

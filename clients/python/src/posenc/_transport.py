@@ -1,10 +1,16 @@
 """HTTP with the standard library only: one JSON request, one JSON answer,
-errors mapped to PosencError."""
+errors mapped to PosencError.
+
+It speaks through http.client (the layer under urllib.request) rather than
+urlopen for one reason: the server says 413 (and 401) before it has read a
+large body, then closes, so sending the rest fails with a broken pipe while
+the answer is waiting to be read. urlopen reports only the broken pipe;
+here the answer is read after it.
+"""
+import http.client
 import json
 import socket
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from .errors import PosencConnectionError, PosencError
 
@@ -36,17 +42,24 @@ def _error_from_answer(status, raw, headers):
 
 
 class Transport:
-    """Requests to one server: ``base_url`` (``http://host:port``, with or
-    without a path prefix), an optional bearer ``api_key`` and a timeout in
-    seconds for each request."""
+    """Requests to one server: ``base_url`` (``http://host:port`` or https,
+    with or without a path prefix), an optional bearer ``api_key`` and a
+    timeout in seconds for each socket operation."""
 
     def __init__(self, base_url, api_key=None, timeout=60.0):
         parsed = urllib.parse.urlsplit(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
         self.base_url = base_url.rstrip("/")
+        self._parsed = parsed
+        self._prefix = parsed.path.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+
+    def _connection(self):
+        cls = http.client.HTTPSConnection if self._parsed.scheme == "https" \
+            else http.client.HTTPConnection
+        return cls(self._parsed.hostname, self._parsed.port, timeout=self.timeout)
 
     def request(self, method, path, body=None, want_json=True):
         """Send one request; returns the decoded JSON answer (or the text with
@@ -61,30 +74,42 @@ class Transport:
             headers["Content-Type"] = "application/json"
         if self.api_key is not None:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(url, data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            raise _error_from_answer(exc.code, raw, exc.headers) from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise PosencConnectionError(
-                    "timeout", f"no answer from {url} within {self.timeout} s") from None
-            raise PosencConnectionError("unreachable", f"cannot reach {url}: {reason}") from None
-        except (socket.timeout, TimeoutError):
-            raise PosencConnectionError(
-                "timeout", f"no answer from {url} within {self.timeout} s") from None
-        except (ConnectionError, OSError) as exc:  # reset or closed mid-answer
-            raise PosencConnectionError("unreachable", f"connection to {url} failed: {exc}") \
-                from None
+        status, reason, raw, answer_headers = self._exchange(method, url, self._prefix + path,
+                                                             headers, data)
+        if status >= 400:
+            raise _error_from_answer(status, raw, answer_headers)
         if not want_json:
             return raw.decode("utf-8", "replace")
         try:
             return json.loads(raw)
         except ValueError:
-            raise PosencError(200, "invalid_answer",
-                              f"{url} answered with something that is not JSON: "
-                              f"{raw[:200].decode('utf-8', 'replace')!r}") from None
+            raise PosencError(status, "invalid_answer",
+                              f"{url} answered {status} {reason} with something that is not "
+                              f"JSON: {raw[:200].decode('utf-8', 'replace')!r}") from None
+
+    def _exchange(self, method, url, target, headers, data):
+        """(status, reason, body bytes, headers) of one exchange."""
+        conn = self._connection()
+        sent_error = None
+        try:
+            conn.putrequest(method, target or "/", skip_accept_encoding=True)
+            for key, value in headers.items():
+                conn.putheader(key, value)
+            if data is not None:
+                conn.putheader("Content-Length", str(len(data)))
+            conn.endheaders()
+            if data is not None:
+                try:
+                    conn.send(data)
+                except (BrokenPipeError, ConnectionResetError) as exc:
+                    sent_error = exc  # answered early (413, 401) and closed: read it
+            resp = conn.getresponse()
+            return resp.status, resp.reason, resp.read(), resp.headers
+        except (socket.timeout, TimeoutError):
+            raise PosencConnectionError(
+                "timeout", f"no answer from {url} within {self.timeout} s") from None
+        except (OSError, http.client.HTTPException) as exc:
+            what = f"{exc} (while sending the body: {sent_error})" if sent_error else exc
+            raise PosencConnectionError("unreachable", f"cannot reach {url}: {what}") from None
+        finally:
+            conn.close()
