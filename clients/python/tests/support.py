@@ -9,6 +9,7 @@ relative to the repository root; VALGRIND=1 runs it under valgrind.
 import atexit
 import os
 import sys
+import unittest
 
 import numpy as np
 
@@ -45,6 +46,22 @@ def stopped_cleanly(server):
     if status != 0 or not sanitizer_clean(err):
         return f"exit status {status}, stderr: {err[-800:]}"
     return None
+
+
+class OwnServerTest(unittest.TestCase):
+    """Tests with a server of their own, started with ``server_args`` for the
+    class and required to stop cleanly after it."""
+    server_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(list(cls.server_args))
+
+    @classmethod
+    def tearDownClass(cls):
+        problem = stopped_cleanly(cls.server)
+        if problem:
+            raise AssertionError(f"the server with {' '.join(cls.server_args)}: {problem}")
 
 
 def stop_shared():

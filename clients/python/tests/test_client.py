@@ -250,16 +250,8 @@ class ErrorTest(unittest.TestCase):
             posenc.Client("localhost:8080")
 
 
-class AuthTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = support.Server(["--api-key", "s3cret"])
-
-    @classmethod
-    def tearDownClass(cls):
-        problem = support.stopped_cleanly(cls.server)
-        if problem:
-            raise AssertionError(f"the --api-key server: {problem}")
+class AuthTest(support.OwnServerTest):
+    server_args = ("--api-key", "s3cret")
 
     def test_missing_and_wrong_key_are_401(self):
         for key in (None, "wrong"):
@@ -274,19 +266,10 @@ class AuthTest(unittest.TestCase):
         self.assertTrue(posenc.Client(self.server.url).health())  # /healthz needs no key
 
 
-class BodyLimitTest(unittest.TestCase):
+class BodyLimitTest(support.OwnServerTest):
     """413 and 401 come before the server reads a large body, then it closes:
     the client must still report the answer, not the broken pipe."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = support.Server(["--max-body-bytes", "65536", "--api-key", "k"])
-
-    @classmethod
-    def tearDownClass(cls):
-        problem = support.stopped_cleanly(cls.server)
-        if problem:
-            raise AssertionError(f"the --max-body-bytes server: {problem}")
+    server_args = ("--max-body-bytes", "65536", "--api-key", "k")
 
     def test_payload_too_large(self):
         client = posenc.Client(self.server.url, api_key="k")
