@@ -31,6 +31,10 @@ def _number(x):
     return f"{x:.3g}"
 
 
+def _value(x):
+    return f"{x:.7g}" if isinstance(x, (int, float)) else str(x)
+
+
 def _params_text(params):
     parts = []
     for key, value in (params or {}).items():
@@ -128,9 +132,8 @@ class Diagnosis:
         worst = c.get("worst") or {}
         at = ""
         if "index" in worst:
-            name = f"{worst['array']}" if worst.get("array") else ""
-            at = (f"; worst at {name}{worst['index']}: got {worst.get('got'):.7g}, "
-                  f"want {worst.get('want'):.7g}")
+            at = (f"; worst at {worst.get('array') or ''}{worst['index']}: "
+                  f"got {_value(worst.get('got'))}, want {_value(worst.get('want'))}")
         return f"{self.verdict}: the subject differs from {claim} ({err}{outside}{at})"
 
     def __repr__(self):

@@ -36,10 +36,8 @@ def assert_encoding_matches(client_or_url, *, encoded=None, embeddings=None, tab
     ``tolerance``, ``axes`` in ``claim``)."""
     if table is None and (encoded is None or embeddings is None):
         raise TypeError("assert_encoding_matches needs encoded and embeddings, or a table")
-    if table is not None:
-        return assert_diagnosis_matches(client_or_url, "the table", table=table,
-                                        scheme=scheme, params=params, **claim)
-    return assert_diagnosis_matches(client_or_url, "the encoding", embeddings=embeddings,
+    return assert_diagnosis_matches(client_or_url, "the table" if table is not None
+                                    else "the encoding", table=table, embeddings=embeddings,
                                     encoded=encoded, scheme=scheme, params=params, **claim)
 
 
