@@ -2,9 +2,11 @@
 # Run the posenc test suite: the unit tests of lib/ ($BUILD/test_lib), the
 # API tests ($BUILD/test_api), then the HTTP tests against the real server
 # ($BUILD/test_http, which starts $BUILD/posenc-server itself), then the
-# model-directory tests (tests/models/test_models.py, same server) and
-# /diagnose on real-code subjects (tests/diagnose_real/run.py). A test
-# binary that is not built is skipped, except test_http.
+# model-directory tests (tests/models/test_models.py, same server), /diagnose
+# on real-code subjects (tests/diagnose_real/run.py), then the Python
+# client's (clients/python/tests/run.py: installed into a temporary venv,
+# against the same server). A test binary that is not built is skipped,
+# except test_http.
 #
 # Each binary ends with a line "... N passed, M failed"; this script adds
 # them up and prints one last line, exactly "N passed, M failed" (what CI
@@ -84,6 +86,15 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
     run diagnose_real env BUILD="$BUILD" /usr/bin/python3 tests/diagnose_real/run.py
 else
     echo "FAIL test_models: needs /usr/bin/python3 with numpy (tools/install-deps.sh test)"
+    total_failed=$((total_failed + 1))
+fi
+
+# The Python client (clients/python), installed offline into a temporary
+# venv and tested against the real server.
+if /usr/bin/python3 -c 'import numpy, ensurepip, setuptools, wheel' 2>/dev/null; then
+    run test_pyclient env BUILD="$BUILD" /usr/bin/python3 clients/python/tests/run.py
+else
+    echo "FAIL test_pyclient: needs /usr/bin/python3 with numpy, venv, setuptools, wheel (tools/install-deps.sh test)"
     total_failed=$((total_failed + 1))
 fi
 

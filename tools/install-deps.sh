@@ -6,7 +6,9 @@ set -eu
 
 build_pkgs="gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
 libopenblas-openmp-dev libdragonbox-dev libfast-float-dev python3-yaml"
-test_pkgs="libcurl4-openssl-dev python3-numpy valgrind clang-format"
+# the Python client's tests: a venv with pip, setuptools and wheel (offline)
+test_pkgs="libcurl4-openssl-dev python3-numpy valgrind clang-format
+python3-venv python3-pip python3-setuptools python3-wheel"
 fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev"
 # make test-soak: wrk drives the ASan server; curl for the known-answer checks
 soak_pkgs="wrk curl"
