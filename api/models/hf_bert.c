@@ -26,8 +26,9 @@
  * pad + 1 and every pad token reads row pad; with inputs_embeds,
  * create_position_ids_from_inputs_embeds: pad + 1 .. pad + T. padding_idx
  * is config.pad_token_id (RobertaConfig's default 1). The request side
- * derives them (request_positions_from_ids); the spec names the rule and
- * this file the pad. Tensors under roberta. instead of bert.
+ * derives them (request_positions_from_ids); the spec names the rule, the
+ * loader reads the pad and this file checks that the table reaches past
+ * it. Tensors under roberta. instead of bert.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,15 +63,6 @@ int hf_bert_weights(hf_load *h, hf_plan *p, model_error *err)
 {
     (void)p;
     return h->layer == 0 ? token_type0(h, h->m->d_model, err) : 0;
-}
-
-/* RoBERTa: positions counted from the padding token. */
-int hf_roberta_configure(hf_load *h, hf_plan *p, model_error *err)
-{
-    (void)p;
-    /* a pad past the largest position could never be a table row */
-    return hf_int(h, HF_KEYS("pad_token_id"), false, 1, 0, PE_MAX_POSITION - 1, &h->m->pad_token_id,
-                  err);
 }
 
 int hf_roberta_weights(hf_load *h, hf_plan *p, model_error *err)

@@ -4,7 +4,7 @@
  * (hf_spec.h, the table in hf_specs.c) says, and calls its hooks where the
  * architecture computes differently.
  *
- * The steps, in order: the shape keys, eps, the bias key, head_dim, the
+ * The steps, in order: pad_token_id (RoBERTa's position rule), the shape keys, eps, the bias key, head_dim, the
  * refused options, the configure hook; the shape checks and the model's
  * shape; the scheme params (rope, alibi, learned, none), the params hook
  * and Gemma's score transforms; the tensor prefix, q/k/v (and biases), the
@@ -279,6 +279,12 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err)
 
     if (s->positions_layer0_only && h->layer > 0)
         p.scheme = SCHEME_NONE;
+    /* RoBERTa's positions count from the pad; one past the largest
+     * position could never be a table row */
+    if (s->position_rule == MODEL_POSITIONS_PAD_IDS &&
+        hf_int(h, HF_KEYS("pad_token_id"), false, 1, 0, PE_MAX_POSITION - 1, &h->m->pad_token_id,
+               err))
+        return -1;
     if (read_shape(h, &p, err) || check_refusals(h, s->refusals, err) ||
         (s->configure && s->configure(h, &p, err)) || set_shape(h, &p, err) ||
         build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||

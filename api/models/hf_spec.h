@@ -143,7 +143,6 @@ int hf_gpt2_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_opt_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_opt_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_bert_weights(hf_load *h, hf_plan *p, model_error *err);
-int hf_roberta_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_roberta_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_t5_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_t5_weights(hf_load *h, hf_plan *p, model_error *err);

@@ -473,7 +473,6 @@ static const hf_spec specs[] = {
      .scheme = SCHEME_LEARNED,
      .positions_layer0_only = true,
      .position_rule = MODEL_POSITIONS_PAD_IDS,
-     .configure = hf_roberta_configure,
      .weights = hf_roberta_weights},
     {.model_types = HF_KEYS("opt"),
      .shape = &mha_shape,
