@@ -28,11 +28,11 @@
  *   order. rope_interleave false: the half layout on the raw channels.
  * - deepseek_v2: apply_rotary_emb, view_as_complex of adjacent pairs
  *   times freqs_cis: the interleaved layout, output interleaved.
- * Scores: qk_head_dim ** -0.5; deepseek_v3 multiplies it by mscale**2,
- * mscale = 0.1 * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when
- * rope_scaling is set and its mscale_all_dim is non-zero. Hugging Face's
- * DeepseekV2Attention keeps qk_head_dim ** -0.5 (DeepSeek's own remote
- * code applied mscale there too; posenc follows transformers).
+ * Scores: qk_head_dim ** -0.5 times mscale**2, mscale = 0.1 *
+ * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when rope_scaling
+ * is set and its mscale_all_dim is non-zero: DeepseekV3Attention's scale,
+ * and V2's alike (contract 1.2's architecture settlement: transformers
+ * fixed DeepseekV2Attention to match; DeepSeek's own V2 code always did).
  *
  * Config keys read: hidden_size, num_attention_heads, num_key_value_heads
  * (must equal the heads: MLA expands k and v per head), num_hidden_layers,
@@ -87,8 +87,8 @@ static int deinterleave_columns(tensor *t, size_t off, size_t group, size_t r, m
     return 0;
 }
 
-/* V3's score scale: qk_head_dim ** -0.5 times mscale**2 (see above). */
-static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
+/* The score scale: qk_head_dim ** -0.5 times mscale**2 (see above). */
+static int mla_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
 
@@ -107,7 +107,7 @@ static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_e
     const json_t *f = json_object_get(rs, "factor");
     if (!json_is_number(f))
         return hf_config_fail(h, err,
-                              "rope_scaling.factor must be a number (DeepseekV3Attention "
+                              "rope_scaling.factor must be a number (DeepSeek's attention "
                               "reads it with mscale_all_dim)");
     double factor = json_number_value(f);
     double mscale = factor <= 1.0 ? 1.0 : 0.1 * json_number_value(all) * log(factor) + 1.0;
@@ -165,8 +165,8 @@ int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err)
                                 .v_dim = (size_t)c.v_dim,
                                 .q_norm_eps = 1e-6,
                                 .kv_norm_eps = 1e-6};
-    double score_scale = 1.0 / sqrt((double)qk_head);
-    if (v3 && v3_score_scale(h, (double)qk_head, &score_scale, err))
+    double score_scale;
+    if (mla_score_scale(h, (double)qk_head, &score_scale, err))
         return -1;
     if (hf_rope_params(h, (size_t)c.rope, NULL, &m->params, err))
         return -1;

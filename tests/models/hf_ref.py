@@ -689,8 +689,10 @@ def deepseek(cfg, w, x, positions, layer, prefix="model."):
     transpose, rotate_half; the result stays permuted) or, with
     rope_interleave false, apply_rotary_pos_emb; V2 apply_rotary_emb
     (view_as_complex * freqs_cis). k_rot is expanded to every head. Scores:
-    qk_head_dim ** -0.5, V3 times yarn_get_mscale(factor, mscale_all_dim)**2
-    when rope_scaling has a non-zero mscale_all_dim."""
+    qk_head_dim ** -0.5, times yarn_get_mscale(factor, mscale_all_dim)**2
+    when rope_scaling has a non-zero mscale_all_dim: V3's attention does so,
+    and V2 does the same (DeepSeek's own V2 code always did; the contract's
+    architecture settlement)."""
     p = f"{prefix}layers.{layer}."
     a = p + "self_attn."
     H = cfg["num_attention_heads"]
@@ -734,7 +736,7 @@ def deepseek(cfg, w, x, positions, layer, prefix="model."):
     k = np.concatenate([k_pass, k_rot], -1).reshape(T, -1)
     scale = qkh ** -0.5
     rs = cfg.get("rope_scaling")
-    if v3 and rs is not None and rs.get("mscale_all_dim", 0):
+    if rs is not None and rs.get("mscale_all_dim", 0):
         f = rs["factor"]
         ms = 1.0 if f <= 1 else 0.1 * rs["mscale_all_dim"] * math.log(f) + 1.0
         scale = scale * ms * ms

@@ -786,6 +786,12 @@ def deepseek_info(models, cases):
             and models["ds2"]["params"].get("layout") == "interleaved"
             and "q_a_proj" not in models["ds2"]["weights"],
             f"/info ds2: q_proj (q_lora_rank null), interleaved rope: {models['ds2']}")
+    # V2 scales its scores by mscale(factor, mscale_all_dim)**2 as V3 does
+    # (contract 1.2, architecture settlements): yarn factor 40, 0.707
+    ms = 0.1 * 0.707 * np.log(40) + 1
+    C.check(abs(models["ds2"]["params"].get("score_scale", 0) - 10 ** -0.5 * ms * ms) <= 1e-15,
+            f"/info ds2: score_scale 10**-0.5 * mscale**2 = {10 ** -0.5 * ms * ms}: "
+            f"{models['ds2']['params']}")
     for name in ("ds3", "ds3_yarn", "ds2", "ds3_bf16"):
         want = cases[name].reference(np.zeros((1, 32)), np.arange(1))["score_scale"]
         got = models[name]["params"].get("score_scale")
