@@ -195,9 +195,11 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
         sc->beta_fast = 32.0;
     if (!sc->has_beta_slow)
         sc->beta_slow = 1.0;
-    if (sc->type == PE_ROPE_SCALING_LLAMA3 && !(sc->high_freq_factor > sc->low_freq_factor)) {
+    /* low == high is valid (no band between the kept and the divided
+     * frequencies; contract 1.2); a high below the low is not */
+    if (sc->type == PE_ROPE_SCALING_LLAMA3 && sc->high_freq_factor < sc->low_freq_factor) {
         jpath at = jpath_key(path, "high_freq_factor");
-        return desc_fail(err, DESC_E_RANGE, at.s, "%s must be greater than low_freq_factor", at.s);
+        return desc_fail(err, DESC_E_RANGE, at.s, "%s must not be less than low_freq_factor", at.s);
     }
     if (sc->type == PE_ROPE_SCALING_LONGROPE) {
         jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");

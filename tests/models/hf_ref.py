@@ -107,9 +107,13 @@ def rope_init(cfg, seq_len, partial=True):
         lo_wl, hi_wl = old / lo, old / hi
         wl = 2 * math.pi / inv
         inv_l = np.where(wl > lo_wl, inv / factor, inv)
+        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
+        if lo == hi:
+            # no band: every wavelength is above old / lo (divided) or below
+            # it (kept); HF only warns about such a config
+            return inv_l, 1.0
         smooth = (old / wl - lo) / (hi - lo)
         smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
-        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
         return np.where(medium, smoothed, inv_l), 1.0
     raise ValueError(t)
 

@@ -900,6 +900,14 @@ def rope_cases():
                                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                           "original_max_position_embeddings": 32}},
          [short, long_]),
+        # low_freq_factor == high_freq_factor: no smoothed band, served with a
+        # warning (contract 1.2); wavelengths 2pi*5e5^(i/4) of head_dim 8
+        # fall on both sides of 32 / 1
+        ("rope_llama3_flat", {"rope_theta": 500000.0,
+                              "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                               "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                                               "original_max_position_embeddings": 32}},
+         [short, long_, np.arange(6) * 997 + 3]),
         ("rope_longrope", {"original_max_position_embeddings": 16,
                            "rope_scaling": {"type": "longrope",
                                             "short_factor": [1.0, 1.2, 1.5, 2.0],
@@ -918,6 +926,12 @@ def rope_cases():
 
 
 def rope_checks(srv, cases):
+    # the flat llama3 fixture has both kinds of frequency and nothing between
+    inv, _ = hf_ref.rope_init(cases["rope_llama3_flat"].ckpt.config, 8)
+    plain = 1.0 / 500000.0 ** (np.arange(0, 8, 2) / 8)
+    C.check(np.all(np.isfinite(inv)) and np.all((inv == plain) | (inv == plain / 8))
+            and np.any(inv == plain) and np.any(inv == plain / 8),
+            f"rope_llama3_flat: frequencies kept or divided by 8, none between: {inv}")
     for name, case in cases.items():
         x = RNG.standard_normal((6, case.d)).astype(np.float32)
         for pos in case.requests:
@@ -947,6 +961,10 @@ def warning_checks(stderr):
     one_line("rope_extra_keys", "rope_scaling.zeta")
     one_line("rope_extra_keys", "rope_scaling.low_freq_factor")
     one_line("rope_partial", "partial_rotary_factor", "ignored")
+    one_line("rope_llama3_flat", "rope_scaling.low_freq_factor", "rope_scaling.high_freq_factor",
+             "no wavelengths are smoothed")
+    C.check(not any("warning" in ln and "'rope_llama3'" in ln for ln in lines),
+            "no warning for llama3 factors with a band between them")
     C.check(not any("warning" in ln and "'rope_linear'" in ln for ln in lines),
             "no warning for a rope_scaling with only known keys")
 
@@ -1078,6 +1096,12 @@ def malformed_cases(root):
          dict(base.config, rope_scaling={"rope_type": "llama3", "factor": 8.0,
                                          "high_freq_factor": 4.0}),
          ["config.json", "low_freq_factor"]),
+        # equal factors are served (rope_llama3_flat); a high below the low is not
+        ("config: llama3 high_freq_factor below low_freq_factor",
+         dict(base.config, rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                         "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+                                         "original_max_position_embeddings": 32}),
+         ["config.json", "high_freq_factor", "low_freq_factor"]),
         ("config: heads not dividing", dict(base.config, num_key_value_heads=3),
          ["config.json", "num_key_value_heads"]),
         ("config: wrong type", dict(base.config, num_attention_heads="four"),
