@@ -73,7 +73,7 @@ int hf_string(const hf_load *h, const char *key, const char *dflt, const char **
 
 /* layer_types (a list of one string per layer, num_hidden_layers long):
  * whether layer L is "sliding_attention" (else "full_attention"); any
- * other value stops the load naming the entry. */
+ * other value, at any layer, stops the load naming the entry. */
 int hf_layer_type(const hf_load *h, bool *sliding, model_error *err);
 
 /* The layer must be < the layer count under `keys` (when present). */

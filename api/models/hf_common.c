@@ -401,14 +401,18 @@ int hf_layer_type(const hf_load *h, bool *sliding, model_error *err)
     if (L >= json_array_size(types))
         return hf_value_fail(h, err, "layer_types has %zu entries: none for layer %zu",
                              json_array_size(types), L);
-    const char *t = json_string_value(json_array_get(types, L));
-    if (!t)
-        return hf_config_fail(h, err, "layer_types[%zu] must be a string", L);
-    if (strcmp(t, "sliding_attention") != 0 && strcmp(t, "full_attention") != 0)
-        return hf_value_fail(h, err,
-                             "layer_types[%zu] is '%.40s', not sliding_attention or "
-                             "full_attention",
-                             L, t);
-    *sliding = strcmp(t, "sliding_attention") == 0;
+    /* every layer's type: one posenc does not model is refused even when
+     * another layer is served (contract 1.2, architecture settlements) */
+    for (size_t i = 0; i < json_array_size(types); i++) {
+        const char *t = json_string_value(json_array_get(types, i));
+        if (!t)
+            return hf_config_fail(h, err, "layer_types[%zu] must be a string", i);
+        if (strcmp(t, "sliding_attention") != 0 && strcmp(t, "full_attention") != 0)
+            return hf_value_fail(h, err,
+                                 "layer_types[%zu] is '%.40s', not sliding_attention or "
+                                 "full_attention",
+                                 i, t);
+    }
+    *sliding = strcmp(json_string_value(json_array_get(types, L)), "sliding_attention") == 0;
     return 0;
 }

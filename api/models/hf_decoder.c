@@ -4,11 +4,12 @@
  * (hf_spec.h, the table in hf_specs.c) says, and calls its hooks where the
  * architecture computes differently.
  *
- * The steps, in order: pad_token_id (RoBERTa's position rule), the shape keys, eps, the bias key, head_dim, the
- * refused options, the configure hook; the shape checks and the model's
- * shape; the scheme params (rope, alibi, learned, none), the params hook
- * and Gemma's score transforms; the tensor prefix, q/k/v (and biases), the
- * norm, the q/k norms, layer 0's embeddings; the weights hook.
+ * The steps, in order: pad_token_id (RoBERTa's position rule), the shape
+ * keys, eps, the bias key, head_dim, layer_types, the refused options, the
+ * configure hook; the shape checks and the model's shape; the scheme
+ * params (rope, alibi, learned, none), the params hook and Gemma's score
+ * transforms; the tensor prefix, q/k/v (and biases), the norm, the q/k
+ * norms, layer 0's embeddings; the weights hook.
  */
 #include <stdio.h>
 #include <string.h>
@@ -285,9 +286,11 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err)
         hf_int(h, HF_KEYS("pad_token_id"), false, 1, 0, PE_MAX_POSITION - 1, &h->m->pad_token_id,
                err))
         return -1;
-    if (read_shape(h, &p, err) || check_refusals(h, s->refusals, err) ||
-        (s->configure && s->configure(h, &p, err)) || set_shape(h, &p, err) ||
-        build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||
+    if (read_shape(h, &p, err) ||
+        (s->reads_layer_types && hf_get(h, HF_KEYS("layer_types"), NULL) &&
+         hf_layer_type(h, &p.sliding, err)) ||
+        check_refusals(h, s->refusals, err) || (s->configure && s->configure(h, &p, err)) ||
+        set_shape(h, &p, err) || build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||
         (s->gemma_scores && hf_score_transforms(h, s->softcap_default, err)))
         return -1;
     if (read_layer(h, &p, err) || read_embeddings(h, &p, err) ||

@@ -128,11 +128,10 @@ int hf_score_transforms(hf_load *h, double softcap_default, model_error *err)
  * sliding_window_pattern. */
 int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err)
 {
-    const json_t *types = hf_get(h, HF_KEYS("layer_types"), NULL);
-
-    if (types)
-        return hf_layer_type(h, &p->sliding, err);
     int64_t pattern;
+
+    if (hf_get(h, HF_KEYS("layer_types"), NULL))
+        return 0; /* the loader read it into p->sliding */
     if (hf_int(h, HF_KEYS("sliding_window_pattern"), false, 6, 1, INT64_MAX, &pattern, err))
         return -1;
     p->sliding = (h->layer + 1) % (uint64_t)pattern != 0;

@@ -88,7 +88,7 @@ typedef struct hf_plan {
     pe_norm_kind norm;
     const char *norm_name;
     hf_fused_layout fused;
-    bool sliding; /* Gemma 3: layer L attends a sliding window */
+    bool sliding; /* layer L attends a sliding window (layer_types, Gemma 3's pattern) */
 } hf_plan;
 
 /* A hook: 0, or -1 with *err set. */
@@ -112,6 +112,9 @@ struct hf_spec {
     model_qk_norm qk_norm;
     hf_embed_scale embed_scale;
     bool gemma_scores; /* query_pre_attn_scalar and attn_logit_softcapping */
+    /* Hugging Face reads layer_types (sliding_attention / full_attention per
+     * layer): when present, every entry is checked and plan.sliding set */
+    bool reads_layer_types;
     double softcap_default;
     scheme_kind scheme;
     bool positions_layer0_only; /* learned positions at layer 0, scheme none later */

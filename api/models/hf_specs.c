@@ -39,6 +39,12 @@
  *   500000 and NoPE layers (hf_llama4.c).
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
  *
+ * layer_types (qwen2, qwen3, gemma2, gemma3_text: sliding_attention or
+ * full_attention per layer, only the mask differs for the first three) is
+ * checked for every layer: another value stops the load naming the entry.
+ * Llama 4's layer_types ("chunked_attention" for its rope layers,
+ * Llama4TextConfig's default) is not read: no_rope_layers decides there.
+ *
  * A new architecture that differs from one here only in its keys, defaults
  * or tensor names is a new entry (and a fixture in tests/models); the
  * unsupported-model_type message lists the entries in this order.
@@ -252,6 +258,7 @@ static const hf_spec specs[] = {
      .bias_key = "attention_bias",
      .bias_always = true,
      .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
      .scheme = SCHEME_ROPE},
     {.model_types = HF_KEYS("gpt2"),
      .shape = &gpt2_shape,
@@ -373,6 +380,7 @@ static const hf_spec specs[] = {
      .embed_scale = HF_EMBED_GEMMA_FOLD,
      .gemma_scores = true,
      .softcap_default = 50.0,
+     .reads_layer_types = true,
      .scheme = SCHEME_ROPE},
     {.model_types = HF_KEYS("gemma3_text"),
      .shape = &llama_shape,
@@ -387,6 +395,7 @@ static const hf_spec specs[] = {
      .qk_norm = MODEL_QK_NORM_PER_HEAD,
      .embed_scale = HF_EMBED_GEMMA_IDS,
      .gemma_scores = true,
+     .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
      .rope_theta_default = 1e6,
      .configure = hf_gemma3_configure,
@@ -401,6 +410,7 @@ static const hf_spec specs[] = {
      .bias_key = "attention_bias",
      .norm = PE_NORM_RMS,
      .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
      .scheme = SCHEME_ROPE},
     {.model_types = HF_KEYS("olmo2"),
      .shape = &llama_shape,

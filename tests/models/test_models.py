@@ -464,6 +464,11 @@ def models3_cases():
         "qwen3_bf16": Case("qwen3_bf16", ck.qwen3(seed=162, dtype="BF16", prefix="", bias=True,
                                                   kv_heads=1, rope_theta=10000.0),
                            hf_ref.qwen3, prefix="", shards=2),
+        # layer_types (Qwen3Config's, sliding on layer 1): checked, the
+        # projections unchanged
+        "qwen3_types": Case("qwen3_types", ck.qwen3(seed=163, layer_types=["full_attention",
+                                                                          "sliding_attention"]),
+                            hf_ref.qwen3),
         "olmo2": Case("olmo2", ck.olmo2(), hf_ref.olmo2),
         "olmo2_bf16": Case("olmo2_bf16", ck.olmo2(seed=171, dtype="BF16", kv_heads=2,
                                                   rope_theta=10000.0), hf_ref.olmo2, shards=3),
@@ -597,6 +602,19 @@ def models3_malformed(root):
          query_pre_attn_scalar=None)
     case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "chunked_attention"],
          layer_types=["chunked_attention", "full_attention"])
+    # any layer's type posenc does not model stops the load, not only the
+    # served layer's (contract 1.2), for every architecture HF reads it for
+    case("gemma3: layer_types of another layer unknown", g3,
+         ["layer_types[1]", "chunked_attention", "sliding_attention or full_attention"],
+         layer_types=["full_attention", "chunked_attention"])
+    case("qwen3: layer_types entry unknown", q3, ["layer_types[0]", "chunked_attention"],
+         layer_types=["chunked_attention"])
+    case("gemma2: layer_types entry unknown", g2, ["layer_types[0]", "linear_attention"],
+         layer_types=["linear_attention"])
+    case("qwen2: layer_types entry unknown", ck.llama(seed=7, layers=1, model_type="qwen2",
+                                                      bias=True),
+         ["layer_types[0]", "chunked_attention"], layer_types=["chunked_attention"])
+    case("qwen3: layer_types a number", q3, ["layer_types", "list"], layer_types=3)
     case("gemma3: layer_types not a list", g3, ["layer_types", "list"],
          layer_types="sliding_attention")
     case("gemma3: layer_types of the wrong length", g3, ["layer_types", "3 entries",
