@@ -1,13 +1,11 @@
 /*
- * hf.h - what the Hugging Face architecture loaders (hf_<model_type>.c:
- * llama, gpt2, bert, bloom, t5, gpt_neox, phi, phi3, starcoder2, gemma,
- * gemma2, gemma3_text, qwen3, olmo2, falcon, mpt, llama4_text, deepseek_v2,
- * deepseek_v3, roberta, xlm-roberta, opt)
- * share: the load in progress, config.json readers and tensor readers
- * whose errors (model_error.h) name the file and the key or tensor, the
- * rope parameters and the splitting of fused projections.
+ * hf.h - what the Hugging Face loader (hf_decoder.c, driven by the
+ * architecture table of hf_spec.h) and its per-architecture hooks share:
+ * the load in progress, config.json readers and tensor readers whose
+ * errors (model_error.h) name the file and the key or tensor, the rope
+ * parameters and the splitting of fused projections.
  *
- * Each loader maps one architecture's config keys and tensors onto a model
+ * A load maps one architecture's config keys and tensors onto a model
  * (model.h) so that /apply reproduces that architecture's path from token
  * embeddings (layer 0) or the hidden state (later layers) to the Q, K and V
  * of the chosen layer's first attention. Weights end in the contract's
@@ -36,39 +34,13 @@ typedef struct hf_load {
     const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;
 
-/* One architecture: its model_type values and its loader. */
-typedef int (*hf_loader)(hf_load *h, model_error *err);
-int hf_llama_load(hf_load *h, model_error *err);
-int hf_gpt2_load(hf_load *h, model_error *err);
-int hf_bert_load(hf_load *h, model_error *err);
-/* BERT's embeddings and layer under the first of `prefixes` that holds the
- * layer (hf_bert.c): what RoBERTa shares with it. */
-int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err);
-int hf_roberta_load(hf_load *h, model_error *err); /* roberta, xlm-roberta */
-int hf_opt_load(hf_load *h, model_error *err);
-int hf_bloom_load(hf_load *h, model_error *err);
-int hf_t5_load(hf_load *h, model_error *err);
-int hf_gpt_neox_load(hf_load *h, model_error *err);
-int hf_phi_load(hf_load *h, model_error *err);
-int hf_phi3_load(hf_load *h, model_error *err);
-int hf_starcoder2_load(hf_load *h, model_error *err);
-int hf_gemma_load(hf_load *h, model_error *err);
-int hf_falcon_load(hf_load *h, model_error *err);
-int hf_mpt_load(hf_load *h, model_error *err);
-int hf_gemma2_load(hf_load *h, model_error *err);
-int hf_gemma3_load(hf_load *h, model_error *err);
-int hf_qwen3_load(hf_load *h, model_error *err);
-int hf_olmo2_load(hf_load *h, model_error *err);
-int hf_llama4_load(hf_load *h, model_error *err);
-int hf_deepseek_load(hf_load *h, model_error *err);
-
 /* Gemma's embedding scale (hf_gemma.c): m's loaded token table becomes
  * round_dtype(E * s) with s = sqrt(hidden_size) rounded to float32 and
  * then to the table's dtype, as Hugging Face's normalizer tensor and its
  * product in that dtype; *scale = s. An overflow of the dtype fails. */
 int hf_scale_embeddings(hf_load *h, double *scale, model_error *err);
 
-/* Gemma 2 and 3's scores (hf_gemma2.c): params.score_scale =
+/* Gemma 2 and 3's scores (hf_gemma.c): params.score_scale =
  * query_pre_attn_scalar ** -0.5 (default 256) and m->score_softcap =
  * attn_logit_softcapping (absent: softcap_default; null or 0 default: none). */
 int hf_score_transforms(hf_load *h, double softcap_default, model_error *err);
@@ -99,6 +71,11 @@ int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error
 int hf_string(const hf_load *h, const char *key, const char *dflt, const char **out,
               model_error *err);
 
+/* layer_types (a list of one string per layer, num_hidden_layers long):
+ * whether layer L is "sliding_attention" (else "full_attention"); any
+ * other value, at any layer, stops the load naming the entry. */
+int hf_layer_type(const hf_load *h, bool *sliding, model_error *err);
+
 /* The layer must be < the layer count under `keys` (when present). */
 int hf_check_layer(const hf_load *h, const char *const *keys, model_error *err);
 
@@ -110,21 +87,12 @@ int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t 
  * num_attention_heads, num_key_value_heads, head_dim). */
 typedef struct hf_attention_heads {
     int64_t hidden, heads, kv_heads;
-    int64_t head_dim; /* 0: hidden / heads (hf_set_attention_heads) */
+    int64_t head_dim; /* 0: hidden / heads */
 } hf_attention_heads;
-
-/* hidden_size and num_attention_heads (required), num_key_value_heads
- * (default: heads), each in [1, SCHEME_MAX_DIM], then hf_check_layer on
- * num_hidden_layers. a->head_dim is left for the loader to read. */
-int hf_read_attention_heads(const hf_load *h, hf_attention_heads *a, model_error *err);
 
 /* heads must be a multiple of kv_heads: "num_attention_heads %lld is not a
  * multiple of num_key_value_heads %lld". */
 int hf_check_kv_heads(const hf_load *h, const hf_attention_heads *a, model_error *err);
-
-/* m->d_model, heads, kv_heads and head_dim from `a`; a head_dim of 0 becomes
- * hidden_size / heads (hf_head_dim's error when it does not divide). */
-int hf_set_attention_heads(hf_load *h, const hf_attention_heads *a, model_error *err);
 
 /* Fail naming the config file: "<config_path>: <message>". A key that is
  * missing or of the wrong type (MODEL_E_KEY)... */
@@ -161,15 +129,6 @@ int hf_linear(hf_load *h, weight_id w, size_t out_features, size_t in_features, 
  * (0 = any), for loaders that split or reorder it. *dtype as st_set_read. */
 int hf_tensor(hf_load *h, size_t ndim, size_t d0, size_t d1, tensor *out, const char **dtype,
               model_error *err, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-
-/* Choose h->prefix ("model." or "") by layers.L.self_attn.q_proj.weight,
- * then read layers.L.self_attn.{q,k,v}_proj.weight into W_WQ/W_WK/W_WV
- * ([d_model][heads*head_dim], [d_model][kv_heads*head_dim]); m's shape
- * must be set (hf_set_attention_heads). */
-int hf_qkv_proj_weights(hf_load *h, model_error *err);
-
-/* Read layers.L.self_attn.{q,k,v}_proj.bias into W_BQ/W_BK/W_BV. */
-int hf_qkv_proj_biases(hf_load *h, model_error *err);
 
 /* A new [rows][cols] tensor (uninitialised) for loaders that build a weight. */
 int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);

@@ -1,6 +1,8 @@
 /*
- * hf_bert.c - BERT (model_type bert): learned absolute positions, a
- * token-type embedding, the embedding LayerNorm, post-norm layers.
+ * hf_bert.c - what BERT and RoBERTa (model_type bert, roberta,
+ * xlm-roberta; their specs in hf_specs.c: learned absolute positions, the
+ * embedding LayerNorm, post-norm layers) add: the token-type embedding and
+ * RoBERTa's positions counted from the padding token.
  *
  * Hugging Face's BertEmbeddings: e = LayerNorm(word_embeddings[ids] +
  * token_type_embeddings[0] + position_embeddings[positions]) (eps
@@ -16,24 +18,22 @@
  * [bert.]embeddings.LayerNorm.{weight,bias} (or the older .gamma/.beta),
  * [bert.]encoder.layer.L.attention.self.{query,key,value}.{weight,bias}.
  * The position_ids buffer some checkpoints carry is not read.
+ *
+ * RoBERTa (modeling_roberta.py; XLM-R's modeling_xlm_roberta.py is a copy):
+ * RobertaEmbeddings.forward takes position_ids, when none are given, from
+ * create_position_ids_from_input_ids(input_ids, padding_idx): mask = ids !=
+ * pad; positions = cumsum(mask) * mask + pad, so the table's rows start at
+ * pad + 1 and every pad token reads row pad; with inputs_embeds,
+ * create_position_ids_from_inputs_embeds: pad + 1 .. pad + T. padding_idx
+ * is config.pad_token_id (RobertaConfig's default 1). The request side
+ * derives them (request_positions_from_ids); the spec names the rule, the
+ * loader reads the pad and this file checks that the table reaches past
+ * it. Tensors under roberta. instead of bert.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/hf.h"
-
-/* The embedding LayerNorm under its current or its TF-era name. */
-static int embed_norm(hf_load *h, size_t d, model_error *err)
-{
-    bool old = !hf_has(h, "embeddings.LayerNorm.weight") && hf_has(h, "embeddings.LayerNorm.gamma");
-
-    return hf_weight(h, W_EMBED_NORM_WEIGHT, 1, d, 0, err, "embeddings.LayerNorm.%s",
-                     old ? "gamma" : "weight") ||
-                   hf_weight(h, W_EMBED_NORM_BIAS, 1, d, 0, err, "embeddings.LayerNorm.%s",
-                             old ? "beta" : "bias")
-               ? -1
-               : 0;
-}
+#include "models/hf_spec.h"
 
 /* Row 0 of token_type_embeddings as input_bias. */
 static int token_type0(hf_load *h, size_t d, model_error *err)
@@ -59,54 +59,23 @@ static int token_type0(hf_load *h, size_t d, model_error *err)
     return 0;
 }
 
-int hf_bert_like_load(hf_load *h, const char *const *prefixes, model_error *err)
+int hf_bert_weights(hf_load *h, hf_plan *p, model_error *err)
 {
-    model *m = h->m;
-    int64_t d, heads;
-    size_t head_dim, L = h->layer;
-    const char *pet;
-
-    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &d, err) ||
-        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
-        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
-        hf_number(h, "layer_norm_eps", 1e-12, true, &m->embed_norm_eps, err) ||
-        hf_string(h, "position_embedding_type", "absolute", &pet, err) ||
-        hf_head_dim(h, "hidden_size", (size_t)d, (size_t)heads, &head_dim, err))
-        return -1;
-    if (strcmp(pet, "absolute") != 0)
-        return hf_value_fail(h, err,
-                             "position_embedding_type '%.40s' is not supported (only "
-                             "absolute)",
-                             pet);
-    m->d_model = (size_t)d;
-    m->heads = m->kv_heads = (size_t)heads;
-    m->head_dim = head_dim;
-    m->norm = PE_NORM_NONE;
-    m->scheme = L == 0 ? SCHEME_LEARNED : SCHEME_NONE;
-    m->params = json_object();
-    if (!m->params)
-        return model_nomem(err, "the model");
-
-    size_t n = m->d_model;
-    if (hf_pick_prefix(h, prefixes, err, "encoder.layer.%zu.attention.self.query.weight", L) ||
-        hf_linear(h, W_WQ, n, n, err, "encoder.layer.%zu.attention.self.query.weight", L) ||
-        hf_linear(h, W_WK, n, n, err, "encoder.layer.%zu.attention.self.key.weight", L) ||
-        hf_linear(h, W_WV, n, n, err, "encoder.layer.%zu.attention.self.value.weight", L) ||
-        hf_weight(h, W_BQ, 1, n, 0, err, "encoder.layer.%zu.attention.self.query.bias", L) ||
-        hf_weight(h, W_BK, 1, n, 0, err, "encoder.layer.%zu.attention.self.key.bias", L) ||
-        hf_weight(h, W_BV, 1, n, 0, err, "encoder.layer.%zu.attention.self.value.bias", L))
-        return -1;
-    if (L > 0)
-        return 0;
-    m->embed_norm = PE_NORM_LAYER;
-    if (hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, n, err, "embeddings.word_embeddings.weight") ||
-        hf_weight(h, W_POSITION_TABLE, 2, 0, n, err, "embeddings.position_embeddings.weight") ||
-        token_type0(h, n, err) || embed_norm(h, n, err))
-        return -1;
-    return 0;
+    (void)p;
+    return h->layer == 0 ? token_type0(h, h->m->d_model, err) : 0;
 }
 
-int hf_bert_load(hf_load *h, model_error *err)
+int hf_roberta_weights(hf_load *h, hf_plan *p, model_error *err)
 {
-    return hf_bert_like_load(h, HF_KEYS("bert.", ""), err);
+    const model *m = h->m;
+    const tensor *table = &m->weights[W_POSITION_TABLE];
+
+    if (hf_bert_weights(h, p, err))
+        return -1;
+    if (h->layer == 0 && (uint64_t)m->pad_token_id + 1 >= (uint64_t)table->dim[0])
+        return hf_value_fail(h, err,
+                             "pad_token_id %lld leaves no row of position_embeddings (%zu rows): "
+                             "RoBERTa's positions start at pad_token_id + 1",
+                             (long long)m->pad_token_id, table->dim[0]);
+    return 0;
 }

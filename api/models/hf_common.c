@@ -179,18 +179,6 @@ int hf_head_dim(const hf_load *h, const char *hidden_key, size_t hidden, size_t 
     return 0;
 }
 
-int hf_read_attention_heads(const hf_load *h, hf_attention_heads *a, model_error *err)
-{
-    a->head_dim = 0;
-    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &a->hidden, err) ||
-        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &a->heads, err) ||
-        hf_int(h, HF_KEYS("num_key_value_heads"), false, a->heads, 1, SCHEME_MAX_DIM, &a->kv_heads,
-               err) ||
-        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err))
-        return -1;
-    return 0;
-}
-
 int hf_check_kv_heads(const hf_load *h, const hf_attention_heads *a, model_error *err)
 {
     if (a->heads % a->kv_heads != 0)
@@ -198,20 +186,6 @@ int hf_check_kv_heads(const hf_load *h, const hf_attention_heads *a, model_error
                              "num_attention_heads %lld is not a multiple of "
                              "num_key_value_heads %lld",
                              (long long)a->heads, (long long)a->kv_heads);
-    return 0;
-}
-
-int hf_set_attention_heads(hf_load *h, const hf_attention_heads *a, model_error *err)
-{
-    size_t head_dim = (size_t)a->head_dim;
-
-    if (!head_dim &&
-        hf_head_dim(h, "hidden_size", (size_t)a->hidden, (size_t)a->heads, &head_dim, err))
-        return -1;
-    h->m->d_model = (size_t)a->hidden;
-    h->m->heads = (size_t)a->heads;
-    h->m->kv_heads = (size_t)a->kv_heads;
-    h->m->head_dim = head_dim;
     return 0;
 }
 
@@ -410,28 +384,35 @@ out:
     return rc;
 }
 
-int hf_qkv_proj_weights(hf_load *h, model_error *err)
+int hf_layer_type(const hf_load *h, bool *sliding, model_error *err)
 {
-    const model *m = h->m;
-    size_t L = h->layer, d = m->d_model;
-    size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+    const json_t *types = hf_get(h, HF_KEYS("layer_types"), NULL);
+    size_t L = h->layer;
+    int64_t layers;
 
-    if (hf_pick_prefix(h, HF_KEYS("model.", ""), err, "layers.%zu.self_attn.q_proj.weight", L) ||
-        hf_linear(h, W_WQ, qd, d, err, "layers.%zu.self_attn.q_proj.weight", L) ||
-        hf_linear(h, W_WK, kvd, d, err, "layers.%zu.self_attn.k_proj.weight", L) ||
-        hf_linear(h, W_WV, kvd, d, err, "layers.%zu.self_attn.v_proj.weight", L))
+    if (!json_is_array(types))
+        return hf_config_fail(h, err, "layer_types must be a list of strings");
+    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, (int64_t)json_array_size(types), 1,
+               INT64_MAX, &layers, err))
         return -1;
-    return 0;
-}
-
-int hf_qkv_proj_biases(hf_load *h, model_error *err)
-{
-    const model *m = h->m;
-    size_t L = h->layer, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
-
-    if (hf_weight(h, W_BQ, 1, qd, 0, err, "layers.%zu.self_attn.q_proj.bias", L) ||
-        hf_weight(h, W_BK, 1, kvd, 0, err, "layers.%zu.self_attn.k_proj.bias", L) ||
-        hf_weight(h, W_BV, 1, kvd, 0, err, "layers.%zu.self_attn.v_proj.bias", L))
-        return -1;
+    if ((size_t)layers != json_array_size(types))
+        return hf_value_fail(h, err, "layer_types has %zu entries but num_hidden_layers is %lld",
+                             json_array_size(types), (long long)layers);
+    if (L >= json_array_size(types))
+        return hf_value_fail(h, err, "layer_types has %zu entries: none for layer %zu",
+                             json_array_size(types), L);
+    /* every layer's type: one posenc does not model is refused even when
+     * another layer is served (contract 1.2, architecture settlements) */
+    for (size_t i = 0; i < json_array_size(types); i++) {
+        const char *t = json_string_value(json_array_get(types, i));
+        if (!t)
+            return hf_config_fail(h, err, "layer_types[%zu] must be a string", i);
+        if (strcmp(t, "sliding_attention") != 0 && strcmp(t, "full_attention") != 0)
+            return hf_value_fail(h, err,
+                                 "layer_types[%zu] is '%.40s', not sliding_attention or "
+                                 "full_attention",
+                                 i, t);
+    }
+    *sliding = strcmp(json_string_value(json_array_get(types, L)), "sliding_attention") == 0;
     return 0;
 }

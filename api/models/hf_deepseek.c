@@ -1,7 +1,8 @@
 /*
- * hf_deepseek.c - DeepSeek-V2 and V3 (model_type deepseek_v2:
- * DeepSeek-V2 / V2-Lite; deepseek_v3: DeepSeek-V3 / R1): multi-head latent
- * attention (MLA), as Hugging Face's modeling_deepseek_v2.py /
+ * hf_deepseek.c - what DeepSeek-V2 and V3 (model_type deepseek_v2:
+ * DeepSeek-V2 / V2-Lite; deepseek_v3: DeepSeek-V3 / R1; their spec in
+ * hf_specs.c gives the norm, the embedding and the refused attention_bias)
+ * compute differently: multi-head latent attention (MLA), as Hugging Face's modeling_deepseek_v2.py /
  * modeling_deepseek_v3.py compute q, k and v (DeepseekV2Attention /
  * DeepseekV3Attention.forward):
  *
@@ -27,11 +28,11 @@
  *   order. rope_interleave false: the half layout on the raw channels.
  * - deepseek_v2: apply_rotary_emb, view_as_complex of adjacent pairs
  *   times freqs_cis: the interleaved layout, output interleaved.
- * Scores: qk_head_dim ** -0.5; deepseek_v3 multiplies it by mscale**2,
- * mscale = 0.1 * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when
- * rope_scaling is set and its mscale_all_dim is non-zero. Hugging Face's
- * DeepseekV2Attention keeps qk_head_dim ** -0.5 (DeepSeek's own remote
- * code applied mscale there too; posenc follows transformers).
+ * Scores: qk_head_dim ** -0.5 times mscale**2, mscale = 0.1 *
+ * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when rope_scaling
+ * is set and its mscale_all_dim is non-zero: DeepseekV3Attention's scale,
+ * and V2's alike (contract 1.2's architecture settlement: transformers
+ * fixed DeepseekV2Attention to match; DeepSeek's own V2 code always did).
  *
  * Config keys read: hidden_size, num_attention_heads, num_key_value_heads
  * (must equal the heads: MLA expands k and v per head), num_hidden_layers,
@@ -47,7 +48,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "models/hf.h"
+#include "models/hf_spec.h"
 
 /* An integer config key whose explicit null means something (q_lora_rank):
  * absent -> dflt, null -> 0. */
@@ -86,8 +87,8 @@ static int deinterleave_columns(tensor *t, size_t off, size_t group, size_t r, m
     return 0;
 }
 
-/* V3's score scale: qk_head_dim ** -0.5 times mscale**2 (see above). */
-static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
+/* The score scale: qk_head_dim ** -0.5 times mscale**2 (see above). */
+static int mla_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
 
@@ -106,7 +107,7 @@ static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_e
     const json_t *f = json_object_get(rs, "factor");
     if (!json_is_number(f))
         return hf_config_fail(h, err,
-                              "rope_scaling.factor must be a number (DeepseekV3Attention "
+                              "rope_scaling.factor must be a number (DeepSeek's attention "
                               "reads it with mscale_all_dim)");
     double factor = json_number_value(f);
     double mscale = factor <= 1.0 ? 1.0 : 0.1 * json_number_value(all) * log(factor) + 1.0;
@@ -114,70 +115,60 @@ static int v3_score_scale(hf_load *h, double qk_head_dim, double *scale, model_e
     return 0;
 }
 
-/* The MLA shape as config.json gives it. */
+/* The MLA dimensions as config.json gives them. */
 typedef struct mla_config {
-    int64_t hidden, heads, kv_heads, q_rank, kv_rank, nope, rope, v_dim;
-    bool bias, interleave;
+    int64_t q_rank, kv_rank, nope, rope, v_dim;
+    bool interleave;
 } mla_config;
 
-/* Reads and checks the config keys (m->norm_eps too); v3: deepseek_v3. */
-static int read_mla_config(hf_load *h, bool v3, mla_config *c, model_error *err)
+/* Reads and checks the MLA keys; v3: deepseek_v3. */
+static int read_mla_config(hf_load *h, const hf_plan *p, bool v3, mla_config *c, model_error *err)
 {
     c->interleave = true;
-    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &c->hidden, err) ||
-        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &c->heads, err) ||
-        hf_int(h, HF_KEYS("num_key_value_heads"), false, c->heads, 1, SCHEME_MAX_DIM, &c->kv_heads,
-               err) ||
-        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
-        hf_number(h, "rms_norm_eps", 1e-6, true, &h->m->norm_eps, err) ||
-        rank_or_null(h, "q_lora_rank", 1536, &c->q_rank, err) ||
+    if (rank_or_null(h, "q_lora_rank", 1536, &c->q_rank, err) ||
         hf_int(h, HF_KEYS("kv_lora_rank"), false, 512, 1, SCHEME_MAX_DIM, &c->kv_rank, err) ||
         hf_int(h, HF_KEYS("qk_nope_head_dim"), false, 128, 0, SCHEME_MAX_DIM, &c->nope, err) ||
         hf_int(h, HF_KEYS("qk_rope_head_dim"), false, 64, 2, SCHEME_MAX_DIM, &c->rope, err) ||
         hf_int(h, HF_KEYS("v_head_dim"), false, 128, 1, SCHEME_MAX_DIM, &c->v_dim, err) ||
-        hf_bool(h, "attention_bias", false, &c->bias, err) ||
         (v3 && hf_bool(h, "rope_interleave", true, &c->interleave, err)))
         return -1;
-    if (c->kv_heads != c->heads)
+    if (p->a.kv_heads != p->a.heads)
         return hf_value_fail(h, err,
                              "num_key_value_heads %lld differs from num_attention_heads "
                              "%lld: multi-head latent attention gives every head its own k "
                              "and v",
-                             (long long)c->kv_heads, (long long)c->heads);
-    if (c->bias)
-        return hf_value_fail(h, err,
-                             "attention_bias true (biases on q_a_proj and "
-                             "kv_a_proj_with_mqa) is not modelled by posenc");
+                             (long long)p->a.kv_heads, (long long)p->a.heads);
     if (c->rope % 2 != 0)
         return hf_value_fail(h, err, "qk_rope_head_dim %lld must be even", (long long)c->rope);
     return 0;
 }
 
-/* The model's shape, MLA dimensions and rope parameters (m->params, owned
- * by m: the rotation's layout and the score scale included). */
-static int describe_mla_model(hf_load *h, bool v3, const mla_config *c, model_error *err)
+/* The MLA dimensions and the rope parameters (m->params, owned by m: the
+ * rotation's layout and the score scale included); head_dim nope + rope. */
+int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    size_t qk_head = (size_t)(c->nope + c->rope), H = (size_t)c->heads, d = (size_t)c->hidden;
-    m->d_model = d;
-    m->heads = m->kv_heads = H;
-    m->head_dim = qk_head;
-    m->scheme = SCHEME_ROPE;
-    m->norm = PE_NORM_RMS;
+    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0;
+    mla_config c;
+
+    if (read_mla_config(h, p, v3, &c, err))
+        return -1;
+    size_t qk_head = (size_t)(c.nope + c.rope);
+    p->a.head_dim = (int64_t)qk_head;
     m->mla = true;
-    m->mla_w = (pe_mla_weights){.d_model = d,
-                                .heads = H,
-                                .q_lora_rank = (size_t)c->q_rank,
-                                .kv_lora_rank = (size_t)c->kv_rank,
-                                .nope_dim = (size_t)c->nope,
-                                .rope_dim = (size_t)c->rope,
-                                .v_dim = (size_t)c->v_dim,
+    m->mla_w = (pe_mla_weights){.d_model = (size_t)p->a.hidden,
+                                .heads = (size_t)p->a.heads,
+                                .q_lora_rank = (size_t)c.q_rank,
+                                .kv_lora_rank = (size_t)c.kv_rank,
+                                .nope_dim = (size_t)c.nope,
+                                .rope_dim = (size_t)c.rope,
+                                .v_dim = (size_t)c.v_dim,
                                 .q_norm_eps = 1e-6,
                                 .kv_norm_eps = 1e-6};
-    double score_scale = 1.0 / sqrt((double)qk_head);
-    if (v3 && v3_score_scale(h, (double)qk_head, &score_scale, err))
+    double score_scale;
+    if (mla_score_scale(h, (double)qk_head, &score_scale, err))
         return -1;
-    if (hf_rope_params(h, (size_t)c->rope, NULL, &m->params, err))
+    if (hf_rope_params(h, (size_t)c.rope, NULL, &m->params, err))
         return -1;
     if (json_object_set_new(m->params, "layout", json_string(v3 ? "half" : "interleaved")) ||
         json_object_set_new(m->params, "score_scale", json_real(score_scale)))
@@ -185,18 +176,19 @@ static int describe_mla_model(hf_load *h, bool v3, const mla_config *c, model_er
     return 0;
 }
 
-/* Layer L's norm and MLA projections (rope columns permuted for v3's
- * rope_interleave), and the token embedding at layer 0. */
-static int load_mla_weights(hf_load *h, bool v3, const mla_config *c, model_error *err)
+/* Layer L's MLA projections (rope columns permuted for v3's
+ * rope_interleave). */
+int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    size_t L = h->layer, d = (size_t)c->hidden, H = (size_t)c->heads;
-    size_t qk_head = (size_t)(c->nope + c->rope), q_rank = (size_t)c->q_rank;
-    size_t kv_rank = (size_t)c->kv_rank, rope = (size_t)c->rope;
-    size_t qd = H * qk_head, kv_a = kv_rank + rope, kv_b = H * (size_t)(c->nope + c->v_dim);
-    if (hf_pick_prefix(h, HF_KEYS("model.", ""), err, "layers.%zu.input_layernorm.weight", L) ||
-        hf_weight(h, W_NORM_WEIGHT, 1, d, 0, err, "layers.%zu.input_layernorm.weight", L))
-        return -1;
+    const pe_mla_weights *w = &m->mla_w;
+    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0, interleave = true;
+    size_t L = h->layer, d = w->d_model, qk_head = w->nope_dim + w->rope_dim;
+    size_t q_rank = w->q_lora_rank, kv_rank = w->kv_lora_rank, rope = w->rope_dim;
+    size_t qd = w->heads * qk_head, kv_a = kv_rank + rope,
+           kv_b = w->heads * (w->nope_dim + w->v_dim);
+
+    (void)p;
     if (q_rank
             ? hf_linear(h, W_MLA_Q_A, q_rank, d, err, "layers.%zu.self_attn.q_a_proj.weight", L) ||
                   hf_weight(h, W_MLA_Q_A_NORM, 1, q_rank, 0, err,
@@ -211,22 +203,11 @@ static int load_mla_weights(hf_load *h, bool v3, const mla_config *c, model_erro
                   "layers.%zu.self_attn.kv_a_layernorm.weight", L) ||
         hf_linear(h, W_MLA_KV_B, kv_b, kv_rank, err, "layers.%zu.self_attn.kv_b_proj.weight", L))
         return -1;
-    if (v3 && c->interleave &&
-        (deinterleave_columns(&m->weights[W_MLA_Q_B], (size_t)c->nope, qk_head, rope, err) ||
+    if (v3 && hf_bool(h, "rope_interleave", true, &interleave, err))
+        return -1;
+    if (v3 && interleave &&
+        (deinterleave_columns(&m->weights[W_MLA_Q_B], w->nope_dim, qk_head, rope, err) ||
          deinterleave_columns(&m->weights[W_MLA_KV_A], kv_rank, kv_a, rope, err)))
-        return -1;
-    if (L == 0 && hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "embed_tokens.weight"))
-        return -1;
-    return 0;
-}
-
-int hf_deepseek_load(hf_load *h, model_error *err)
-{
-    bool v3 = strcmp(h->m->architecture, "deepseek_v3") == 0;
-    mla_config c;
-
-    if (read_mla_config(h, v3, &c, err) || describe_mla_model(h, v3, &c, err) ||
-        load_mla_weights(h, v3, &c, err))
         return -1;
     return 0;
 }

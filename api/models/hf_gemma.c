@@ -1,38 +1,39 @@
 /*
- * hf_gemma.c - Gemma (model_type gemma: gemma-2b, gemma-7b): head_dim from
- * the config, embeddings scaled by sqrt(hidden_size), RMSNorm as
- * x * (1 + w), RoPE over whole heads, multi-query or grouped heads.
+ * hf_gemma.c - what the Gemma family computes differently (model_type
+ * gemma, gemma2, gemma3_text; their specs in hf_specs.c): the embedding
+ * normalizer, Gemma 2 and 3's score scale and soft cap, and Gemma 3's two
+ * rope bases by layer type.
  *
- * Hugging Face's GemmaModel (modeling_gemma.py): h = embed_tokens[ids] (or
- * inputs_embeds) times normalizer = tensor(hidden_size ** 0.5,
- * dtype=h.dtype), the product in that dtype; layer L computes
- * z = input_layernorm(h) where GemmaRMSNorm.forward is, in float32,
- * x * rsqrt(mean(x^2) + eps) * (1.0 + w.float()); then q/k/v_proj
- * (nn.Linear, bias=attention_bias) and the Llama rotation (rotate_half,
- * rope_theta, rope_scaling) over head_dim. Scores scale by 1/sqrt(head_dim).
+ * The normalizer. GemmaModel and Gemma2Model (modeling_gemma.py,
+ * modeling_gemma2.py) multiply inputs_embeds (token embeddings or given
+ * ones) by normalizer = tensor(hidden_size ** 0.5, dtype=h.dtype), the
+ * product in that dtype. Folded into the loaded weights, exactly (posenc's
+ * model has no embedding scale of its own): with s = sqrt(hidden_size)
+ * rounded to the embedding dtype, RMSNorm_eps(s*x) = RMSNorm_{eps/s^2}(x)
+ * for any x, so layer 0 uses eps/s^2 (what /info shows) and the token
+ * table holds round_dtype(E * s) / s: token_ids give RMSNorm_eps(round(E*s))
+ * as Hugging Face does, and embeddings give RMSNorm_eps(s*x). Gemma 3's
+ * Gemma3TextScaledWordEmbedding scales token ids only (the product in the
+ * table's dtype), inputs_embeds not: its table holds round_dtype(E * s).
+ * GemmaRMSNorm is x * rsqrt(mean(x^2) + eps) * (1.0 + w.float()): the spec's
+ * norm_one_plus. Later layers see the hidden state and get no scale.
  *
- * Folded into the loaded weights, exactly (posenc's model has no embedding
- * scale of its own):
- * - norm_weight = (1 + w) in float32, as GemmaRMSNorm computes it;
- * - with s = sqrt(hidden_size) rounded to the embedding dtype (as the
- *   normalizer tensor is), RMSNorm_eps(s*x) = RMSNorm_{eps/s^2}(x) for any
- *   x, so layer 0 uses eps/s^2 (what /info shows) and the token table holds
- *   round_dtype(E * s) / s: then token_ids give RMSNorm_eps(round_dtype(E*s))
- *   as Hugging Face does, and embeddings give RMSNorm_eps(s*x). Later layers
- *   see the hidden state and get neither.
- *
- * Config keys read: hidden_size, num_attention_heads, num_key_value_heads,
- * head_dim (default 256, GemmaConfig's), num_hidden_layers, rms_norm_eps,
- * attention_bias, rope_theta, rope_scaling.
- *
- * Tensors: [model.]embed_tokens.weight, [model.]layers.L.input_layernorm.
- * weight, [model.]layers.L.self_attn.{q,k,v}_proj.{weight,bias}.
+ * Scores (Gemma 2 and 3, eager_attention_forward): q.k^T * scaling with
+ * scaling = query_pre_attn_scalar ** -0.5, then, when softcap
+ * (attn_logit_softcapping) is not None, tanh(scores / softcap) * softcap.
+ * Sliding and global layers differ only in the mask (Gemma 2), or also in
+ * the rope (Gemma 3: rotary_emb_local, a config copy with rope_theta =
+ * rope_local_base_freq and the default rope, when the layer is sliding;
+ * else rotary_emb with rope_theta, default 1e6, and rope_scaling). A layer
+ * is sliding when layer_types[L] is "sliding_attention", or, without
+ * layer_types, when (L + 1) % sliding_window_pattern != 0 (default 6).
+ * final_logit_softcapping acts on the LM head's logits: not read.
  */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "models/hf.h"
+#include "models/hf_spec.h"
 
 /* x rounded to nearest-even with `bits` significant bits, exponents below
  * min_exp losing bits as subnormals do. x must be exact in double. */
@@ -82,8 +83,7 @@ int hf_scale_embeddings(hf_load *h, double *scale, model_error *err)
     return 0;
 }
 
-/* Layer 0: the normalizer folded into the table and the norm's eps. */
-static int fold_normalizer(hf_load *h, model_error *err)
+int hf_gemma_embed_scale(hf_load *h, hf_embed_scale how, model_error *err)
 {
     model *m = h->m;
     tensor *t = &m->weights[W_TOKEN_EMBEDDING];
@@ -92,45 +92,65 @@ static int fold_normalizer(hf_load *h, model_error *err)
 
     if (hf_scale_embeddings(h, &s, err))
         return -1;
+    if (how != HF_EMBED_GEMMA_FOLD)
+        return 0; /* token ids are scaled by the embedding itself; inputs_embeds are not */
     for (size_t i = 0; i < n; i++)
         t->data[i] = (float)((double)t->data[i] / s);
     m->norm_eps /= s * s;
     return 0;
 }
 
-int hf_gemma_load(hf_load *h, model_error *err)
+int hf_score_transforms(hf_load *h, double softcap_default, model_error *err)
 {
     model *m = h->m;
-    hf_attention_heads a;
-    size_t L = h->layer;
-    bool bias;
+    const json_t *q = json_object_get(h->config, "query_pre_attn_scalar");
+    const json_t *cap = json_object_get(h->config, "attn_logit_softcapping");
+    double scalar;
 
-    if (hf_read_attention_heads(h, &a, err) ||
-        hf_number(h, "rms_norm_eps", 1e-6, true, &m->norm_eps, err) ||
-        hf_bool(h, "attention_bias", false, &bias, err) ||
-        hf_int(h, HF_KEYS("head_dim"), false, 256, 1, SCHEME_MAX_DIM, &a.head_dim, err))
+    /* HF computes None ** -0.5 and fails; posenc refuses likewise */
+    if (q && json_is_null(q))
+        return hf_value_fail(h, err,
+                             "query_pre_attn_scalar is null: Hugging Face computes "
+                             "query_pre_attn_scalar ** -0.5, so it must be a number > 0");
+    if (hf_number(h, "query_pre_attn_scalar", 256.0, true, &scalar, err))
         return -1;
-    if (hf_check_kv_heads(h, &a, err))
-        return -1;
-    if (hf_set_attention_heads(h, &a, err))
-        return -1;
-    m->scheme = SCHEME_ROPE;
-    m->norm = PE_NORM_RMS;
-    if (hf_rope_params(h, m->head_dim, NULL, &m->params, err))
-        return -1;
-
-    size_t d = m->d_model;
-    if (hf_qkv_proj_weights(h, err) ||
-        hf_weight(h, W_NORM_WEIGHT, 1, d, 0, err, "layers.%zu.input_layernorm.weight", L))
-        return -1;
-    if (bias && hf_qkv_proj_biases(h, err))
-        return -1;
-    /* GemmaRMSNorm: (1.0 + weight.float()), a float32 sum */
-    float *w = m->weights[W_NORM_WEIGHT].data;
-    for (size_t i = 0; i < d; i++)
-        w[i] = 1.0f + w[i];
-    if (L == 0 && (hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "embed_tokens.weight") ||
-                   fold_normalizer(h, err)))
+    if (json_object_set_new(m->params, "score_scale", json_real(pow(scalar, -0.5))))
+        return model_nomem(err, "the model");
+    m->score_softcap = softcap_default;
+    if (cap && json_is_null(cap))
+        m->score_softcap = 0.0; /* softcap None: eager attention skips the cap */
+    else if (hf_number(h, "attn_logit_softcapping", softcap_default, true, &m->score_softcap, err))
         return -1;
     return 0;
+}
+
+/* Gemma 3: whether layer L is a sliding-window layer, from layer_types or
+ * sliding_window_pattern. */
+int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err)
+{
+    int64_t pattern;
+
+    if (hf_get(h, HF_KEYS("layer_types"), NULL))
+        return 0; /* the loader read it into p->sliding */
+    if (hf_int(h, HF_KEYS("sliding_window_pattern"), false, 6, 1, INT64_MAX, &pattern, err))
+        return -1;
+    p->sliding = (h->layer + 1) % (uint64_t)pattern != 0;
+    return 0;
+}
+
+/* Gemma 3's rope: rope_scaling was read (and checked) for every layer, as
+ * Hugging Face builds both rotary embeddings; a sliding layer then takes
+ * the default rope of rope_local_base_freq. */
+int hf_gemma3_params(hf_load *h, hf_plan *p, model_error *err)
+{
+    model *m = h->m;
+    double local;
+
+    if (hf_number(h, "rope_local_base_freq", 10000.0, true, &local, err))
+        return -1;
+    if (!p->sliding)
+        return 0;
+    json_decref(m->params);
+    m->params = json_pack("{s:f, s:s}", "base", local, "layout", "half");
+    return m->params ? 0 : model_nomem(err, "the model");
 }

@@ -1,6 +1,7 @@
 /*
- * hf_gpt2.c - GPT-2 (model_type gpt2): learned absolute positions, a
- * LayerNorm before attention, a fused Conv1D projection.
+ * hf_gpt2.c - what GPT-2 (model_type gpt2; its spec in hf_specs.c:
+ * learned absolute positions, a LayerNorm before attention) computes
+ * differently: its fused Conv1D projection and its score scale.
  *
  * Hugging Face's GPT2Model: h = wte[ids] + wpe[positions]; layer L computes
  * z = ln_1(h) (LayerNorm, layer_norm_epsilon) and
@@ -21,7 +22,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "models/hf.h"
+#include "models/hf_spec.h"
 
 /* Columns [c0, c0 + width) of src [rows][cols] into a new tensor. */
 static int columns(const tensor *src, size_t c0, size_t width, tensor *out, model_error *err)
@@ -69,44 +70,27 @@ out:
     return rc;
 }
 
-int hf_gpt2_load(hf_load *h, model_error *err)
+/* scale_attn_weights and scale_attn_by_inverse_layer_idx into score_scale. */
+int hf_gpt2_params(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    int64_t d, heads;
-    size_t head_dim, L = h->layer;
     bool scale_weights, by_layer;
 
-    if (hf_int(h, HF_KEYS("n_embd", "hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &d, err) ||
-        hf_int(h, HF_KEYS("n_head", "num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads,
-               err) ||
-        hf_check_layer(h, HF_KEYS("n_layer", "num_hidden_layers"), err) ||
-        hf_number(h, "layer_norm_epsilon", 1e-5, true, &m->norm_eps, err) ||
-        hf_bool(h, "scale_attn_weights", true, &scale_weights, err) ||
-        hf_bool(h, "scale_attn_by_inverse_layer_idx", false, &by_layer, err) ||
-        hf_head_dim(h, "n_embd", (size_t)d, (size_t)heads, &head_dim, err))
+    (void)p;
+    if (hf_bool(h, "scale_attn_weights", true, &scale_weights, err) ||
+        hf_bool(h, "scale_attn_by_inverse_layer_idx", false, &by_layer, err))
         return -1;
-    m->d_model = (size_t)d;
-    m->heads = m->kv_heads = (size_t)heads;
-    m->head_dim = head_dim;
-    m->norm = PE_NORM_LAYER;
-    m->scheme = L == 0 ? SCHEME_LEARNED : SCHEME_NONE;
-    m->params = json_object();
-    if (!m->params)
+    if (scale_weights && !by_layer)
+        return 0;
+    double scale = (scale_weights ? 1.0 / sqrt((double)m->head_dim) : 1.0) /
+                   (by_layer ? (double)(h->layer + 1) : 1.0);
+    if (json_object_set_new(m->params, "score_scale", json_real(scale)))
         return model_nomem(err, "the model");
-    if (!scale_weights || by_layer) {
-        double scale = (scale_weights ? 1.0 / sqrt((double)head_dim) : 1.0) /
-                       (by_layer ? (double)(L + 1) : 1.0);
-        if (json_object_set_new(m->params, "score_scale", json_real(scale)))
-            return model_nomem(err, "the model");
-    }
-    size_t n = m->d_model;
-    if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err, "h.%zu.attn.c_attn.weight", L) ||
-        split_c_attn(h, n, err) ||
-        hf_weight(h, W_NORM_WEIGHT, 1, n, 0, err, "h.%zu.ln_1.weight", L) ||
-        hf_weight(h, W_NORM_BIAS, 1, n, 0, err, "h.%zu.ln_1.bias", L))
-        return -1;
-    if (L == 0 && (hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, n, err, "wte.weight") ||
-                   hf_weight(h, W_POSITION_TABLE, 2, 0, n, err, "wpe.weight")))
-        return -1;
     return 0;
+}
+
+int hf_gpt2_weights(hf_load *h, hf_plan *p, model_error *err)
+{
+    (void)p;
+    return split_c_attn(h, h->m->d_model, err);
 }

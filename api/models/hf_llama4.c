@@ -1,9 +1,10 @@
 /*
- * hf_llama4.c - Llama 4's text model (model_type llama4_text: the
- * text_config of Llama-4-Scout-17B-16E / Maverick, served standalone):
- * RoPE layers and NoPE layers interleaved, the rotation in the interleaved
- * (complex) pair layout, a weightless L2 norm of q and k after the rotation,
- * and attention-temperature tuning of q on the NoPE layers.
+ * hf_llama4.c - what Llama 4's text model (model_type llama4_text: the
+ * text_config of Llama-4-Scout-17B-16E / Maverick, served standalone; its
+ * spec in hf_specs.c gives the interleaved (complex) pair layout and
+ * rope_theta's default) decides per layer: RoPE layers and NoPE layers
+ * interleaved, a weightless L2 norm of q and k after the rotation, and
+ * attention-temperature tuning of q on the NoPE layers.
  *
  * Hugging Face's Llama4TextModel (modeling_llama4.py): h = embed_tokens[ids]
  * (or inputs_embeds, no scaling); Llama4TextDecoderLayer: z =
@@ -39,7 +40,7 @@
  * layers.L.input_layernorm.weight, layers.L.self_attn.{q,k,v}_proj.
  * {weight,bias}.
  */
-#include "models/hf.h"
+#include "models/hf_spec.h"
 #include "json/json_fields.h"
 
 /* Whether layer L rotates: no_rope_layers[L], or the default pattern. */
@@ -97,84 +98,29 @@ static int temperature_tuning(hf_load *h, bool *on, model_error *err)
     return 0;
 }
 
-/* The rope params: hf_rope_params' (llama3 and the others), with
- * Llama4TextConfig's rope_theta default and the interleaved layout. */
-static int rope_params(hf_load *h, model_error *err)
+/* Layer L's kind (rope or NoPE) and what Llama 4 does to q and k around
+ * the rotation. */
+int hf_llama4_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
-    const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
-    bool block_theta = (json_is_object(rs) && json_object_get(rs, "rope_theta")) ||
-                       (json_is_object(rp) && json_object_get(rp, "rope_theta"));
-
-    if (hf_rope_params(h, m->head_dim, NULL, &m->params, err))
-        return -1;
-    if (json_object_set_new(m->params, "layout", json_string("interleaved")) ||
-        (!hf_get(h, HF_KEYS("rope_theta"), NULL) && !block_theta &&
-         json_object_set_new(m->params, "base", json_real(500000.0))))
-        return model_nomem(err, "the model");
-    return 0;
-}
-
-int hf_llama4_load(hf_load *h, model_error *err)
-{
-    model *m = h->m;
-    int64_t hidden, heads, kv_heads, head_dim, layers;
-    size_t L = h->layer;
-    bool bias = false, rope = true, qk_norm = true, tuning = true;
+    int64_t layers;
+    bool rope = true, qk_norm = true, tuning = true;
     double floor_scale, attn_scale;
 
-    if (hf_int(h, HF_KEYS("hidden_size"), true, 0, 1, SCHEME_MAX_DIM, &hidden, err) ||
-        hf_int(h, HF_KEYS("num_attention_heads"), true, 0, 1, SCHEME_MAX_DIM, &heads, err) ||
-        hf_int(h, HF_KEYS("num_key_value_heads"), false, heads, 1, SCHEME_MAX_DIM, &kv_heads,
-               err) ||
-        hf_int(h, HF_KEYS("num_hidden_layers"), false, 0, 1, INT32_MAX, &layers, err) ||
-        hf_check_layer(h, HF_KEYS("num_hidden_layers"), err) ||
-        hf_number(h, "rms_norm_eps", 1e-5, true, &m->norm_eps, err) ||
-        hf_bool(h, "attention_bias", false, &bias, err) ||
-        hf_int(h, HF_KEYS("head_dim"), false, 128, 1, SCHEME_MAX_DIM, &head_dim, err) ||
+    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, 0, 1, INT32_MAX, &layers, err) ||
         hf_bool(h, "use_qk_norm", true, &qk_norm, err) || temperature_tuning(h, &tuning, err) ||
         hf_number(h, "floor_scale", 8192.0, true, &floor_scale, err) ||
         hf_number(h, "attn_scale", 0.1, false, &attn_scale, err) ||
         layer_uses_rope(h, layers, &rope, err))
         return -1;
-    if (heads % kv_heads != 0)
-        return hf_value_fail(h, err,
-                             "num_attention_heads %lld is not a multiple of "
-                             "num_key_value_heads %lld",
-                             (long long)heads, (long long)kv_heads);
-    if (head_dim % 2 != 0)
+    if (p->a.head_dim % 2 != 0)
         return hf_value_fail(h, err, "head_dim %lld must be even (complex pairs)",
-                             (long long)head_dim);
-    m->d_model = (size_t)hidden;
-    m->heads = (size_t)heads;
-    m->kv_heads = (size_t)kv_heads;
-    m->head_dim = (size_t)head_dim;
-    m->norm = PE_NORM_RMS;
-    m->scheme = rope ? SCHEME_ROPE : SCHEME_NONE;
+                             (long long)p->a.head_dim);
+    p->scheme = rope ? SCHEME_ROPE : SCHEME_NONE; /* NoPE: scheme none */
     m->post_rope_qk_norm = rope && qk_norm;
     m->post_rope_qk_norm_eps = m->norm_eps;
     m->attn_temperature = !rope && tuning;
     m->attn_floor_scale = floor_scale;
     m->attn_temperature_scale = attn_scale;
-    if (rope && rope_params(h, err))
-        return -1;
-    if (!rope && !(m->params = json_object())) /* NoPE: scheme none */
-        return model_nomem(err, "the model");
-
-    size_t d = m->d_model, qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
-    if (hf_pick_prefix(h, HF_KEYS("language_model.model.", "model.", ""), err,
-                       "layers.%zu.self_attn.q_proj.weight", L) ||
-        hf_linear(h, W_WQ, qd, d, err, "layers.%zu.self_attn.q_proj.weight", L) ||
-        hf_linear(h, W_WK, kvd, d, err, "layers.%zu.self_attn.k_proj.weight", L) ||
-        hf_linear(h, W_WV, kvd, d, err, "layers.%zu.self_attn.v_proj.weight", L) ||
-        hf_weight(h, W_NORM_WEIGHT, 1, d, 0, err, "layers.%zu.input_layernorm.weight", L))
-        return -1;
-    if (bias && (hf_weight(h, W_BQ, 1, qd, 0, err, "layers.%zu.self_attn.q_proj.bias", L) ||
-                 hf_weight(h, W_BK, 1, kvd, 0, err, "layers.%zu.self_attn.k_proj.bias", L) ||
-                 hf_weight(h, W_BV, 1, kvd, 0, err, "layers.%zu.self_attn.v_proj.bias", L)))
-        return -1;
-    if (L == 0 && hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "embed_tokens.weight"))
-        return -1;
     return 0;
 }

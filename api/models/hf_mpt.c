@@ -1,6 +1,7 @@
 /*
- * hf_mpt.c - MPT (model_type mpt: mpt-7b, mpt-30b): ALiBi, a weight-only
- * LayerNorm before attention, one fused Wqkv projection stacking q, k, v.
+ * hf_mpt.c - what MPT (model_type mpt: mpt-7b, mpt-30b; its spec in
+ * hf_specs.c: ALiBi, a weight-only LayerNorm before attention, one fused
+ * Wqkv projection stacking q, k, v) reads from its attn_config block.
  *
  * Hugging Face's MptModel (modeling_mpt.py): h = wte[ids] (no scaling);
  * MptBlock.forward computes z = norm_1(h) (LayerNorm, eps
@@ -28,8 +29,8 @@
  * false (MosaicML's learned positions, which Hugging Face never builds),
  * attn_config.alibi_bias_max other than 8 (Hugging Face builds the bias
  * with 8 whatever the config says, MosaicML's code with the config value),
- * attn_config.attn_type other than multihead_attention, no_bias false and
- * norm_type rmsnorm (Hugging Face drops the biases and always uses
+ * attn_config.attn_type other than multihead_attention, and (the spec's
+ * refusals) no_bias false and norm_type rmsnorm (Hugging Face drops the biases and always uses
  * LayerNorm, so either would answer differently from the checkpoint's own
  * code).
  *
@@ -39,10 +40,9 @@
  * Tensors: [transformer.]wte.weight, [transformer.]blocks.L.norm_1.weight,
  * [transformer.]blocks.L.attn.Wqkv.weight.
  */
-#include <stdio.h>
 #include <string.h>
 
-#include "models/hf.h"
+#include "models/hf_spec.h"
 #include "json/json_fields.h"
 
 /* The JSON type an attn_config key must have when present and not null. */
@@ -125,59 +125,17 @@ static int read_attn_config(const hf_load *h, double *scale, model_error *err)
     return 0;
 }
 
-static int read_config(hf_load *h, int64_t *d, int64_t *heads, double *scale, model_error *err)
-{
-    bool no_bias;
-    const char *norm_type;
-
-    if (hf_int(h, HF_KEYS("d_model"), true, 0, 1, SCHEME_MAX_DIM, d, err) ||
-        hf_int(h, HF_KEYS("n_heads"), true, 0, 1, SCHEME_MAX_DIM, heads, err) ||
-        hf_check_layer(h, HF_KEYS("n_layers"), err) ||
-        hf_number(h, "layer_norm_epsilon", 1e-5, true, &h->m->norm_eps, err) ||
-        hf_bool(h, "no_bias", true, &no_bias, err) ||
-        hf_string(h, "norm_type", "low_precision_layernorm", &norm_type, err) ||
-        read_attn_config(h, scale, err))
-        return -1;
-    if (!no_bias)
-        return hf_value_fail(h, err,
-                             "no_bias = false is not supported: Hugging Face's MPT "
-                             "has no biases and would drop the checkpoint's");
-    if (strcmp(norm_type, "layernorm") != 0 && strcmp(norm_type, "low_precision_layernorm") != 0)
-        return hf_value_fail(h, err,
-                             "norm_type = '%.40s' is not supported (Hugging Face's MPT "
-                             "always uses LayerNorm)",
-                             norm_type);
-    return 0;
-}
-
-int hf_mpt_load(hf_load *h, model_error *err)
+/* attn_config's refusals, then params: alibi form "mpt" and the
+ * softmax_scale when the config sets one. */
+int hf_mpt_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    int64_t d, heads;
-    size_t head_dim, L = h->layer;
     double scale;
-    char w[64];
 
-    if (read_config(h, &d, &heads, &scale, err) ||
-        hf_head_dim(h, "d_model", (size_t)d, (size_t)heads, &head_dim, err))
+    (void)p;
+    if (read_attn_config(h, &scale, err))
         return -1;
-    m->d_model = (size_t)d;
-    m->heads = m->kv_heads = (size_t)heads;
-    m->head_dim = head_dim;
-    m->norm = PE_NORM_LAYER;
-    m->scheme = SCHEME_ALIBI;
-    m->position_rule = MODEL_POSITIONS_SLOT; /* MptModel: the alibi bias ignores the mask */
     m->params = scale > 0 ? json_pack("{s:s, s:f}", "form", "mpt", "score_scale", scale)
                           : json_pack("{s:s}", "form", "mpt");
-    if (!m->params)
-        return model_nomem(err, "the model");
-
-    snprintf(w, sizeof w, "blocks.%zu.attn.Wqkv.weight", L);
-    if (hf_pick_prefix(h, HF_KEYS("transformer.", ""), err, "%s", w) ||
-        hf_split_fused(h, HF_FUSED_STACKED, w, NULL, err) ||
-        hf_weight(h, W_NORM_WEIGHT, 1, m->d_model, 0, err, "blocks.%zu.norm_1.weight", L))
-        return -1;
-    if (L == 0 && hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, m->d_model, err, "wte.weight"))
-        return -1;
-    return 0;
+    return m->params ? 0 : model_nomem(err, "the model");
 }

@@ -176,6 +176,21 @@ static int context_lengths(const hf_load *h, const char *bkey, const json_t *blo
     return 0;
 }
 
+/* llama3 with low_freq_factor == high_freq_factor: valid, with no band
+ * between the frequencies kept and the ones divided by factor (Hugging Face
+ * warns and serves it; contract 1.2). */
+static void warn_flat_llama3(const hf_load *h, const char *bkey, const json_t *sc)
+{
+    double low = json_number_value(json_object_get(sc, "low_freq_factor"));
+
+    if (low == json_number_value(json_object_get(sc, "high_freq_factor")))
+        hf_warn(h,
+                "%s.low_freq_factor = %s.high_freq_factor = %g: no wavelengths are smoothed; "
+                "those above original_max_position_embeddings / %g are divided by factor, the "
+                "others kept",
+                bkey, bkey, low, low);
+}
+
 static int build_scaling(const hf_load *h, const char *bkey, const json_t *block, rope_type type,
                          size_t rotary_dim, json_t *sc, model_error *err)
 {
@@ -211,11 +226,12 @@ static int build_scaling(const hf_load *h, const char *bkey, const json_t *block
                    ? -1
                    : 0;
     case RT_LLAMA3:
-        return copy_key(h, bkey, block, "factor", true, false, sc, err) ||
-                       copy_key(h, bkey, block, "low_freq_factor", true, false, sc, err) ||
-                       copy_key(h, bkey, block, "high_freq_factor", true, false, sc, err)
-                   ? -1
-                   : 0;
+        if (copy_key(h, bkey, block, "factor", true, false, sc, err) ||
+            copy_key(h, bkey, block, "low_freq_factor", true, false, sc, err) ||
+            copy_key(h, bkey, block, "high_freq_factor", true, false, sc, err))
+            return -1;
+        warn_flat_llama3(h, bkey, sc);
+        return 0;
     case RT_LONGROPE:
         if (has_factor ? copy_key(h, bkey, block, "factor", true, false, sc, err)
             : max_pos  ? set_number(sc, "factor", (double)max_pos / (double)orig, err)

@@ -11,43 +11,10 @@
 
 #include <jansson.h>
 
-#include "models/hf.h"
+#include "models/hf_spec.h"
 #include "models/model_file.h"
 #include "models/safetensors.h"
 #include "models/scheme.h"
-
-static const struct {
-    const char *model_type;
-    hf_loader load;
-} archs[] = {
-    {"llama", hf_llama_load},
-    {"mistral", hf_llama_load},
-    {"mixtral", hf_llama_load},
-    {"qwen2", hf_llama_load},
-    {"gpt2", hf_gpt2_load},
-    {"bert", hf_bert_load},
-    {"bloom", hf_bloom_load},
-    {"t5", hf_t5_load},
-    {"mt5", hf_t5_load},
-    {"gpt_neox", hf_gpt_neox_load},
-    {"phi", hf_phi_load},
-    {"phi3", hf_phi3_load},
-    {"starcoder2", hf_starcoder2_load},
-    {"gemma", hf_gemma_load},
-    {"falcon", hf_falcon_load},
-    {"mpt", hf_mpt_load},
-    {"gemma2", hf_gemma2_load},
-    {"gemma3_text", hf_gemma3_load},
-    {"qwen3", hf_qwen3_load},
-    {"olmo2", hf_olmo2_load},
-    {"llama4_text", hf_llama4_load},
-    {"deepseek_v2", hf_deepseek_load},
-    {"deepseek_v3", hf_deepseek_load},
-    {"roberta", hf_roberta_load},
-    {"xlm-roberta", hf_roberta_load},
-    {"opt", hf_opt_load},
-};
-#define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static int nomem(model_error *err)
 {
@@ -175,34 +142,32 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
 
     if (!type)
         return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string", cfg_path);
-    for (size_t i = 0; i < N_ARCHS; i++) {
-        if (strcmp(archs[i].model_type, type) != 0)
-            continue;
-        free(m->architecture);
-        if (!(m->architecture = strdup(type)))
-            return nomem(err);
-        m->layer = layer;
-        if (archs[i].load(&h, err))
-            return -1;
-        /* The bound of inline models: keeps every BLAS size within an int. */
-        if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24)
-            return model_fail(err, MODEL_E_VALUE,
-                              "%s: (heads + 2*kv_heads)*head_dim "
-                              "= %zu is too large",
-                              cfg_path, (m->heads + 2 * m->kv_heads) * m->head_dim);
-        /* The loaders build params themselves; check them like any model's. */
-        if (scheme_parse(m->scheme, m->params, "params", &check, &inner))
-            return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
-        scheme_free(&check);
-        return 0;
+    const hf_spec *spec = hf_spec_find(type);
+    if (!spec) {
+        char names[512];
+        hf_spec_names(names, sizeof names);
+        return model_fail(err, MODEL_E_VALUE,
+                          "%s: model_type '%.60s' is not supported (%s; a config without "
+                          "model_type is posenc's own format)",
+                          cfg_path, type, names);
     }
-    return model_fail(err, MODEL_E_VALUE,
-                      "%s: model_type '%.60s' is not supported "
-                      "(llama, mistral, mixtral, qwen2, gpt2, bert, bloom, t5, mt5, gpt_neox, "
-                      "phi, phi3, starcoder2, gemma, gemma2, gemma3_text, qwen3, olmo2, falcon, "
-                      "mpt, llama4_text, deepseek_v2, deepseek_v3, roberta, xlm-roberta, opt; "
-                      "a config without model_type is posenc's own format)",
-                      cfg_path, type);
+    free(m->architecture);
+    if (!(m->architecture = strdup(type)))
+        return nomem(err);
+    m->layer = layer;
+    if (hf_decoder_load(&h, spec, err))
+        return -1;
+    /* The bound of inline models: keeps every BLAS size within an int. */
+    if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24)
+        return model_fail(err, MODEL_E_VALUE,
+                          "%s: (heads + 2*kv_heads)*head_dim "
+                          "= %zu is too large",
+                          cfg_path, (m->heads + 2 * m->kv_heads) * m->head_dim);
+    /* The loader builds params itself; check them like any model's. */
+    if (scheme_parse(m->scheme, m->params, "params", &check, &inner))
+        return rewrap(err, MODEL_E_VALUE, cfg_path, &inner);
+    scheme_free(&check);
+    return 0;
 }
 
 /* ---- both --------------------------------------------------------------------- */

@@ -9,9 +9,9 @@
  *   optional bq, bk, bv, norm_weight, norm_bias, position_table, t5_bias,
  *   token_embedding). A config without `model_type` is this kind. wq, wk
  *   and wv are required; other tensors in the file are ignored.
- * - Hugging Face's, recognised by its `model_type`: llama, mistral,
- *   mixtral, qwen2 (hf_llama.c), gpt2, bert, bloom, t5 and mt5 (the
- *   encoder), gpt_neox, phi, phi3, starcoder2, gemma (hf_<type>.c). One
+ * - Hugging Face's, recognised by its `model_type`: one of the
+ *   architectures of the spec table (hf_specs.c), loaded by the generic
+ *   loader (hf_decoder.c) with the architecture's hooks. One
  *   attention layer is served (`layer`, default 0); only the tensors it
  *   needs are read.
  *

@@ -116,6 +116,36 @@ static const char *const *const scaling_required[] = {
     (const char *const[]){"short_factor", "long_factor", "original_max_position_embeddings", NULL},
 };
 
+/* The numbers (and truncate) of a scaling object into sc; *has_orig and
+ * *orig: original_max_position_embeddings. */
+static int read_scaling_numbers(const json_doc *doc, const json_t *v, const char *path,
+                                pe_rope_scaling *sc, bool *has_orig, int64_t *orig, desc_error *err)
+{
+    bool present;
+
+    if (desc_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor,
+                                 &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast,
+                                 &sc->beta_fast, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow,
+                                 &sc->beta_slow, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
+                                 &sc->attention_factor, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale,
+                                 &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
+                                 &sc->mscale_all_dim, &err->json)) ||
+        desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present,
+                                 &sc->low_freq_factor, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present,
+                                 &sc->high_freq_factor, &err->json)) ||
+        desc_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION,
+                              has_orig, orig, &err->json)))
+        return -1;
+    return 0;
+}
+
 static int parse_scaling(const json_doc *doc, const json_t *v, const char *path, scheme *s,
                          desc_error *err)
 {
@@ -157,25 +187,7 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
     memset(sc, 0, sizeof *sc);
     sc->type = scaling_type_values[which];
     sc->truncate = true;
-    if (desc_json(err, jf_number(doc, v, path, "factor", true, &sc->has_factor, &sc->factor,
-                                 &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "beta_fast", false, &sc->has_beta_fast,
-                                 &sc->beta_fast, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "beta_slow", false, &sc->has_beta_slow,
-                                 &sc->beta_slow, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "attention_factor", true, &sc->has_attention_factor,
-                                 &sc->attention_factor, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "mscale", false, &sc->has_mscale, &sc->mscale,
-                                 &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
-                                 &sc->mscale_all_dim, &err->json)) ||
-        desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present,
-                                 &sc->low_freq_factor, &err->json)) ||
-        desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present,
-                                 &sc->high_freq_factor, &err->json)) ||
-        desc_json(err, jf_int(doc, v, path, "original_max_position_embeddings", 1, PE_MAX_POSITION,
-                              &present, &orig, &err->json)))
+    if (read_scaling_numbers(doc, v, path, sc, &present, &orig, err))
         return -1;
     if (present)
         sc->original_max_position_embeddings = (double)orig;
@@ -183,9 +195,11 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
         sc->beta_fast = 32.0;
     if (!sc->has_beta_slow)
         sc->beta_slow = 1.0;
-    if (sc->type == PE_ROPE_SCALING_LLAMA3 && !(sc->high_freq_factor > sc->low_freq_factor)) {
+    /* low == high is valid (no band between the kept and the divided
+     * frequencies; contract 1.2); a high below the low is not */
+    if (sc->type == PE_ROPE_SCALING_LLAMA3 && sc->high_freq_factor < sc->low_freq_factor) {
         jpath at = jpath_key(path, "high_freq_factor");
-        return desc_fail(err, DESC_E_RANGE, at.s, "%s must be greater than low_freq_factor", at.s);
+        return desc_fail(err, DESC_E_RANGE, at.s, "%s must not be less than low_freq_factor", at.s);
     }
     if (sc->type == PE_ROPE_SCALING_LONGROPE) {
         jpath sf = jpath_key(path, "short_factor"), lf = jpath_key(path, "long_factor");

@@ -712,6 +712,14 @@ static void rope_scaling(const server *s)
               "{\"scaling\":{\"type\":\"llama3\",\"factor\":8,\"low_freq_factor\":1,"
               "\"high_freq_factor\":4,\"original_max_position_embeddings\":1024}}",
               NULL, 2, sh, pos, false, NULL);
+    /* low_freq_factor == high_freq_factor: valid, no smoothed band (contract
+     * 1.2): wavelength 2pi stays, 20pi, 200pi and 2000pi are above 64/2 */
+    c.orig = 64;
+    c.low_freq = c.high_freq = 2;
+    rope_case(s, "POST /encode rope bare scaling llama3 with low == high factor (no band)", &c,
+              "{\"scaling\":{\"type\":\"llama3\",\"factor\":8,\"low_freq_factor\":2,"
+              "\"high_freq_factor\":2,\"original_max_position_embeddings\":64}}",
+              NULL, 2, sh, pos, false, NULL);
     int64_t pdyn[] = {1, 4095};
     c = (ref_rope_cfg){.base = 10000,
                        .head_dim = 8,

@@ -107,9 +107,13 @@ def rope_init(cfg, seq_len, partial=True):
         lo_wl, hi_wl = old / lo, old / hi
         wl = 2 * math.pi / inv
         inv_l = np.where(wl > lo_wl, inv / factor, inv)
+        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
+        if lo == hi:
+            # no band: every wavelength is above old / lo (divided) or below
+            # it (kept); HF only warns about such a config
+            return inv_l, 1.0
         smooth = (old / wl - lo) / (hi - lo)
         smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
-        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
         return np.where(medium, smoothed, inv_l), 1.0
     raise ValueError(t)
 
@@ -694,8 +698,10 @@ def deepseek(cfg, w, x, positions, layer, prefix="model."):
     transpose, rotate_half; the result stays permuted) or, with
     rope_interleave false, apply_rotary_pos_emb; V2 apply_rotary_emb
     (view_as_complex * freqs_cis). k_rot is expanded to every head. Scores:
-    qk_head_dim ** -0.5, V3 times yarn_get_mscale(factor, mscale_all_dim)**2
-    when rope_scaling has a non-zero mscale_all_dim."""
+    qk_head_dim ** -0.5, times yarn_get_mscale(factor, mscale_all_dim)**2
+    when rope_scaling has a non-zero mscale_all_dim: V3's attention does so,
+    and V2 does the same (DeepSeek's own V2 code always did; the contract's
+    architecture settlement)."""
     p = f"{prefix}layers.{layer}."
     a = p + "self_attn."
     H = cfg["num_attention_heads"]
@@ -739,7 +745,7 @@ def deepseek(cfg, w, x, positions, layer, prefix="model."):
     k = np.concatenate([k_pass, k_rot], -1).reshape(T, -1)
     scale = qkh ** -0.5
     rs = cfg.get("rope_scaling")
-    if v3 and rs is not None and rs.get("mscale_all_dim", 0):
+    if rs is not None and rs.get("mscale_all_dim", 0):
         f = rs["factor"]
         ms = 1.0 if f <= 1 else 0.1 * rs["mscale_all_dim"] * math.log(f) + 1.0
         scale = scale * ms * ms

@@ -466,6 +466,11 @@ def models3_cases():
         "qwen3_bf16": Case("qwen3_bf16", ck.qwen3(seed=162, dtype="BF16", prefix="", bias=True,
                                                   kv_heads=1, rope_theta=10000.0),
                            hf_ref.qwen3, prefix="", shards=2),
+        # layer_types (Qwen3Config's, sliding on layer 1): checked, the
+        # projections unchanged
+        "qwen3_types": Case("qwen3_types", ck.qwen3(seed=163, layer_types=["full_attention",
+                                                                          "sliding_attention"]),
+                            hf_ref.qwen3),
         "olmo2": Case("olmo2", ck.olmo2(), hf_ref.olmo2),
         "olmo2_bf16": Case("olmo2_bf16", ck.olmo2(seed=171, dtype="BF16", kv_heads=2,
                                                   rope_theta=10000.0), hf_ref.olmo2, shards=3),
@@ -599,6 +604,19 @@ def models3_malformed(root):
          query_pre_attn_scalar=None)
     case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "chunked_attention"],
          layer_types=["chunked_attention", "full_attention"])
+    # any layer's type posenc does not model stops the load, not only the
+    # served layer's (contract 1.2), for every architecture HF reads it for
+    case("gemma3: layer_types of another layer unknown", g3,
+         ["layer_types[1]", "chunked_attention", "sliding_attention or full_attention"],
+         layer_types=["full_attention", "chunked_attention"])
+    case("qwen3: layer_types entry unknown", q3, ["layer_types[0]", "chunked_attention"],
+         layer_types=["chunked_attention"])
+    case("gemma2: layer_types entry unknown", g2, ["layer_types[0]", "linear_attention"],
+         layer_types=["linear_attention"])
+    case("qwen2: layer_types entry unknown", ck.llama(seed=7, layers=1, model_type="qwen2",
+                                                      bias=True),
+         ["layer_types[0]", "chunked_attention"], layer_types=["chunked_attention"])
+    case("qwen3: layer_types a number", q3, ["layer_types", "list"], layer_types=3)
     case("gemma3: layer_types not a list", g3, ["layer_types", "list"],
          layer_types="sliding_attention")
     case("gemma3: layer_types of the wrong length", g3, ["layer_types", "3 entries",
@@ -803,6 +821,12 @@ def deepseek_info(models, cases):
             and models["ds2"]["params"].get("layout") == "interleaved"
             and "q_a_proj" not in models["ds2"]["weights"],
             f"/info ds2: q_proj (q_lora_rank null), interleaved rope: {models['ds2']}")
+    # V2 scales its scores by mscale(factor, mscale_all_dim)**2 as V3 does
+    # (contract 1.2, architecture settlements): yarn factor 40, 0.707
+    ms = 0.1 * 0.707 * np.log(40) + 1
+    C.check(abs(models["ds2"]["params"].get("score_scale", 0) - 10 ** -0.5 * ms * ms) <= 1e-15,
+            f"/info ds2: score_scale 10**-0.5 * mscale**2 = {10 ** -0.5 * ms * ms}: "
+            f"{models['ds2']['params']}")
     for name in ("ds3", "ds3_yarn", "ds2", "ds3_bf16"):
         want = cases[name].reference(np.zeros((1, 32)), np.arange(1))["score_scale"]
         got = models[name]["params"].get("score_scale")
@@ -911,6 +935,14 @@ def rope_cases():
                                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                           "original_max_position_embeddings": 32}},
          [short, long_]),
+        # low_freq_factor == high_freq_factor: no smoothed band, served with a
+        # warning (contract 1.2); wavelengths 2pi*5e5^(i/4) of head_dim 8
+        # fall on both sides of 32 / 1
+        ("rope_llama3_flat", {"rope_theta": 500000.0,
+                              "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                               "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                                               "original_max_position_embeddings": 32}},
+         [short, long_, np.arange(6) * 997 + 3]),
         ("rope_longrope", {"original_max_position_embeddings": 16,
                            "rope_scaling": {"type": "longrope",
                                             "short_factor": [1.0, 1.2, 1.5, 2.0],
@@ -929,6 +961,12 @@ def rope_cases():
 
 
 def rope_checks(srv, cases):
+    # the flat llama3 fixture has both kinds of frequency and nothing between
+    inv, _ = hf_ref.rope_init(cases["rope_llama3_flat"].ckpt.config, 8)
+    plain = 1.0 / 500000.0 ** (np.arange(0, 8, 2) / 8)
+    C.check(np.all(np.isfinite(inv)) and np.all((inv == plain) | (inv == plain / 8))
+            and np.any(inv == plain) and np.any(inv == plain / 8),
+            f"rope_llama3_flat: frequencies kept or divided by 8, none between: {inv}")
     for name, case in cases.items():
         x = RNG.standard_normal((6, case.d)).astype(np.float32)
         for pos in case.requests:
@@ -958,6 +996,10 @@ def warning_checks(stderr):
     one_line("rope_extra_keys", "rope_scaling.zeta")
     one_line("rope_extra_keys", "rope_scaling.low_freq_factor")
     one_line("rope_partial", "partial_rotary_factor", "ignored")
+    one_line("rope_llama3_flat", "rope_scaling.low_freq_factor", "rope_scaling.high_freq_factor",
+             "no wavelengths are smoothed")
+    C.check(not any("warning" in ln and "'rope_llama3'" in ln for ln in lines),
+            "no warning for llama3 factors with a band between them")
     C.check(not any("warning" in ln and "'rope_linear'" in ln for ln in lines),
             "no warning for a rope_scaling with only known keys")
 
@@ -1089,6 +1131,12 @@ def malformed_cases(root):
          dict(base.config, rope_scaling={"rope_type": "llama3", "factor": 8.0,
                                          "high_freq_factor": 4.0}),
          ["config.json", "low_freq_factor"]),
+        # equal factors are served (rope_llama3_flat); a high below the low is not
+        ("config: llama3 high_freq_factor below low_freq_factor",
+         dict(base.config, rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                                         "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+                                         "original_max_position_embeddings": 32}),
+         ["config.json", "high_freq_factor", "low_freq_factor"]),
         ("config: heads not dividing", dict(base.config, num_key_value_heads=3),
          ["config.json", "num_key_value_heads"]),
         ("config: wrong type", dict(base.config, num_attention_heads="four"),
