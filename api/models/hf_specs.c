@@ -40,8 +40,8 @@
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
  *
  * layer_types (qwen2, qwen3, gemma2, gemma3_text: sliding_attention or
- * full_attention per layer, only the mask differs for the first three) is
- * checked for every layer: another value stops the load naming the entry.
+ * full_attention per layer; only the mask differs, except Gemma 3's rope)
+ * is checked for every layer: another value stops the load naming the entry.
  * Llama 4's layer_types ("chunked_attention" for its rope layers,
  * Llama4TextConfig's default) is not read: no_rope_layers decides there.
  *
@@ -458,6 +458,7 @@ static const hf_spec specs[] = {
      .scheme = SCHEME_ROPE,
      .rope_theta_default = 500000.0,
      .rope_layout = "interleaved",
+     .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
     {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3"),
      .shape = &mla_shape,
