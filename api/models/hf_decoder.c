@@ -24,6 +24,8 @@ static int nomem(model_error *err)
 
 /* ---- config ---------------------------------------------------------------- */
 
+/* The shape keys (hidden size, heads, kv heads, layer count, head_dim),
+ * eps and the bias key into the plan and the model. */
 static int read_shape(hf_load *h, hf_plan *p, model_error *err)
 {
     const hf_spec *s = p->spec;
@@ -143,6 +145,7 @@ static int build_params(hf_load *h, hf_plan *p, model_error *err)
     if (m->params)
         return 0;
     if (p->scheme != SCHEME_ROPE) {
+        /* owned by m, as every params object a hook builds */
         m->params = s->alibi_form && p->scheme == SCHEME_ALIBI
                         ? json_pack("{s:s}", "form", s->alibi_form)
                         : json_object();
@@ -208,8 +211,10 @@ static int read_qkv(hf_load *h, hf_plan *p, model_error *err)
     char w[128], b[128];
 
     if (n->qkv == HF_QKV_FUSED) {
-        snprintf(w, sizeof w, "%s.%zu%s.%s.weight", dir, L, tail, n->q);
-        snprintf(b, sizeof b, "%s.%zu%s.%s.bias", dir, L, tail, n->q);
+        int nw = snprintf(w, sizeof w, "%s.%zu%s.%s.weight", dir, L, tail, n->q);
+        int nb = snprintf(b, sizeof b, "%s.%zu%s.%s.bias", dir, L, tail, n->q);
+        if (nw < 0 || (size_t)nw >= sizeof w || nb < 0 || (size_t)nb >= sizeof b)
+            return model_fail(err, MODEL_E_TENSOR, "tensor name too long");
         return hf_split_fused(h, p->fused, w, p->bias ? b : NULL, err);
     }
     if (n->qkv != HF_QKV_SEPARATE)

@@ -148,7 +148,8 @@ struct hf_spec {
 /* The spec serving model_type, or NULL. */
 const hf_spec *hf_spec_find(const char *model_type);
 
-/* The supported model_type values, ", "-separated, into buf. */
+/* The supported model_type values, ", "-separated, into buf (cut at a
+ * whole name when buf is too small). */
 void hf_spec_names(char *buf, size_t size);
 
 /* Load h's checkpoint as spec s describes. */

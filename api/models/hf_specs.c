@@ -549,8 +549,10 @@ void hf_spec_names(char *buf, size_t size)
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         for (const char *const *t = specs[i].model_types; *t; t++) {
             int k = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", *t);
-            if (k < 0 || (size_t)k >= size - n)
+            if (k < 0 || (size_t)k >= size - n) {
+                buf[n] = '\0'; /* no partial name */
                 return;
+            }
             n += (size_t)k;
         }
 }
