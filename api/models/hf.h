@@ -76,6 +76,12 @@ int hf_string(const hf_load *h, const char *key, const char *dflt, const char **
  * other value, at any layer, stops the load naming the entry. */
 int hf_layer_type(const hf_load *h, bool *sliding, model_error *err);
 
+/* Whether layer L rotates (Llama 4, SmolLM3): no_rope_layers[L] (1 rope,
+ * 0 none; a list of num_hidden_layers), or, when the list is absent (or
+ * empty with empty_is_default), (L + 1) % no_rope_layer_interval != 0
+ * (interval 4). */
+int hf_layer_uses_rope(const hf_load *h, bool empty_is_default, bool *rope, model_error *err);
+
 /* The layer must be < the layer count under `keys` (when present). */
 int hf_check_layer(const hf_load *h, const char *const *keys, model_error *err);
 

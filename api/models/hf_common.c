@@ -416,3 +416,41 @@ int hf_layer_type(const hf_load *h, bool *sliding, model_error *err)
     *sliding = strcmp(json_string_value(json_array_get(types, L)), "sliding_attention") == 0;
     return 0;
 }
+
+int hf_layer_uses_rope(const hf_load *h, bool empty_is_default, bool *rope, model_error *err)
+{
+    const json_t *list = hf_get(h, HF_KEYS("no_rope_layers"), NULL), *item;
+    int64_t interval, layers;
+    size_t i;
+
+    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, 0, 1, INT32_MAX, &layers, err))
+        return -1;
+
+    if (list && !json_is_array(list))
+        return hf_config_fail(h, err, "no_rope_layers must be a list of 0 and 1");
+    if (!list || (empty_is_default && json_array_size(list) == 0)) {
+        if (hf_int(h, HF_KEYS("no_rope_layer_interval"), false, 4, 1, INT32_MAX, &interval, err))
+            return -1;
+        *rope = (int64_t)(h->layer + 1) % interval != 0;
+        return 0;
+    }
+    json_array_foreach (list, i, item) {
+        if (!json_is_integer(item) ||
+            (json_integer_value(item) != 0 && json_integer_value(item) != 1)) {
+            char got[64];
+            jf_describe(item, got, sizeof got);
+            return hf_value_fail(h, err,
+                                 "no_rope_layers[%zu] must be 0 (no rope) or 1 (rope), "
+                                 "got %s",
+                                 i, got);
+        }
+    }
+    if (layers && json_array_size(list) != (size_t)layers)
+        return hf_value_fail(h, err, "no_rope_layers has %zu entries; num_hidden_layers is %lld",
+                             json_array_size(list), (long long)layers);
+    if (h->layer >= json_array_size(list))
+        return hf_value_fail(h, err, "no_rope_layers has %zu entries, none for layer %zu",
+                             json_array_size(list), h->layer);
+    *rope = json_integer_value(json_array_get(list, h->layer)) == 1;
+    return 0;
+}

@@ -5,10 +5,11 @@
  * architecture computes differently.
  *
  * The steps, in order: pad_token_id (RoBERTa's position rule), the shape
- * keys, eps, the bias key, head_dim, layer_types, the refused options, the
- * configure hook; the shape checks and the model's shape; the scheme
- * params (rope, alibi, learned, none), the params hook and Gemma's score
- * transforms; the tensor prefix, q/k/v (and biases), the norm, the q/k
+ * keys, eps, the bias key, head_dim, layer_types, no_rope_layers, the
+ * refused options, the configure hook; the shape checks and the model's
+ * shape; the scheme params (rope, alibi, learned, none), the params hook,
+ * Gemma's score transforms, a score scale and an embedding multiplier
+ * from the config; the tensor prefix, q/k/v (and biases), the norm, the q/k
  * norms, layer 0's embeddings; the weights hook.
  */
 #include <stdio.h>
@@ -23,6 +24,8 @@ static int nomem(model_error *err)
 
 /* ---- config ---------------------------------------------------------------- */
 
+/* The shape keys (hidden size, heads, kv heads, layer count, head_dim),
+ * eps and the bias key into the plan and the model. */
 static int read_shape(hf_load *h, hf_plan *p, model_error *err)
 {
     const hf_spec *s = p->spec;
@@ -142,6 +145,7 @@ static int build_params(hf_load *h, hf_plan *p, model_error *err)
     if (m->params)
         return 0;
     if (p->scheme != SCHEME_ROPE) {
+        /* owned by m, as every params object a hook builds */
         m->params = s->alibi_form && p->scheme == SCHEME_ALIBI
                         ? json_pack("{s:s}", "form", s->alibi_form)
                         : json_object();
@@ -153,6 +157,42 @@ static int build_params(hf_load *h, hf_plan *p, model_error *err)
         (s->rope_theta_default && !has_theta(h) &&
          json_object_set_new(m->params, "base", json_real(s->rope_theta_default))))
         return nomem(err);
+    return 0;
+}
+
+/* Whether layer L is a NoPE layer (scheme none). */
+static int read_nope(hf_load *h, hf_plan *p, model_error *err)
+{
+    bool rope;
+
+    if (hf_layer_uses_rope(h, p->spec->nope == HF_NOPE_EMPTY_DEFAULT, &rope, err))
+        return -1;
+    if (!rope)
+        p->scheme = SCHEME_NONE;
+    return 0;
+}
+
+/* The score scale and the embedding multiplier a config may give. */
+static int read_multipliers(hf_load *h, const hf_spec *s, model_error *err)
+{
+    model *m = h->m;
+    double v;
+
+    if (s->score_scale_key) {
+        if (hf_number(h, s->score_scale_key, s->score_scale_default, true, &v, err))
+            return -1;
+        if (json_object_set_new(m->params, "score_scale", json_real(v)))
+            return nomem(err);
+    }
+    if (!s->embed_multiplier_key)
+        return 0;
+    if (hf_number(h, s->embed_multiplier_key, 1.0, true, &v, err))
+        return -1;
+    if (m->norm == PE_NORM_NONE)
+        return hf_value_fail(h, err, "%s needs a norm before the attention to be folded into",
+                             s->embed_multiplier_key);
+    if (h->layer == 0)
+        m->norm_eps /= v * v; /* later layers see the hidden state, not the embeddings */
     return 0;
 }
 
@@ -171,8 +211,10 @@ static int read_qkv(hf_load *h, hf_plan *p, model_error *err)
     char w[128], b[128];
 
     if (n->qkv == HF_QKV_FUSED) {
-        snprintf(w, sizeof w, "%s.%zu%s.%s.weight", dir, L, tail, n->q);
-        snprintf(b, sizeof b, "%s.%zu%s.%s.bias", dir, L, tail, n->q);
+        int nw = snprintf(w, sizeof w, "%s.%zu%s.%s.weight", dir, L, tail, n->q);
+        int nb = snprintf(b, sizeof b, "%s.%zu%s.%s.bias", dir, L, tail, n->q);
+        if (nw < 0 || (size_t)nw >= sizeof w || nb < 0 || (size_t)nb >= sizeof b)
+            return model_fail(err, MODEL_E_TENSOR, "tensor name too long");
         return hf_split_fused(h, p->fused, w, p->bias ? b : NULL, err);
     }
     if (n->qkv != HF_QKV_SEPARATE)
@@ -289,9 +331,11 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err)
     if (read_shape(h, &p, err) ||
         (s->reads_layer_types && hf_get(h, HF_KEYS("layer_types"), NULL) &&
          hf_layer_type(h, &p.sliding, err)) ||
-        check_refusals(h, s->refusals, err) || (s->configure && s->configure(h, &p, err)) ||
-        set_shape(h, &p, err) || build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||
-        (s->gemma_scores && hf_score_transforms(h, s->softcap_default, err)))
+        (s->nope && read_nope(h, &p, err)) || check_refusals(h, s->refusals, err) ||
+        (s->configure && s->configure(h, &p, err)) || set_shape(h, &p, err) ||
+        build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||
+        (s->gemma_scores && hf_score_transforms(h, s->softcap_default, err)) ||
+        read_multipliers(h, s, err))
         return -1;
     if (read_layer(h, &p, err) || read_embeddings(h, &p, err) ||
         (s->weights && s->weights(h, &p, err)))

@@ -41,43 +41,6 @@
  * {weight,bias}.
  */
 #include "models/hf_spec.h"
-#include "json/json_fields.h"
-
-/* Whether layer L rotates: no_rope_layers[L], or the default pattern. */
-static int layer_uses_rope(hf_load *h, int64_t layers, bool *rope, model_error *err)
-{
-    const json_t *list = hf_get(h, HF_KEYS("no_rope_layers"), NULL), *item;
-    int64_t interval;
-    size_t i;
-
-    if (list && !json_is_array(list))
-        return hf_config_fail(h, err, "no_rope_layers must be a list of 0 and 1");
-    if (!list || json_array_size(list) == 0) {
-        if (hf_int(h, HF_KEYS("no_rope_layer_interval"), false, 4, 1, INT32_MAX, &interval, err))
-            return -1;
-        *rope = (int64_t)(h->layer + 1) % interval != 0;
-        return 0;
-    }
-    json_array_foreach (list, i, item) {
-        if (!json_is_integer(item) ||
-            (json_integer_value(item) != 0 && json_integer_value(item) != 1)) {
-            char got[64];
-            jf_describe(item, got, sizeof got);
-            return hf_value_fail(h, err,
-                                 "no_rope_layers[%zu] must be 0 (no rope) or 1 (rope), "
-                                 "got %s",
-                                 i, got);
-        }
-    }
-    if (layers && json_array_size(list) != (size_t)layers)
-        return hf_value_fail(h, err, "no_rope_layers has %zu entries; num_hidden_layers is %lld",
-                             json_array_size(list), (long long)layers);
-    if (h->layer >= json_array_size(list))
-        return hf_value_fail(h, err, "no_rope_layers has %zu entries, none for layer %zu",
-                             json_array_size(list), h->layer);
-    *rope = json_integer_value(json_array_get(list, h->layer)) == 1;
-    return 0;
-}
 
 /* attn_temperature_tuning: a boolean, or a number (Scout's 4) read for its
  * truth as Python does. */
@@ -98,25 +61,21 @@ static int temperature_tuning(hf_load *h, bool *on, model_error *err)
     return 0;
 }
 
-/* Layer L's kind (rope or NoPE) and what Llama 4 does to q and k around
- * the rotation. */
+/* What Llama 4 does to q and k around the rotation, by the layer's kind
+ * (rope or NoPE: the loader read no_rope_layers, hf_layer_uses_rope). */
 int hf_llama4_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    int64_t layers;
-    bool rope = true, qk_norm = true, tuning = true;
+    bool rope = p->scheme == SCHEME_ROPE, qk_norm = true, tuning = true;
     double floor_scale, attn_scale;
 
-    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, 0, 1, INT32_MAX, &layers, err) ||
-        hf_bool(h, "use_qk_norm", true, &qk_norm, err) || temperature_tuning(h, &tuning, err) ||
+    if (hf_bool(h, "use_qk_norm", true, &qk_norm, err) || temperature_tuning(h, &tuning, err) ||
         hf_number(h, "floor_scale", 8192.0, true, &floor_scale, err) ||
-        hf_number(h, "attn_scale", 0.1, false, &attn_scale, err) ||
-        layer_uses_rope(h, layers, &rope, err))
+        hf_number(h, "attn_scale", 0.1, false, &attn_scale, err))
         return -1;
     if (p->a.head_dim % 2 != 0)
         return hf_value_fail(h, err, "head_dim %lld must be even (complex pairs)",
                              (long long)p->a.head_dim);
-    p->scheme = rope ? SCHEME_ROPE : SCHEME_NONE; /* NoPE: scheme none */
     m->post_rope_qk_norm = rope && qk_norm;
     m->post_rope_qk_norm_eps = m->norm_eps;
     m->attn_temperature = !rope && tuning;

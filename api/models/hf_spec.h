@@ -44,6 +44,13 @@ typedef enum hf_refusal_kind {
     HF_REFUSE_STRING    /* a string (default allowed[0]) not in allowed stops the load */
 } hf_refusal_kind;
 
+/* Layers without rope, chosen by no_rope_layers (hf_layer_uses_rope). */
+typedef enum hf_nope_rule {
+    HF_NOPE_NEVER = 0,
+    HF_NOPE_EMPTY_DEFAULT, /* an empty list is the interval default (Llama 4) */
+    HF_NOPE_LIST           /* only an absent list is (SmolLM3) */
+} hf_nope_rule;
+
 typedef struct hf_refusal {
     const char *key; /* NULL ends the list */
     hf_refusal_kind kind;
@@ -122,6 +129,15 @@ struct hf_spec {
     double rope_theta_default; /* 0: hf_rope_params' 10000 */
     const char *rope_layout;   /* NULL: half */
     const char *alibi_form;
+    hf_nope_rule nope; /* layer L may be a NoPE layer: scheme none there */
+    /* a config number that is the score scale in place of head_dim ** -0.5
+     * (Granite's attention_multiplier; NULL: none) and its default */
+    const char *score_scale_key;
+    double score_scale_default;
+    /* a config number (> 0) multiplying the input embeddings, token ids' and
+     * given ones alike (Granite's embedding_multiplier; NULL: none): folded
+     * into layer 0's norm eps, as RMSNorm_eps(s*x) = RMSNorm_{eps/s^2}(x) */
+    const char *embed_multiplier_key;
     model_position_rule position_rule;
     int64_t table_offset;
     hf_hook configure; /* after the shape, eps, bias and refusals are read */
@@ -132,7 +148,8 @@ struct hf_spec {
 /* The spec serving model_type, or NULL. */
 const hf_spec *hf_spec_find(const char *model_type);
 
-/* The supported model_type values, ", "-separated, into buf. */
+/* The supported model_type values, ", "-separated, into buf (cut at a
+ * whole name when buf is too small). */
 void hf_spec_names(char *buf, size_t size);
 
 /* Load h's checkpoint as spec s describes. */

@@ -38,10 +38,11 @@
  * - llama4_text: Llama with the interleaved rotation, rope_theta default
  *   500000 and NoPE layers (hf_llama4.c).
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
+ * - granite, smollm3: Llama variations, table entries only (see there).
  *
- * layer_types (qwen2, qwen3, gemma2, gemma3_text: sliding_attention or
- * full_attention per layer, only the mask differs for the first three) is
- * checked for every layer: another value stops the load naming the entry.
+ * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3: sliding_attention
+ * or full_attention per layer; only the mask differs, except Gemma 3's
+ * rope) is checked for every layer: another value stops the load naming the entry.
  * Llama 4's layer_types ("chunked_attention" for its rope layers,
  * Llama4TextConfig's default) is not read: no_rope_layers decides there.
  *
@@ -458,6 +459,7 @@ static const hf_spec specs[] = {
      .scheme = SCHEME_ROPE,
      .rope_theta_default = 500000.0,
      .rope_layout = "interleaved",
+     .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
     {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3"),
      .shape = &mla_shape,
@@ -499,6 +501,35 @@ static const hf_spec specs[] = {
      .table_offset = 2,
      .configure = hf_opt_configure,
      .weights = hf_opt_weights},
+    /* IBM Granite 3: Llama with attention_multiplier as the score scale
+     * and embedding_multiplier on inputs_embeds (modeling_granite.py:
+     * GraniteModel.forward multiplies token embeddings and given ones) */
+    {.model_types = HF_KEYS("granite"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .score_scale_key = "attention_multiplier",
+     .score_scale_default = 1.0,
+     .embed_multiplier_key = "embedding_multiplier"},
+    /* SmolLM3: Llama with NoPE layers (no_rope_layers[L] 0; absent: every
+     * fourth layer), rope_theta default 2e6 (SmolLM3Config) */
+    {.model_types = HF_KEYS("smollm3"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 2e6,
+     .nope = HF_NOPE_LIST,
+     .reads_layer_types = true},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)
@@ -518,8 +549,10 @@ void hf_spec_names(char *buf, size_t size)
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         for (const char *const *t = specs[i].model_types; *t; t++) {
             int k = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", *t);
-            if (k < 0 || (size_t)k >= size - n)
+            if (k < 0 || (size_t)k >= size - n) {
+                buf[n] = '\0'; /* no partial name */
                 return;
+            }
             n += (size_t)k;
         }
 }

@@ -144,7 +144,7 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
         return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string", cfg_path);
     const hf_spec *spec = hf_spec_find(type);
     if (!spec) {
-        char names[512];
+        char names[1024]; /* the table's model_type values */
         hf_spec_names(names, sizeof names);
         return model_fail(err, MODEL_E_VALUE,
                           "%s: model_type '%.60s' is not supported (%s; a config without "

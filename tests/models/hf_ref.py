@@ -751,3 +751,62 @@ def deepseek(cfg, w, x, positions, layer, prefix="model."):
         scale = scale * ms * ms
     return {"q": q, "k": k, "v": v.reshape(T, -1), "scores": scores(q, k, H, H, qkh, scale),
             "attention_factor": att, "score_scale": scale}
+
+
+# ------------------------------- Llama variations as spec entries (issue 18)
+def _llama_like(cfg, w, h, positions, layer, prefix, rotate, theta, scale):
+    """The Llama attention input and projections of h, rotated or not."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    T = h.shape[0]
+    z = rms_norm(h, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-6))
+    q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
+    if cfg.get("attention_bias", False):
+        q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+    att = 1.0
+    if rotate:
+        rc = dict(cfg)
+        if rc.get("rope_theta") is None:
+            rc["rope_theta"] = theta
+        inv, att = rope_init(rc, int(positions.max()) + 1, partial=False)
+        q = apply_rope(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1)
+        k = apply_rope(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1)
+    if scale is None:
+        scale = hd ** -0.5
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, scale),
+            "attention_factor": att, "score_scale": scale}
+
+
+def granite(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_granite.py (IBM Granite 3): GraniteModel.forward scales the
+    decoder's input, inputs_embeds whether looked up from input_ids or
+    passed in, by config.embedding_multiplier (default 1); the layers after
+    the first see the hidden state unscaled. GraniteAttention is Llama's
+    (RMSNorm input_layernorm, q/k/v_proj with attention_bias, rotate_half
+    rope, head_dim hidden/heads) except that its scores are multiplied by
+    config.attention_multiplier (default 1) instead of head_dim ** -0.5."""
+    h = x * cfg.get("embedding_multiplier", 1.0) if layer == 0 else x
+    return _llama_like(cfg, w, h, positions, layer, prefix, True, 10000.0,
+                       cfg.get("attention_multiplier", 1.0))
+
+
+def smollm3_uses_rope(cfg, layer):
+    """SmolLM3Config: no_rope_layers[L] (1: the layer rotates, 0: NoPE);
+    when the key is absent (None), int((L + 1) % no_rope_layer_interval !=
+    0) with interval 4: every fourth layer has no rope."""
+    nrl = cfg.get("no_rope_layers")
+    if nrl is None:
+        every = cfg.get("no_rope_layer_interval", 4)
+        nrl = [int((i + 1) % every != 0) for i in range(cfg["num_hidden_layers"])]
+    return bool(nrl[layer])
+
+
+def smollm3(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_smollm3.py: SmolLM3Attention applies apply_rotary_pos_emb
+    only when use_rope = config.no_rope_layers[layer_idx] is 1; the rope is
+    Llama's with SmolLM3Config's rope_theta default 2e6. No embedding scale;
+    scores head_dim ** -0.5 on every layer."""
+    return _llama_like(cfg, w, x, positions, layer, prefix, smollm3_uses_rope(cfg, layer),
+                       2e6, None)

@@ -4,7 +4,9 @@ BERT, BLOOM, T5; GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma in a second
 server; Qwen3, OLMo 2, Gemma 2, Gemma 3 (q/k norms, two rope bases, score
 scale and soft cap) in a third; Llama 4's text model (NoPE layers, the
 interleaved rotation, L2 norm after it, attention temperature) in a fourth;
-DeepSeek-V2/V3's multi-head latent attention in a fifth), each dtype (F32, F16, BF16), single and sharded files,
+DeepSeek-V2/V3's multi-head latent attention in a fifth; Granite and
+SmolLM3, Llama variations that are table entries only, in a sixth:
+llama_variants.py), each dtype (F32, F16, BF16), single and sharded files,
 layer 0 and a later layer, token_ids and embeddings, /apply must return the
 Q, K, V (and BLOOM/T5 biases, and scores) of the numpy references in
 hf_ref.py; every Hugging Face rope scaling type is checked the same way;
@@ -30,6 +32,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
+import llama_variants  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -1365,6 +1368,7 @@ def main():
         llama4_checks(root)
         deepseek_checks(root)
         mask_models.mask_checks(root, C)
+        llama_variants.variant_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
