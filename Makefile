@@ -157,9 +157,9 @@ format-check: test-deps
 	@tools/format-check.sh
 
 # Allocation-failure run (tests/alloc/alloc_test.c): fails the Nth
-# allocation for every N along /encode, /apply and model loading, under
-# ASan + UBSan; every run must end in the same answer or a 503, and leak
-# nothing. Model directories come from tests/alloc/write_models.py (numpy).
+# allocation for every N along /encode, /apply, /diagnose (one subject of
+# each kind) and model loading, under ASan + UBSan; every run must end in
+# the same answer or a 503, and leak nothing. Model directories come from tests/alloc/write_models.py (numpy).
 ALLOC_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
 $(BUILD)/alloc_test: $(BUILD)/tests/alloc/alloc_test.o $(LIBAPI) $(LIBPOSENC)

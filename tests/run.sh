@@ -2,11 +2,11 @@
 # Run the posenc test suite: the unit tests of lib/ ($BUILD/test_lib), the
 # API tests ($BUILD/test_api), then the HTTP tests against the real server
 # ($BUILD/test_http, which starts $BUILD/posenc-server itself), then the
-# model-directory tests (tests/models/test_models.py, same server), /diagnose
-# on real-code subjects (tests/diagnose_real/run.py), then the Python
-# client's (clients/python/tests/run.py: installed into a temporary venv,
-# against the same server). A test binary that is not built is skipped,
-# except test_http.
+# group lists of the three (tests/check_lists.sh), then the model-directory
+# tests (tests/models/test_models.py, same server), /diagnose on real-code
+# subjects (tests/diagnose_real/run.py), then the Python client's
+# (clients/python/tests/run.py: installed into a temporary venv, against the
+# same server). A test binary that is not built is skipped, except test_http.
 #
 # Each binary ends with a line "... N passed, M failed"; this script adds
 # them up and prints one last line, exactly "N passed, M failed" (what CI
@@ -77,6 +77,11 @@ else
     echo "FAIL test_http: $BUILD/test_http not built"
     total_failed=$((total_failed + 1))
 fi
+
+# Each program's one list of groups against its command line (--list,
+# --dry NAME, an unknown name), and every listed group with at least one
+# check in the runs above (their logs): no group that selects nothing.
+run lists tests/check_lists.sh "$BUILD" "$tmp"
 
 # Model directories (tests/models): checkpoints written and references
 # computed with numpy, checked against the real server over HTTP.

@@ -4,9 +4,9 @@
  * run it once to count its allocations, then once more for every N, with
  * the Nth allocation failing, and check that each run ends cleanly:
  *
- *   - a request (api_encode, api_apply) answers either exactly what it
- *     answers without the failure (a fallback absorbed it) or the contract's
- *     503 `unavailable` as JSON;
+ *   - a request (api_encode, api_apply, api_diagnose: one subject of each
+ *     kind) answers either exactly what it answers without the failure (a
+ *     fallback absorbed it) or the contract's 503 `unavailable` as JSON;
  *   - model loading (api_service_new_with_models) gives either a service or
  *     NULL with a non-empty message;
  *   - nothing leaks: the blocks live after a run (service freed) are the
@@ -204,14 +204,16 @@ static void error_code_of(const char *body, size_t len, char *code, size_t cap)
 
 /* ---- request cases ---------------------------------------------------------- */
 
-typedef enum endpoint { ENCODE, APPLY } endpoint;
+typedef enum endpoint { ENCODE, APPLY, DIAGNOSE } endpoint;
 
 typedef struct request_case {
     const char *name;
     endpoint ep;
-    char *body; /* owned */
-    bool cold;  /* each run on a new service, its tables admitted by the run
+    char *body;          /* owned */
+    bool cold;           /* each run on a new service, its tables admitted by the run
                    (so the table cache's allocations fail too) */
+    const char *ref_has; /* '|'-separated texts the answer without failures holds
+                            (what shows the case takes the path meant; NULL: none) */
 } request_case;
 
 /* The answers that are neither the same nor 503: each distinct status and
@@ -250,8 +252,10 @@ static void call(const api_service *svc, const request_case *c, api_response *r)
 {
     if (c->ep == ENCODE)
         api_encode(svc, NULL, c->body, strlen(c->body), r);
-    else
+    else if (c->ep == APPLY)
         api_apply(svc, NULL, c->body, strlen(c->body), r);
+    else
+        api_diagnose(svc, NULL, c->body, strlen(c->body), r);
 }
 
 static const api_model_spec *served_spec; /* the models of the shared service */
@@ -307,6 +311,14 @@ static void check_request(const api_service *svc, const request_case *c)
     char *ref = run_request(svc, c, 0, &calls, &status, &ref_len);
     result(status == 200, "%s: answers 200 without failures (got %d: %.200s)", c->name, status,
            ref ? ref : "");
+    for (const char *want = c->ref_has; want && *want;) {
+        size_t n = strcspn(want, "|");
+        char piece[64];
+        snprintf(piece, sizeof piece, "%.*s", (int)n, want);
+        result(ref && strstr(ref, piece), "%s: the answer without failures holds %s (%.300s)",
+               c->name, piece, ref ? ref : "");
+        want += n + (want[n] == '|');
+    }
     for (long n = 1; n <= calls; n++) {
         long before = atomic_load(&live_blocks), made;
         snprintf(current, sizeof current, "%s, allocation %ld of %ld failing", c->name, n, calls);
@@ -513,6 +525,123 @@ static char *body_apply_loaded(void)
     return t.s;
 }
 
+/* ---- /diagnose bodies -------------------------------------------------------- */
+
+/* Field `key` of posenc's own answer to `body` (no failure injected), as
+ * JSON text (owned, __real_free): subjects that /encode or /apply compute
+ * with one parameter other than the claim's, so that the search has a
+ * finding to make. */
+static char *answer_field(const api_service *svc, endpoint ep, char *body, const char *key)
+{
+    request_case c = {.name = key, .ep = ep, .body = body};
+    long calls;
+    int status;
+    size_t len;
+    char *answer = run_request(svc, &c, 0, &calls, &status, &len);
+    json_t *root = json_loadb(answer ? answer : "", answer ? len : 0, 0, NULL);
+    char *field = json_dumps(json_object_get(root, key), JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(root);
+    __real_free(answer);
+    __real_free(body);
+    text t = {0};
+    put(&t, "%s", field ? field : "null");
+    free(field); /* jansson's, through the wrappers */
+    return t.s;
+}
+
+/* README's example 2: a sinusoidal table whose positions start at 1; with
+ * the error map. */
+static char *body_diagnose_table(void)
+{
+    text t = {0};
+    put(&t, "{\"scheme\":\"sinusoidal\",\"return_map\":true,\"table\":[[0.8415,0.5403,0.0998,0.995,"
+            "0.01,1.0,0.001,1.0],"
+            "[0.9093,-0.4161,0.1987,0.9801,0.02,0.9998,0.002,1.0],[0.1411,-0.99,0.2955,0.9553,"
+            "0.03,0.9996,0.003,1.0],[-0.7568,-0.6536,0.3894,0.9211,0.04,0.9992,0.004,1.0],"
+            "[-0.9589,0.2837,0.4794,0.8776,0.05,0.9988,0.005,1.0],[-0.2794,0.9602,0.5646,0.8253,"
+            "0.06,0.9982,0.006,1.0]]}");
+    return t.s;
+}
+
+/* Embeddings rotated with the interleaved layout, claimed as half. */
+static char *body_diagnose_encoded(const api_service *svc)
+{
+    text x = {0}, req = {0}, t = {0};
+    put_matrix(&x, 5, 16, 100);
+    put(&req,
+        "{\"scheme\":\"rope\",\"params\":{\"head_dim\":8,\"layout\":\"interleaved\"},"
+        "\"embeddings\":%s}",
+        x.s);
+    char *encoded = answer_field(svc, ENCODE, req.s, "encoded");
+    put(&t, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":8},\"embeddings\":%s,\"encoded\":%s}",
+        x.s, encoded);
+    __real_free(x.s);
+    __real_free(encoded);
+    return t.s;
+}
+
+/* README's example 1: a cos/sin cache with interleaved pairs, claimed half;
+ * with the error maps in base64. */
+static char *body_diagnose_cos_sin(void)
+{
+    text t = {0};
+    put(&t, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":8},\"return_map\":true,"
+            "\"encoding\":\"base64\",\"cos\":[[1.0,1.0,1.0,1.0,1.0,1.0,1.0,"
+            "1.0],[0.5403,0.5403,0.995,0.995,1.0,1.0,1.0,1.0],[-0.4161,-0.4161,0.9801,0.9801,"
+            "0.9998,0.9998,1.0,1.0],[-0.99,-0.99,0.9553,0.9553,0.9996,0.9996,1.0,1.0],[-0.6536,"
+            "-0.6536,0.9211,0.9211,0.9992,0.9992,1.0,1.0],[0.2837,0.2837,0.8776,0.8776,0.9988,"
+            "0.9988,1.0,1.0]],\"sin\":[[0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0],[0.8415,0.8415,0.0998,"
+            "0.0998,0.01,0.01,0.001,0.001],[0.9093,0.9093,0.1987,0.1987,0.02,0.02,0.002,0.002],"
+            "[0.1411,0.1411,0.2955,0.2955,0.03,0.03,0.003,0.003],[-0.7568,-0.7568,0.3894,0.3894,"
+            "0.04,0.04,0.004,0.004],[-0.9589,-0.9589,0.4794,0.4794,0.05,0.05,0.005,0.005]]}");
+    return t.s;
+}
+
+/* An ALiBi bias in BLOOM's form, claimed symmetric. */
+static char *body_diagnose_bias(const api_service *svc)
+{
+    text req = {0}, t = {0};
+    put(&req, "{\"scheme\":\"alibi\",\"params\":{\"heads\":3,\"form\":\"bloom\"},"
+              "\"shape\":[5,1]}");
+    char *bias = answer_field(svc, ENCODE, req.s, "bias");
+    put(&t, "{\"scheme\":\"alibi\",\"params\":{\"heads\":3},\"bias\":%s}", bias);
+    __real_free(bias);
+    return t.s;
+}
+
+/* README's example 3: ALiBi slopes for 12 heads from the power-of-two formula. */
+static char *body_diagnose_slopes(void)
+{
+    text t = {0};
+    put(&t, "{\"scheme\":\"alibi\",\"slopes\":[0.629961,0.39685,0.25,0.15749,0.099213,0.0625,"
+            "0.039373,0.024803,0.015625,0.009843,0.006201,0.003906]}");
+    return t.s;
+}
+
+/* q, k and v of the default model, computed with positions from 2 under
+ * `scheme` ("" for the model's own sinusoidal), claimed from 0: under rope
+ * the search finds the offset in q and k; under the model's absolute
+ * scheme the input to the projection differs (projection_mismatch). */
+static char *body_diagnose_qkv(const api_service *svc, const char *scheme)
+{
+    text x = {0}, t = {0};
+    put_matrix(&x, 3, 512, 200);
+    char *out[3];
+    static const char *const names[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        text req = {0};
+        put(&req, "{\"model\":\"default\",%s\"offset\":2,\"return\":[\"%s\"],\"embeddings\":%s}",
+            scheme, names[i], x.s);
+        out[i] = answer_field(svc, APPLY, req.s, names[i]);
+    }
+    put(&t, "{\"model\":\"default\",%s\"embeddings\":%s,\"q\":%s,\"k\":%s,\"v\":%s}", scheme, x.s,
+        out[0], out[1], out[2]);
+    for (int i = 0; i < 3; i++)
+        __real_free(out[i]);
+    __real_free(x.s);
+    return t.s;
+}
+
 /* ---- model loading ---------------------------------------------------------- */
 
 static void check_loading(const char *name, const api_model_spec *spec, size_t n_specs)
@@ -600,16 +729,30 @@ int main(int argc, char **argv)
         return 1;
     }
     request_case cases[] = {
-        {"/encode sinusoidal, JSON", ENCODE, body_sinusoidal_json(), false},
-        {"/encode sinusoidal, JSON, cold table cache", ENCODE, body_sinusoidal_json(), true},
-        {"/encode rope yarn, base64, cold table cache", ENCODE, body_rope_base64(), true},
-        {"/encode rope yarn, base64 in and out, batched", ENCODE, body_rope_base64(), false},
-        {"/encode alibi bare bias, positions", ENCODE, body_alibi_bare(), false},
-        {"/encode bare sinusoidal table, split", ENCODE, body_table_bare(), false},
-        {"/apply default model, scores", APPLY, body_apply_default(), false},
-        {"/apply inline t5, base64 weights, token_ids", APPLY, body_apply_inline_t5(), false},
-        {"/apply inline rope, JSON weights, batched", APPLY, body_apply_inline_rope(), false},
-        {"/apply loaded posenc-format model", APPLY, body_apply_loaded(), false},
+        {"/encode sinusoidal, JSON", ENCODE, body_sinusoidal_json(), false, NULL},
+        {"/encode sinusoidal, JSON, cold table cache", ENCODE, body_sinusoidal_json(), true, NULL},
+        {"/encode rope yarn, base64, cold table cache", ENCODE, body_rope_base64(), true, NULL},
+        {"/encode rope yarn, base64 in and out, batched", ENCODE, body_rope_base64(), false, NULL},
+        {"/encode alibi bare bias, positions", ENCODE, body_alibi_bare(), false, NULL},
+        {"/encode bare sinusoidal table, split", ENCODE, body_table_bare(), false, NULL},
+        {"/apply default model, scores", APPLY, body_apply_default(), false, NULL},
+        {"/apply inline t5, base64 weights, token_ids", APPLY, body_apply_inline_t5(), false, NULL},
+        {"/apply inline rope, JSON weights, batched", APPLY, body_apply_inline_rope(), false, NULL},
+        {"/apply loaded posenc-format model", APPLY, body_apply_loaded(), false, NULL},
+        {"/diagnose table, positions from 1, error map", DIAGNOSE, body_diagnose_table(), false,
+         "\"position_offset\"|\"error_map\":[["},
+        {"/diagnose embeddings + encoded, rope layout", DIAGNOSE, body_diagnose_encoded(svc), false,
+         "\"layout_swapped\""},
+        {"/diagnose cos + sin, layout, base64 maps", DIAGNOSE, body_diagnose_cos_sin(), false,
+         "\"layout_swapped\"|\"error_map\":{\"cos\":\""},
+        {"/diagnose bias, alibi bloom form", DIAGNOSE, body_diagnose_bias(svc), false,
+         "\"alibi_form\""},
+        {"/diagnose slopes, power-of-two formula", DIAGNOSE, body_diagnose_slopes(), false,
+         "\"alibi_slopes\""},
+        {"/diagnose q/k/v, default as rope, offset 2", DIAGNOSE,
+         body_diagnose_qkv(svc, "\"scheme\":\"rope\","), false, "\"position_offset\""},
+        {"/diagnose q/k/v, default model, projection", DIAGNOSE, body_diagnose_qkv(svc, ""), false,
+         "\"projection_mismatch\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (!only || strstr(cases[i].name, only))

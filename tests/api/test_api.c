@@ -18,10 +18,8 @@
 #include "json/float_text.h"
 #include "json/strbuf.h"
 #include "test_codecs.h"
-#include "test_string_spans.h"
-#include "test_layers.h"
+#include "test_list.h"
 #include "test_request_path.h"
-#include "test_safetensors.h"
 
 /* Reference for the shortest digits: try every precision from 1 up with
  * "%.*g" and keep the first that reads back. (float_to_text searches by
@@ -54,7 +52,7 @@ static int significant_digits(const char *text)
     return n - trailing_zeros > 0 ? n - trailing_zeros : 1;
 }
 
-static void test_float_text(void)
+void test_float_text(void)
 {
     uint64_t state = 42;
     char text[FLOAT_TEXT_MAX];
@@ -104,7 +102,7 @@ static void test_float_text(void)
     CHECK(not_json == 0, "%d texts are not JSON numbers", not_json);
 }
 
-static void test_base64(void)
+void test_base64(void)
 {
     static const struct {
         const char *text;
@@ -177,7 +175,7 @@ static void expect_error(const api_service *svc, bool apply, const char *body, i
     json_decref(doc);
 }
 
-static void test_json_strings(void)
+void test_json_strings(void)
 {
     strbuf sb = {0};
     /* valid UTF-8 passes; a cut sequence, a stray continuation byte, an
@@ -193,7 +191,7 @@ static void test_json_strings(void)
     strbuf_free(&sb);
 }
 
-static void test_handlers(void)
+void test_handlers(void)
 {
     api_limits limits = {.max_tokens = 64, .max_output_elements = 4096};
     api_error err;
@@ -309,7 +307,7 @@ static float *doc_floats(const char *body, size_t len, const char *key, size_t *
     return values;
 }
 
-static void test_fast_numbers(void)
+void test_fast_numbers(void)
 {
     enum { N = 4096 };
     static float want[N];
@@ -370,7 +368,7 @@ static char *base64_body(size_t rows, const char *shape_text, long damage, char 
     return strbuf_detach(&sb, NULL);
 }
 
-static void test_fast_base64(void)
+void test_fast_base64(void)
 {
     api_limits limits = {0};
     api_error err;
@@ -415,7 +413,7 @@ static void test_fast_base64(void)
 
 /* The fast numeric-array path (fast_json.c) must give exactly what the
  * plain jansson path gives: the same floats, and the same errors. */
-static void test_fast_arrays(void)
+void test_fast_arrays(void)
 {
     api_limits limits = {0};
     api_error err;
@@ -486,7 +484,7 @@ static void test_fast_arrays(void)
 /* Bodies past 256 KiB take the parallel row parser (json_rows.c): the same
  * values as strtof gives, and irregular arrays fall back to the exact
  * errors of the plain path. */
-static void test_parallel_rows(void)
+void test_parallel_rows(void)
 {
     enum { ROWS = 700, COLS = 48 };
     static float values[ROWS * COLS];
@@ -524,7 +522,7 @@ static void test_parallel_rows(void)
 /* Base64 answers past 65536 elements are encoded in parallel chunks
  * (array_writer.c): a dense echo must be bit-exact, and the strided Q, K, V
  * of /apply must equal their JSON rendering number for number. */
-static void test_parallel_base64_out(void)
+void test_parallel_base64_out(void)
 {
     enum { ROWS = 900, COLS = 96 }; /* 86400 floats; 900 is not a multiple of 4*3*team */
     static float values[ROWS * 64 > ROWS * COLS ? ROWS * 64 : ROWS * COLS];
@@ -597,22 +595,14 @@ static void test_parallel_base64_out(void)
     api_service_free(svc);
 }
 
-int main(void)
+static const check_group GROUPS[] = {
+#define API_GROUP_ENTRY(name, function) {#name, function},
+    API_GROUPS(API_GROUP_ENTRY)
+#undef API_GROUP_ENTRY
+};
+
+/* build/test_api [--list | --dry] [GROUP...] (see check_core.h) */
+int main(int argc, char **argv)
 {
-    test_float_text();
-    test_base64();
-    test_json_strings();
-    test_handlers();
-    test_fast_arrays();
-    test_fast_numbers();
-    test_fast_base64();
-    test_parallel_rows();
-    test_parallel_base64_out();
-    test_safetensors();
-    test_codecs();
-    test_string_spans();
-    test_request_path();
-    test_layers();
-    printf("api: %d passed, %d failed\n", check_passed_count(), check_failed_count());
-    return check_failed_count() == 0 ? 0 : 1;
+    return check_main("api", GROUPS, ARRAY_LEN(GROUPS), argc, argv);
 }

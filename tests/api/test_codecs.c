@@ -13,6 +13,7 @@
  * text must read back (strtof) as the value.
  */
 #include "test_codecs.h"
+#include "test_list.h"
 
 #include <math.h>
 #include <stdio.h>

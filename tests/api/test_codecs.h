@@ -8,8 +8,6 @@
 
 #include <stdint.h>
 
-void test_codecs(void);
-
 /* float_to_text() against the Dragonbox writer for the bit patterns
  * [first, last] (both inclusive, NaN and infinity skipped), plus the
  * round trip strtof(text) == v. Returns the number of mismatches and

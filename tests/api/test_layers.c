@@ -1,5 +1,7 @@
 /*
- * test_layers.c - see test_layers.h. Expected values come from the
+ * test_layers.c - the pieces shared across layers: the model layer's error
+ * kinds in the contract's table, the one overflow-checked multiply and the
+ * one JSON string escaper as server/ sees it. Expected values come from the
  * contract's error table (CONTRACT.md "Errors"), from arithmetic on
  * SIZE_MAX and from JSON's escaping rules (RFC 8259 section 7), not from
  * the code under test.
@@ -13,7 +15,7 @@
 #include "api.h"
 #include "json/tensor.h"
 #include "model_errors.h"
-#include "test_layers.h"
+#include "test_list.h"
 
 static void test_desc_kinds(void)
 {

@@ -4,6 +4,7 @@
  * computed here in double, never from the code under test.
  */
 #include "test_request_path.h"
+#include "test_list.h"
 
 #include <jansson.h>
 #include <math.h>

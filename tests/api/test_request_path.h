@@ -10,8 +10,6 @@
 
 #include "api.h"
 
-void test_request_path(void);
-
 /* When r is streamed, read the stream `chunk` bytes at a time into
  * r->body (as the server sends it) and free the stream. */
 void test_collect(api_response *r, size_t chunk);

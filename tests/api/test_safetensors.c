@@ -16,7 +16,7 @@
 #include "../unit/check.h"
 #include "models/model_dir.h"
 #include "models/safetensors.h"
-#include "test_safetensors.h"
+#include "test_list.h"
 
 static void conversions(void)
 {

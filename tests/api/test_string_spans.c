@@ -16,7 +16,7 @@
  * The codec-level checks prove the spans are really taken (the stand-in
  * is `""` until a reader asks) and the default threshold is where it says.
  */
-#include "test_string_spans.h"
+#include "test_list.h"
 
 #include <stdint.h>
 #include <stdio.h>

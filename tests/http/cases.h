@@ -2,7 +2,9 @@
  * cases.h - HTTP tests as data: one request and what its answer must be,
  * and one runner for a table of them. Where a group is many small
  * request/answer pairs (the error table, 404/405/415, auth, limits), it is
- * a static table of http_case and a call to run_http_cases.
+ * a static table of http_case and a call to run_http_cases, or (for the
+ * cases that need no C to build) a directory of data files, one directory
+ * per case, read at run time by run_case_suite.
  */
 #ifndef POSENC_TEST_CASES_H
 #define POSENC_TEST_CASES_H
@@ -40,5 +42,18 @@ bool run_http_case(const server *s, const http_case *c);
 void run_http_cases(const server *s, const http_case *cases, size_t n);
 
 #define RUN_HTTP_CASES(s, table) run_http_cases((s), (table), sizeof(table) / sizeof((table)[0]))
+
+/* ---------------------------------------------------------------------- */
+/* Cases as data files (tests/http/cases/README.md)                         */
+/* ---------------------------------------------------------------------- */
+
+/* Run every case of the suite directory CASES/<suite>, where CASES is
+ * $POSENC_TEST_CASES or else tests/http/cases (relative to the directory
+ * make test runs in): each directory below it holds one case (files
+ * request, body, expect), read at run time, so that adding a case needs no
+ * rebuild. Cases run in name order. Records a failed check for a suite
+ * that is missing or holds no case, and for a case its files do not
+ * describe; one check that the suite was read. Returns the cases run. */
+size_t run_case_suite(const server *s, const char *suite);
 
 #endif /* POSENC_TEST_CASES_H */

@@ -5,6 +5,7 @@
 #define POSENC_TEST_TESTS_H
 
 #include "harness.h"
+#include "test_list.h"
 
 /* Tolerance for a float32 result of a double computation rounded once:
  * one float32 ulp of the reference plus a tiny absolute term. */
@@ -32,28 +33,14 @@ bool post_compare(const server *s, const char *path, const char *label, const ch
                   const char *key, int ndim, const size_t *shape, const double *want,
                   double abs_tol, double ulps);
 
-/* Groups (each records its own checks). */
-void test_service(const server *s);
-void test_encode(const server *s);
-void test_apply(const server *s, const default_model *dm);
-void test_errors(const server *s);
-void test_grammar(const server *s); /* test_grammar.c: streaming, one number grammar */
-void test_mask(const server *s);    /* test_mask.c: attention_mask and causal */
-void test_concurrency(const server *s, const default_model *dm);
-void test_diagnose(const server *s, const default_model *dm); /* test_diagnose.c */
-/* Groups that start their own servers (api key, body limit, token limit). */
-void test_auth(void);
-void test_limits(void);
-/* test_robust.c: protections against misbehaving clients, each on servers
- * with the flags it needs. */
-void test_reqlimits(void);
-void test_slowclient(void);
-void test_connlimit(void);
-void test_overload(void);
-void test_drain(void);
-void test_observe(void);
-/* test_hardening.c: issue 14's server-side regressions. */
-void test_hardening(void);
+/* The groups (test_list.h), each declared as its setup says; each
+ * records its own checks. */
+#define HTTP_GROUP_SERVER(function) void function(const server *s)
+#define HTTP_GROUP_WEIGHTS(function) void function(const server *s, const default_model *dm)
+#define HTTP_GROUP_OWN(function) void function(void)
+#define HTTP_GROUP_DECLARE(name, function, setup) HTTP_GROUP_##setup(function);
+HTTP_GROUPS(HTTP_GROUP_DECLARE)
+#undef HTTP_GROUP_DECLARE
 
 /* The default model's seed: /info when it says, else POSENC_DEFAULT_SEED,
  * else the documented default. */

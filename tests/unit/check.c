@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The counters of the test program: the one process-wide state of the
  * harness, atomic because HTTP tests check from several threads. */
@@ -75,6 +77,102 @@ bool check_str_eq_at(const char *got, const char *want, const char *file, int li
     return check_at(ok, file, line, label, "%s: got %s%s%s, want %s%s%s", what, got ? "\"" : "",
                     got ? got : "(none)", got ? "\"" : "", want ? "\"" : "", want ? want : "(none)",
                     want ? "\"" : "");
+}
+
+long checks_recorded(void)
+{
+    return checks_passed() + checks_failed();
+}
+
+double check_clock(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The index of group `name`, or n. */
+static size_t group_index(const char *name, const char *const *names, size_t n)
+{
+    size_t i = 0;
+    while (i < n && strcmp(names[i], name) != 0)
+        i++;
+    return i;
+}
+
+int check_parse_args(int argc, char **argv, const char *const *names, size_t n, bool *want)
+{
+    const char *prog = argc > 0 ? argv[0] : "test";
+    bool list = false, dry = false, named = false;
+    for (size_t i = 0; i < n; i++)
+        want[i] = false;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--list") == 0) {
+            list = true;
+        } else if (strcmp(argv[a], "--dry") == 0) {
+            dry = true;
+        } else if (argv[a][0] == '-') {
+            fprintf(stderr, "%s: unknown option %s (options: --list, --dry)\n", prog, argv[a]);
+            return 2;
+        } else {
+            size_t i = group_index(argv[a], names, n);
+            if (i == n) {
+                fprintf(stderr, "%s: no group named \"%s\" (%s --list names them)\n", prog, argv[a],
+                        prog);
+                return 2;
+            }
+            want[i] = true;
+            named = true;
+        }
+    }
+    if (list && (dry || named)) {
+        fprintf(stderr, "%s: --list takes no group names and no --dry\n", prog);
+        return 2;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!named)
+            want[i] = true;
+        if (list || (dry && want[i]))
+            printf("%s\n", names[i]);
+    }
+    return list || dry ? 0 : -1;
+}
+
+void check_group_done(const char *name, long before, double t0)
+{
+    long n = checks_recorded() - before;
+    printf("group %s: %ld checks, %.2f s\n", name, n, check_clock() - t0);
+    if (n == 0)
+        check_at(false, __FILE__, __LINE__, NULL, "group %s recorded no check", name);
+}
+
+int check_main(const char *prog, const check_group *groups, size_t n, int argc, char **argv)
+{
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    bool *want = calloc(n ? n : 1, sizeof *want);
+    if (!names || !want) {
+        printf("%s: out of memory\n%s: 0 passed, 1 failed\n", prog, prog);
+        free(names);
+        free(want);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        names[i] = groups[i].name;
+    int rc = check_parse_args(argc, argv, names, n, want);
+    for (size_t i = 0; rc < 0 && i < n; i++) {
+        if (!want[i])
+            continue;
+        long before = checks_recorded();
+        double t0 = check_clock();
+        groups[i].run();
+        check_group_done(groups[i].name, before, t0);
+    }
+    free(names);
+    free(want);
+    if (rc >= 0)
+        return rc;
+    printf("%s: %ld passed, %ld failed\n", prog, checks_passed(), checks_failed());
+    return checks_failed() == 0 ? 0 : 1;
 }
 
 /* got[i] of whichever of the float and the double vector is given. */

@@ -42,20 +42,4 @@ int check_failed_count(void);
  * SplitMix64 generator under test. Returns a double in [lo, hi). */
 double test_uniform(uint64_t *state, double lo, double hi);
 
-/* The suites, one per lib area. */
-void test_norm(void);
-void test_sinusoidal(void);
-void test_absolute(void);
-void test_rope(void);
-void test_rope_freq(void);
-void test_alibi(void);
-void test_t5(void);
-void test_qkv(void);
-void test_default_weights(void);
-void test_threads(void);
-void test_pe_cache(void);
-void test_qk_norm(void);
-void test_llama4_qk(void);
-void test_mla(void);
-
 #endif /* CHECK_H */

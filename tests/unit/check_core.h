@@ -24,6 +24,7 @@
 #define POSENC_TEST_CHECK_CORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Record one check; on failure print "FAIL file:line: label: fmt...".
  * label may be NULL. Returns ok, so that a test can stop when it cannot
@@ -52,5 +53,47 @@ long checks_failed(void);
 /* A failure with no condition: the test cannot go on (out of memory, a
  * setup step that failed). Counts one failed check. */
 #define CHECK_FAIL(label, ...) check_at(false, __FILE__, __LINE__, (label), __VA_ARGS__)
+
+/* ---------------------------------------------------------------------- */
+/* Groups: one list per test program, walked to run and to select         */
+/* ---------------------------------------------------------------------- */
+
+/* Each test program keeps its groups in one X-macro list (test_list.h
+ * beside its main, as libuv's test/test-list.h) and walks that list both
+ * to run every group and to select groups by name:
+ *
+ *   PROG                 every group, in the order of the list
+ *   PROG NAME...         only these groups (still in list order)
+ *   PROG --list          the names, one a line; runs nothing
+ *   PROG --dry [NAME...] the groups that would run, one a line; runs nothing
+ *
+ * check_parse_args reads that command line against names[0..n-1] and sets
+ * want[i] for each group to run. Returns -1 when the program should go on
+ * and run them; otherwise the exit status: 0 after --list or --dry, 2 for
+ * an unknown group or option (a message on stderr names it). */
+int check_parse_args(int argc, char **argv, const char *const *names, size_t n, bool *want);
+
+/* Checks recorded so far, passed and failed (to count a group's). */
+long checks_recorded(void);
+
+/* Seconds on a monotonic clock. */
+double check_clock(void);
+
+/* After a group ran: prints "group NAME: N checks, T s" (N counted from
+ * `before`, checks_recorded() when it started; T from t0, check_clock()
+ * then), and records a failed check when the group recorded none: a group
+ * that can be selected must check something. */
+void check_group_done(const char *name, long before, double t0);
+
+/* A group of the unit and API harnesses: a function of no arguments. */
+typedef struct check_group {
+    const char *name;
+    void (*run)(void);
+} check_group;
+
+/* The whole main of such a harness: check_parse_args, then each wanted
+ * group with check_group_done, then "PROG: N passed, M failed". Returns
+ * the exit status (1 when a check failed). */
+int check_main(const char *prog, const check_group *groups, size_t n, int argc, char **argv);
 
 #endif /* POSENC_TEST_CHECK_CORE_H */

@@ -1,34 +1,20 @@
 /*
- * main.c - runs every lib/ unit suite and prints one summary line.
+ * main.c - main of build/test_lib: walks the one list of lib/ unit groups
+ * (test_list.h) to run them all or the ones named, and prints one summary
+ * line "unit: N passed, M failed".
+ *
+ *   build/test_lib [--list | --dry] [GROUP...]   (see check_core.h)
  */
-#include <stdio.h>
-
 #include "check.h"
+#include "test_list.h"
 
-void test_diagnose_rope(void); /* test_diagnose_rope.c */
-void test_diagnose_abs(void);  /* test_diagnose_abs.c */
-void test_diagnose_bias(void); /* test_diagnose_bias.c */
+static const check_group GROUPS[] = {
+#define UNIT_GROUP_ENTRY(name, function) {#name, function},
+    UNIT_GROUPS(UNIT_GROUP_ENTRY)
+#undef UNIT_GROUP_ENTRY
+};
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_norm();
-    test_sinusoidal();
-    test_absolute();
-    test_rope();
-    test_rope_freq();
-    test_alibi();
-    test_t5();
-    test_qkv();
-    test_default_weights();
-    test_threads();
-    test_pe_cache();
-    test_diagnose_rope();
-    test_diagnose_abs();
-    test_diagnose_bias();
-    test_qk_norm();
-    test_llama4_qk();
-    test_mla();
-
-    printf("unit: %d passed, %d failed\n", check_passed_count(), check_failed_count());
-    return check_failed_count() == 0 ? 0 : 1;
+    return check_main("unit", GROUPS, ARRAY_LEN(GROUPS), argc, argv);
 }

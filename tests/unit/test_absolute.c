@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 /* Reference row: long double sin/cos from exp/log frequencies, the sum,

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 /* The ALiBi paper's reference code, recursively: for a power of two n,

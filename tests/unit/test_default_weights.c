@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 /* SplitMix64 as a counter-based function: output k (from 1) of the stream

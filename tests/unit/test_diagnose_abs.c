@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "pe_diagnose.h"
 
 typedef struct ref_sin {
@@ -380,7 +381,6 @@ static void adversarial(void)
     pe_dx_result_free(&r);
 }
 
-void test_diagnose_abs(void);
 void test_diagnose_abs(void)
 {
     tables();

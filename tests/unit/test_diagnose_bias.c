@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "pe_diagnose.h"
 
 static const pe_dx_tolerance tol = {1e-4, 1e-4};
@@ -238,7 +239,6 @@ static void t5(void)
     }
 }
 
-void test_diagnose_bias(void);
 void test_diagnose_bias(void)
 {
     alibi();

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "pe_diagnose.h"
 
 enum { SC_NONE, SC_LINEAR, SC_LLAMA3, SC_YARN, SC_DYNAMIC };
@@ -846,7 +847,6 @@ static void detection_rates(void)
     CHECK(hit == total, "every generated finding detected (%d/%d)", hit, total);
 }
 
-void test_diagnose_rope(void);
 void test_diagnose_rope(void)
 {
     exact_and_float32();

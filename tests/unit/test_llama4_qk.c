@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 enum { ROWS = 6, WIDTH = 8, STRIDE = WIDTH + 3 };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 enum { N = 3, D = 10, H = 3, QL = 6, KVL = 5, NOPE = 4, ROPE = 2, V = 3 };

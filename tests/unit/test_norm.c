@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 enum { D = 37 };

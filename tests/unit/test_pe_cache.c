@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "pe_cache.h"
 #include "posenc.h"
 

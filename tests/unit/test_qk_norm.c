@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 enum { ROWS = 5, HEADS = 3, HEAD_DIM = 6, WIDTH = HEADS * HEAD_DIM, STRIDE = WIDTH + 4 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 /* |got - want| <= 1e-5 * (1 + sum of |terms|) for every element. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 static pe_rope rope_cfg(size_t head_dim, size_t rotary_dim, pe_rope_layout layout)

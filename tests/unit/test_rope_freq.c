@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 static pe_rope cfg(double base, pe_rope_scaling_type type, double factor)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 /* w_i = exp(-(2i/d) ln base), in long double: another route to base^(-2i/d). */

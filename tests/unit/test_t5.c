@@ -3,6 +3,7 @@
  * (§11.5, every listed rel, encoder and decoder) and the bias layout.
  */
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 static void buckets(void)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 enum { THREADS = 6, ROUNDS = 4, T = 96, DM = 64, H = 4, HD = 16 };
