@@ -407,15 +407,35 @@ static const opt_spec *find_option(const char *name, size_t len)
     return NULL;
 }
 
-config_result config_parse(server_config *cfg, int argc, char **argv)
-{
-    /* First pass: collect the last value of each flag (--model: all). */
-    const char *given[N_OPTIONS] = {0};
-    bool model_flag_seen = false;
+/* What the command line gave: the last value of each flag, and every
+ * --model (parsed into models.models). */
+typedef struct given_flags {
+    const char *value[N_OPTIONS]; /* borrowed from argv; NULL: not given */
+    bool model_flag_seen;
     server_config models;
-    memset(&models, 0, sizeof models);
+} given_flags;
 
-    config_defaults(cfg);
+/* The value of flag o at argv[*i] (after '=', or the next argument, which
+ * is then consumed), or NULL after saying why. */
+static const char *flag_value(const opt_spec *o, const char *eq, int argc, char **argv, int *i)
+{
+    if (o->type == T_SWITCH) {
+        if (eq == NULL)
+            return "";
+        fprintf(stderr, "posenc: %s takes no value\n", o->flag);
+        return NULL;
+    }
+    if (eq != NULL)
+        return eq + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag, o->meta);
+    return NULL;
+}
+
+/* First pass: collect the last value of each flag (--model: all). */
+static config_result collect_flags(given_flags *g, int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -437,40 +457,32 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
             fprintf(stderr, "posenc: unknown flag '%.*s' (see --help)\n", (int)name_len, arg);
             return CONFIG_ERROR;
         }
-        const char *value;
-        if (o->type == T_SWITCH) {
-            if (eq != NULL) {
-                fprintf(stderr, "posenc: %s takes no value\n", o->flag);
-                return CONFIG_ERROR;
-            }
-            value = "";
-        } else if (eq != NULL) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag, o->meta);
+        const char *value = flag_value(o, eq, argc, argv, &i);
+        if (value == NULL)
             return CONFIG_ERROR;
-        }
         if (o->type == T_MODEL) {
-            model_flag_seen = true;
-            if (set_option(&models, o, o->flag, value) != 0)
+            g->model_flag_seen = true;
+            if (set_option(&g->models, o, o->flag, value) != 0)
                 return CONFIG_ERROR;
         }
-        given[o - OPTIONS] = value;
+        g->value[o - OPTIONS] = value;
     }
+    return CONFIG_RUN;
+}
 
-    /* Second pass: flag, else non-empty variable, else the default. */
+/* Second pass: flag, else non-empty variable, else the default. */
+static config_result apply_flags(server_config *cfg, const given_flags *g)
+{
     for (size_t k = 0; k < N_OPTIONS; k++) {
         const opt_spec *o = &OPTIONS[k];
         if (o->type == T_MODEL) {
-            if (model_flag_seen) {
-                memcpy(cfg->models, models.models, sizeof cfg->models);
-                cfg->n_models = models.n_models;
+            if (g->model_flag_seen) {
+                memcpy(cfg->models, g->models.models, sizeof cfg->models);
+                cfg->n_models = g->models.n_models;
                 continue;
             }
-        } else if (given[k] != NULL) {
-            if (set_option(cfg, o, o->flag, given[k]) != 0)
+        } else if (g->value[k] != NULL) {
+            if (set_option(cfg, o, o->flag, g->value[k]) != 0)
                 return CONFIG_ERROR;
             continue;
         }
@@ -478,6 +490,19 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
         if (env != NULL && env[0] != '\0' && set_option(cfg, o, o->env, env) != 0)
             return CONFIG_ERROR;
     }
+    return CONFIG_RUN;
+}
+
+config_result config_parse(server_config *cfg, int argc, char **argv)
+{
+    given_flags g;
+    memset(&g, 0, sizeof g);
+    config_defaults(cfg);
+    config_result r = collect_flags(&g, argc, argv);
+    if (r == CONFIG_RUN)
+        r = apply_flags(cfg, &g);
+    if (r != CONFIG_RUN)
+        return r;
 
     if (cfg->workers == 0)
         cfg->workers = cfg->threads;

@@ -1,7 +1,7 @@
 /*
  * routes.c - the route table (see routes.h). The handlers are in
  * handlers.c; the checks that guard a route (auth, limits, media type)
- * are flags in its row, applied by daemon.c before a handler runs.
+ * are flags in its row, applied by admission.c before a handler runs.
  */
 #include "routes.h"
 

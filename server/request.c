@@ -1,0 +1,150 @@
+/*
+ * request.c - a request's allocation, its state and what it frees (see
+ * request.h).
+ */
+#include "request.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "compute_gate.h"
+#include "mem_budget.h"
+#include "mono_clock.h"
+
+const char *req_header(const request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+/* The headers as received, for framing.h. */
+typedef struct header_list {
+    framing_header *items; /* owned by inspect_headers */
+    size_t n, cap;
+} header_list;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *name,
+                                      const char *value)
+{
+    header_list *l = cls;
+    (void)kind;
+    if (l->n < l->cap)
+        l->items[l->n++] = (framing_header){name, value != NULL ? value : ""};
+    return MHD_YES;
+}
+
+/* Looks at the received headers: framing (framing_check) and NUL bytes
+ * (framing_find_nul). False when out of memory. */
+static bool inspect_headers(request *req, struct MHD_Connection *conn)
+{
+    int count = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
+    if (count <= 0)
+        return true;
+    header_list l = {calloc((size_t)count, sizeof(framing_header)), 0, (size_t)count};
+    if (l.items == NULL)
+        return false;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    req->framing = framing_check(l.items, l.n);
+    size_t bad = framing_find_nul(l.items, l.n);
+    if (bad < l.n)
+        req->nul_header = l.items[bad].name; /* lives as long as the request */
+    free(l.items);
+    return true;
+}
+
+/* The method as it may be logged: visible ASCII, cut to fit. */
+static void copy_method(request *req, const char *method)
+{
+    size_t i = 0;
+    for (; method[i] != '\0' && i + 1 < sizeof req->method; i++) {
+        unsigned char c = (unsigned char)method[i];
+        req->method[i] = (c > 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    req->method[i] = '\0';
+}
+
+/* The client's X-Request-Id when it may be echoed, else a new one. */
+static void set_id(request *req)
+{
+    const char *id = req_header(req, "X-Request-Id");
+    if (request_id_is_sane(id)) {
+        memcpy(req->id, id, strlen(id) + 1);
+    } else {
+        server_ctx *srv = req->srv;
+        uint64_t n = atomic_fetch_add_explicit(&srv->next_request_id, 1, memory_order_relaxed);
+        request_id_generate(req->id, sizeof req->id, srv->request_id_seed, n);
+    }
+}
+
+request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method)
+{
+    request *req = calloc(1, sizeof *req);
+    if (req == NULL)
+        return NULL;
+    req->srv = srv;
+    req->conn = conn;
+    atomic_init(&req->state, REQ_NEW);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    req->ce = ci != NULL ? ci->socket_context : NULL;
+    req->start_ns = mono_now_ns();
+    req->route = routes_find(url);
+    if (!inspect_headers(req, conn)) {
+        free(req);
+        return NULL;
+    }
+    copy_method(req, method);
+    set_id(req);
+    const char *cl = req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    req->has_body = req_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
+                    (cl != NULL && strcmp(cl, "0") != 0);
+    conn_guard_await_body(req->ce, req->has_body);
+    atomic_fetch_add_explicit(&srv->metrics.in_flight, 1, memory_order_relaxed);
+    return req;
+}
+
+static bool state_holds_slot(request_state s)
+{
+    return s == REQ_RECEIVING || s == REQ_COMPLETE || s == REQ_QUEUED || s == REQ_COMPUTED;
+}
+
+request_state req_get_state(const request *req)
+{
+    return atomic_load_explicit(&req->state, memory_order_acquire);
+}
+
+bool req_holds_slot(const request *req)
+{
+    return req->route != NULL && req->route->compute && state_holds_slot(req_get_state(req));
+}
+
+void req_set_state(request *req, request_state next)
+{
+    if (req_holds_slot(req) && !state_holds_slot(next))
+        compute_gate_leave(req->srv->gate);
+    atomic_store_explicit(&req->state, next, memory_order_release);
+}
+
+void req_drop_body(request *req)
+{
+    free(req->body);
+    req->body = NULL;
+    req->body_len = req->body_cap = 0;
+    mem_budget_release(&req->srv->budget, req->body_charged);
+    req->body_charged = 0;
+}
+
+void req_free(request *req)
+{
+    if (req == NULL)
+        return;
+    server_ctx *srv = req->srv;
+    if (req_holds_slot(req))
+        compute_gate_leave(srv->gate);
+    body_stream_detach(req->stream); /* it may outlive the request */
+    api_response_free(&req->reply.api);
+    req_drop_body(req);
+    free(req);
+    atomic_fetch_sub_explicit(&srv->metrics.in_flight, 1, memory_order_release);
+}
