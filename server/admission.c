@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "compute_gate.h"
 #include "mem_budget.h"
+#include "printable.h"
 #include "reply.h"
 
 /* application/json, in any case, with optional parameters. */
@@ -52,30 +53,6 @@ static long long declared_length(const request *req)
     return (long long)n;
 }
 
-/* Writes client text s into out for an error message: visible ASCII as
- * is, other bytes percent-encoded (a path decoded by MHD or a header may
- * hold any byte, including invalid UTF-8), cut to fit with "...". */
-static void printable(char *out, size_t cap, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (n + 4 + 3 >= cap) {
-            memcpy(out + n, "...", 3);
-            n += 3;
-            break;
-        }
-        if (*p >= 0x20 && *p < 0x7f && *p != '%') {
-            out[n++] = (char)*p;
-        } else {
-            out[n++] = '%';
-            out[n++] = hex[*p >> 4];
-            out[n++] = hex[*p & 15];
-        }
-    }
-    out[n] = '\0';
-}
-
 int admission_refuse(request *req, const char *fmt, ...)
 {
     va_list ap;
@@ -106,22 +83,30 @@ static int check_message(request *req)
      * libmicrohttpd's cut value says. */
     bool nul_in_key = req->nul_header != NULL &&
                       strcasecmp(req->nul_header, MHD_HTTP_HEADER_AUTHORIZATION) == 0;
+    /* A message that breaks RFC 9112 closes its connection whatever the
+     * answer: what follows on it cannot be trusted to be a request. */
+    bool broken = req->malformed[0] != '\0' || req->framing != FRAMING_OK ||
+                  req->nul_header != NULL;
     if (srv->cfg.api_key != NULL && (r == NULL || r->needs_auth) &&
         (nul_in_key ||
          !auth_bearer_ok(req_header(req, MHD_HTTP_HEADER_AUTHORIZATION), srv->cfg.api_key)))
-        return reply_error(req, req->has_body, API_E_UNAUTHORIZED,
+        return reply_error(req, req->has_body || broken, API_E_UNAUTHORIZED,
                            "missing or wrong API key: send the header "
                            "'Authorization: Bearer <key>'");
+    if (req->malformed[0] != '\0')
+        return reply_error(req, true, API_E_INVALID_REQUEST, "%s", req->malformed);
     /* Framing two parties could read differently (RFC 9112 6.3): refuse
      * it and close the connection, whatever follows on it. */
     if (req->framing != FRAMING_OK)
         return reply_error(req, true,
-                           req->framing == FRAMING_UNKNOWN_CODING ? API_E_NOT_IMPLEMENTED
-                                                                  : API_E_INVALID_REQUEST,
+                           req->framing == FRAMING_UNKNOWN_CODING ||
+                                   req->framing == FRAMING_CODING_SPELLING
+                               ? API_E_NOT_IMPLEMENTED
+                               : API_E_INVALID_REQUEST,
                            "%s", framing_message(req->framing));
     if (req->nul_header != NULL) {
         char name[80];
-        printable(name, sizeof name, req->nul_header);
+        printable_text(name, sizeof name, req->nul_header);
         return reply_error(req, true, API_E_INVALID_REQUEST,
                            "the value of header %s holds a NUL byte", name);
     }
@@ -135,7 +120,7 @@ static int check_route(request *req, const char *url, const char *method, long l
     const bool early = req->has_body;
     if (r == NULL) {
         char path[160];
-        printable(path, sizeof path, url);
+        printable_text(path, sizeof path, url);
         return reply_error(req, early, API_E_NOT_FOUND, "no route for %s (see /openapi.json)",
                            path);
     }
@@ -152,7 +137,7 @@ static int check_route(request *req, const char *url, const char *method, long l
     if (r->json_body && !is_json_media_type(ct)) {
         char type[120] = "(no Content-Type)";
         if (ct != NULL)
-            printable(type, sizeof type, ct);
+            printable_text(type, sizeof type, ct);
         return reply_error(req, early, API_E_UNSUPPORTED_MEDIA_TYPE,
                            "the body must be application/json, not %s", type);
     }

@@ -4,9 +4,12 @@
  *
  * In this order: API key (401, when one is set, for every path but
  * /healthz and /readyz, unknown paths included: the contract puts it
- * before any other check; a key followed by a NUL byte is wrong), framing
- * (framing.h: 400, or 501 for a transfer coding other than chunked; the
- * connection is closed), a NUL byte in any header value (400, closed),
+ * before any other check; a key followed by a NUL byte is wrong; closed
+ * when the message is also malformed), header syntax (header_syntax.h, an
+ * encoded NUL in the path, a line libmicrohttpd dropped: 400, closed),
+ * framing (framing.h: 400, or 501 for a transfer coding other than
+ * chunked or chunked spelled otherwise; closed), a NUL byte in any header
+ * value (400, closed),
  * route (404), method (405), declared body size (413), media type (415),
  * then a connection past --max-connections (503; the open probes are
  * still served on it), draining and capacity (503 with Retry-After), and

@@ -137,6 +137,7 @@ static struct MHD_Daemon *start_mhd(server_ctx *srv, const struct addrinfo *addr
                             MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                             cfg->connection_memory, MHD_OPTION_LISTEN_BACKLOG_SIZE, backlog,
+                            MHD_OPTION_URI_LOG_CALLBACK, lifecycle_on_uri, srv,
                             MHD_OPTION_NOTIFY_COMPLETED, lifecycle_on_completed, srv,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
 }

@@ -4,6 +4,9 @@
  */
 #include "lifecycle.h"
 
+#include <stdint.h>
+#include <string.h>
+
 #include "access_log.h"
 #include "admission.h"
 #include "body_intake.h"
@@ -33,14 +36,29 @@ static enum MHD_Result finish(request *req)
     return compute_dispatch(req);
 }
 
+/* What lifecycle_on_uri leaves in *req_cls for a path that holds %00:
+ * an address no request has (never written). */
+static const char path_nul_mark;
+#define PATH_NUL_MARK ((void *)(uintptr_t)&path_nul_mark)
+
+void *lifecycle_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    size_t path = strcspn(uri, "?");
+    for (const char *p = uri; (p = strstr(p, "%00")) != NULL && p < uri + path; p++)
+        return PATH_NUL_MARK;
+    return NULL;
+}
+
 /* The first call: a new request. With a body coming, it is checked now so
  * that a refusal skips the body. MHD closes the connection after such an
  * early answer, so requests without a body are checked on the last call
  * instead and keep their connection alive. */
 static enum MHD_Result begin(server_ctx *srv, struct MHD_Connection *conn, const char *url,
-                             const char *method, void **req_cls)
+                             const char *method, const char *version, void **req_cls)
 {
-    request *req = req_new(srv, conn, url, method);
+    request *req = req_new(srv, conn, url, method, version, *req_cls == PATH_NUL_MARK);
     if (req == NULL)
         return MHD_NO;
     *req_cls = req;
@@ -53,10 +71,9 @@ enum MHD_Result lifecycle_on_access(void *cls, struct MHD_Connection *conn, cons
                                     void **req_cls)
 {
     request *req = *req_cls;
-    (void)version;
 
-    if (req == NULL)
-        return begin(cls, conn, url, method, req_cls);
+    if (req == NULL || *req_cls == PATH_NUL_MARK)
+        return begin(cls, conn, url, method, version, req_cls);
     if (*upload_data_size != 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
@@ -111,9 +128,9 @@ void lifecycle_on_completed(void *cls, struct MHD_Connection *conn, void **req_c
     request *req = *req_cls;
     (void)conn;
 
-    if (req == NULL)
-        return;
     *req_cls = NULL;
+    if (req == NULL || req == PATH_NUL_MARK)
+        return; /* refused by libmicrohttpd before the access handler */
 
     bool answered = req_get_state(req) == REQ_ANSWERED;
     bool delivered = answered && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;

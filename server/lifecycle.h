@@ -16,6 +16,11 @@
 
 #include <microhttpd.h>
 
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the path before libmicrohttpd decodes
+ * it (and cuts it at a %00), and marks the request in what becomes
+ * *req_cls when it holds one. */
+void *lifecycle_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
+
 /* MHD_AccessHandlerCallback; cls is the server_ctx. */
 enum MHD_Result lifecycle_on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version,

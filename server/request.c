@@ -4,14 +4,18 @@
  */
 #include "request.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <microhttpd.h>
 
 #include "compute_gate.h"
+#include "header_syntax.h"
 #include "mem_budget.h"
 #include "mono_clock.h"
+#include "printable.h"
 
 const char *req_header(const request *req, const char *name)
 {
@@ -34,23 +38,95 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
-/* Looks at the received headers: framing (framing_check) and NUL bytes
- * (framing_find_nul). False when out of memory. */
-static bool inspect_headers(request *req, struct MHD_Connection *conn)
+/* Writes why the headers break RFC 9112 into req->malformed, if they do. */
+static void check_syntax(request *req, const header_list *l, bool http11)
 {
-    int count = MHD_get_connection_values(conn, MHD_HEADER_KIND, NULL, NULL);
-    if (count <= 0)
-        return true;
-    header_list l = {calloc((size_t)count, sizeof(framing_header)), 0, (size_t)count};
-    if (l.items == NULL)
-        return false;
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &l);
+    size_t at;
+    header_verdict v = header_syntax_check(l->items, l->n, http11, &at);
+    if (v == HEADERS_OK)
+        return;
+    if (at < l->n) {
+        char name[64];
+        printable_text(name, sizeof name, l->items[at].name);
+        snprintf(req->malformed, sizeof req->malformed, "%s: '%s'", header_syntax_message(v), name);
+    } else {
+        snprintf(req->malformed, sizeof req->malformed, "%s", header_syntax_message(v));
+    }
+}
+
+/* The request line and the headers as libmicrohttpd parsed them in place:
+ * from the method (the block's start) through the empty line. */
+typedef struct header_block {
+    const char *start, *end; /* NULL when libmicrohttpd does not say */
+    const char *version;     /* in the block, after the URI */
+    bool http11;
+} header_block;
+
+/* Looks at how the header block ends (framing_check_tail), after the
+ * last header's value or, with no header, after the version. */
+static void check_tail(request *req, const header_list *l, const header_block *b)
+{
+    if (b->start == NULL)
+        return;
+    const char *version_end = b->version + strlen(b->version);
+    const char *last = l->n > 0 ? l->items[l->n - 1].value : version_end;
+    size_t width = 0;
+    if (l->n > 0) {
+        uintptr_t gap = (uintptr_t)l->items[0].name - (uintptr_t)version_end;
+        width = gap == 1 || gap == 2 ? (size_t)gap : 0;
+    }
+    switch (framing_check_tail(last + strlen(last), b->start, b->end, width)) {
+    case TAIL_NUL:
+        if (req->nul_header == NULL && l->n > 0)
+            req->nul_header = l->items[l->n - 1].name;
+        break;
+    case TAIL_LOST:
+        if (req->malformed[0] == '\0')
+            snprintf(req->malformed, sizeof req->malformed,
+                     "a header line is not 'name: value' (an empty name?)");
+        break;
+    case TAIL_OK:
+        break;
+    }
+}
+
+/* Looks at the received headers: framing (framing_check), syntax
+ * (header_syntax_check) and NUL bytes (framing_find_nul, check_tail).
+ * False when out of memory. */
+static bool inspect_headers(request *req, const header_block *b)
+{
+    int count = MHD_get_connection_values(req->conn, MHD_HEADER_KIND, NULL, NULL);
+    header_list l = {NULL, 0, 0};
+    if (count > 0) {
+        l.items = calloc((size_t)count, sizeof(framing_header));
+        if (l.items == NULL)
+            return false;
+        l.cap = (size_t)count;
+        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_header, &l);
+    }
     req->framing = framing_check(l.items, l.n);
+    check_syntax(req, &l, b->http11);
     size_t bad = framing_find_nul(l.items, l.n);
     if (bad < l.n)
         req->nul_header = l.items[bad].name; /* lives as long as the request */
+    check_tail(req, &l, b);
     free(l.items);
     return true;
+}
+
+/* The header block of the request on conn, whose method and version
+ * libmicrohttpd handed over (both point into the block). */
+static header_block find_block(struct MHD_Connection *conn, const char *method, const char *version)
+{
+    header_block b = {NULL, NULL, version, strcmp(version, MHD_HTTP_VERSION_1_1) == 0};
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    uintptr_t v = (uintptr_t)version, m = (uintptr_t)method;
+    if (ci != NULL && v > m && v - m < ci->header_size) {
+        b.start = method;
+        b.end = method + ci->header_size;
+    }
+    return b;
 }
 
 /* The method as it may be logged: visible ASCII, cut to fit. */
@@ -77,7 +153,8 @@ static void set_id(request *req)
     }
 }
 
-request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method)
+request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method,
+                 const char *version, bool path_nul)
 {
     request *req = calloc(1, sizeof *req);
     if (req == NULL)
@@ -90,10 +167,14 @@ request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, 
     req->ce = ci != NULL ? ci->socket_context : NULL;
     req->start_ns = mono_now_ns();
     req->route = routes_find(url);
-    if (!inspect_headers(req, conn)) {
+    const header_block block = find_block(conn, method, version);
+    if (!inspect_headers(req, &block)) {
         free(req);
         return NULL;
     }
+    if (path_nul)
+        snprintf(req->malformed, sizeof req->malformed,
+                 "the path holds an encoded NUL byte (%%00)");
     copy_method(req, method);
     set_id(req);
     const char *cl = req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);

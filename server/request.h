@@ -87,6 +87,7 @@ typedef struct request {
     uint64_t bytes_in;       /* body bytes received, kept or not */
     framing_verdict framing; /* of the headers as received */
     const char *nul_header;  /* borrowed from MHD: a header that held a NUL, or NULL */
+    char malformed[160];     /* why the request line or headers break RFC 9112, or "" */
     char refusal[160];       /* the message of a REQ_REFUSED request */
     handler_reply reply;     /* owned: what was computed (freed by req_free) */
     body_stream *stream;     /* borrowed: a streamed answer being sent, or NULL */
@@ -97,9 +98,11 @@ typedef struct request {
     size_t tokens;
 } request;
 
-/* New request for the headers just received on conn (url and method as
- * libmicrohttpd gives them), counted in flight. NULL when out of memory. */
-request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method);
+/* New request for the headers just received on conn (url, method and
+ * version as libmicrohttpd gives them; path_nul: the raw path held %00, so
+ * url was cut at it), counted in flight. NULL when out of memory. */
+request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method,
+                 const char *version, bool path_nul);
 
 /* Gives back what req holds (slot, body, reply), uncounts it and frees it;
  * accepts NULL. */

@@ -54,6 +54,8 @@ void test_drain(void);
 void test_observe(void);
 /* test_hardening.c: issue 14's server-side regressions. */
 void test_hardening(void);
+/* test_framing.c: issue 21's request-framing regressions. */
+void test_framing(void);
 
 /* The default model's seed: /info when it says, else POSENC_DEFAULT_SEED,
  * else the documented default. */
