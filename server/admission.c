@@ -118,6 +118,13 @@ static int check_route(request *req, const char *url, const char *method, long l
 {
     const route *r = req->route;
     const bool early = req->has_body;
+    if (r != NULL && req->on_probe_port && !r->probe) {
+        char path[160];
+        printable_text(path, sizeof path, url);
+        return reply_error(req, early, API_E_NOT_FOUND,
+                           "the probe port serves only /healthz, /readyz and /metrics, not %s",
+                           path);
+    }
     if (r == NULL) {
         char path[160];
         printable_text(path, sizeof path, url);

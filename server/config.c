@@ -48,6 +48,10 @@ static const opt_spec OPTIONS[] = {
      "address to listen on (0.0.0.0 or :: for every interface)"},
     {"--port", "POSENC_PORT", "PORT", T_UINT, FIELD(port), 0, 65535,
      "TCP port; 0 picks a free one (the listening line shows it)"},
+    {"--probe-port", "POSENC_PROBE_PORT", "PORT", T_UINT, FIELD(probe_port), 0, 65535,
+     "a second port, on the same host, serving only /healthz, /readyz and\n"
+     "/metrics, with its own thread and connections, so that probes get\n"
+     "through whatever clients do on --port (0 = none)"},
     {"--threads", "POSENC_THREADS", "N", T_UINT, FIELD(threads), 1, 256,
      "HTTP threads: they read requests and send responses (and answer\n"
      "probes and 503s at once, however busy the workers are)"},
@@ -489,6 +493,10 @@ static config_result apply_flags(server_config *cfg, const given_flags *g)
         const char *env = o->env ? getenv(o->env) : NULL;
         if (env != NULL && env[0] != '\0' && set_option(cfg, o, o->env, env) != 0)
             return CONFIG_ERROR;
+    }
+    if (cfg->probe_port != 0 && cfg->probe_port == cfg->port) {
+        fprintf(stderr, "posenc: --probe-port (%u) must differ from --port\n", cfg->probe_port);
+        return CONFIG_ERROR;
     }
     return CONFIG_RUN;
 }

@@ -31,6 +31,7 @@ typedef struct config_model {
 typedef struct server_config {
     const char *host;     /* borrowed from argv or the environment */
     unsigned port;        /* 0 = pick a free port */
+    unsigned probe_port;  /* the probes' own listener; 0 = none */
     unsigned threads;     /* libmicrohttpd threads: network I/O */
     unsigned workers;     /* threads computing /encode and /apply */
     unsigned omp_threads; /* 0 = OpenMP's own default */

@@ -52,11 +52,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     log_vmsg(srv->cfg.log_format, "warn", fmt, ap);
 }
 
-/* The address to listen on, or NULL after logging why (*status says). */
-static struct addrinfo *resolve_listen(const server_config *cfg, int *status)
+/* The address to listen on, --host and port_number, or NULL after logging
+ * why (*status says). */
+static struct addrinfo *resolve_listen(const server_config *cfg, unsigned port_number, int *status)
 {
     char port[16];
-    snprintf(port, sizeof port, "%u", cfg->port);
+    snprintf(port, sizeof port, "%u", port_number);
     struct addrinfo hints, *ai = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -142,11 +143,50 @@ static struct MHD_Daemon *start_mhd(server_ctx *srv, const struct addrinfo *addr
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_END);
 }
 
+/* Connections and time the --probe-port listener gives its clients: a
+ * kubelet or a load balancer opens a few at a time. */
+#define PROBE_CONNECTIONS 64u
+#define PROBE_TIMEOUT_S 10u
+
+/* The --probe-port listener: one thread of its own, its own connection
+ * limit and idle timeout, and no connection guard (its connections do not
+ * count under --max-connections); admission.c serves only the probe
+ * routes on it. Returns 0, or an exit status after logging why. */
+static int start_probe_mhd(server_ctx *srv)
+{
+    const server_config *cfg = &srv->cfg;
+    int status = DAEMON_EXIT_FAILURE;
+    struct addrinfo *ai = resolve_listen(cfg, cfg->probe_port, &status);
+    if (ai == NULL)
+        return status;
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->probe_daemon = MHD_start_daemon(flags, 0, NULL, NULL, lifecycle_on_access, srv,
+                                         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+                                         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                                         MHD_OPTION_CONNECTION_LIMIT, PROBE_CONNECTIONS,
+                                         MHD_OPTION_CONNECTION_TIMEOUT, PROBE_TIMEOUT_S,
+                                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory,
+                                         MHD_OPTION_URI_LOG_CALLBACK, lifecycle_on_uri, srv,
+                                         MHD_OPTION_NOTIFY_COMPLETED, lifecycle_on_completed, srv,
+                                         MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (srv->probe_daemon == NULL) {
+        log_msg(cfg->log_format, "error", "cannot listen on %s probe port %u", cfg->host,
+                cfg->probe_port);
+        return DAEMON_EXIT_FAILURE;
+    }
+    log_msg(cfg->log_format, "info", "probes (/healthz, /readyz, /metrics) on port %u",
+            cfg->probe_port);
+    return 0;
+}
+
 int daemon_start(server_ctx *srv)
 {
     const server_config *cfg = &srv->cfg;
     int status = DAEMON_EXIT_FAILURE;
-    struct addrinfo *ai = resolve_listen(cfg, &status);
+    struct addrinfo *ai = resolve_listen(cfg, cfg->port, &status);
     if (ai == NULL)
         return status;
     if (!start_parts(srv)) {
@@ -159,6 +199,10 @@ int daemon_start(server_ctx *srv)
         log_msg(cfg->log_format, "error", "cannot listen on %s port %u", cfg->host, cfg->port);
         stop_parts(srv);
         return DAEMON_EXIT_FAILURE;
+    }
+    if (cfg->probe_port != 0 && (status = start_probe_mhd(srv)) != 0) {
+        daemon_stop(srv, -1);
+        return status;
     }
 
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -197,6 +241,9 @@ void daemon_stop(server_ctx *srv, int listen_fd)
     if (srv->daemon != NULL)
         MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    if (srv->probe_daemon != NULL) /* last: /readyz says 503 to the end */
+        MHD_stop_daemon(srv->probe_daemon);
+    srv->probe_daemon = NULL;
     stop_parts(srv); /* the guard after MHD: it reports closed sockets */
     if (listen_fd >= 0)
         close(listen_fd);

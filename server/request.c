@@ -129,6 +129,19 @@ static header_block find_block(struct MHD_Connection *conn, const char *method, 
     return b;
 }
 
+/* Whether conn came to the --probe-port listener: by its port, which is
+ * known before either daemon's pointer is stored. */
+static bool on_probe_port(const server_ctx *srv, struct MHD_Connection *conn)
+{
+    if (srv->cfg.probe_port == 0)
+        return false;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    const union MHD_DaemonInfo *di = ci != NULL ? MHD_get_daemon_info(ci->daemon,
+                                                                      MHD_DAEMON_INFO_BIND_PORT)
+                                                : NULL;
+    return di != NULL && di->port == srv->cfg.probe_port;
+}
+
 /* The method as it may be logged: visible ASCII, cut to fit. */
 static void copy_method(request *req, const char *method)
 {
@@ -166,6 +179,7 @@ request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, 
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     req->ce = ci != NULL ? ci->socket_context : NULL;
     req->start_ns = mono_now_ns();
+    req->on_probe_port = on_probe_port(srv, conn);
     req->route = routes_find(url);
     const header_block block = find_block(conn, method, version);
     if (!inspect_headers(req, &block)) {

@@ -77,6 +77,7 @@ typedef struct request {
     const route *route;          /* static; NULL: unknown path (404) */
     _Atomic request_state state; /* see above; only through req_set_state */
     bool has_body;               /* the headers announce a body (fixed at the headers) */
+    bool on_probe_port;          /* came to --probe-port (fixed at the connection) */
     char method[16];             /* printable copy for the log */
     char id[REQUEST_ID_MAX + 1]; /* X-Request-Id, echoed and logged */
     int64_t start_ns;            /* mono_now_ns() at the headers */

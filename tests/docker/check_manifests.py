@@ -49,11 +49,14 @@ def pod_checks(label, spec, posenc_name="posenc"):
     c = next(c for c in spec["containers"] if c["name"] == posenc_name)
     ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
 
+    # the probes' own listener when POSENC_PROBE_PORT sets one, else the API port
+    want = int(env_of(c).get("POSENC_PROBE_PORT", {}).get("value") or 8080)
+
     def probe(kind, path):
         p = c.get(kind, {}).get("httpGet", {})
         port = p.get("port")
         port = ports.get(port, port)
-        check(p.get("path") == path and port == 8080, f"{label}: {kind} is GET {path} on 8080")
+        check(p.get("path") == path and port == want, f"{label}: {kind} is GET {path} on {want}")
 
     probe("livenessProbe", "/healthz")
     probe("readinessProbe", "/readyz")

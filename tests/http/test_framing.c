@@ -17,14 +17,22 @@
  *             served as /metrics), HTTP/1.1 without Host, two Host
  *             headers, a blank in a header name, a bare CR in a value, a
  *             NUL that ends the last header's value (an API key
- *             followed by a NUL passed as the key): 400 (401), closed.
+ *             followed by a NUL passed as the key): 400 (401), closed;
+ *   probes    item 9: idle connections that fill --max-connections leave
+ *             new connections to --port in the listen backlog, probes
+ *             included; --probe-port serves /healthz, /readyz and
+ *             /metrics (only those) at once all the same.
  *
  * Every case is one connection that sends its bytes (with a pipelined
  * request after them where one could be smuggled) and reads until the
  * server closes it, within a few seconds.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "raw_socket.h"
 #include "tests.h"
@@ -146,6 +154,78 @@ static const framing_case key_cases[] = {
      200, NULL, true},
 };
 
+/* A free TCP port on 127.0.0.1 (free when asked; 0 when none). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+#define FLOOD 40 /* idle connections: past --max-connections 8 and its 16 spares */
+
+/* Item 9: connections that send nothing fill --max-connections (and the
+ * spares kept to answer 503), so a new connection to --port waits in the
+ * listen backlog, probes included; --probe-port answers them at once. */
+static void probe_port_flood(void)
+{
+    int probe = free_port();
+    char probe_arg[16];
+    snprintf(probe_arg, sizeof probe_arg, "%d", probe);
+    const char *const args[] = {"--max-connections", "8", "--probe-port", probe_arg, NULL};
+    server s;
+    if (!CHECK(probe != 0, "probe port: a free port", "none found") ||
+        !server_start(&s, "probeport", args, NULL))
+        return;
+    int fds[FLOOD];
+    for (int i = 0; i < FLOOD; i++)
+        fds[i] = tcp_open(&s);
+    sleep_s(0.3); /* let the server accept what it will */
+
+    static char resp[1 << 16];
+    raw_answer a;
+    static const char healthz[] = "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    raw_talk(&s, healthz, sizeof healthz - 1, 1.0, resp, sizeof resp, &a);
+    CHECK(a.status == 0, "probe port: GET /healthz on --port under the flood",
+          "answered %ld: the flood did not fill the server, the test proves nothing", a.status);
+
+    server p = s;
+    p.port = probe;
+    static const struct {
+        const char *request;
+        long status;
+    } on_probe[] = {
+        {"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", 200},
+        {"GET /readyz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", 200},
+        {"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", 200},
+        {"GET /info HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", 404},
+        {"POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+         "Content-Length: 15\r\nConnection: close\r\n\r\n{\"shape\":[1,2]}",
+         404},
+    };
+    for (size_t i = 0; i < sizeof on_probe / sizeof on_probe[0]; i++) {
+        const char *req = on_probe[i].request;
+        char label[96];
+        snprintf(label, sizeof label, "probe port under the flood: %.*s", (int)strcspn(req, "\r"),
+                 req);
+        raw_talk(&p, req, strlen(req), 2.0 * slack(), resp, sizeof resp, &a);
+        CHECK(a.status == on_probe[i].status && a.secs < 1.0 * slack(), label,
+              "status %ld after %.2f s, want %ld at once", a.status, a.secs, on_probe[i].status);
+    }
+    for (int i = 0; i < FLOOD; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    server_stop(&s);
+}
+
 void test_framing(void)
 {
     server s;
@@ -161,4 +241,6 @@ void test_framing(void)
         return;
     run_cases(&s, "key", key_cases, sizeof key_cases / sizeof key_cases[0]);
     server_stop(&s);
+
+    probe_port_flood();
 }
