@@ -110,6 +110,16 @@ static int check_message(request *req)
         return reply_error(req, true, API_E_INVALID_REQUEST,
                            "the value of header %s holds a NUL byte", name);
     }
+    /* libmicrohttpd answers exactly "100-continue" (in any case) and
+     * ignores anything else, leaving a client waiting for a 100 that never
+     * comes: RFC 9110 10.1.1's 417 says so at once. */
+    const char *expect = req_header(req, MHD_HTTP_HEADER_EXPECT);
+    if (expect != NULL && strcasecmp(expect, "100-continue") != 0) {
+        char value[80];
+        printable_text(value, sizeof value, expect);
+        return reply_error(req, true, API_E_EXPECTATION_FAILED,
+                           "the only expectation met is 100-continue, not '%s'", value);
+    }
     return ADMIT_GO_ON;
 }
 

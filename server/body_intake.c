@@ -52,6 +52,7 @@ static int give_up(request *req, int status, const char *code)
 {
     req->status = status; /* for the log */
     req->error_code = code;
+    conn_guard_linger(req->ce); /* the client is still sending */
     return MHD_NO;
 }
 

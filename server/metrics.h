@@ -19,7 +19,7 @@
 #define METRICS_MAX_ROUTES 16                     /* labels metrics_init takes */
 #define METRICS_N_ROUTES (METRICS_MAX_ROUTES + 1) /* the last one is "other" */
 #define METRICS_N_STATUS 500                      /* statuses 100..599 */
-#define METRICS_N_CODES 16                        /* distinct error codes */
+#define METRICS_N_CODES 20                        /* distinct error codes */
 
 typedef struct metrics {
     const char *const *route_labels; /* borrowed, n_routes of them */

@@ -61,6 +61,9 @@ static bool add_headers(const request *req, struct MHD_Response *resp, const api
      * limit: free the slot. */
     if (close || atomic_load(&srv->draining) || (req->ce != NULL && req->ce->over_limit))
         ok = ok && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    /* Closed early on purpose: the client may still be sending. */
+    if (close)
+        conn_guard_linger(req->ce);
     return ok;
 }
 

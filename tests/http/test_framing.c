@@ -21,7 +21,12 @@
  *   probes    item 9: idle connections that fill --max-connections leave
  *             new connections to --port in the listen backlog, probes
  *             included; --probe-port serves /healthz, /readyz and
- *             /metrics (only those) at once all the same.
+ *             /metrics (only those) at once all the same;
+ *   linger    item 12: a body over --max-body-bytes gets its 413 at once,
+ *             and the client can send all of it and read the 413 (the
+ *             server reads and drops it for a while before it closes:
+ *             before, a reset); with Expect: 100-continue the 413 (or a
+ *             417 for another expectation) comes before any body.
  *
  * Every case is one connection that sends its bytes (with a pipelined
  * request after them where one could be smuggled) and reads until the
@@ -29,9 +34,13 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "raw_socket.h"
@@ -226,6 +235,90 @@ static void probe_port_flood(void)
     server_stop(&s);
 }
 
+#define BIG_BODY ((size_t)8 << 20) /* past any loopback socket buffer */
+
+/* Item 12: a declared body over --max-body-bytes is answered 413 at once;
+ * a client that sends the whole body before it reads (Python's urllib)
+ * must get it all sent and then read the 413. Before, the server closed
+ * the socket with the body unread, the kernel reset the connection, and
+ * the client saw a broken pipe (or a reset that threw the 413 away). */
+static void overlimit_linger(const server *s)
+{
+    const char *label = "linger: POST /encode, 8 MiB body over --max-body-bytes 1024";
+    char head[256];
+    int n = snprintf(head, sizeof head,
+                     "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     BIG_BODY);
+    char *body = xmalloc(BIG_BODY);
+    memset(body, ' ', BIG_BODY);
+    int fd = tcp_open(s);
+    if (!CHECK(fd >= 0, label, "cannot connect")) {
+        free(body);
+        return;
+    }
+    struct timeval tv = {(time_t)(10 * slack()), 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    double t0 = mono_now();
+    bool sent = send_all(fd, head, (size_t)n) && send_all(fd, body, BIG_BODY);
+    double secs = mono_now() - t0;
+    static char resp[1 << 16];
+    bool closed = false;
+    read_until_close(fd, 5.0 * slack(), resp, sizeof resp, &closed);
+    close(fd);
+    free(body);
+    CHECK(sent, label,
+          "the body could not be sent whole (%s after %.2f s): the server reset the "
+          "connection under a client still sending",
+          strerror(errno), secs);
+    CHECK(strncmp(resp, "HTTP/1.1 413", 12) == 0 && strstr(resp, "payload_too_large") != NULL,
+          label, "answer %.80s, want 413 payload_too_large", resp);
+    CHECK(closed, label, "the connection stayed open");
+}
+
+/* Item 12, Expect: the 413 (or a 417 for an expectation other than
+ * 100-continue) comes before any of the body is sent, with no 100. */
+static void expect_answers(const server *s)
+{
+    static const struct {
+        const char *what, *request;
+        long status;
+        const char *code;
+    } cases[] = {
+        {"Expect: 100-continue, body over the limit",
+         "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+         "Content-Length: 1048576\r\nExpect: 100-continue\r\n\r\n",
+         413, "payload_too_large"},
+        {"Expect: 100-continuing",
+         "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+         "Content-Length: 15\r\nExpect: 100-continuing\r\n\r\n",
+         417, "expectation_failed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char label[128];
+        snprintf(label, sizeof label, "expect: %s", cases[i].what);
+        static char resp[1 << 14];
+        raw_answer a;
+        raw_talk(s, cases[i].request, strlen(cases[i].request), 3.0 * slack(), resp, sizeof resp,
+                 &a);
+        CHECK(a.status == cases[i].status && strcmp(a.code, cases[i].code) == 0 && a.answers == 1 &&
+                  a.secs < 1.0 * slack(),
+              label, "status %ld (%s), %u answers after %.2f s; want %ld %s alone at once",
+              a.status, a.code, a.answers, a.secs, cases[i].status, cases[i].code);
+    }
+}
+
+static void body_limits(void)
+{
+    const char *const args[] = {"--max-body-bytes", "1024", NULL};
+    server s;
+    if (!server_start(&s, "linger", args, NULL))
+        return;
+    overlimit_linger(&s);
+    expect_answers(&s);
+    server_stop(&s);
+}
+
 void test_framing(void)
 {
     server s;
@@ -243,4 +336,5 @@ void test_framing(void)
     server_stop(&s);
 
     probe_port_flood();
+    body_limits();
 }
