@@ -110,8 +110,11 @@ static const opt_spec OPTIONS[] = {
      "response is not taken this long after it is ready: slow\n"
      "clients (slowloris) lose their connection; 0 = never"},
     {"--drain-timeout", "POSENC_DRAIN_TIMEOUT", "SECONDS", T_UINT, FIELD(drain_timeout_s), 0, 3600,
-     "on SIGTERM/SIGINT, wait this long for running requests\n"
-     "(keep it under the orchestrator's kill grace, 10 s in Docker)"},
+     "on SIGTERM/SIGINT, wait this long for running requests"},
+    {"--drain-send-timeout", "POSENC_DRAIN_SEND_TIMEOUT", "SECONDS", T_UINT,
+     FIELD(drain_send_timeout_s), 0, 3600,
+     "then this long more for answers already being sent (keep the two\n"
+     "together under the orchestrator's kill grace, 10 s in Docker)"},
     {"--api-key", "POSENC_API_KEY", "KEY", T_KEY, FIELD(api_key), 0, 0,
      "require 'Authorization: Bearer KEY' on every route but /healthz\n"
      "and /readyz (prefer the variable: flags show in ps)"},
@@ -144,7 +147,8 @@ static void config_defaults(server_config *cfg)
     cfg->connection_memory = (size_t)64 * 1024;
     cfg->timeout_s = 30;
     cfg->request_timeout_s = 60;
-    cfg->drain_timeout_s = 8;
+    cfg->drain_timeout_s = 6;
+    cfg->drain_send_timeout_s = 3; /* 9 s in all: under Docker's 10 */
     cfg->api_key = NULL;
     cfg->log_format = LOG_TEXT;
 }

@@ -133,6 +133,11 @@ void lifecycle_on_completed(void *cls, struct MHD_Connection *conn, void **req_c
         return; /* refused by libmicrohttpd before the access handler */
 
     bool answered = req_get_state(req) == REQ_ANSWERED;
+    if (answered) {
+        atomic_fetch_sub_explicit(&srv->metrics.sending, 1, memory_order_release);
+        if (toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN)
+            atomic_fetch_add_explicit(&srv->metrics.drain_cut, 1, memory_order_relaxed);
+    }
     bool delivered = answered && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
     int status = final_status(req, answered, toe);
     conn_guard_await_body(req->ce, false);

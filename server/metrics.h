@@ -33,7 +33,9 @@ typedef struct metrics {
     atomic_uint_fast64_t request_bytes;
     atomic_uint_fast64_t response_bytes;
     atomic_uint_fast64_t tokens;
-    atomic_uint in_flight; /* every request between headers and done */
+    atomic_uint in_flight;          /* every request between headers and done */
+    atomic_uint sending;            /* of those, answered: the response going out */
+    atomic_uint_fast64_t drain_cut; /* answers cut by the end of a drain */
 } metrics;
 
 /* What one finished request contributes. */

@@ -85,6 +85,7 @@ int reply_send(request *req, bool close)
          * byte goes out, so that a client's next request never finds its
          * previous one still holding it. */
         req_set_state(req, REQ_ANSWERED);
+        atomic_fetch_add_explicit(&srv->metrics.sending, 1, memory_order_relaxed);
         /* The client has --request-timeout to take the response. */
         conn_guard_arm(srv->guard, req->ce);
         req->status = a->status;

@@ -127,7 +127,8 @@ check(all(dep_on.get(s, {}).get("condition") == "service_healthy" for s in ("tok
 check(all("healthcheck" in svcs[s] for s in ("tokenizer", "posenc")), "compose: healthchecks on both services")
 penv = dict(e.split("=", 1) if "=" in e else (e, None) for e in svcs["posenc"].get("environment", []))
 grace = int(str(svcs["posenc"].get("stop_grace_period", "10s")).rstrip("s"))
-check(grace > int(penv.get("POSENC_DRAIN_TIMEOUT") or 8), "compose: stop_grace_period above the drain timeout")
+drain = int(penv.get("POSENC_DRAIN_TIMEOUT") or 6) + int(penv.get("POSENC_DRAIN_SEND_TIMEOUT") or 3)
+check(grace > drain, "compose: stop_grace_period above the drain timeouts")
 
 # --- Dockerfiles --------------------------------------------------------------
 for rel in ("Dockerfile", "docker/tokenizer/Dockerfile"):

@@ -26,7 +26,11 @@
  *             and the client can send all of it and read the 413 (the
  *             server reads and drops it for a while before it closes:
  *             before, a reset); with Expect: 100-continue the 413 (or a
- *             417 for another expectation) comes before any body.
+ *             417 for another expectation) comes before any body;
+ *   drain     item 13: a large answer still going out when
+ *             --drain-timeout ends is sent whole within
+ *             --drain-send-timeout (it was cut); one that cannot finish
+ *             is cut at the end and counted in the last log line.
  *
  * Every case is one connection that sends its bytes (with a pipelined
  * request after them where one could be smuggled) and reads until the
@@ -35,6 +39,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +326,89 @@ static void body_limits(void)
     server_stop(&s);
 }
 
+/* Reads fd until it closes or timeout_s passes, dropping the bytes but
+ * the last ones (tail, NUL-terminated); returns how many came. */
+static size_t read_tail(int fd, double timeout_s, char *tail, size_t cap)
+{
+    static char buf[1 << 16];
+    size_t total = 0, kept = 0;
+    double deadline = mono_now() + timeout_s;
+    tail[0] = '\0';
+    while (mono_now() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        if (k <= 0)
+            break;
+        total += (size_t)k;
+        size_t take = (size_t)k < cap - 1 ? (size_t)k : cap - 1;
+        if (kept + take > cap - 1) {
+            size_t drop = kept + take - (cap - 1);
+            memmove(tail, tail + drop, kept - drop);
+            kept -= drop;
+        }
+        memcpy(tail + kept, buf + (size_t)k - take, take);
+        kept += take;
+        tail[kept] = '\0';
+    }
+    return total;
+}
+
+/* One drain with a large answer going out to a client that stops reading
+ * until `pause_s` after SIGTERM: whether the whole answer arrived, and
+ * what the server's last log line says. */
+static void drain_case(const char *name, const char *send_timeout, double pause_s, bool whole,
+                       const char *log_says)
+{
+    const char *const args[] = {
+        "--drain-timeout", "1", "--drain-send-timeout", send_timeout, "--log-format", "text", NULL};
+    char label[128];
+    snprintf(label, sizeof label, "drain: %s", name);
+    server s;
+    if (!server_start(&s, name, args, NULL))
+        return;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 64 * 1024; /* so that the answer waits on the client */
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static const char req[] = "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                              "application/json\r\nContent-Length: 20\r\n\r\n"
+                              "{\"shape\":[32768,64]}";
+    char first[4096];
+    ssize_t got = -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && send_all(fd, req, sizeof req - 1))
+        got = recv(fd, first, sizeof first - 1, 0); /* the answer has started */
+    CHECK(got > 12 && strncmp(first, "HTTP/1.1 200", 12) == 0, label, "no answer started");
+    double t0 = mono_now();
+    server_signal(&s, SIGTERM);
+    sleep_s(pause_s - (mono_now() - t0));
+    char tail[64];
+    size_t n = read_tail(fd, 10.0 * slack(), tail, sizeof tail);
+    close(fd);
+    bool complete = strlen(tail) >= 5 && strcmp(tail + strlen(tail) - 5, "0\r\n\r\n") == 0;
+    CHECK(complete == whole, label, "%zu bytes after the pause, ending %s; want the answer %s", n,
+          complete ? "with the last chunk" : "short of it", whole ? "whole" : "cut");
+    int wst = 0;
+    bool exited = server_wait_exit(&s, 15 * slack(), &wst);
+    CHECK(exited && WIFEXITED(wst) && WEXITSTATUS(wst) == 0, label, "exit status %d",
+          WIFEXITED(wst) ? WEXITSTATUS(wst) : -1);
+    char *log = server_read_log(&s);
+    CHECK(log != NULL && strstr(log, log_says) != NULL, label, "the log does not say '%s'",
+          log_says);
+    free(log);
+}
+
+/* Item 13: an answer already going out when --drain-timeout ends gets
+ * --drain-send-timeout more, instead of being cut; one that still cannot
+ * finish is cut at the end and counted. */
+static void drain_sends(void)
+{
+    drain_case("drain-send", "6", 1.6, true, "0 of them answers being sent");
+    drain_case("drain-send-cut", "1", 2.6, false, "1 of them answers being sent");
+}
+
 void test_framing(void)
 {
     server s;
@@ -337,4 +427,5 @@ void test_framing(void)
 
     probe_port_flood();
     body_limits();
+    drain_sends();
 }
