@@ -9,8 +9,9 @@
  * encoded NUL in the path, a line libmicrohttpd dropped: 400, closed),
  * framing (framing.h: 400, or 501 for a transfer coding other than
  * chunked or chunked spelled otherwise; closed), a NUL byte in any header
- * value (400, closed),
- * route (404), method (405), declared body size (413), media type (415),
+ * value (400, closed), an Expect other than 100-continue (417, closed),
+ * route (404; on --probe-port, every route but the probes too), method
+ * (405), declared body size (413), media type (415),
  * then a connection past --max-connections (503; the open probes are
  * still served on it), draining and capacity (503 with Retry-After), and
  * the memory budget for a declared body (mem_budget.h: 413 past the whole

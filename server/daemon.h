@@ -10,7 +10,9 @@
  * conn_guard.h's watchdog and its request ends (499) at once. A streamed
  * answer is written while it is sent (body_stream.h). Connections carry
  * deadlines (conn_guard.h): a client that keeps the server waiting past
- * --request-timeout loses its connection.
+ * --request-timeout loses its connection; one closed while its client may
+ * still be sending gets a lingering close (linger.h). With --probe-port, a
+ * second daemon on its own thread serves the probe routes.
  */
 #ifndef SERVER_DAEMON_H
 #define SERVER_DAEMON_H
