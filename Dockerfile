@@ -48,6 +48,7 @@ USER 10001:10001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
     CMD ["/usr/local/bin/posenc-server", "--check"]
 # Exec form, no shell in between: SIGTERM from `docker stop` reaches the
-# server, which drains and exits 0 (keep POSENC_DRAIN_TIMEOUT, default 8 s,
-# under the stop timeout, 10 s in Docker).
+# server, which drains and exits 0 (keep POSENC_DRAIN_TIMEOUT plus
+# POSENC_DRAIN_SEND_TIMEOUT, by default 6 + 3 s, under the stop timeout,
+# 10 s in Docker).
 ENTRYPOINT ["/usr/local/bin/posenc-server"]

@@ -29,6 +29,7 @@
     XX(API_E_UNAVAILABLE, 503, "unavailable")                                                      \
     /* a transfer coding other than chunked (server/framing.h) */                                  \
     XX(API_E_NOT_IMPLEMENTED, 501, "not_implemented")                                              \
+    XX(API_E_EXPECTATION_FAILED, 417, "expectation_failed")                                        \
     XX(API_E_INTERNAL, 500, "internal")
 
 typedef enum api_error_kind {

@@ -9,7 +9,7 @@
  * the response is destroyed, delivered or not (a client that went away
  * included), and frees the stream through its own free().
  *
- * Threads: libmicrohttpd calls both callbacks, and daemon.c detaches a
+ * Threads: libmicrohttpd calls both callbacks, and request.c detaches a
  * finished request (body_stream_detach), on the connection's own thread.
  */
 #ifndef SERVER_BODY_STREAM_H

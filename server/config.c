@@ -48,6 +48,10 @@ static const opt_spec OPTIONS[] = {
      "address to listen on (0.0.0.0 or :: for every interface)"},
     {"--port", "POSENC_PORT", "PORT", T_UINT, FIELD(port), 0, 65535,
      "TCP port; 0 picks a free one (the listening line shows it)"},
+    {"--probe-port", "POSENC_PROBE_PORT", "PORT", T_UINT, FIELD(probe_port), 0, 65535,
+     "a second port, on the same host, serving only /healthz, /readyz and\n"
+     "/metrics, with its own thread and connections, so that probes get\n"
+     "through whatever clients do on --port (0 = none)"},
     {"--threads", "POSENC_THREADS", "N", T_UINT, FIELD(threads), 1, 256,
      "HTTP threads: they read requests and send responses (and answer\n"
      "probes and 503s at once, however busy the workers are)"},
@@ -106,8 +110,11 @@ static const opt_spec OPTIONS[] = {
      "response is not taken this long after it is ready: slow\n"
      "clients (slowloris) lose their connection; 0 = never"},
     {"--drain-timeout", "POSENC_DRAIN_TIMEOUT", "SECONDS", T_UINT, FIELD(drain_timeout_s), 0, 3600,
-     "on SIGTERM/SIGINT, wait this long for running requests\n"
-     "(keep it under the orchestrator's kill grace, 10 s in Docker)"},
+     "on SIGTERM/SIGINT, wait this long for running requests"},
+    {"--drain-send-timeout", "POSENC_DRAIN_SEND_TIMEOUT", "SECONDS", T_UINT,
+     FIELD(drain_send_timeout_s), 0, 3600,
+     "then this long more for answers already being sent (keep the two\n"
+     "together under the orchestrator's kill grace, 10 s in Docker)"},
     {"--api-key", "POSENC_API_KEY", "KEY", T_KEY, FIELD(api_key), 0, 0,
      "require 'Authorization: Bearer KEY' on every route but /healthz\n"
      "and /readyz (prefer the variable: flags show in ps)"},
@@ -140,7 +147,8 @@ static void config_defaults(server_config *cfg)
     cfg->connection_memory = (size_t)64 * 1024;
     cfg->timeout_s = 30;
     cfg->request_timeout_s = 60;
-    cfg->drain_timeout_s = 8;
+    cfg->drain_timeout_s = 6;
+    cfg->drain_send_timeout_s = 3; /* 9 s in all: under Docker's 10 */
     cfg->api_key = NULL;
     cfg->log_format = LOG_TEXT;
 }
@@ -407,15 +415,35 @@ static const opt_spec *find_option(const char *name, size_t len)
     return NULL;
 }
 
-config_result config_parse(server_config *cfg, int argc, char **argv)
-{
-    /* First pass: collect the last value of each flag (--model: all). */
-    const char *given[N_OPTIONS] = {0};
-    bool model_flag_seen = false;
+/* What the command line gave: the last value of each flag, and every
+ * --model (parsed into models.models). */
+typedef struct given_flags {
+    const char *value[N_OPTIONS]; /* borrowed from argv; NULL: not given */
+    bool model_flag_seen;
     server_config models;
-    memset(&models, 0, sizeof models);
+} given_flags;
 
-    config_defaults(cfg);
+/* The value of flag o at argv[*i] (after '=', or the next argument, which
+ * is then consumed), or NULL after saying why. */
+static const char *flag_value(const opt_spec *o, const char *eq, int argc, char **argv, int *i)
+{
+    if (o->type == T_SWITCH) {
+        if (eq == NULL)
+            return "";
+        fprintf(stderr, "posenc: %s takes no value\n", o->flag);
+        return NULL;
+    }
+    if (eq != NULL)
+        return eq + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag, o->meta);
+    return NULL;
+}
+
+/* First pass: collect the last value of each flag (--model: all). */
+static config_result collect_flags(given_flags *g, int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -437,40 +465,32 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
             fprintf(stderr, "posenc: unknown flag '%.*s' (see --help)\n", (int)name_len, arg);
             return CONFIG_ERROR;
         }
-        const char *value;
-        if (o->type == T_SWITCH) {
-            if (eq != NULL) {
-                fprintf(stderr, "posenc: %s takes no value\n", o->flag);
-                return CONFIG_ERROR;
-            }
-            value = "";
-        } else if (eq != NULL) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            fprintf(stderr, "posenc: %s needs a value (%s)\n", o->flag, o->meta);
+        const char *value = flag_value(o, eq, argc, argv, &i);
+        if (value == NULL)
             return CONFIG_ERROR;
-        }
         if (o->type == T_MODEL) {
-            model_flag_seen = true;
-            if (set_option(&models, o, o->flag, value) != 0)
+            g->model_flag_seen = true;
+            if (set_option(&g->models, o, o->flag, value) != 0)
                 return CONFIG_ERROR;
         }
-        given[o - OPTIONS] = value;
+        g->value[o - OPTIONS] = value;
     }
+    return CONFIG_RUN;
+}
 
-    /* Second pass: flag, else non-empty variable, else the default. */
+/* Second pass: flag, else non-empty variable, else the default. */
+static config_result apply_flags(server_config *cfg, const given_flags *g)
+{
     for (size_t k = 0; k < N_OPTIONS; k++) {
         const opt_spec *o = &OPTIONS[k];
         if (o->type == T_MODEL) {
-            if (model_flag_seen) {
-                memcpy(cfg->models, models.models, sizeof cfg->models);
-                cfg->n_models = models.n_models;
+            if (g->model_flag_seen) {
+                memcpy(cfg->models, g->models.models, sizeof cfg->models);
+                cfg->n_models = g->models.n_models;
                 continue;
             }
-        } else if (given[k] != NULL) {
-            if (set_option(cfg, o, o->flag, given[k]) != 0)
+        } else if (g->value[k] != NULL) {
+            if (set_option(cfg, o, o->flag, g->value[k]) != 0)
                 return CONFIG_ERROR;
             continue;
         }
@@ -478,6 +498,23 @@ config_result config_parse(server_config *cfg, int argc, char **argv)
         if (env != NULL && env[0] != '\0' && set_option(cfg, o, o->env, env) != 0)
             return CONFIG_ERROR;
     }
+    if (cfg->probe_port != 0 && cfg->probe_port == cfg->port) {
+        fprintf(stderr, "posenc: --probe-port (%u) must differ from --port\n", cfg->probe_port);
+        return CONFIG_ERROR;
+    }
+    return CONFIG_RUN;
+}
+
+config_result config_parse(server_config *cfg, int argc, char **argv)
+{
+    given_flags g;
+    memset(&g, 0, sizeof g);
+    config_defaults(cfg);
+    config_result r = collect_flags(&g, argc, argv);
+    if (r == CONFIG_RUN)
+        r = apply_flags(cfg, &g);
+    if (r != CONFIG_RUN)
+        return r;
 
     if (cfg->workers == 0)
         cfg->workers = cfg->threads;

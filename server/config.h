@@ -31,6 +31,7 @@ typedef struct config_model {
 typedef struct server_config {
     const char *host;     /* borrowed from argv or the environment */
     unsigned port;        /* 0 = pick a free port */
+    unsigned probe_port;  /* the probes' own listener; 0 = none */
     unsigned threads;     /* libmicrohttpd threads: network I/O */
     unsigned workers;     /* threads computing /encode and /apply */
     unsigned omp_threads; /* 0 = OpenMP's own default */
@@ -45,12 +46,13 @@ typedef struct server_config {
                                  (mem_budget_default_total) */
     unsigned max_inflight; /* /encode and /apply admitted at once */
     unsigned max_connections;
-    size_t connection_memory;   /* per-connection buffer (headers, reads) */
-    unsigned timeout_s;         /* idle connection timeout, 0 = never */
-    unsigned request_timeout_s; /* to receive a whole request, and again to
+    size_t connection_memory;      /* per-connection buffer (headers, reads) */
+    unsigned timeout_s;            /* idle connection timeout, 0 = never */
+    unsigned request_timeout_s;    /* to receive a whole request, and again to
                                    send its response; 0 = never */
-    unsigned drain_timeout_s;   /* how long SIGTERM waits for requests */
-    const char *api_key;        /* NULL = no key; borrowed; never logged */
+    unsigned drain_timeout_s;      /* how long SIGTERM waits for requests */
+    unsigned drain_send_timeout_s; /* then how long for answers being sent */
+    const char *api_key;           /* NULL = no key; borrowed; never logged */
     log_format log_format;
     config_model models[CONFIG_MAX_MODELS]; /* --model, in order */
     unsigned n_models;

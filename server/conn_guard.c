@@ -15,6 +15,7 @@
 
 #include "access_log.h"
 #include "heap_policy.h"
+#include "linger.h"
 #include "mono_clock.h"
 
 #define WATCH_PERIOD_NS 100000000L /* the watchdog looks every 100 ms */
@@ -35,6 +36,7 @@ struct conn_guard {
     bool stopping;
     bool thread_started;
     pthread_t thread;
+    lingerer *linger;               /* owned: lingering closes */
     const atomic_uint *in_flight;   /* requests under way (the daemon's) */
     _Atomic uint64_t requests_done; /* ever, for the idle trim */
     _Atomic uint64_t timed_out;
@@ -167,7 +169,8 @@ conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
     atomic_init(&g->requests_done, 0);
     atomic_init(&g->timed_out, 0);
     atomic_init(&g->over_limit, 0);
-    if (pthread_create(&g->thread, NULL, watchdog_main, g) != 0) {
+    g->linger = linger_new();
+    if (g->linger == NULL || pthread_create(&g->thread, NULL, watchdog_main, g) != 0) {
         conn_guard_free(g);
         return NULL;
     }
@@ -185,6 +188,7 @@ void conn_guard_free(conn_guard *g)
     pthread_mutex_unlock(&g->lock);
     if (g->thread_started)
         pthread_join(g->thread, NULL);
+    linger_free(g->linger);
     while (g->head != NULL) { /* none, once the daemon has stopped */
         conn_entry *e = g->head;
         g->head = e->next;
@@ -205,6 +209,7 @@ conn_entry *conn_guard_open(conn_guard *g, int fd)
     atomic_init(&e->deadline_ns, 0);
     atomic_init(&e->awaiting_body, false);
     atomic_init(&e->peer_gone, false);
+    atomic_init(&e->linger, false);
     conn_guard_arm(g, e);
     pthread_mutex_lock(&g->lock);
     e->over_limit = g->open >= g->max_connections;
@@ -232,6 +237,9 @@ void conn_guard_close(conn_guard *g, conn_entry *e)
         e->next->prev = e->prev;
     g->open--;
     pthread_mutex_unlock(&g->lock);
+    /* libmicrohttpd has shut down its side and closes fd after this. */
+    if (atomic_load(&e->linger))
+        linger_add(g->linger, e->fd);
     free(e);
 }
 
@@ -245,6 +253,12 @@ void conn_guard_await_body(conn_entry *e, bool on)
 {
     if (e != NULL)
         atomic_store(&e->awaiting_body, on);
+}
+
+void conn_guard_linger(conn_entry *e)
+{
+    if (e != NULL)
+        atomic_store(&e->linger, true);
 }
 
 void conn_guard_disarm(conn_entry *e)

@@ -20,6 +20,9 @@
  * read, the body can never complete, and the socket is shut down, so that
  * libmicrohttpd ends the request (logged 499) at once.
  *
+ * Connections marked with conn_guard_linger get a lingering close
+ * (linger.h) when libmicrohttpd closes them.
+ *
  * The watchdog also gives freed heap memory back once the server has been
  * idle for a second (heap_policy.h); while busy, requests reuse it.
  *
@@ -53,6 +56,8 @@ typedef struct conn_entry {
     atomic_bool awaiting_body;   /* a request body is still arriving */
     atomic_bool peer_gone;       /* the watchdog closed it: the client
                                        hung up mid-body */
+    atomic_bool linger;          /* closed with a body maybe still coming:
+                                       linger.h's lingering close */
     bool over_limit;             /* beyond --max-connections */
 } conn_entry;
 
@@ -87,6 +92,12 @@ void conn_guard_arm(conn_guard *g, conn_entry *e);
 /* Whether a request body is still expected on e (on: from the headers of a
  * request with a body; off: once it is in). Accepts NULL. */
 void conn_guard_await_body(conn_entry *e, bool on);
+
+/* The connection will be closed while its client may still be sending (an
+ * answer before the body, a body given up on): when it closes, read and
+ * drop what comes for a while before the socket is closed (linger.h).
+ * Accepts NULL. */
+void conn_guard_linger(conn_entry *e);
 
 /* The server is working (the request is complete): no deadline. */
 void conn_guard_disarm(conn_entry *e);

@@ -1,36 +1,18 @@
 /*
  * daemon.h - the libmicrohttpd daemon: start, quiesce, stop.
  *
- * With body_stream.c, the only file that includes microhttpd.h. Each
- * request gets a struct allocated on the first call of the access handler
- * and freed in the completion callback (which also runs for aborted
- * requests). Before a handler runs, the request passes, in this order: API
- * key (401, when one is set, for every path but /healthz and /readyz,
- * unknown paths included: the contract puts it before any other check; a
- * key followed by a NUL byte is wrong), framing (framing.h: 400, or 501
- * for a transfer coding other than chunked; the connection is closed), a
- * NUL byte in any header value (400, closed), route (404), method (405),
- * declared body size (413), media type (415), then a connection past
- * --max-connections (503; the open probes are still served on it),
- * draining and capacity (503 with Retry-After), and the memory budget for
- * a declared body (mem_budget.h: 413 past the whole budget, 503 with
- * Retry-After when not free now). A 503 is sent once the body (dropped as
- * it arrives) is in, so that a client still sending reads it instead of a
- * reset. The body is otherwise accumulated up to --max-body-bytes (a
- * chunked one charged to the budget as it grows). A chunked body that
- * passes the limit is dropped from there on and answered with 413 when it
- * ends (libmicrohttpd 0.9.75 cannot answer in the middle of a body); one
- * that runs on past twice the limit (at least 1 MiB past it) has its
- * connection closed instead. A client that hangs up mid-body is noticed
- * by conn_guard.h's watchdog and its request ends (499) at once.
- *
- * /encode and /apply then go through the compute gate (compute_gate.h):
- * small requests on the HTTP thread itself when a permit is free and
- * another HTTP thread stays idle, the others on a worker thread while the
- * connection is suspended. A streamed answer is written while it is sent
- * (body_stream.h). Connections carry deadlines (conn_guard.h): a client
- * that keeps the server waiting past --request-timeout loses its
- * connection.
+ * What a request goes through is spread over files with one purpose each:
+ * request.h (its state, the one list of states and transitions),
+ * lifecycle.h (libmicrohttpd's callbacks, which move it along),
+ * admission.h (the checks on its headers, in their order), body_intake.h
+ * (its body, bounded), compute_dispatch.h (where its handler runs) and
+ * reply.h (its response). A client that hangs up mid-body is noticed by
+ * conn_guard.h's watchdog and its request ends (499) at once. A streamed
+ * answer is written while it is sent (body_stream.h). Connections carry
+ * deadlines (conn_guard.h): a client that keeps the server waiting past
+ * --request-timeout loses its connection; one closed while its client may
+ * still be sending gets a lingering close (linger.h). With --probe-port, a
+ * second daemon on its own thread serves the probe routes.
  */
 #ifndef SERVER_DAEMON_H
 #define SERVER_DAEMON_H

@@ -7,7 +7,11 @@
  * sent, and reads a body of any other transfer coding (gzip) until the
  * connection closes. RFC 9112 section 6.3 says to refuse all three: a
  * message whose framing two parties could read differently is how
- * requests get smuggled past proxies. It also cuts a header value at a NUL
+ * requests get smuggled past proxies. The coding list is read as RFC 9112
+ * section 6.1 does; libmicrohttpd de-chunks only the exact value
+ * "chunked", so a valid list that means chunked but is spelled otherwise
+ * (`chunked `, `,chunked`) is refused as not implemented rather than left
+ * to hang until --request-timeout. It also cuts a header value at a NUL
  * byte (values are C strings), so `Authorization: Bearer KEY\0junk` reads
  * as `Bearer KEY`: the value it reports cannot show the NUL, but the
  * received header block can (framing_find_nul).
@@ -32,7 +36,10 @@ typedef enum framing_verdict {
     FRAMING_CONFLICTING_LENGTHS, /* Content-Length headers that differ: 400 */
     FRAMING_LENGTH_AND_CODING,   /* Transfer-Encoding with Content-Length: 400 */
     FRAMING_CHUNKED_TWICE,       /* chunked applied more than once: 400 */
-    FRAMING_UNKNOWN_CODING       /* a coding other than chunked: 501 */
+    FRAMING_UNKNOWN_CODING,      /* a coding other than chunked: 501 */
+    FRAMING_BAD_CODING,          /* Transfer-Encoding that is no list of codings: 400 */
+    FRAMING_CHUNKED_NOT_LAST,    /* chunked, then another coding: 400 */
+    FRAMING_CODING_SPELLING      /* chunked spelled other than exactly so: 501 */
 } framing_verdict;
 
 /* The verdict on the framing headers of h[0..n). Repeated Content-Length
@@ -48,7 +55,7 @@ const char *framing_message(framing_verdict v);
  * libmicrohttpd parses the header block in place: each name is followed
  * by its ':' overwritten with NUL, optional blanks, the value, and the
  * value's line end (CR LF or a bare LF) overwritten with NULs; the next
- * name starts right after. So after a value of strlen L come exactly one
+ * name starts right after (the last header: see framing_check_tail). So after a value of strlen L come exactly one
  * or two NULs, then the next header's name (or, after the last, the empty
  * line's NULs). A value cut at a NUL is followed by the rest of the
  * line (`junk`) or by one NUL more than a line end holds: either way the
@@ -58,5 +65,28 @@ const char *framing_message(framing_verdict v);
  * ("Bearer KEY\0" then CR LF, nothing after the NUL): telling it from a
  * plain line end would mean reading past the header block. */
 size_t framing_find_nul(const framing_header *h, size_t n);
+
+/* What follows the text of the last line of the header block. */
+typedef enum framing_tail {
+    TAIL_OK = 0, /* line ends only */
+    TAIL_NUL,    /* the last header's value held a NUL byte */
+    TAIL_LOST    /* a line libmicrohttpd did not take as a header (an empty name) */
+} framing_tail;
+
+/* The verdict on the header block's end. libmicrohttpd reports the size of
+ * the header block it parsed (from the method to past the empty line), in
+ * which every line end is one or two NULs. After the text of the last line
+ * (the last header's value, or the version when there is no header:
+ * line_end points at its terminating NUL) only line ends may follow, up to
+ * block_end: those of the last line and of the empty line, `width` (1 or
+ * 2, the request line's; 0 when unknown) each when the client used one
+ * kind. One NUL more is a NUL that ended the value (`Bearer KEY\0`); any
+ * other byte means libmicrohttpd stopped short of the client's empty line,
+ * as it does at a line with an empty name (`: x`), whose following lines
+ * (a Content-Length) it then reads as the body. Only bytes in
+ * [line_end, block_end) are read; a line_end outside the block (a folded
+ * value, copied elsewhere) is not judged. */
+framing_tail framing_check_tail(const char *line_end, const char *block_start,
+                                const char *block_end, size_t width);
 
 #endif /* SERVER_FRAMING_H */

@@ -1,6 +1,6 @@
 /*
- * handlers.h - what each route does once daemon.c has let a request
- * through (auth, limits, media type, admission: see daemon.h).
+ * handlers.h - what each route does once admission.c has let a request
+ * through (auth, limits, media type, capacity: see admission.h).
  *
  * The handlers only pick which api.h function answers; everything about a
  * request body (JSON, shapes, errors) is api/'s business. The route table

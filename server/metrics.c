@@ -211,8 +211,18 @@ char *metrics_render(metrics *m, const metrics_gauges *g, size_t *len)
             "# HELP posenc_in_flight_requests Requests between headers "
             "and the last response byte.\n"
             "# TYPE posenc_in_flight_requests gauge\n"
-            "posenc_in_flight_requests %u\n",
-            atomic_load_explicit(&m->in_flight, memory_order_relaxed));
+            "posenc_in_flight_requests %u\n"
+            "# HELP posenc_sending_responses Of those, answered: the response "
+            "is going out.\n"
+            "# TYPE posenc_sending_responses gauge\n"
+            "posenc_sending_responses %u\n"
+            "# HELP posenc_drain_cut_responses_total Responses still going out "
+            "when a drain ended (--drain-timeout + --drain-send-timeout).\n"
+            "# TYPE posenc_drain_cut_responses_total counter\n"
+            "posenc_drain_cut_responses_total %llu\n",
+            atomic_load_explicit(&m->in_flight, memory_order_relaxed),
+            atomic_load_explicit(&m->sending, memory_order_relaxed),
+            (unsigned long long)atomic_load_explicit(&m->drain_cut, memory_order_relaxed));
     fprintf(f,
             "# HELP posenc_request_bytes_total Request body bytes "
             "received.\n"

@@ -19,7 +19,7 @@
 #define METRICS_MAX_ROUTES 16                     /* labels metrics_init takes */
 #define METRICS_N_ROUTES (METRICS_MAX_ROUTES + 1) /* the last one is "other" */
 #define METRICS_N_STATUS 500                      /* statuses 100..599 */
-#define METRICS_N_CODES 16                        /* distinct error codes */
+#define METRICS_N_CODES 20                        /* distinct error codes */
 
 typedef struct metrics {
     const char *const *route_labels; /* borrowed, n_routes of them */
@@ -33,7 +33,9 @@ typedef struct metrics {
     atomic_uint_fast64_t request_bytes;
     atomic_uint_fast64_t response_bytes;
     atomic_uint_fast64_t tokens;
-    atomic_uint in_flight; /* every request between headers and done */
+    atomic_uint in_flight;          /* every request between headers and done */
+    atomic_uint sending;            /* of those, answered: the response going out */
+    atomic_uint_fast64_t drain_cut; /* answers cut by the end of a drain */
 } metrics;
 
 /* What one finished request contributes. */

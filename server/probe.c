@@ -59,12 +59,15 @@ int probe_healthz(const server_config *cfg)
         host = "127.0.0.1";
     else if (strcmp(host, "::") == 0)
         host = "::1";
-    if (cfg->port == 0) {
+    /* The probes' own port when there is one: it answers whatever
+     * clients do on --port. */
+    unsigned number = cfg->probe_port != 0 ? cfg->probe_port : cfg->port;
+    if (number == 0) {
         fprintf(stderr, "posenc: check: --port 0 cannot be probed\n");
         return 1;
     }
     char port[16];
-    snprintf(port, sizeof port, "%u", cfg->port);
+    snprintf(port, sizeof port, "%u", number);
 
     int fd = connect_to(host, port);
     if (fd < 0)

@@ -1,24 +1,24 @@
 /*
  * routes.c - the route table (see routes.h). The handlers are in
  * handlers.c; the checks that guard a route (auth, limits, media type)
- * are flags in its row, applied by daemon.c before a handler runs.
+ * are flags in its row, applied by admission.c before a handler runs.
  */
 #include "routes.h"
 
 #include <string.h>
 
-/*  method  path             handler              auth   body   compute */
+/*  method  path             handler              auth   body   compute probe */
 static const route ROUTES[] = {
-    {"POST", "/encode", handle_encode, true, true, true},
-    {"POST", "/apply", handle_apply, true, true, true},
-    {"POST", "/diagnose", handle_diagnose, true, true, true},
-    {"GET", "/healthz", handle_healthz, false, false, false},
-    {"GET", "/readyz", handle_readyz, false, false, false},
-    {"GET", "/info", handle_info, true, false, false},
-    {"GET", "/metrics", handle_metrics, true, false, false},
-    {"GET", "/openapi.yaml", handle_openapi_yaml, true, false, false},
-    {"GET", "/openapi.json", handle_openapi_json, true, false, false},
-    {"GET", "/", handle_page, true, false, false},
+    {"POST", "/encode", handle_encode, true, true, true, false},
+    {"POST", "/apply", handle_apply, true, true, true, false},
+    {"POST", "/diagnose", handle_diagnose, true, true, true, false},
+    {"GET", "/healthz", handle_healthz, false, false, false, true},
+    {"GET", "/readyz", handle_readyz, false, false, false, true},
+    {"GET", "/info", handle_info, true, false, false, false},
+    {"GET", "/metrics", handle_metrics, true, false, false, true},
+    {"GET", "/openapi.yaml", handle_openapi_yaml, true, false, false, false},
+    {"GET", "/openapi.json", handle_openapi_json, true, false, false, false},
+    {"GET", "/", handle_page, true, false, false, false},
 };
 
 _Static_assert(sizeof ROUTES / sizeof ROUTES[0] == ROUTE_COUNT,

@@ -24,6 +24,7 @@ typedef struct route {
     bool json_body;  /* body is read and must be application/json */
     bool compute;    /* counts against --max-inflight; refused with
                                503 while draining */
+    bool probe;      /* also served on --probe-port */
 } route;
 
 #define ROUTE_COUNT 10

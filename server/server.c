@@ -84,11 +84,11 @@ server_ctx *server_new(const server_config *cfg, api_service *svc, const char *h
             "max_output_elements=%zu max_json_depth=%zu max_inflight=%u "
             "max_memory=%zu "
             "connection_memory=%zu timeout=%us request_timeout=%us "
-            "drain_timeout=%us api_key=%s",
+            "drain_timeout=%us drain_send_timeout=%us api_key=%s",
             POSENC_VERSION, srv->build, cfg->workers, srv->facts.omp_threads, cfg->max_body_bytes,
             cfg->max_tokens, cfg->max_batch, cfg->max_dim, cfg->max_heads, cfg->max_output_elements,
             cfg->max_json_depth, cfg->max_inflight, srv->cfg.max_memory, cfg->connection_memory,
-            cfg->timeout_s, cfg->request_timeout_s, cfg->drain_timeout_s,
+            cfg->timeout_s, cfg->request_timeout_s, cfg->drain_timeout_s, cfg->drain_send_timeout_s,
             cfg->api_key ? "required" : "none");
     return srv;
 }

@@ -29,6 +29,7 @@ typedef struct server_ctx {
     api_server_facts facts; /* for GET /info; strings point below */
     char build[192];
     struct MHD_Daemon *daemon;                    /* NULL until started */
+    struct MHD_Daemon *probe_daemon;              /* --probe-port's, or NULL */
     struct compute_gate *gate;                    /* admission and workers, with the daemon */
     struct conn_guard *guard;                     /* connections and deadlines, with the daemon */
     mem_budget budget;                            /* --max-memory */

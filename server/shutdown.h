@@ -6,8 +6,11 @@
  * context. On the first one the server drains: /readyz turns 503, new
  * /encode and /apply requests get 503, new connections are refused, and
  * requests in progress get up to --drain-timeout seconds to finish
- * (responses then carry `Connection: close`); idle keep-alive connections
- * are closed at the end. A second signal cuts the wait short. A handler
+ * (responses then carry `Connection: close`), and answers already being
+ * sent then get --drain-send-timeout seconds more (the defaults, 6 + 3,
+ * stay under Docker's 10 s); idle keep-alive connections are closed at the
+ * end, and the answers cut are counted and logged. A second signal cuts
+ * the wait short. A handler
  * still computing when the wait ends finishes before the workers stop
  * (compute runs on the worker threads and cannot be interrupted); its
  * response is dropped.

@@ -9,7 +9,7 @@
  * nothing is queued, so queued jobs are never overtaken. However long the
  * computations, the HTTP threads that are not computing stay free to read
  * requests, answer probes and metrics, and turn away excess work with a
- * 503 at once. The queue's bound is the caller's business (daemon.c admits
+ * 503 at once. The queue's bound is the caller's business (admission.c admits
  * at most --max-inflight requests, so the queue never holds more); a job
  * is never dropped once submitted: it either runs or is cancelled, and
  * exactly one of its two callbacks is called, once.

@@ -49,11 +49,14 @@ def pod_checks(label, spec, posenc_name="posenc"):
     c = next(c for c in spec["containers"] if c["name"] == posenc_name)
     ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
 
+    # the probes' own listener when POSENC_PROBE_PORT sets one, else the API port
+    want = int(env_of(c).get("POSENC_PROBE_PORT", {}).get("value") or 8080)
+
     def probe(kind, path):
         p = c.get(kind, {}).get("httpGet", {})
         port = p.get("port")
         port = ports.get(port, port)
-        check(p.get("path") == path and port == 8080, f"{label}: {kind} is GET {path} on 8080")
+        check(p.get("path") == path and port == want, f"{label}: {kind} is GET {path} on {want}")
 
     probe("livenessProbe", "/healthz")
     probe("readinessProbe", "/readyz")
@@ -124,7 +127,8 @@ check(all(dep_on.get(s, {}).get("condition") == "service_healthy" for s in ("tok
 check(all("healthcheck" in svcs[s] for s in ("tokenizer", "posenc")), "compose: healthchecks on both services")
 penv = dict(e.split("=", 1) if "=" in e else (e, None) for e in svcs["posenc"].get("environment", []))
 grace = int(str(svcs["posenc"].get("stop_grace_period", "10s")).rstrip("s"))
-check(grace > int(penv.get("POSENC_DRAIN_TIMEOUT") or 8), "compose: stop_grace_period above the drain timeout")
+drain = int(penv.get("POSENC_DRAIN_TIMEOUT") or 6) + int(penv.get("POSENC_DRAIN_SEND_TIMEOUT") or 3)
+check(grace > drain, "compose: stop_grace_period above the drain timeouts")
 
 # --- Dockerfiles --------------------------------------------------------------
 for rel in ("Dockerfile", "docker/tokenizer/Dockerfile"):

@@ -6,6 +6,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -47,4 +51,67 @@ bool send_all(int fd, const char *p, size_t n)
         n -= (size_t)k;
     }
     return true;
+}
+
+size_t read_until_close(int fd, double timeout_s, char *buf, size_t cap, bool *closed)
+{
+    size_t used = 0;
+    double deadline = mono_now() + timeout_s;
+    *closed = false;
+    buf[0] = '\0';
+    while (used + 1 < cap) {
+        double left = deadline - mono_now();
+        if (left <= 0)
+            break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int pr = poll(&p, 1, (int)(left * 1000) + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            break;
+        ssize_t k = recv(fd, buf + used, cap - 1 - used, 0);
+        if (k <= 0) {
+            *closed = true;
+            break;
+        }
+        used += (size_t)k;
+        buf[used] = '\0';
+    }
+    return used;
+}
+
+/* Counts status lines, and reads the first answer's error code. */
+static void parse_answers(const char *buf, raw_answer *out)
+{
+    for (const char *p = buf; (p = strstr(p, "HTTP/1.")) != NULL; p++)
+        if (p == buf || p[-1] == '\n')
+            out->answers++;
+    if (strncmp(buf, "HTTP/1.", 7) == 0)
+        out->status = strtol(buf + 9, NULL, 10);
+    const char *body = strstr(buf, "\r\n\r\n");
+    const char *code = body != NULL ? strstr(body, "\"code\":\"") : NULL;
+    if (code != NULL) {
+        code += 8;
+        size_t k = strcspn(code, "\"");
+        snprintf(out->code, sizeof out->code, "%.*s", (int)k, code);
+    }
+}
+
+bool raw_talk(const server *s, const char *bytes, size_t n, double timeout_s, char *buf, size_t cap,
+              raw_answer *out)
+{
+    memset(out, 0, sizeof *out);
+    buf[0] = '\0';
+    int fd = tcp_open(s);
+    if (fd < 0)
+        return false;
+    double t0 = mono_now();
+    bool sent = send_all(fd, bytes, n);
+    if (sent) {
+        read_until_close(fd, timeout_s, buf, cap, &out->closed);
+        parse_answers(buf, out);
+    }
+    out->secs = mono_now() - t0;
+    close(fd);
+    return sent;
 }

@@ -47,35 +47,6 @@
  * the OpenMP team sizes of compute_gate.c rely on. */
 #include "../../server/work_pool.c"
 
-/* Reads until the peer closes or timeout_s passes; returns the bytes read
- * (NUL-terminated in buf) and sets *closed. */
-static size_t read_until_close(int fd, double timeout_s, char *buf, size_t cap, bool *closed)
-{
-    size_t used = 0;
-    double deadline = mono_now() + timeout_s;
-    *closed = false;
-    buf[0] = '\0';
-    while (used + 1 < cap) {
-        double left = deadline - mono_now();
-        if (left <= 0)
-            break;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int pr = poll(&p, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            break;
-        ssize_t k = recv(fd, buf + used, cap - 1 - used, 0);
-        if (k <= 0) {
-            *closed = true;
-            break;
-        }
-        used += (size_t)k;
-        buf[used] = '\0';
-    }
-    return used;
-}
-
 /* One raw exchange: send n bytes, read the answer until the server closes
  * (or timeout_s). Returns the status (0: none); *secs is how long the
  * answer took, *closed whether the server closed the connection. */

@@ -36,6 +36,7 @@
     XX(overload, test_overload, OWN)           /* test_robust.c: 503 over capacity */              \
     XX(drain, test_drain, OWN)                 /* test_robust.c: SIGTERM drains */                 \
     XX(observe, test_observe, OWN)             /* test_robust.c: logs and metrics */               \
-    XX(hardening, test_hardening, OWN)         /* test_hardening.c: issue 14, raw sockets */
+    XX(hardening, test_hardening, OWN)         /* test_hardening.c: issue 14, raw sockets */       \
+    XX(framing, test_framing, OWN)             /* test_framing.c: issue 21, RFC 9112 framing */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */
