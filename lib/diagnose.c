@@ -96,7 +96,7 @@ static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_
     if (st != PE_OK)
         return st;
     out->best = *c;
-    out->best_errors = out->claimed;
+    out->best_errors = out->explained = out->claimed;
     if (dx_within(&out->claimed)) {
         out->verdict = PE_DX_MATCH;
         *decided = true;
@@ -113,6 +113,7 @@ static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_
     if (dx_within(&e)) {
         out->verdict = PE_DX_MATCH;
         out->best = f32;
+        out->explained = e;
         dx_findings(s, c, out, out->findings, &out->n_findings);
         *decided = true;
     }
@@ -157,29 +158,14 @@ static pe_status mark_differing_slopes(const pe_dx_subject *s, const pe_dx_varia
     return PE_OK;
 }
 
-/* out->verdict EXPLAINED with best v; best_errors at exact angles, as
- * /encode would give. */
-static pe_status explained_by(const pe_dx_subject *s, const pe_dx_variant *c,
-                              const pe_dx_variant *v, pe_dx_tolerance tol, pe_dx_result *out)
-{
-    out->verdict = PE_DX_EXPLAINED;
-    out->best = *v;
-    pe_dx_variant exact = *v;
-    exact.precision = PE_DX_EXACT;
-    pe_status st = dx_evaluate(s, &exact, tol, &out->best_errors);
-    if (st != PE_OK)
-        return st;
-    dx_findings(s, c, out, out->findings, &out->n_findings);
-    return PE_OK;
-}
-
 /* The structure found (and the rope search's second finalist), at exact
  * angles, then at each lower precision (the simplest precision that
  * explains wins); the claim's own structure at the lower precisions too
- * (a search misled by coarse angles). The first that explains decides
- * (EXPLAINED); otherwise the closest at exact angles is best (UNEXPLAINED). */
-static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *found,
-                         const pe_dx_variant *alt, pe_dx_tolerance tol, pe_dx_result *out)
+ * (a search misled by coarse angles). The first that explains is *v
+ * (*explains); otherwise the closest at exact angles. *e: *v as judged. */
+static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_variant *found,
+                        const pe_dx_variant *alt, pe_dx_tolerance tol, const pe_dx_errors *claimed,
+                        pe_dx_variant *v, pe_dx_errors *e, bool *explains)
 {
     static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32, PE_DX_BFLOAT16,
                                             PE_DX_FLOAT16};
@@ -189,32 +175,68 @@ static pe_status explain(const pe_dx_subject *s, const pe_dx_variant *c, const p
      * explanation: coarse angles blur the profile the search read) */
     const pe_dx_variant *found_first[3] = {found, alt, c};
     const pe_dx_variant *claim_first[3] = {c, alt, found};
-    pe_dx_errors closest_err = out->claimed;
-    pe_dx_variant closest = *c;
+    *explains = false;
+    *e = *claimed;
+    *v = *c;
     for (size_t k = 0; k < nprec; k++)
         for (int b = 0; b < 3; b++) {
             const pe_dx_variant *base = k < 2 ? found_first[b] : claim_first[b];
             if ((base == c && k < 2) || (base == alt && !rope_kind(s->kind)))
                 continue; /* the claim exact and at float32: done above */
-            pe_dx_variant v = *base;
-            v.precision = precs[k];
-            pe_dx_errors e;
+            pe_dx_variant t = *base;
+            t.precision = precs[k];
+            t.stage = PE_DX_STAGE_ANGLES;
+            pe_dx_errors te;
             bool full;
-            pe_status st = dx_evaluate_fast(s, &v, tol, &e, &full);
+            pe_status st = dx_evaluate_fast(s, &t, tol, &te, &full);
             if (st == PE_EINVAL)
                 continue;
             if (st != PE_OK)
                 return st;
-            if (k == 0 && better(&e, &closest_err)) {
-                closest_err = e;
-                closest = v;
+            if (k == 0 && better(&te, e)) {
+                *e = te;
+                *v = t;
             }
-            if (full && dx_within(&e))
-                return explained_by(s, c, &v, tol, out);
+            if (!full || !dx_within(&te))
+                continue;
+            bool ok;
+            st = dx_judge(s, &t, tol, &te, &ok);
+            if (st != PE_OK)
+                return st;
+            if (ok) {
+                *v = t;
+                *e = te;
+                *explains = true;
+                return PE_OK;
+            }
         }
-    out->verdict = PE_DX_UNEXPLAINED;
-    out->best = closest;
-    pe_status st = dx_evaluate(s, &closest, tol, &out->best_errors); /* in full */
+    if (!*explains) /* the closest in full (a probe's are a bound) */
+        return dx_evaluate(s, v, tol, e);
+    return PE_OK;
+}
+
+/* The verdict from the variant chosen: explained, a partial explanation
+ * (a tenfold cut: unexplained with findings), or nothing (unexplained, best
+ * is the claim, no finding); differences the variant does not need are
+ * dropped first. */
+static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                          pe_dx_variant v, pe_dx_errors e, bool explains, pe_dx_result *out)
+{
+    out->verdict = explains ? PE_DX_EXPLAINED : PE_DX_UNEXPLAINED;
+    if (!explains && !dx_significant(&out->claimed, &e)) {
+        out->best = *c;
+        out->best_errors = out->explained = out->claimed;
+        return PE_OK;
+    }
+    pe_status st = dx_simplify(s, c, tol, explains, &v, &e);
+    if (st != PE_OK)
+        return st;
+    out->best = v;
+    out->explained = e;
+    pe_dx_variant exact = v;
+    exact.precision = PE_DX_EXACT;
+    exact.stage = PE_DX_STAGE_ANGLES;
+    st = dx_evaluate(s, &exact, tol, &out->best_errors);
     if (st != PE_OK)
         return st;
     dx_findings(s, c, out, out->findings, &out->n_findings);
@@ -247,7 +269,12 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_
         if (st != PE_OK)
             goto fail;
     }
-    st = explain(s, &c, &found, &alt, tol, out);
+    pe_dx_variant v;
+    pe_dx_errors e;
+    bool explains;
+    st = choose(s, &c, &found, &alt, tol, &out->claimed, &v, &e, &explains);
+    if (st == PE_OK)
+        st = conclude(s, &c, tol, v, e, explains, out);
     if (st != PE_OK)
         goto fail;
     return PE_OK;

@@ -2,6 +2,7 @@
  * diagnose_common.c - names of the diagnose enums, precision rounding,
  * comparison of a subject with a prediction, and the result's lifetime.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,11 @@ const char *pe_dx_precision_name(pe_dx_precision precision)
         return "float16";
     }
     return "?";
+}
+
+const char *pe_dx_stage_name(pe_dx_stage stage)
+{
+    return stage == PE_DX_STAGE_VALUES ? "values" : "angles";
 }
 
 const char *pe_dx_formula_words(pe_dx_formula formula)
@@ -106,6 +112,7 @@ void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance t
                 const float *slack, pe_dx_errors *out)
 {
     size_t bad = 0;
+    double sq = 0.0;
 
     memset(out, 0, sizeof *out);
     for (size_t e = 0; e < n; e++) {
@@ -116,29 +123,32 @@ void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance t
         double allowed = tol.atol + tol.rtol * fabs(w) + (slack ? slack[e] : 0);
         if (!(err <= allowed))
             bad++;
+        sq += err * err;
         if (err > out->max_abs) {
             out->max_abs = err;
             out->worst = e;
             out->got = g;
             out->want = w;
         }
-        if (w != 0.0 && err / fabs(w) > out->max_rel)
-            out->max_rel = err / fabs(w);
-        else if (w == 0.0 && err > 0 && err > out->max_rel)
-            out->max_rel = INFINITY;
+        /* relative to max(|want|, atol): finite where want is 0 (v2) */
+        double rel = err / fmax(fabs(w), tol.atol > 0 ? tol.atol : 1e-30);
+        if (rel > out->max_rel)
+            out->max_rel = rel < FLT_MAX ? rel : FLT_MAX;
     }
     if (n > 0 && out->max_abs == 0.0) {
         out->got = got[0];
         out->want = want[0];
     }
     out->mismatched = n ? (double)bad / (double)n : 0.0;
+    out->rms = n ? sqrt(sq / (double)n) : 0.0;
 }
 
-double dx_seq_len(const pe_dx_subject *s, int64_t offset)
+double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset)
 {
     double top = 0.0;
+    const int64_t *pos = positions ? positions : s->positions;
     for (size_t t = 0; t < s->rows; t++) {
-        double p = (double)s->positions[t] + (double)offset;
+        double p = (double)pos[t] + (double)offset;
         if (p > top)
             top = p;
     }
@@ -147,7 +157,7 @@ double dx_seq_len(const pe_dx_subject *s, int64_t offset)
 
 int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
 {
-    return s->positions[t] + v->offset;
+    return (v->positions ? v->positions[t] : s->positions[t]) + v->offset;
 }
 
 pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
@@ -155,7 +165,7 @@ pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;
-    return pe_rope_frequencies(&rope, dx_seq_len(s, v->offset), w, implied_factor);
+    return pe_rope_frequencies(&rope, dx_seq_len(s, v->positions, v->offset), w, implied_factor);
 }
 
 void pe_dx_variant_init(pe_dx_variant *v)

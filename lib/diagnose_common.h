@@ -30,7 +30,7 @@ static inline bool dx_within(const pe_dx_errors *e)
 
 /* Largest |position| + 1 of the subject under an offset (seq_len for the
  * RoPE scalings that depend on it), and the position of row t. */
-double dx_seq_len(const pe_dx_subject *s, int64_t offset);
+double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset);
 int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t);
 
 /* Inverse frequencies of a rope variant into w[rotary_dim/2] (the variant's
@@ -84,6 +84,24 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
 pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
                           double **slopes_out);
 pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best);
+
+/* ---- significance (diagnose_significance.c) ---------------------------- */
+
+/* The subject against v as judged (*e), and whether v explains it:
+ * within tolerance, and at bfloat16/float16 angles clearly closer to the
+ * emulation than to the exact values. */
+pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                   pe_dx_errors *e, bool *explains);
+
+/* Whether errors e explain (within) or partly explain (max error cut at
+ * least tenfold) against the claim's. */
+bool dx_significant(const pe_dx_errors *claimed, const pe_dx_errors *e);
+
+/* Drop every difference of *v from claim c that *v does not need: one
+ * whose removal keeps it explaining (explains) or within twice its error
+ * (a partial explanation). *e follows *v. */
+pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                      bool explains, pe_dx_variant *v, pe_dx_errors *e);
 
 /* Findings: the differences between claim and best, with messages. */
 void dx_findings(const pe_dx_subject *s, const pe_dx_variant *claim, const pe_dx_result *r,

@@ -15,14 +15,17 @@
 
 #include "diagnose_common.h"
 
-/* The slack a precision explains on a value of amplitude amp at p. */
-static float precision_slack(pe_dx_precision prec, double amp, double p)
+/* The slack a precision explains on a value of amplitude amp at p, for
+ * frequency w of index i. float32: the angle's own roundings (~|p|*2^-22),
+ * and what a frequency built by repeated float32 multiplication (llama.cpp's
+ * theta *= theta_scale, or powf per index) accumulates: ~(i+1) ulps of w*p. */
+static float precision_slack(pe_dx_precision prec, double amp, double p, double w, size_t i)
 {
     switch (prec) {
     case PE_DX_EXACT:
         return 0.0f;
     case PE_DX_FLOAT32:
-        return (float)(amp * (4e-7 + 2.4e-7 * fabs(p)));
+        return (float)(amp * (4e-7 + 2.4e-7 * fabs(p) + 1.2e-7 * (double)(i + 1) * fabs(w * p)));
     case PE_DX_BFLOAT16:
         return (float)(amp * 0.0078125 + 1e-6);
     case PE_DX_FLOAT16:
@@ -70,8 +73,7 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
         w[i] = pe_inv_freq(v->base, i, d);
     for (size_t t = 0; t < tokens; t++) {
         /* a transposed table's tokens run on from the first position */
-        double p = tr ? (double)(s->positions[0] + v->offset) + (double)t
-                      : (double)dx_position(s, v, t);
+        double p = tr ? (double)(dx_position(s, v, 0)) + (double)t : (double)dx_position(s, v, t);
         for (size_t i = 0; i < nf; i++) {
             double c, sn;
             client_cos_sin(v->precision, w[i], p, 1.0, &c, &sn);
@@ -90,7 +92,7 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
                     val += v->embed_scale * (double)s->x[e];
                 out[e] = (float)val;
                 if (slack)
-                    slack[e] = precision_slack(v->precision, 1.0, p);
+                    slack[e] = precision_slack(v->precision, 1.0, p, w[i], i);
             }
         }
     }
@@ -132,7 +134,7 @@ static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, con
             out[e] = (float)(v->sin_cos_swapped ? sn : c);
             out[n + e] = (float)(v->sin_cos_swapped ? c : sn);
             if (slack)
-                slack[e] = slack[n + e] = precision_slack(v->precision, f, p);
+                slack[e] = slack[n + e] = precision_slack(v->precision, f, p, w[i], i);
         }
     }
 }
@@ -162,7 +164,7 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
             y[h0 + a] = (float)(xa * c - xb * sn);
             y[h0 + b] = (float)(xb * c + xa * sn);
             if (slack) {
-                float sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p);
+                float sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p, w[i], i);
                 slack[t * s->cols + h0 + a] = sl;
                 slack[t * s->cols + h0 + b] = sl;
             }
@@ -230,7 +232,7 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v, float
         return PE_EINVAL;
     for (size_t i = 0; i < t; i++)
         for (size_t j = 0; j < t; j++) {
-            int64_t rel = s->positions[j] - s->positions[i];
+            int64_t rel = dx_position(s, v, j) - dx_position(s, v, i);
             if (v->t5_reversed)
                 rel = -rel;
             size_t bucket = pe_t5_bucket(rel, t5->bidirectional, t5->num_buckets, t5->max_distance);
@@ -299,6 +301,7 @@ pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tole
         if (eb.max_rel > out->max_rel)
             out->max_rel = eb.max_rel;
         out->mismatched = (ea.mismatched + eb.mismatched) / 2;
+        out->rms = sqrt((ea.rms * ea.rms + eb.rms * eb.rms) / 2);
     } else {
         dx_compare(s->a, pred, n, tol, slack, out);
     }

@@ -350,7 +350,7 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
     double fit_scale;
     base_choice bases[12];
     size_t nb = candidate_bases(claim, r, m, bases, &fit_scale);
-    double seq = dx_seq_len(s, 0);
+    double seq = dx_seq_len(s, NULL, 0);
 
     for (size_t k = 0; k < nb; k++) {
         candidate c = {bases[k].base, bases[k].f, bases[k].fd, *cs};
@@ -412,7 +412,7 @@ static pe_status rank_candidates(const pe_dx_subject *s, const pe_dx_variant *v,
                                  size_t *best, size_t *loose, double *best_score)
 {
     size_t half = v->rope.rotary_dim / 2;
-    double span = dx_seq_len(s, 0);
+    double span = dx_seq_len(s, NULL, 0);
     double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
     if (!scores)
         return PE_ENOMEM;

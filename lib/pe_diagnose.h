@@ -83,6 +83,15 @@ const char *pe_dx_precision_name(pe_dx_precision precision);
  * inf past 65504). PE_DX_EXACT returns x. */
 double pe_dx_round(pe_dx_precision precision, double x);
 
+/* Where the lower precision acts (low_precision's evidence.stage). */
+typedef enum pe_dx_stage {
+    PE_DX_STAGE_ANGLES = 0, /* frequency, position, angle and cos/sin computed in it */
+    PE_DX_STAGE_VALUES      /* exact angles; the cos/sin (table) values stored in it */
+} pe_dx_stage;
+
+/* "angles", "values". */
+const char *pe_dx_stage_name(pe_dx_stage stage);
+
 /* Why a found base differs from the claimed one (frequency_formula). */
 typedef enum pe_dx_formula {
     PE_DX_FORMULA_STANDARD = 0, /* exponent 2i/d */
@@ -124,7 +133,11 @@ typedef struct pe_dx_subject {
 typedef struct pe_dx_variant {
     /* every scheme */
     int64_t offset;            /* added to every position */
-    pe_dx_precision precision; /* of the angle arithmetic */
+    pe_dx_precision precision; /* of the angle arithmetic (or of the values) */
+    pe_dx_stage stage;         /* where precision acts */
+    const int64_t *positions;  /* [rows], borrowed (a result's own: see below):
+                                  the positions in place of the subject's; NULL
+                                  = the subject's */
     bool transposed;           /* TABLE: the array is [d][tokens] */
     bool sin_cos_swapped;      /* TABLE, ROPE_CACHE */
     pe_dx_formula formula;     /* evidence: why base differs (sinusoidal, rope) */
@@ -165,7 +178,9 @@ typedef struct pe_dx_tolerance {
 
 /* How far a subject is from one variant. */
 typedef struct pe_dx_errors {
-    double max_abs, max_rel; /* max |got-want|, max |got-want|/|want| */
+    double max_abs, max_rel; /* max |got-want|; max |got-want|/max(|want|, atol),
+                                always finite (FLT_MAX at most) */
+    double rms;              /* sqrt(mean |got-want|^2) */
     double mismatched;       /* fraction outside tolerance */
     size_t worst;            /* flat index of max_abs (into a, then b) */
     double got, want;        /* at worst */
@@ -191,6 +206,8 @@ typedef struct pe_dx_result {
     pe_dx_errors claimed;     /* the subject against the claim */
     pe_dx_variant best;       /* explained: reproduces; else the closest */
     pe_dx_errors best_errors; /* the subject against best (exact angles) */
+    pe_dx_errors explained;   /* the subject against best as judged: at its
+                                 precision, with what that precision explains */
     size_t n_findings;
     pe_dx_finding findings[PE_DX_MAX_FINDINGS];
     double *slopes;      /* owned: best.slopes when the search found its

