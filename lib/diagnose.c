@@ -215,6 +215,20 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
     return PE_OK;
 }
 
+/* A base found that is exactly a formula's transform of the claimed one
+ * is that formula (frequency_formula), however the search reached it. */
+static void name_formula(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_variant *v)
+{
+    if (v->formula != PE_DX_FORMULA_STANDARD || !angle_kind(s->kind))
+        return;
+    if (rope_kind(s->kind)) {
+        if (v->frequency_dim == v->rope.rotary_dim)
+            v->formula = dx_formula_of(c->rope.base, v->rope.base, v->rope.rotary_dim);
+        return;
+    }
+    v->formula = dx_formula_of(c->base, v->base, v->transposed ? s->rows : s->cols);
+}
+
 /* The verdict from the variant chosen: explained, a partial explanation
  * (a tenfold cut: unexplained with findings), or nothing (unexplained, best
  * is the claim, no finding); differences the variant does not need are
@@ -231,6 +245,7 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     pe_status st = dx_simplify(s, c, tol, explains, &v, &e);
     if (st != PE_OK)
         return st;
+    name_formula(s, c, &v);
     out->best = v;
     out->explained = e;
     pe_dx_variant exact = v;

@@ -63,8 +63,38 @@ const char *pe_dx_formula_words(pe_dx_formula formula)
         return "d-1 instead of d in the denominator";
     case PE_DX_FORMULA_D_PLUS_1:
         return "d+1 instead of d in the denominator";
+    case PE_DX_FORMULA_HALF_MINUS_1:
+        return "i/(d/2-1) instead of 2i/d (the half-1 denominator of fairseq and tensor2tensor)";
     }
     return "?";
+}
+
+double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d)
+{
+    double dd = (double)d;
+    switch (formula) {
+    case PE_DX_FORMULA_STANDARD:
+        return base;
+    case PE_DX_FORMULA_PAIR_INDEX:
+        return sqrt(base);
+    case PE_DX_FORMULA_D_MINUS_1:
+        return d > 1 ? pow(base, dd / (dd - 1)) : 0.0;
+    case PE_DX_FORMULA_D_PLUS_1:
+        return pow(base, dd / (dd + 1));
+    case PE_DX_FORMULA_HALF_MINUS_1:
+        return d > 2 ? pow(base, dd / (dd - 2)) : 0.0;
+    }
+    return 0.0;
+}
+
+pe_dx_formula dx_formula_of(double claimed, double found, size_t d)
+{
+    for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
+        double b = pe_dx_formula_base((pe_dx_formula)f, claimed, d);
+        if (b > 0 && fabs(b - found) <= 1e-9 * b)
+            return (pe_dx_formula)f;
+    }
+    return PE_DX_FORMULA_STANDARD;
 }
 
 /* Round x to `bits` significant bits (nearest, ties to even), keeping

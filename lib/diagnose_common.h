@@ -65,6 +65,10 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const do
  * fit is not possible; *scale_out = a. */
 double dx_fit_base(const double *m, size_t half, size_t dim, double *scale_out);
 
+/* The non-standard formula that makes `found` of the claimed base over
+ * exponent width d (1e-9 relative), else PE_DX_FORMULA_STANDARD. */
+pe_dx_formula dx_formula_of(double claimed, double found, size_t d);
+
 /* v rounded to `digits` significant decimal digits. */
 double dx_round_sig(double v, int digits);
 

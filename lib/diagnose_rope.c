@@ -250,7 +250,7 @@ static size_t factor_set(double f, double *out)
     return n;
 }
 
-/* The bases worth trying at reading r (at most 12): the claim's, its
+/* The bases worth trying at reading r (at most 13): the claim's, its
  * equivalents under the other formulas and widths, and the base fitted
  * to the measured frequencies m (*fit_scale: the fit's intercept). */
 static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, const double *m,
@@ -266,10 +266,11 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
      * the same base as the i/d formula, and the likelier cause */
     if (rd < hd)
         bases[nb++] = (base_choice){pow(cb, (double)rd / (double)hd), PE_DX_FORMULA_STANDARD, hd};
-    bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX, rd};
-    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd - 1)), PE_DX_FORMULA_D_MINUS_1,
-                                rd};
-    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd + 1)), PE_DX_FORMULA_D_PLUS_1, rd};
+    for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
+        double b = pe_dx_formula_base((pe_dx_formula)f, cb, rd);
+        if (b > 1.0)
+            bases[nb++] = (base_choice){b, (pe_dx_formula)f, rd};
+    }
     if (rd != crd && crd >= 2)
         bases[nb++] = (base_choice){pow(cb, (double)rd / (double)crd), PE_DX_FORMULA_STANDARD, crd};
     if (fitted > 1.0) {
@@ -348,7 +349,7 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
     size_t crd = claim->rope.rotary_dim;
     const pe_rope_scaling *cs = &claim->rope.scaling;
     double fit_scale;
-    base_choice bases[12];
+    base_choice bases[13];
     size_t nb = candidate_bases(claim, r, m, bases, &fit_scale);
     double seq = dx_seq_len(s, NULL, 0);
 

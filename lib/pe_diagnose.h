@@ -97,8 +97,17 @@ typedef enum pe_dx_formula {
     PE_DX_FORMULA_STANDARD = 0, /* exponent 2i/d */
     PE_DX_FORMULA_PAIR_INDEX,   /* i/d: base^(1/2) */
     PE_DX_FORMULA_D_MINUS_1,    /* 2i/(d-1): base^(d/(d-1)) */
-    PE_DX_FORMULA_D_PLUS_1      /* 2i/(d+1): base^(d/(d+1)) */
+    PE_DX_FORMULA_D_PLUS_1,     /* 2i/(d+1): base^(d/(d+1)) */
+    PE_DX_FORMULA_HALF_MINUS_1  /* i/(d/2-1) (fairseq, tensor2tensor, Whisper,
+                                   AllenNLP): base^(d/(d-2)) */
 } pe_dx_formula;
+
+#define PE_DX_FORMULA_COUNT 5
+
+/* The base a formula amounts to for a claimed base over an exponent of
+ * width d (the claimed base itself for the standard one; 0 when the
+ * formula cannot be built at that d, e.g. d/2 - 1 = 0). */
+double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d);
 
 /* Words for a formula, e.g. "pair index i/d instead of 2i/d". */
 const char *pe_dx_formula_words(pe_dx_formula formula);

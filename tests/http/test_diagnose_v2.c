@@ -32,7 +32,7 @@ static double ev_number(const json_t *f, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static inline const char *ev_string(const json_t *f, const char *key)
+static const char *ev_string(const json_t *f, const char *key)
 {
     const json_t *v = evidence(f, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
@@ -199,8 +199,45 @@ static void max_rel_finite(const server *s)
     http_resp_free(&r);
 }
 
+/* ---- 3. the half-1 denominator ---------------------------------------- */
+
+/* fairseq's sinusoid (restated): half = d/2, step ln(10000)/(half - 1),
+ * sin block then cos block, positions from padding_idx + 1 = 2. */
+static void fairseq_table(size_t T, size_t d, float *out)
+{
+    size_t half = d / 2;
+    double step = log(10000.0) / (double)(half - 1);
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < half; j++) {
+            double a = (double)(t + 2) * exp(-(double)j * step);
+            out[t * d + j] = (float)sin(a);
+            out[t * d + half + j] = (float)cos(a);
+        }
+}
+
+static void half_minus_one(const server *s)
+{
+    enum { T = 40, D = 64 };
+    float tab[T * D];
+    const char *label = "v2 fairseq table, split claim -> frequency_formula i/(d/2-1) + offset 2";
+    fairseq_table(T, D, tab);
+    http_resp r;
+    if (post_table(s, label, tab, T, D, "\"params\":{\"layout\":\"split\"}", "explained", &r)) {
+        const json_t *f = diagnose_finding(&r, "frequency_formula");
+        const char *words = ev_string(f, "formula");
+        CHECK(words && strstr(words, "d/2-1"), label, "formula %s", words ? words : "(none)");
+        double want = pow(10000.0, (double)D / (D - 2));
+        CHECK(fabs(ev_number(f, "base") - want) < 1e-6 * want, label, "base %.9g, want %.9g",
+              ev_number(f, "base"), want);
+        CHECK(ev_number(diagnose_finding(&r, "position_offset"), "offset") == 2, label, "offset 2");
+        CHECK(diagnose_finding(&r, "base_mismatch") == NULL, label, "no base_mismatch");
+    }
+    http_resp_free(&r);
+}
+
 void test_diagnose_v2(const server *s)
 {
+    half_minus_one(s);
     negative_set(s);
     evidence_errors(s);
     max_rel_finite(s);

@@ -9,6 +9,7 @@ void test_diagnose_rope(void); /* test_diagnose_rope.c */
 void test_diagnose_abs(void);  /* test_diagnose_abs.c */
 void test_diagnose_bias(void); /* test_diagnose_bias.c */
 void test_diagnose_neg(void);  /* test_diagnose_neg.c */
+void test_diagnose_v2(void);   /* test_diagnose_v2.c */
 
 int main(void)
 {
@@ -27,6 +28,7 @@ int main(void)
     test_diagnose_abs();
     test_diagnose_bias();
     test_diagnose_neg();
+    test_diagnose_v2();
     test_qk_norm();
     test_llama4_qk();
     test_mla();

@@ -1,0 +1,146 @@
+/*
+ * test_diagnose_v2.c - pe_diagnose, contract 1.2 "/diagnose, version 2":
+ * the i/(d/2 - 1) exponent, value-stage half precision, MPT's ALiBi form,
+ * positions recovered from the phase, the head size searched, the time
+ * bound.
+ *
+ * Each subject is built here the way a real implementation builds it,
+ * restated from its formulas in double (never with posenc's kernels):
+ *   fairseq SinusoidalPositionalEmbedding: half = d/2, step ln(10000)/(half-1),
+ *     row p = [sin(p e^{-j step}) for j < half] ++ [cos(...)], positions from
+ *     padding_idx + 1 = 2;
+ *   tensor2tensor get_timing_signal_1d: num_timescales = d/2, log increment
+ *     ln(max/min)/(num - 1), signal = concat(sin, cos), positions from 0.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "pe_diagnose.h"
+
+static const pe_dx_tolerance tol = {1e-4, 1e-4};
+
+static bool has(const pe_dx_result *r, pe_dx_code c)
+{
+    for (size_t k = 0; k < r->n_findings; k++)
+        if (r->findings[k].code == c)
+            return true;
+    return false;
+}
+
+static void show(const char *what, const pe_dx_result *r)
+{
+    fprintf(stderr, "  %s: %s (claimed %.3g, best %.3g):", what, pe_dx_verdict_name(r->verdict),
+            r->claimed.max_abs, r->best_errors.max_abs);
+    for (size_t k = 0; k < r->n_findings; k++)
+        fprintf(stderr, " %s [%s]", pe_dx_code_name(r->findings[k].code), r->findings[k].message);
+    fprintf(stderr, "\n");
+}
+
+/* Split-layout sinusoid with inverse frequencies inv[half] at positions
+ * first, first + 1, ... */
+static void split_table(const double *inv, size_t T, size_t d, int64_t first, float *out)
+{
+    size_t half = d / 2;
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < half; j++) {
+            double a = (double)(first + (int64_t)t) * inv[j];
+            out[t * d + j] = (float)sin(a);
+            out[t * d + half + j] = (float)cos(a);
+        }
+}
+
+/* ---- 3. the half-1 denominator ---------------------------------------- */
+
+static void half_minus_one(void)
+{
+    enum { T = 40, D = 64 };
+    static float tab[T * D];
+    double inv[D / 2];
+    int64_t pos[T];
+    for (size_t t = 0; t < T; t++)
+        pos[t] = (int64_t)t;
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.sin_layout = PE_SIN_SPLIT;
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_TABLE, .rows = T, .cols = D, .a = tab, .positions = pos};
+    pe_dx_result r;
+
+    /* tensor2tensor: min 1, max 1e4, from position 0 */
+    double inc = log(1e4 / 1.0) / (double)(D / 2 - 1);
+    for (size_t j = 0; j < D / 2; j++)
+        inv[j] = 1.0 * exp(-(double)j * inc);
+    split_table(inv, T, D, 0, tab);
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "t2t: diagnoses");
+    CHECK(r.verdict == PE_DX_EXPLAINED && has(&r, PE_DX_FREQUENCY_FORMULA) && r.n_findings == 1,
+          "tensor2tensor timing signal under a split claim: frequency_formula alone");
+    CHECK(r.best.formula == PE_DX_FORMULA_HALF_MINUS_1, "t2t: formula i/(d/2-1) (got %d)",
+          (int)r.best.formula);
+    CHECK(fabs(r.best.base - pow(1e4, (double)D / (D - 2))) < 1e-6 * r.best.base,
+          "t2t: base 10000^(d/(d-2)) = %.9g (got %.9g)", pow(1e4, (double)D / (D - 2)),
+          r.best.base);
+    if (r.verdict != PE_DX_EXPLAINED)
+        show("t2t", &r);
+    pe_dx_result_free(&r);
+
+    /* fairseq: the same exponent, positions from padding_idx + 1 = 2, under
+     * Vaswani's interleaved claim */
+    double step = log(10000.0) / (double)(D / 2 - 1);
+    for (size_t j = 0; j < D / 2; j++)
+        inv[j] = exp(-(double)j * step);
+    split_table(inv, T, D, 2, tab);
+    c.sin_layout = PE_SIN_INTERLEAVED;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "fairseq: diagnoses");
+    CHECK(r.verdict == PE_DX_EXPLAINED && has(&r, PE_DX_FREQUENCY_FORMULA) &&
+              has(&r, PE_DX_LAYOUT_SWAPPED) && has(&r, PE_DX_POSITION_OFFSET) && r.n_findings == 3,
+          "fairseq under an interleaved claim: frequency_formula + layout_swapped + offset");
+    CHECK(r.best.offset == 2, "fairseq: offset +2 (got %lld)", (long long)r.best.offset);
+    if (r.n_findings != 3)
+        show("fairseq", &r);
+    pe_dx_result_free(&r);
+
+    /* the transform found by any route is named: a base of exactly
+     * 10000^(d/(d-2)) under rope */
+    CHECK(pe_dx_formula_base(PE_DX_FORMULA_HALF_MINUS_1, 10000.0, 512) > 10367.7 &&
+              pe_dx_formula_base(PE_DX_FORMULA_HALF_MINUS_1, 10000.0, 512) < 10367.9,
+          "the issue's 'base 10367.79' is 10000^(512/510)");
+}
+
+/* RoPE whose exponent is i/(rd/2 - 1): a cos/sin cache, half layout. */
+static void rope_half_minus_one(void)
+{
+    enum { T = 64, RD = 64 };
+    static float cv[T * RD], sv[T * RD];
+    int64_t pos[T];
+    for (size_t t = 0; t < T; t++) {
+        pos[t] = (int64_t)t;
+        for (size_t col = 0; col < RD; col++) {
+            size_t i = col % (RD / 2);
+            double a = (double)t * pow(10000.0, -(double)i / (double)(RD / 2 - 1));
+            cv[t * RD + col] = (float)cos(a);
+            sv[t * RD + col] = (float)sin(a);
+        }
+    }
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = RD;
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = T, .cols = RD, .a = cv, .b = sv, .positions = pos};
+    pe_dx_result r;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "rope i/(d/2-1): diagnoses");
+    CHECK(r.verdict == PE_DX_EXPLAINED && has(&r, PE_DX_FREQUENCY_FORMULA) &&
+              r.best.formula == PE_DX_FORMULA_HALF_MINUS_1,
+          "rope cache with exponent i/(rd/2-1): frequency_formula i/(d/2-1)");
+    if (r.verdict != PE_DX_EXPLAINED)
+        show("rope half-1", &r);
+    pe_dx_result_free(&r);
+}
+
+void test_diagnose_v2(void); /* main.c calls it */
+void test_diagnose_v2(void)
+{
+    half_minus_one();
+    rope_half_minus_one();
+}
