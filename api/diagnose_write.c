@@ -230,6 +230,8 @@ static void write_angle_evidence(strbuf *sb, const pe_dx_variant *b, pe_dx_code 
     case PE_DX_LOW_PRECISION:
         put_key(sb, first, "precision");
         strbuf_put_json_string(sb, pe_dx_precision_name(b->precision));
+        put_key(sb, first, "stage");
+        strbuf_put_json_string(sb, pe_dx_stage_name(b->stage));
         break;
     default:
         break;

@@ -86,8 +86,14 @@ static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim,
     return PE_OK;
 }
 
-/* The claim itself, exact and (for angle kinds) at float32 angles; sets
- * *decided when either reproduces the subject (out->verdict is MATCH). */
+static pe_status values_stage(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                              pe_dx_variant *v, pe_dx_errors *e, bool *explains);
+static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                          pe_dx_variant v, pe_dx_errors e, bool explains, pe_dx_result *out);
+
+/* The claim itself: exact (MATCH), with its values in half precision
+ * (EXPLAINED, low_precision stage values), at float32 angles (MATCH with
+ * low_precision); sets *decided when one reproduces the subject. */
 static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
                              pe_dx_result *out, bool *decided)
 {
@@ -104,8 +110,18 @@ static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_
     }
     if (!angle_kind(s->kind))
         return PE_OK;
+    /* values stored in half precision first: an exact emulation, where
+     * float32's bound is only a bound (it would cover a float16 cache at
+     * positions past ~1000) */
     pe_dx_variant f32 = *c;
     pe_dx_errors e;
+    bool half;
+    st = values_stage(s, c, tol, &f32, &e, &half);
+    if (st != PE_OK || half) {
+        *decided = st == PE_OK;
+        return st == PE_OK ? conclude(s, c, tol, f32, e, true, out) : st;
+    }
+    f32 = *c;
     f32.precision = PE_DX_FLOAT32;
     st = dx_evaluate(s, &f32, tol, &e);
     if (st != PE_OK)
@@ -167,9 +183,14 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
                         const pe_dx_variant *alt, pe_dx_tolerance tol, const pe_dx_errors *claimed,
                         pe_dx_variant *v, pe_dx_errors *e, bool *explains)
 {
-    static const pe_dx_precision precs[] = {PE_DX_EXACT, PE_DX_FLOAT32, PE_DX_BFLOAT16,
-                                            PE_DX_FLOAT16};
-    size_t nprec = angle_kind(s->kind) ? 4 : 1;
+    /* exact, float32 angles, float16/bfloat16 values (exact emulation:
+     * simpler than coarse angles), bfloat16/float16 angles */
+    static const pe_dx_precision precs[] = {PE_DX_EXACT,    PE_DX_FLOAT32,  PE_DX_FLOAT16,
+                                            PE_DX_BFLOAT16, PE_DX_BFLOAT16, PE_DX_FLOAT16};
+    static const pe_dx_stage stages[] = {PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES,
+                                         PE_DX_STAGE_VALUES, PE_DX_STAGE_VALUES,
+                                         PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES};
+    size_t nprec = angle_kind(s->kind) ? 6 : 1;
     /* at exact and float32 angles the variant found comes first; at
      * bfloat16/float16 the claim's own structure does (the simplest
      * explanation: coarse angles blur the profile the search read) */
@@ -185,7 +206,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
                 continue; /* the claim exact and at float32: done above */
             pe_dx_variant t = *base;
             t.precision = precs[k];
-            t.stage = PE_DX_STAGE_ANGLES;
+            t.stage = stages[k];
             pe_dx_errors te;
             bool full;
             pe_status st = dx_evaluate_fast(s, &t, tol, &te, &full);
@@ -212,6 +233,27 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
         }
     if (!*explains) /* the closest in full (a probe's are a bound) */
         return dx_evaluate(s, v, tol, e);
+    return PE_OK;
+}
+
+/* The claim with its values stored in float16, then bfloat16 (a
+ * half-precision cos/sin cache or table): *explains when one reproduces
+ * the subject (v, e: that one). */
+static pe_status values_stage(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                              pe_dx_variant *v, pe_dx_errors *e, bool *explains)
+{
+    static const pe_dx_precision precs[] = {PE_DX_FLOAT16, PE_DX_BFLOAT16};
+    *explains = false;
+    if (!angle_kind(s->kind))
+        return PE_OK;
+    for (int k = 0; k < 2 && !*explains; k++) {
+        *v = *c;
+        v->precision = precs[k];
+        v->stage = PE_DX_STAGE_VALUES;
+        pe_status st = dx_judge(s, v, tol, e, explains);
+        if (st != PE_OK)
+            return st;
+    }
     return PE_OK;
 }
 

@@ -92,7 +92,7 @@ pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx
 /* ---- significance (diagnose_significance.c) ---------------------------- */
 
 /* The subject against v as judged (*e), and whether v explains it:
- * within tolerance, and at bfloat16/float16 angles clearly closer to the
+ * within tolerance, and at bfloat16/float16 (either stage) clearly closer to the
  * emulation than to the exact values. */
 pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
                    pe_dx_errors *e, bool *explains);

@@ -283,7 +283,14 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
                 c->t5.bidirectional ? "bidirectional" : "unidirectional");
         break;
     }
-    if (b->precision != PE_DX_EXACT)
+    if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
+        add(k, PE_DX_LOW_PRECISION,
+            "the angles are right but the values were stored in %s (max error %.3g against"
+            " exact values, %.3g against them rounded to %s): keep the cos/sin cache or table"
+            " in float32",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs, r->explained.max_abs,
+            pe_dx_precision_name(b->precision));
+    else if (b->precision != PE_DX_EXACT)
         add(k, PE_DX_LOW_PRECISION,
             "errors grow with position as angles computed in %s do (max error"
             " %.3g at exact angles)%s",

@@ -3,10 +3,11 @@
  * 1.2 "/diagnose, version 2", Significance).
  *
  * A variant explains the subject when it reproduces it within tolerance;
- * at bfloat16/float16 angles (judged with the slack those precisions
+ * at bfloat16/float16 (angles or values, judged with the slack those
  * explain) it must also be the emulation that brings it there: the subject
  * must lie clearly closer to the emulated rounding than to the exact
- * values, or any noise below the slack would pass as "low precision". A
+ * values, or any noise (or float32's larger angle errors far out) below
+ * the slack would pass as "low precision". A
  * variant that does not explain is a partial explanation only when it cuts
  * the claim's maximum error at least tenfold.
  *
@@ -38,7 +39,7 @@ pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_toleran
     pe_status st = dx_evaluate(s, v, tol, e);
     if (st != PE_OK || !dx_within(e))
         return st;
-    if (coarse(v->precision) && v->stage == PE_DX_STAGE_ANGLES) {
+    if (coarse(v->precision)) {
         pe_dx_variant exact = *v;
         pe_dx_errors ee;
         exact.precision = PE_DX_EXACT;

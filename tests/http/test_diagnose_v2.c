@@ -235,8 +235,44 @@ static void half_minus_one(const server *s)
     http_resp_free(&r);
 }
 
+/* ---- 4. values stored in half precision -------------------------------- */
+
+/* GPT-NeoX's cache in a float16 model (restated): float32 inverse
+ * frequencies and angles, cos/sin in float32, cast to float16. */
+static void values_stage(const server *s)
+{
+    enum { T = 128, RD = 32 };
+    float cv[T * RD], sv[T * RD];
+    for (size_t t = 0; t < T; t++)
+        for (size_t col = 0; col < RD; col++) {
+            float inv = 1.0f / powf(10000.0f, (float)(2 * (col % (RD / 2))) / (float)RD);
+            float ang = (float)(t + 600) * inv;
+            cv[t * RD + col] = (float)(_Float16)cosf(ang);
+            sv[t * RD + col] = (float)(_Float16)sinf(ang);
+        }
+    const char *label = "v2 float16 cos/sin cache -> low_precision float16, stage values";
+    sbuf b;
+    sb_init(&b);
+    sb_puts(&b, "{\"scheme\":\"rope\",\"offset\":600,\"params\":{\"head_dim\":32},");
+    put(&b, "cos", cv, T, RD);
+    sb_puts(&b, ",");
+    put(&b, "sin", sv, T, RD);
+    sb_puts(&b, "}");
+    http_resp r;
+    if (post(s, label, &b, "explained", &r)) {
+        const json_t *f = diagnose_finding(&r, "low_precision");
+        const char *prec = ev_string(f, "precision"), *stage = ev_string(f, "stage");
+        CHECK(prec && strcmp(prec, "float16") == 0 && stage && strcmp(stage, "values") == 0, label,
+              "precision %s, stage %s", prec ? prec : "-", stage ? stage : "-");
+        CHECK(json_array_size(json_object_get(r.json, "findings")) == 1, label,
+              "low_precision alone (no base_mismatch): %.500s", r.body);
+    }
+    http_resp_free(&r);
+}
+
 void test_diagnose_v2(const server *s)
 {
+    values_stage(s);
     half_minus_one(s);
     negative_set(s);
     evidence_errors(s);

@@ -138,9 +138,112 @@ static void rope_half_minus_one(void)
     pe_dx_result_free(&r);
 }
 
+/* ---- 4. values stored in half precision -------------------------------- */
+
+static float to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u; /* nearest, ties to even */
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* GPT-NeoX's rotary cache in a half-precision model (restated): inv_freq
+ * = 1 / base^(arange(0, d, 2) / d) in float32, angles t * inv_freq in
+ * float32, emb = cat(freqs, freqs), cos/sin in float32, then cast to the
+ * model's dtype (float16 or bfloat16). */
+static void neox_half_cache(size_t T, size_t rd, int64_t first, bool bf16, float *cv, float *sv)
+{
+    for (size_t t = 0; t < T; t++)
+        for (size_t col = 0; col < rd; col++) {
+            size_t i = col % (rd / 2);
+            float inv = 1.0f / powf(10000.0f, (float)(2 * i) / (float)rd);
+            float ang = (float)(first + (int64_t)t) * inv;
+            float c = cosf(ang), s = sinf(ang);
+            cv[t * rd + col] = bf16 ? to_bf16(c) : (float)(_Float16)c;
+            sv[t * rd + col] = bf16 ? to_bf16(s) : (float)(_Float16)s;
+        }
+}
+
+static void values_stage(void)
+{
+    enum { T = 256, RD = 64 };
+    static float cv[T * RD], sv[T * RD], x[T * 2 * RD], y[T * 2 * RD];
+    int64_t pos[T];
+    for (size_t t = 0; t < T; t++)
+        pos[t] = 1000 + (int64_t)t;
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = RD;
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = T, .cols = RD, .a = cv, .b = sv, .positions = pos};
+    for (int bf = 0; bf < 2; bf++) {
+        neox_half_cache(T, RD, 1000, bf, cv, sv);
+        pe_dx_result r;
+        CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "neox half cache: diagnoses");
+        pe_dx_precision want = bf ? PE_DX_BFLOAT16 : PE_DX_FLOAT16;
+        CHECK(r.verdict == PE_DX_EXPLAINED && r.n_findings == 1 && has(&r, PE_DX_LOW_PRECISION) &&
+                  r.best.precision == want && r.best.stage == PE_DX_STAGE_VALUES &&
+                  r.best.rope.base == 10000.0,
+              "GPT-NeoX %s cos/sin cache: low_precision %s, stage values, base kept",
+              bf ? "bfloat16" : "float16", bf ? "bfloat16" : "float16");
+        if (r.n_findings != 1 || r.best.stage != PE_DX_STAGE_VALUES)
+            show("neox half cache", &r);
+        pe_dx_result_free(&r);
+    }
+
+    /* float32 vectors rotated with the float16 cache (two heads) */
+    uint64_t seed = 3;
+    neox_half_cache(T, RD, 1000, false, cv, sv);
+    for (size_t e = 0; e < T * 2 * RD; e++)
+        x[e] = (float)test_uniform(&seed, -1, 1);
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < 2; h++)
+            for (size_t i = 0; i < RD / 2; i++) {
+                size_t a = t * 2 * RD + h * RD + i, b = a + RD / 2;
+                double co = cv[t * RD + i], si = sv[t * RD + i];
+                y[a] = (float)(x[a] * co - x[b] * si);
+                y[b] = (float)(x[b] * co + x[a] * si);
+            }
+    pe_dx_subject enc = {.kind = PE_DX_SUBJ_ROPE_ENCODED,
+                         .rows = T,
+                         .cols = 2 * RD,
+                         .x = x,
+                         .a = y,
+                         .positions = pos};
+    pe_dx_result r;
+    CHECK(pe_diagnose(&enc, &c, tol, &r) == PE_OK, "fp16 cache applied: diagnoses");
+    CHECK(r.verdict == PE_DX_EXPLAINED && r.n_findings == 1 && has(&r, PE_DX_LOW_PRECISION) &&
+              r.best.precision == PE_DX_FLOAT16 && r.best.stage == PE_DX_STAGE_VALUES,
+          "float32 vectors rotated by a float16 cache: low_precision float16, stage values");
+    if (r.n_findings != 1)
+        show("fp16 cache applied", &r);
+    pe_dx_result_free(&r);
+
+    /* bfloat16 angles (stage angles) stay angles */
+    for (size_t t = 0; t < T; t++)
+        for (size_t col = 0; col < RD; col++) {
+            size_t i = col % (RD / 2);
+            float inv = to_bf16(1.0f / powf(10000.0f, (float)(2 * i) / (float)RD));
+            float ang = to_bf16(to_bf16((float)pos[t]) * inv);
+            cv[t * RD + col] = to_bf16(cosf(ang));
+            sv[t * RD + col] = to_bf16(sinf(ang));
+        }
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "bf16 angles: diagnoses");
+    CHECK(has(&r, PE_DX_LOW_PRECISION) && r.best.precision == PE_DX_BFLOAT16 &&
+              r.best.stage == PE_DX_STAGE_ANGLES,
+          "bfloat16 angles: low_precision bfloat16, stage angles (got %s, %s)",
+          pe_dx_precision_name(r.best.precision), pe_dx_stage_name(r.best.stage));
+    if (!has(&r, PE_DX_LOW_PRECISION))
+        show("bf16 angles", &r);
+    pe_dx_result_free(&r);
+}
+
 void test_diagnose_v2(void); /* main.c calls it */
 void test_diagnose_v2(void)
 {
     half_minus_one();
     rope_half_minus_one();
+    values_stage();
 }
