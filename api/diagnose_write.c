@@ -131,7 +131,7 @@ void diag_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, siz
     case SCHEME_ALIBI:
         put_number(sb, &first, "heads", (double)heads);
         put_key(sb, &first, "form");
-        strbuf_puts(sb, v->alibi_form == PE_ALIBI_BLOOM ? "\"bloom\"" : "\"symmetric\"");
+        strbuf_put_json_string(sb, pe_dx_alibi_form_name(v->alibi_form));
         break;
     case SCHEME_T5:
         put_number(sb, &first, "num_buckets", (double)v->t5.num_buckets);
@@ -274,7 +274,7 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         break;
     case PE_DX_ALIBI_FORM:
         put_key(sb, &first, "form");
-        strbuf_puts(sb, b->alibi_form == PE_ALIBI_BLOOM ? "\"bloom\"" : "\"symmetric\"");
+        strbuf_put_json_string(sb, pe_dx_alibi_form_name(b->alibi_form));
         put_number(sb, &first, "sign", b->alibi_sign);
         break;
     case PE_DX_T5_BUCKETS:

@@ -47,6 +47,11 @@ const char *pe_dx_precision_name(pe_dx_precision precision)
     return "?";
 }
 
+const char *pe_dx_alibi_form_name(pe_alibi_form form)
+{
+    return form == PE_ALIBI_BLOOM ? "bloom" : form == PE_ALIBI_MPT ? "mpt" : "symmetric";
+}
+
 const char *pe_dx_stage_name(pe_dx_stage stage)
 {
     return stage == PE_DX_STAGE_VALUES ? "values" : "angles";

@@ -262,11 +262,13 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
                     nd, s->heads, s->heads, first, b->slopes[first]);
         }
         if (b->alibi_form != c->alibi_form || b->alibi_sign != c->alibi_sign)
-            add(k, PE_DX_ALIBI_FORM, "the bias has the %s form%s (claimed %s)",
-                b->alibi_form == PE_ALIBI_BLOOM ? "bloom (slope*p_j)"
-                                                : "symmetric (-slope*|p_i-p_j|)",
+            add(k, PE_DX_ALIBI_FORM, "the bias has the %s form (%s)%s (claimed %s)",
+                pe_dx_alibi_form_name(b->alibi_form),
+                b->alibi_form == PE_ALIBI_BLOOM ? "slope*p_j"
+                : b->alibi_form == PE_ALIBI_MPT ? "slope*(p_j - p_last)"
+                                                : "-slope*|p_i-p_j|",
                 b->alibi_sign < 0 ? " with its sign flipped" : "",
-                c->alibi_form == PE_ALIBI_BLOOM ? "bloom" : "symmetric");
+                pe_dx_alibi_form_name(c->alibi_form));
         break;
     }
     case PE_DX_SUBJ_T5_BIAS:

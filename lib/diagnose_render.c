@@ -250,7 +250,9 @@ static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v, fl
             for (size_t j = 0; j < t; j++) {
                 double pi = (double)dx_position(s, v, i);
                 double pj = (double)dx_position(s, v, j);
+                double plast = (double)dx_position(s, v, t - 1);
                 double b = v->alibi_form == PE_ALIBI_BLOOM ? sl[h] * pj
+                           : v->alibi_form == PE_ALIBI_MPT ? sl[h] * (pj - plast)
                                                            : 0.0 - sl[h] * fabs(pi - pj);
                 out[(h * t + i) * t + j] = (float)(v->alibi_sign * b);
             }

@@ -89,6 +89,9 @@ typedef enum pe_dx_stage {
     PE_DX_STAGE_VALUES      /* exact angles; the cos/sin (table) values stored in it */
 } pe_dx_stage;
 
+/* An ALiBi form's contract name: "symmetric", "bloom", "mpt". */
+const char *pe_dx_alibi_form_name(pe_alibi_form form);
+
 /* "angles", "values". */
 const char *pe_dx_stage_name(pe_dx_stage stage);
 

@@ -270,8 +270,45 @@ static void values_stage(const server *s)
     http_resp_free(&r);
 }
 
+/* ---- 5. MPT's ALiBi form ------------------------------------------------ */
+
+static void mpt_form(const server *s)
+{
+    enum { H = 4, T = 6 };
+    float bias[H * T * T];
+    for (size_t h = 0; h < H; h++) /* MPT: slope * (j - (T - 1)), every row alike */
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++)
+                bias[(h * T + i) * T + j] = (float)(pow(2.0, -8.0 * (double)(h + 1) / H) *
+                                                    ((double)j - (double)(T - 1)));
+    static const char *const claims[] = {"mpt", "symmetric"};
+    static const char *const labels[] = {"v2 MPT bias under form mpt -> match",
+                                         "v2 MPT bias under form symmetric -> alibi_form mpt"};
+    for (int k = 0; k < 2; k++) {
+        sbuf b;
+        sb_init(&b);
+        sb_printf(&b, "{\"scheme\":\"alibi\",\"params\":{\"form\":\"%s\"},\"bias\":", claims[k]);
+        sb_farray(&b, bias, 3, (size_t[]){H, T, T});
+        sb_puts(&b, "}");
+        http_resp r;
+        if (post(s, labels[k], &b, k == 0 ? "match" : "explained", &r)) {
+            const json_t *claimed = json_object_get(r.json, "claimed");
+            const char *form = jstr(json_object_get(claimed, "params"), "form");
+            CHECK(form && strcmp(form, claims[k]) == 0, labels[k], "claimed form %s",
+                  form ? form : "(none)");
+            if (k == 1) {
+                const char *found = ev_string(diagnose_finding(&r, "alibi_form"), "form");
+                CHECK(found && strcmp(found, "mpt") == 0, labels[k], "found form %s",
+                      found ? found : "(none)");
+            }
+        }
+        http_resp_free(&r);
+    }
+}
+
 void test_diagnose_v2(const server *s)
 {
+    mpt_form(s);
     values_stage(s);
     half_minus_one(s);
     negative_set(s);

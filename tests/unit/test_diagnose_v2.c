@@ -240,10 +240,77 @@ static void values_stage(void)
     pe_dx_result_free(&r);
 }
 
+/* ---- 5. MPT's ALiBi form ------------------------------------------------ */
+
+/* MPT's build_alibi_bias (restated): the key axis is arange(1 - T, 1), the
+ * last key at 0, times the head's slope 2^(-8(h+1)/H) (H a power of two);
+ * the same for every query row. Symmetric: -slope*|i - j|. BLOOM:
+ * slope*j. */
+static void alibi_bias(int form, size_t H, size_t T, float *out)
+{
+    for (size_t h = 0; h < H; h++) {
+        double slope = pow(2.0, -8.0 * (double)(h + 1) / (double)H);
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++) {
+                double pj = (double)j, pi = (double)i;
+                double b = form == PE_ALIBI_MPT     ? slope * (pj - (double)(T - 1))
+                           : form == PE_ALIBI_BLOOM ? slope * pj
+                                                    : -slope * fabs(pi - pj);
+                out[(h * T + i) * T + j] = (float)b;
+            }
+    }
+}
+
+static void mpt_form(void)
+{
+    enum { H = 8, T = 12 };
+    static float bias[H * T * T];
+    int64_t pos[T];
+    for (size_t t = 0; t < T; t++)
+        pos[t] = (int64_t)t;
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_ALIBI_BIAS,
+                       .rows = T,
+                       .heads = H,
+                       .a = bias,
+                       .positions = pos};
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    pe_dx_result r;
+    static const struct {
+        int subject, claim;
+        pe_dx_verdict verdict;
+        const char *what;
+    } cases[] = {
+        {PE_ALIBI_MPT, PE_ALIBI_MPT, PE_DX_MATCH, "MPT bias under an mpt claim: match"},
+        {PE_ALIBI_MPT, PE_ALIBI_SYMMETRIC, PE_DX_EXPLAINED,
+         "MPT bias under a symmetric claim: alibi_form mpt"},
+        {PE_ALIBI_SYMMETRIC, PE_ALIBI_MPT, PE_DX_EXPLAINED,
+         "symmetric bias under an mpt claim: alibi_form symmetric"},
+        {PE_ALIBI_BLOOM, PE_ALIBI_MPT, PE_DX_EXPLAINED,
+         "BLOOM bias under an mpt claim: alibi_form bloom"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        alibi_bias(cases[k].subject, H, T, bias);
+        c.alibi_form = (pe_alibi_form)cases[k].claim;
+        CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "%s: diagnoses", cases[k].what);
+        bool ok = r.verdict == cases[k].verdict &&
+                  (r.verdict == PE_DX_MATCH
+                       ? r.n_findings == 0
+                       : r.n_findings == 1 && has(&r, PE_DX_ALIBI_FORM) &&
+                             r.best.alibi_form == (pe_alibi_form)cases[k].subject &&
+                             r.best.alibi_sign == 1.0);
+        CHECK(ok, "%s", cases[k].what);
+        if (!ok)
+            show(cases[k].what, &r);
+        pe_dx_result_free(&r);
+    }
+}
+
 void test_diagnose_v2(void); /* main.c calls it */
 void test_diagnose_v2(void)
 {
     half_minus_one();
     rope_half_minus_one();
     values_stage();
+    mpt_form();
 }
