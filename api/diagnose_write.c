@@ -277,6 +277,15 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         strbuf_put_json_string(sb, pe_dx_alibi_form_name(b->alibi_form));
         put_number(sb, &first, "sign", b->alibi_sign);
         break;
+    case PE_DX_POSITIONS_MISMATCH: /* per row: one row for a [tokens][n] subject */
+        put_key(sb, &first, "positions");
+        strbuf_puts(sb, "[[");
+        for (size_t t = 0; b->positions && t < r->n_positions; t++)
+            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", b->positions[t] + b->offset);
+        strbuf_puts(sb, "]]");
+        put_key(sb, &first, "pattern");
+        strbuf_put_json_string(sb, pe_dx_pattern_name(r->positions_pattern));
+        break;
     case PE_DX_T5_BUCKETS:
         put_number(sb, &first, "num_buckets", (double)b->t5.num_buckets);
         put_number(sb, &first, "max_distance", (double)b->t5.max_distance);

@@ -220,8 +220,9 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
             }
             if (!full || !dx_within(&te))
                 continue;
-            bool ok;
-            st = dx_judge(s, &t, tol, &te, &ok);
+            bool ok = true; /* within in full; coarse precisions must also help */
+            if (t.precision == PE_DX_BFLOAT16 || t.precision == PE_DX_FLOAT16)
+                st = dx_judge(s, &t, tol, &te, &ok);
             if (st != PE_OK)
                 return st;
             if (ok) {
@@ -250,9 +251,41 @@ static pe_status values_stage(const pe_dx_subject *s, const pe_dx_variant *c, pe
         *v = *c;
         v->precision = precs[k];
         v->stage = PE_DX_STAGE_VALUES;
-        pe_status st = dx_judge(s, v, tol, e, explains);
+        bool full;
+        pe_status st = dx_evaluate_fast(s, v, tol, e, &full); /* a probe refutes cheaply */
+        if (st == PE_OK && full && dx_within(e))
+            st = dx_judge(s, v, tol, e, explains);
         if (st != PE_OK)
             return st;
+    }
+    return PE_OK;
+}
+
+/* The structure found at the positions its phases show: as found, and
+ * without the sin/cos swap and reversed rotation that descending
+ * positions mimic. Only an explanation replaces *v, *e. */
+static pe_status positions_after_search(const pe_dx_subject *s, const pe_dx_variant *c,
+                                        const pe_dx_variant *found, pe_dx_tolerance tol,
+                                        pe_dx_result *out, pe_dx_variant *v, pe_dx_errors *e,
+                                        bool *explains)
+{
+    if (!angle_kind(s->kind))
+        return PE_OK;
+    pe_dx_variant bases[2] = {*found, *found};
+    bases[1].sin_cos_swapped = c->sin_cos_swapped;
+    bases[1].reversed = c->reversed;
+    for (int k = 0; k < 2 && !*explains; k++) {
+        pe_dx_variant t;
+        pe_dx_errors te;
+        bases[k].precision = PE_DX_EXACT;
+        bases[k].stage = PE_DX_STAGE_ANGLES;
+        pe_status st = dx_try_positions(s, &bases[k], tol, out, &t, &te, explains);
+        if (st != PE_OK)
+            return st;
+        if (*explains) {
+            *v = t;
+            *e = te;
+        }
     }
     return PE_OK;
 }
@@ -293,7 +326,9 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     pe_dx_variant exact = v;
     exact.precision = PE_DX_EXACT;
     exact.stage = PE_DX_STAGE_ANGLES;
-    st = dx_evaluate(s, &exact, tol, &out->best_errors);
+    out->best_errors = e; /* e is at exact angles already */
+    if (v.precision != PE_DX_EXACT)
+        st = dx_evaluate(s, &exact, tol, &out->best_errors);
     if (st != PE_OK)
         return st;
     dx_findings(s, c, out, out->findings, &out->n_findings);
@@ -317,6 +352,16 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_
     if (st != PE_OK || decided)
         return st;
 
+    pe_dx_variant v;
+    pe_dx_errors e;
+    bool explains;
+    /* the claim's structure at the positions its phases show */
+    st = dx_try_positions(s, &c, tol, out, &v, &e, &explains);
+    if (st != PE_OK)
+        goto fail;
+    if (explains)
+        goto conclude;
+
     pe_dx_variant found = c, alt = c;
     st = search_kind(s, &c, tol, &found, &alt, out);
     if (st != PE_OK)
@@ -326,12 +371,13 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_
         if (st != PE_OK)
             goto fail;
     }
-    pe_dx_variant v;
-    pe_dx_errors e;
-    bool explains;
     st = choose(s, &c, &found, &alt, tol, &out->claimed, &v, &e, &explains);
-    if (st == PE_OK)
-        st = conclude(s, &c, tol, v, e, explains, out);
+    if (st == PE_OK && !explains)
+        st = positions_after_search(s, &c, &found, tol, out, &v, &e, &explains);
+    if (st != PE_OK)
+        goto fail;
+conclude:
+    st = conclude(s, &c, tol, v, e, explains, out);
     if (st != PE_OK)
         goto fail;
     return PE_OK;

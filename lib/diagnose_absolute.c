@@ -340,3 +340,20 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
     view_free(&views[1]);
     return st;
 }
+
+pe_status dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                              double *w)
+{
+    abs_view view = {0};
+    abs_reading r = {false, v->sin_cos_swapped, v->sin_layout, 0};
+    double score;
+
+    ph->z = NULL;
+    pe_status st = make_view(s, false, v->embed_scale, &view);
+    if (st == PE_OK)
+        st = build(&view, &r, ph, &score);
+    for (size_t i = 0; st == PE_OK && i < s->cols / 2; i++)
+        w[i] = pe_inv_freq(v->base, i, s->cols);
+    view_free(&view);
+    return st;
+}

@@ -219,8 +219,10 @@ void pe_dx_result_free(pe_dx_result *r)
         return;
     free(r->slopes);
     free(r->slopes_differ);
+    free(r->positions);
     r->slopes = NULL;
     r->slopes_differ = NULL;
+    r->positions = NULL;
 }
 
 size_t pe_dx_subject_size(const pe_dx_subject *s)

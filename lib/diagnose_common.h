@@ -77,6 +77,30 @@ double dx_round_sig(double v, int digits);
 double dx_profile_score(const double *m, const double *w, size_t half, pe_dx_precision precision,
                         double span);
 
+/* Phasors of a subject read as variant v (not transposed; an encoded
+ * table less v->embed_scale * x; rope: v's head, width, layout, sin/cos
+ * order) and the signed frequency of each in-head pair into w (absolute:
+ * cols/2, rope: rotary_dim/2; negative when v rotates by -theta). ph->z
+ * is new (the caller frees it, also after an error). */
+pe_status dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                              double *w);
+pe_status dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                          double *w);
+
+/* Each row's position from its phase: the lowest frequency with a signal
+ * gives it within [-P/20, 19P/20) (P its period), every higher one refines
+ * it; rounded, with out[t] the integer of the best coherence among the
+ * rounding and its neighbours. *coherent: every row's coherence (sum of
+ * Re(S_i e^{-i w_i p}) over sum |S_i|) is at least 0.8. */
+pe_status dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *out, bool *coherent);
+
+/* positions_mismatch (diagnose_positions.c): the positions the phases of
+ * the subject read as `base` show; when they differ from the claimed ones
+ * (a constant shift: an offset), v is base with them (out->positions holds
+ * them) and *explains says whether v reproduces the subject. */
+pe_status dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base, pe_dx_tolerance tol,
+                           pe_dx_result *out, pe_dx_variant *v, pe_dx_errors *e, bool *explains);
+
 /* ---- per-kind searches; each fills *best with its closest variant ---- */
 
 pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,

@@ -234,6 +234,32 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             b->embed_scale, c->embed_scale);
 }
 
+/* positions_mismatch: best's own positions, their pattern, the first few. */
+static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, const pe_dx_result *r,
+                              const char *with, sink *k)
+{
+    if (!b->positions)
+        return;
+    char list[96];
+    size_t used = 0;
+    for (size_t t = 0; t < s->rows && t < 6 && used < sizeof list; t++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", t ? ", " : "",
+                                 (long long)b->positions[t]);
+    if (s->rows > 6 && used < sizeof list)
+        snprintf(list + used, sizeof list - used, ", ...");
+    static const char *const what[] =
+        {[PE_DX_PATTERN_OTHER] = "other than the claimed ones",
+         [PE_DX_PATTERN_REVERSED] = "descending (reversed)",
+         [PE_DX_PATTERN_CONSTANT] = "all equal (position ids all the same - if all zero, "
+                                    "perhaps no positions were applied)",
+         [PE_DX_PATTERN_RESTART] = "restarting per segment",
+         [PE_DX_PATTERN_FROM_MASK] = "derived from a padding mask the claim did not send"};
+    add(k, PE_DX_POSITIONS_MISMATCH,
+        "the positions read from the phases are %s: %s; with these positions%s the maximum"
+        " error drops from %.3g to %.3g",
+        what[r->positions_pattern], list, with, r->claimed.max_abs, r->explained.max_abs);
+}
+
 /* One pass; `with` qualifies the error drops when findings combine. */
 static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
                           const char *with, sink *k)
@@ -285,6 +311,9 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
                 c->t5.bidirectional ? "bidirectional" : "unidirectional");
         break;
     }
+    if (s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
+        s->kind != PE_DX_SUBJ_T5_BIAS)
+        positions_finding(s, b, r, with, k);
     if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
         add(k, PE_DX_LOW_PRECISION,
             "the angles are right but the values were stored in %s (max error %.3g against"

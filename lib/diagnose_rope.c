@@ -596,3 +596,17 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
     }
     return PE_OK;
 }
+
+pe_status dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph, double *w)
+{
+    reading r = {v->rope.head_dim, v->rope.rotary_dim, v->rope.layout, v->sin_cos_swapped, 0};
+    double amp, score, implied;
+
+    ph->z = NULL;
+    pe_status st = build_phasors(s, &r, ph, &amp, &score);
+    if (st == PE_OK)
+        st = dx_rope_freqs(s, v, w, &implied);
+    for (size_t i = 0; st == PE_OK && v->reversed && i < v->rope.rotary_dim / 2; i++)
+        w[i] = -w[i];
+    return st;
+}

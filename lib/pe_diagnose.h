@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-/* The contract's finding codes (v1.1), in its table's order. */
+/* The contract's finding codes (v1.1, in its table's order; then v1.2's). */
 #define PE_DX_CODES(XX)                                                                            \
     XX(PE_DX_LAYOUT_SWAPPED, "layout_swapped")                                                     \
     XX(PE_DX_SIN_COS_SWAPPED, "sin_cos_swapped")                                                   \
@@ -51,7 +51,8 @@ extern "C" {
     XX(PE_DX_ALIBI_SLOPES, "alibi_slopes")                                                         \
     XX(PE_DX_ALIBI_FORM, "alibi_form")                                                             \
     XX(PE_DX_T5_DIRECTION, "t5_direction")                                                         \
-    XX(PE_DX_T5_BUCKETS, "t5_buckets")
+    XX(PE_DX_T5_BUCKETS, "t5_buckets")                                                             \
+    XX(PE_DX_POSITIONS_MISMATCH, "positions_mismatch")
 
 typedef enum pe_dx_code {
 #define PE_DX_ENUM(e, s) e,
@@ -91,6 +92,22 @@ typedef enum pe_dx_stage {
 
 /* An ALiBi form's contract name: "symmetric", "bloom", "mpt". */
 const char *pe_dx_alibi_form_name(pe_alibi_form form);
+
+/* How positions found from the phase differ from the claimed ones
+ * (positions_mismatch's evidence.pattern). */
+typedef enum pe_dx_pattern {
+    PE_DX_PATTERN_OTHER = 0,
+    PE_DX_PATTERN_REVERSED, /* descending by 1 (Transformer-XL's klen-1 ... 0) */
+    PE_DX_PATTERN_CONSTANT, /* all equal (e.g. all zero) */
+    PE_DX_PATTERN_RESTART,  /* ascending by 1, restarting per segment */
+    PE_DX_PATTERN_FROM_MASK /* cumsum(mask) - 1 with pads at one value (0 or 1) */
+} pe_dx_pattern;
+
+/* "other", "reversed", "constant", "restart", "from_mask". */
+const char *pe_dx_pattern_name(pe_dx_pattern pattern);
+
+/* The pattern of positions p[n] (n >= 1). */
+pe_dx_pattern pe_dx_positions_pattern(const int64_t *p, size_t n);
 
 /* "angles", "values". */
 const char *pe_dx_stage_name(pe_dx_stage stage);
@@ -212,7 +229,8 @@ typedef struct pe_dx_finding {
  *   rope.head_dim; scaling_mismatch: rope.scaling; attention_factor:
  *   attention_factor; embed_scale; low_precision: precision; alibi_slopes:
  *   slopes (+ slopes_differ); alibi_form: alibi_form, alibi_sign;
- *   t5_buckets: t5.num_buckets/max_distance/bidirectional. */
+ *   t5_buckets: t5.num_buckets/max_distance/bidirectional;
+ *   positions_mismatch: positions (n_positions of them), positions_pattern. */
 typedef struct pe_dx_result {
     pe_dx_verdict verdict;
     pe_dx_errors claimed;     /* the subject against the claim */
@@ -222,9 +240,13 @@ typedef struct pe_dx_result {
                                  precision, with what that precision explains */
     size_t n_findings;
     pe_dx_finding findings[PE_DX_MAX_FINDINGS];
-    double *slopes;      /* owned: best.slopes when the search found its
+    double *slopes;                  /* owned: best.slopes when the search found its
                               own, else NULL */
-    bool *slopes_differ; /* owned, [heads]: alibi_slopes evidence */
+    int64_t *positions;              /* owned, [rows] or NULL: best.positions when
+                              positions_mismatch recovered them */
+    size_t n_positions;              /* the subject's rows when positions is set */
+    pe_dx_pattern positions_pattern; /* positions_mismatch evidence */
+    bool *slopes_differ;             /* owned, [heads]: alibi_slopes evidence */
 } pe_dx_result;
 
 /* Free what a result owns; accepts a zeroed result. */

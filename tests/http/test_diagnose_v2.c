@@ -306,8 +306,78 @@ static void mpt_form(const server *s)
     }
 }
 
+/* ---- 6. positions from the phase ----------------------------------------- */
+
+/* evidence.positions[0] and best.positions both equal want[T]. */
+static void check_positions(const char *label, const http_resp *r, const int64_t *want, size_t T,
+                            const char *pattern)
+{
+    const json_t *f = diagnose_finding(r, "positions_mismatch");
+    const char *pat = ev_string(f, "pattern");
+    CHECK(pat && strcmp(pat, pattern) == 0, label, "pattern %s, want %s", pat ? pat : "(none)",
+          pattern);
+    const json_t *rows = evidence(f, "positions");
+    const json_t *row = json_array_get(rows, 0);
+    const json_t *best = json_object_get(r->json, "best");
+    const json_t *bp = json_object_get(best, "positions");
+    bool ok = json_array_size(rows) == 1 && json_array_size(row) == T && json_array_size(bp) == T;
+    for (size_t t = 0; ok && t < T; t++)
+        ok = json_integer_value(json_array_get(row, t)) == want[t] &&
+             json_integer_value(json_array_get(bp, t)) == want[t];
+    CHECK(ok, label,
+          "evidence.positions [[...]] and best.positions are the positions found: %.600s", r->body);
+    CHECK(diagnose_finding(r, "sin_cos_swapped") == NULL &&
+              diagnose_finding(r, "rotation_reversed") == NULL &&
+              diagnose_finding(r, "position_offset") == NULL,
+          label, "no sin_cos_swapped, rotation_reversed or position_offset");
+}
+
+static void positions_mismatch(const server *s)
+{
+    enum { T = 40, D = 32 };
+    float tab[T * D];
+    int64_t want[T];
+    /* Transformer-XL (restated): positions klen-1 ... 0, cat(sin, cos) */
+    for (size_t t = 0; t < T; t++) {
+        want[t] = (int64_t)(T - 1 - t);
+        for (size_t i = 0; i < D / 2; i++) {
+            double a = (double)want[t] / pow(10000.0, (double)(2 * i) / D);
+            tab[t * D + i] = (float)sin(a);
+            tab[t * D + D / 2 + i] = (float)cos(a);
+        }
+    }
+    const char *label = "v2 Transformer-XL table -> positions_mismatch reversed";
+    http_resp r;
+    if (post_table(s, label, tab, T, D, "\"params\":{\"layout\":\"split\"}", "explained", &r))
+        check_positions(label, &r, want, T, "reversed");
+    http_resp_free(&r);
+
+    /* RoPE with all-zero position ids: the vectors come back unrotated */
+    enum { W = 64 };
+    float x[T * W];
+    trng g;
+    trng_seed(&g, 6);
+    trng_fill(&g, x, T * W, -1, 1);
+    for (size_t t = 0; t < T; t++)
+        want[t] = 0;
+    label = "v2 rope at all-zero position ids -> positions_mismatch constant";
+    sbuf b;
+    sb_init(&b);
+    sb_puts(&b, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":32},");
+    put(&b, "embeddings", x, T, W);
+    sb_puts(&b, ",");
+    put(&b, "encoded", x, T, W);
+    sb_puts(&b, "}");
+    if (post(s, label, &b, "explained", &r)) {
+        check_positions(label, &r, want, T, "constant");
+        expect_no_structure(label, &r, "positions_mismatch");
+    }
+    http_resp_free(&r);
+}
+
 void test_diagnose_v2(const server *s)
 {
+    positions_mismatch(s);
     mpt_form(s);
     values_stage(s);
     half_minus_one(s);

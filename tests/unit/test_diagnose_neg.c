@@ -23,6 +23,11 @@
 
 static const pe_dx_tolerance tol = {1e-4, 1e-4};
 
+/* GPT-NeoX rotation (test_diagnose_v2.c): x in half layout, heads of hd, at
+ * positions q. */
+void dx_test_neox_rotate(const int64_t *q, size_t n, size_t width, size_t hd, const float *x,
+                         float *y);
+
 /* Vaswani et al.: PE[p][2i] = sin(p / 10000^(2i/d)), PE[p][2i+1] = cos. */
 static void vaswani(const int64_t *pos, size_t n, size_t d, float *out)
 {
@@ -46,9 +51,11 @@ static void neox_cache(const int64_t *pos, size_t n, size_t rd, float *cosv, flo
         }
 }
 
+/* Structure that is not there: every code but low_precision, and
+ * positions_mismatch where the positions really are other (all zero). */
 static bool structural(pe_dx_code c)
 {
-    return c != PE_DX_LOW_PRECISION;
+    return c != PE_DX_LOW_PRECISION && c != PE_DX_POSITIONS_MISMATCH;
 }
 
 /* No structural finding, no negative position in best; prints otherwise. */
@@ -81,6 +88,8 @@ static void run(const char *what, const pe_dx_subject *s, const pe_dx_variant *c
     if (want == PE_DX_MATCH)
         CHECK(r.n_findings == 0, "%s: match without findings (got %zu)", what, r.n_findings);
     check_no_structure(what, s, &r);
+    for (size_t k = 0; want == PE_DX_UNEXPLAINED && k < r.n_findings; k++)
+        CHECK(r.findings[k].code != PE_DX_POSITIONS_MISMATCH, "%s: no positions invented", what);
     if (keep)
         *keep = r;
     else
@@ -168,6 +177,17 @@ static void sinusoidal_negatives(void)
           "encoded == embeddings: best is the claim (embed_scale %g, offset %lld)",
           r.best.embed_scale, (long long)r.best.offset);
     pe_dx_result_free(&r);
+
+    /* all-zero position ids under a claim of 0, 1, 2, ...: every row is
+     * row 0; the one structure allowed is the truth, positions all 0 */
+    int64_t zero[NT] = {0};
+    vaswani(zero, NT, ND, sub);
+    run("sinusoidal table at all-zero positions", &s, &c, PE_DX_EXPLAINED, &r);
+    CHECK(r.n_findings == 1 && r.findings[0].code == PE_DX_POSITIONS_MISMATCH &&
+              r.positions_pattern == PE_DX_PATTERN_CONSTANT && r.best.positions &&
+              r.best.positions[NT - 1] == 0,
+          "all-zero positions: positions_mismatch constant (0), nothing else");
+    pe_dx_result_free(&r);
 }
 
 static void rope_cache_negatives(void)
@@ -199,20 +219,6 @@ static void rope_cache_negatives(void)
     }
 }
 
-/* GPT-NeoX rotation of x (half layout, heads of hd) at positions pos. */
-static void neox_rotate(const int64_t *pos, size_t n, size_t width, size_t hd, const float *x,
-                        float *y)
-{
-    for (size_t t = 0; t < n; t++)
-        for (size_t h = 0; h < width / hd; h++)
-            for (size_t i = 0; i < hd / 2; i++) {
-                double ang = (double)pos[t] * pow(10000.0, -2.0 * (double)i / (double)hd);
-                size_t a = t * width + h * hd + i, b = a + hd / 2;
-                y[a] = (float)(x[a] * cos(ang) - x[b] * sin(ang));
-                y[b] = (float)(x[b] * cos(ang) + x[a] * sin(ang));
-            }
-}
-
 static void rope_encoded_negatives(void)
 {
     enum { W = 128, HD = 64 };
@@ -228,7 +234,7 @@ static void rope_encoded_negatives(void)
         pos[t] = (int64_t)t;
     for (size_t e = 0; e < NT * W; e++)
         x[e] = (float)test_uniform(&seed, -1.0, 1.0);
-    neox_rotate(pos, NT, W, HD, x, right);
+    dx_test_neox_rotate(pos, NT, W, HD, x, right);
     pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_ENCODED,
                        .rows = NT,
                        .cols = W,

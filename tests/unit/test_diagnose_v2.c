@@ -306,6 +306,136 @@ static void mpt_form(void)
     }
 }
 
+/* ---- 6. positions from the phase ----------------------------------------- */
+
+/* Transformer-XL's PositionalEmbedding (restated): pos_seq runs klen-1
+ * down to 0, inv_freq = 1 / 10000^(2i/d), the row is cat(sin, cos) of
+ * pos * inv_freq - a split table at descending positions. */
+static void transformer_xl(size_t klen, size_t d, float *out)
+{
+    double inv[256];
+    for (size_t i = 0; i < d / 2; i++)
+        inv[i] = 1.0 / pow(10000.0, (double)(2 * i) / (double)d);
+    for (size_t t = 0; t < klen; t++)
+        for (size_t i = 0; i < d / 2; i++) {
+            double a = (double)(klen - 1 - t) * inv[i];
+            out[t * d + i] = (float)sin(a);
+            out[t * d + d / 2 + i] = (float)cos(a);
+        }
+}
+
+/* x rotated GPT-NeoX style (half layout, heads of hd) at positions q; also
+ * test_diagnose_neg.c's reference. */
+void dx_test_neox_rotate(const int64_t *q, size_t n, size_t width, size_t hd, const float *x,
+                         float *y);
+void dx_test_neox_rotate(const int64_t *q, size_t n, size_t width, size_t hd, const float *x,
+                         float *y)
+{
+    for (size_t t = 0; t < n; t++)
+        for (size_t h = 0; h < width / hd; h++)
+            for (size_t i = 0; i < hd / 2; i++) {
+                double a = (double)q[t] * pow(10000.0, -2.0 * (double)i / (double)hd);
+                size_t ea = t * width + h * hd + i, eb = ea + hd / 2;
+                y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
+                y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
+            }
+}
+
+static bool positions_are(const pe_dx_result *r, const int64_t *want, size_t n)
+{
+    if (!r->best.positions)
+        return false;
+    for (size_t t = 0; t < n; t++)
+        if (r->best.positions[t] + r->best.offset != want[t])
+            return false;
+    return true;
+}
+
+static void descending_table(void)
+{
+    enum { T = 48, D = 64 };
+    static float tab[T * D];
+    int64_t pos[T], want[T];
+    for (size_t t = 0; t < T; t++) {
+        pos[t] = (int64_t)t;
+        want[t] = (int64_t)(T - 1 - t);
+    }
+    transformer_xl(T, D, tab);
+    pe_dx_subject s = {.kind = PE_DX_SUBJ_TABLE, .rows = T, .cols = D, .a = tab, .positions = pos};
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    for (int lay = 0; lay < 2; lay++) {
+        c.sin_layout = lay ? PE_SIN_INTERLEAVED : PE_SIN_SPLIT;
+        pe_dx_result r;
+        CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "Transformer-XL: diagnoses");
+        bool ok = r.verdict == PE_DX_EXPLAINED && has(&r, PE_DX_POSITIONS_MISMATCH) &&
+                  !has(&r, PE_DX_SIN_COS_SWAPPED) && r.n_findings == (size_t)(1 + lay) &&
+                  (!lay || has(&r, PE_DX_LAYOUT_SWAPPED)) &&
+                  r.positions_pattern == PE_DX_PATTERN_REVERSED && positions_are(&r, want, T);
+        CHECK(ok,
+              "Transformer-XL table under a%s claim: positions_mismatch reversed%s, never "
+              "sin_cos_swapped",
+              lay ? "n interleaved" : " split", lay ? " + layout_swapped" : "");
+        if (!ok)
+            show("Transformer-XL", &r);
+        pe_dx_result_free(&r);
+    }
+}
+
+/* Rotated vectors at positions q under a claim of 0, 1, 2, ...: the
+ * positions found, their pattern, no other finding. */
+static void rope_positions(const char *what, const int64_t *q, pe_dx_pattern pattern)
+{
+    enum { T = 32, W = 128, HD = 64 };
+    static float x[T * W], y[T * W];
+    int64_t pos[T];
+    uint64_t seed = 77;
+    for (size_t t = 0; t < T; t++)
+        pos[t] = (int64_t)t;
+    for (size_t e = 0; e < T * W; e++)
+        x[e] = (float)test_uniform(&seed, -1, 1);
+    dx_test_neox_rotate(q, T, W, HD, x, y);
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = HD;
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = T, .cols = W, .x = x, .a = y, .positions = pos};
+    pe_dx_result r;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "%s: diagnoses", what);
+    bool ok = r.verdict == PE_DX_EXPLAINED && r.n_findings == 1 &&
+              has(&r, PE_DX_POSITIONS_MISMATCH) && r.positions_pattern == pattern &&
+              positions_are(&r, q, T) && r.best.rope.head_dim == HD;
+    CHECK(ok, "%s: positions_mismatch %s with the positions found", what,
+          pe_dx_pattern_name(pattern));
+    if (!ok)
+        show(what, &r);
+    pe_dx_result_free(&r);
+}
+
+static void positions_mismatch(void)
+{
+    enum { T = 32 };
+    int64_t q[T];
+    descending_table();
+    for (size_t t = 0; t < T; t++)
+        q[t] = 0;
+    rope_positions("rope, all-zero position ids", q, PE_DX_PATTERN_CONSTANT);
+    for (size_t t = 0; t < T; t++)
+        q[t] = (int64_t)(t % 16);
+    rope_positions("rope, two packed sequences of 16", q, PE_DX_PATTERN_RESTART);
+    for (size_t t = 0; t < T; t++) /* left padding by 5: HF fills the pads with 1 */
+        q[t] = t < 5 ? 1 : (int64_t)t - 5;
+    rope_positions("rope, positions from a left-padding mask", q, PE_DX_PATTERN_FROM_MASK);
+    for (size_t t = 0; t < T; t++)
+        q[t] = (int64_t)((t * 7) % T);
+    rope_positions("rope, permuted positions", q, PE_DX_PATTERN_OTHER);
+    for (size_t t = 0; t < T; t++)
+        q[t] = (int64_t)(T - 1 - t);
+    rope_positions("rope, descending positions", q, PE_DX_PATTERN_REVERSED);
+    CHECK(pe_dx_positions_pattern((const int64_t[]){3, 4, 5}, 3) == PE_DX_PATTERN_OTHER,
+          "a shifted range is no positions pattern (it is an offset)");
+}
+
 void test_diagnose_v2(void); /* main.c calls it */
 void test_diagnose_v2(void)
 {
@@ -313,4 +443,5 @@ void test_diagnose_v2(void)
     rope_half_minus_one();
     values_stage();
     mpt_form();
+    positions_mismatch();
 }
