@@ -173,6 +173,11 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
                                                    : width;
     if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
         goto done;
+    /* no head size anywhere (rope_plan_init then rotates the whole vector):
+     * the search finds it (contract 1.2, Head size) */
+    const model *m = rq->model;
+    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim &&
+                          !(m && m->head_dim && m->head_dim <= width && width % m->head_dim == 0);
     bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
     size_t heads = relative ? main->dim[0] : 0;
     if (check_heads(dr, &claim, heads, err))

@@ -99,7 +99,15 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
     double from = r->claimed.max_abs, to = r->best_errors.max_abs;
     size_t rd = b->rope.rotary_dim;
 
-    if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim)
+    if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim &&
+        c->head_dim_free)
+        add(k, PE_DX_HEAD_DIM_MISMATCH,
+            "the rotation runs over heads of %zu channels (%zu heads); no head_dim was given,"
+            " so the claim rotated the whole vector of %zu: send head_dim %zu%s (the maximum"
+            " error drops from %.3g to %.3g)",
+            b->rope.head_dim, s->cols / b->rope.head_dim, s->cols, b->rope.head_dim, with, from,
+            to);
+    else if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim)
         add(k, PE_DX_HEAD_DIM_MISMATCH,
             "the rotation runs over heads of %zu channels, not the claimed %zu;"
             " with head_dim %zu%s the maximum error drops from %.3g to %.3g",

@@ -24,7 +24,7 @@
 
 #include "diagnose_common.h"
 
-#define MAX_READINGS 12
+#define MAX_READINGS 40
 #define MAX_FINALISTS 4
 #define MAX_CANDIDATES 640
 
@@ -183,6 +183,69 @@ static size_t add_reading(reading *list, size_t n, reading r)
             return n;
     list[n] = r;
     return n + 1;
+}
+
+/* Head sizes worth trying when the claim gave none: the even divisors of
+ * the width from 8 up (at most 24, the largest kept). */
+static size_t head_sizes(size_t cols, size_t *out)
+{
+    size_t n = 0;
+    for (size_t hd = cols; hd >= 8 && n < 24; hd--)
+        if (hd % 2 == 0 && cols % hd == 0)
+            out[n++] = hd;
+    return n;
+}
+
+/* Interleaved pairs are (2i, 2i+1) whatever the head size: the head size
+ * is the period of the frequency profile measured over the whole vector,
+ * the smallest even divisor of the width under which every pair's
+ * frequency repeats (within 0.1 rad over the positions' span); the width
+ * when none does. */
+static pe_status interleaved_period(const pe_dx_subject *s, size_t *period)
+{
+    size_t cols = s->cols, half = cols / 2;
+    reading r = {cols, cols, PE_ROPE_INTERLEAVED, false, 0};
+    dx_phasors ph = {0};
+    double amp, score, span = dx_seq_len(s, NULL, 0);
+    double *m = malloc((half ? half : 1) * sizeof *m); /* owned */
+    pe_status st = m ? build_phasors(s, &r, &ph, &amp, &score) : PE_ENOMEM;
+    if (st == PE_OK)
+        st = dx_measure_freqs(&ph, s->positions, m);
+    *period = cols;
+    for (size_t hd = 4; st == PE_OK && hd < cols; hd += 2) {
+        if (cols % hd)
+            continue;
+        bool repeats = true;
+        for (size_t k = hd / 2; k < half && repeats; k++)
+            repeats = fabs(m[k] - m[k % (hd / 2)]) * span <= 0.1;
+        if (repeats) {
+            *period = hd;
+            break;
+        }
+    }
+    free(ph.z);
+    free(m);
+    return st;
+}
+
+/* The readings of a claim without a head size: the interleaved period,
+ * and every candidate head size in the half layout (whose pairing differs
+ * by head size: the norms tell). Rotary width: the head's, or the claim's
+ * when it named a partial one. */
+static pe_status free_head_readings(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                    reading *list, size_t *n)
+{
+    size_t crd = claim->rope.rotary_dim, hds[24], period;
+    bool full = crd == claim->rope.head_dim;
+    pe_status st = interleaved_period(s, &period);
+    if (st != PE_OK)
+        return st;
+    *n = add_reading(list, *n,
+                     (reading){period, full ? period : crd, PE_ROPE_INTERLEAVED, false, 0});
+    size_t nh = head_sizes(s->cols, hds);
+    for (size_t k = 0; k < nh; k++)
+        *n = add_reading(list, *n, (reading){hds[k], full ? hds[k] : crd, PE_ROPE_HALF, false, 0});
+    return PE_OK;
 }
 
 static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
@@ -551,6 +614,12 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
     reading list[MAX_READINGS];
     size_t n = make_readings(s, claim, tol, list);
     pe_status st = PE_OK;
+
+    if (claim->head_dim_free && s->kind == PE_DX_SUBJ_ROPE_ENCODED) {
+        st = free_head_readings(s, claim, list, &n);
+        if (st != PE_OK)
+            return st;
+    }
 
     *best = *alt = *claim;
     for (size_t k = 0; k < n; k++) {

@@ -181,6 +181,9 @@ typedef struct pe_dx_variant {
      * longrope factor lists are borrowed from the claim. */
     pe_rope rope;
     bool reversed;           /* rotation by -theta */
+    bool head_dim_free;      /* claim only: no head size was given (the claim
+                                rotates the whole vector); ROPE_ENCODED's
+                                search tries the even divisors of the width */
     double attention_factor; /* the constant on every rotated pair */
     size_t frequency_dim;    /* evidence: the exponent's denominator when
                                  rotary_dim_mismatch names head_dim; else

@@ -375,8 +375,48 @@ static void positions_mismatch(const server *s)
     http_resp_free(&r);
 }
 
+/* ---- 7. the head size searched ------------------------------------------- */
+
+static void free_head_size(const server *s)
+{
+    enum { T = 32, W = 128, HD = 32 };
+    float x[T * W], y[T * W];
+    trng g;
+    trng_seed(&g, 7);
+    trng_fill(&g, x, T * W, -1, 1);
+    for (size_t t = 0; t < T; t++) /* GPT-NeoX half layout, 4 heads of 32 */
+        for (size_t h = 0; h < W / HD; h++)
+            for (size_t i = 0; i < HD / 2; i++) {
+                double a = (double)t * pow(10000.0, -2.0 * (double)i / HD);
+                size_t ea = t * W + h * HD + i, eb = ea + HD / 2;
+                y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
+                y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
+            }
+    const char *label = "v2 rope without head_dim, 4 heads of 32 -> head_dim_mismatch 32";
+    sbuf b;
+    sb_init(&b);
+    sb_puts(&b, "{\"scheme\":\"rope\",");
+    put(&b, "embeddings", x, T, W);
+    sb_puts(&b, ",");
+    put(&b, "encoded", y, T, W);
+    sb_puts(&b, "}");
+    http_resp r;
+    if (post(s, label, &b, "explained", &r)) {
+        const json_t *f = diagnose_finding(&r, "head_dim_mismatch");
+        CHECK(ev_number(f, "head_dim") == HD, label, "evidence.head_dim %g",
+              ev_number(f, "head_dim"));
+        const json_t *params = json_object_get(json_object_get(r.json, "best"), "params");
+        CHECK(jint(params, "head_dim", 0) == HD, label, "best.params.head_dim %lld",
+              jint(params, "head_dim", 0));
+        CHECK(json_array_size(json_object_get(r.json, "findings")) == 1, label,
+              "head_dim_mismatch alone: %.500s", r.body);
+    }
+    http_resp_free(&r);
+}
+
 void test_diagnose_v2(const server *s)
 {
+    free_head_size(s);
     positions_mismatch(s);
     mpt_form(s);
     values_stage(s);

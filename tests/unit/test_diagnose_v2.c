@@ -436,6 +436,85 @@ static void positions_mismatch(void)
           "a shifted range is no positions pattern (it is an offset)");
 }
 
+/* ---- 7. the head size searched ------------------------------------------- */
+
+/* x rotated in heads of hd (interleaved: GPT-J / Meta Llama's pairs (2i,
+ * 2i+1); else GPT-NeoX's half layout) at positions 0, 1, ... */
+static void rotate_heads(size_t n, size_t width, size_t hd, bool interleaved, const float *x,
+                         float *y)
+{
+    for (size_t t = 0; t < n; t++)
+        for (size_t h = 0; h < width / hd; h++)
+            for (size_t i = 0; i < hd / 2; i++) {
+                double a = (double)t * pow(10000.0, -2.0 * (double)i / (double)hd);
+                size_t base = t * width + h * hd;
+                size_t ea = base + (interleaved ? 2 * i : i);
+                size_t eb = base + (interleaved ? 2 * i + 1 : i + hd / 2);
+                y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
+                y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
+            }
+}
+
+static void free_head_size(void)
+{
+    enum { T = 48, W = 256 };
+    static float x[T * W], y[T * W];
+    int64_t pos[T];
+    uint64_t seed = 9;
+    for (size_t t = 0; t < T; t++)
+        pos[t] = (int64_t)t;
+    for (size_t e = 0; e < T * W; e++)
+        x[e] = (float)test_uniform(&seed, -1, 1);
+    static const struct {
+        size_t hd;
+        bool interleaved;
+        pe_rope_layout claim_layout;
+        const char *what;
+    } cases[] = {
+        {32, false, PE_ROPE_HALF, "8 heads of 32, half layout, no head_dim"},
+        {64, true, PE_ROPE_INTERLEAVED, "4 heads of 64, interleaved, no head_dim"},
+        {128, true, PE_ROPE_HALF, "2 heads of 128, interleaved under a half claim, no head_dim"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        rotate_heads(T, W, cases[k].hd, cases[k].interleaved, x, y);
+        pe_dx_variant c;
+        pe_dx_variant_init(&c);
+        c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = W; /* what the API sends */
+        c.rope.layout = cases[k].claim_layout;
+        c.head_dim_free = true;
+        pe_dx_subject s = {.kind = PE_DX_SUBJ_ROPE_ENCODED,
+                           .rows = T,
+                           .cols = W,
+                           .x = x,
+                           .a = y,
+                           .positions = pos};
+        pe_dx_result r;
+        CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "%s: diagnoses", cases[k].what);
+        bool swapped = (cases[k].claim_layout == PE_ROPE_INTERLEAVED) != cases[k].interleaved;
+        bool ok = r.verdict == PE_DX_EXPLAINED && has(&r, PE_DX_HEAD_DIM_MISMATCH) &&
+                  r.best.rope.head_dim == cases[k].hd && r.best.rope.rotary_dim == cases[k].hd &&
+                  r.n_findings == (swapped ? 2u : 1u) &&
+                  (!swapped || has(&r, PE_DX_LAYOUT_SWAPPED));
+        CHECK(ok, "%s: head_dim_mismatch %zu%s", cases[k].what, cases[k].hd,
+              swapped ? " + layout_swapped" : "");
+        if (!ok)
+            show(cases[k].what, &r);
+        pe_dx_result_free(&r);
+    }
+    /* the whole vector as one head: match, no finding */
+    rotate_heads(T, W, W, false, x, y);
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = W;
+    c.head_dim_free = true;
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = T, .cols = W, .x = x, .a = y, .positions = pos};
+    pe_dx_result r;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_MATCH && r.n_findings == 0,
+          "one head over the whole vector, no head_dim: match");
+    pe_dx_result_free(&r);
+}
+
 void test_diagnose_v2(void); /* main.c calls it */
 void test_diagnose_v2(void)
 {
@@ -444,4 +523,5 @@ void test_diagnose_v2(void)
     values_stage();
     mpt_form();
     positions_mismatch();
+    free_head_size();
 }
