@@ -122,7 +122,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     diag_unflatten(flat, main->ndim, main->dim, index);
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(r->verdict));
-    strbuf_putc(sb, ',');
+    strbuf_puts(sb, r->truncated ? ",\"truncated\":true," : ",");
     diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
     strbuf_puts(sb, ",\"findings\":[");
     for (size_t i = 0; i < r->n_findings; i++) {
@@ -189,7 +189,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
                           .x = rq->x.data,
                           .a = main->data,
                           .b = dr->arr[1].data,
-                          .positions = rq->positions};
+                          .positions = rq->positions,
+                          .budget_s = (double)svc->limits.diagnose_ms / 1000.0};
     size_t n = pe_dx_subject_size(&subj);
     if (n == 0) {
         api_fail(err, API_E_TOO_LARGE, dr->names[0], "the subject has too many elements");

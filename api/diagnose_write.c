@@ -303,6 +303,10 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     diag_put_float(sb, r->claimed.max_abs);
     put_key(sb, &first, "error_after");
     diag_put_float(sb, r->explained.max_abs);
+    if (r->truncated) { /* the budget ran out before the search was done */
+        put_key(sb, &first, "truncated");
+        strbuf_puts(sb, "true");
+    }
     strbuf_putc(sb, '}');
 }
 

@@ -199,7 +199,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
     *explains = false;
     *e = *claimed;
     *v = *c;
-    for (size_t k = 0; k < nprec; k++)
+    for (size_t k = 0; k < nprec && !dx_out_of_time(s); k++)
         for (int b = 0; b < 3; b++) {
             const pe_dx_variant *base = k < 2 ? found_first[b] : claim_first[b];
             if ((base == c && k < 2) || (base == alt && !rope_kind(s->kind)))
@@ -335,13 +335,46 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     return PE_OK;
 }
 
-pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+/* The search past the claim's own readings: the claim's structure at the
+ * positions its phases show, the search of the kind, the choice among what
+ * it found (and those at their phases' positions), the verdict. */
+static pe_status search_and_conclude(const pe_dx_subject *s, const pe_dx_variant *c,
+                                     pe_dx_tolerance tol, pe_dx_result *out)
+{
+    pe_dx_variant v;
+    pe_dx_errors e;
+    bool explains;
+    pe_status st = dx_try_positions(s, c, tol, out, &v, &e, &explains);
+    if (st != PE_OK || explains)
+        return st == PE_OK ? conclude(s, c, tol, v, e, explains, out) : st;
+
+    pe_dx_variant found = *c, alt = *c;
+    if (!dx_out_of_time(s))
+        st = search_kind(s, c, tol, &found, &alt, out);
+    if (st == PE_OK && found.slopes)
+        st = mark_differing_slopes(s, &found, out);
+    if (st == PE_OK)
+        st = choose(s, c, &found, &alt, tol, &out->claimed, &v, &e, &explains);
+    if (st == PE_OK && !explains && !dx_out_of_time(s))
+        st = positions_after_search(s, c, &found, tol, out, &v, &e, &explains);
+    if (st == PE_OK)
+        st = conclude(s, c, tol, v, e, explains, out);
+    return st;
+}
+
+pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, pe_dx_tolerance tol,
                       pe_dx_result *out)
 {
     memset(out, 0, sizeof *out);
-    pe_status st = validate(s, claim);
+    pe_status st = validate(subject, claim);
     if (st != PE_OK)
         return st;
+    /* the budget runs from here; every stage after the claim's own checks
+     * stops at it */
+    pe_dx_subject sub = *subject;
+    double budget = subject->budget_s > 0 ? subject->budget_s : PE_DX_DEFAULT_BUDGET_S;
+    sub.deadline_ = dx_cpu_seconds() + budget;
+    const pe_dx_subject *s = &sub;
 
     pe_dx_variant c;
     st = exact_claim(s, claim, &c);
@@ -349,40 +382,13 @@ pe_status pe_diagnose(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_
         return st;
     bool decided;
     st = judge_claim(s, &c, tol, out, &decided);
-    if (st != PE_OK || decided)
-        return st;
-
-    pe_dx_variant v;
-    pe_dx_errors e;
-    bool explains;
-    /* the claim's structure at the positions its phases show */
-    st = dx_try_positions(s, &c, tol, out, &v, &e, &explains);
-    if (st != PE_OK)
-        goto fail;
-    if (explains)
-        goto conclude;
-
-    pe_dx_variant found = c, alt = c;
-    st = search_kind(s, &c, tol, &found, &alt, out);
-    if (st != PE_OK)
-        goto fail;
-    if (found.slopes) {
-        st = mark_differing_slopes(s, &found, out);
-        if (st != PE_OK)
-            goto fail;
+    if (st == PE_OK && !decided) {
+        st = search_and_conclude(s, &c, tol, out);
+        out->truncated = dx_out_of_time(s);
     }
-    st = choose(s, &c, &found, &alt, tol, &out->claimed, &v, &e, &explains);
-    if (st == PE_OK && !explains)
-        st = positions_after_search(s, &c, &found, tol, out, &v, &e, &explains);
-    if (st != PE_OK)
-        goto fail;
-conclude:
-    st = conclude(s, &c, tol, v, e, explains, out);
-    if (st != PE_OK)
-        goto fail;
-    return PE_OK;
-fail:
-    pe_dx_result_free(out);
-    memset(out, 0, sizeof *out);
+    if (st != PE_OK) {
+        pe_dx_result_free(out);
+        memset(out, 0, sizeof *out);
+    }
     return st;
 }

@@ -261,7 +261,7 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, p
         min_score = fmin(min_score, list[k].norm_score);
     }
     size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS; k++) {
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !dx_out_of_time(s); k++) {
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "diagnose_common.h"
 
@@ -176,6 +177,19 @@ void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance t
     }
     out->mismatched = n ? (double)bad / (double)n : 0.0;
     out->rms = n ? sqrt(sq / (double)n) : 0.0;
+}
+
+double dx_cpu_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool dx_out_of_time(const pe_dx_subject *s)
+{
+    return s->deadline_ > 0.0 && dx_cpu_seconds() > s->deadline_;
 }
 
 double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset)

@@ -39,6 +39,13 @@ int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t);
 pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
                         double *implied_factor);
 
+/* This thread's CPU time in seconds. */
+double dx_cpu_seconds(void);
+
+/* Whether the subject's search budget is spent (pe_diagnose set its
+ * deadline; a subject without one never runs out). */
+bool dx_out_of_time(const pe_dx_subject *s);
+
 /* ---- the angle core (diagnose_angles.c) ------------------------------- */
 
 /* Phasors z[rows][pairs] (interleaved re, im) of one structural reading of

@@ -623,6 +623,10 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
 
     *best = *alt = *claim;
     for (size_t k = 0; k < n; k++) {
+        if (dx_out_of_time(s)) { /* the readings not scored are not followed */
+            n = k;
+            break;
+        }
         dx_phasors ph = {0};
         double amp;
         st = build_phasors(s, &list[k], &ph, &amp, &list[k].norm_score);
@@ -638,7 +642,7 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
             min_score = list[k].norm_score;
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
     size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS; k++) {
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !dx_out_of_time(s); k++) {
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;

@@ -158,7 +158,7 @@ pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tole
     /* the head and rotary widths go together: reverted as one, and only
      * where the claim's can be read (validate() checked the claim's) */
     double partial = e->max_abs; /* a partial explanation's own error */
-    for (int k = -1; k < DX_COMPONENTS; k++) {
+    for (int k = -1; k < DX_COMPONENTS && !dx_out_of_time(s); k++) {
         pe_dx_variant t = *v;
         if (k < 0) {
             if (t.rope.head_dim == c->rope.head_dim && t.rope.rotary_dim == c->rope.rotary_dim)

@@ -155,7 +155,12 @@ typedef struct pe_dx_subject {
     const float *a;           /* the main array, see pe_dx_kind */
     const float *b;           /* ROPE_CACHE: sin */
     const int64_t *positions; /* [rows] */
+    double budget_s;          /* the search's compute budget: seconds of this
+                                 thread's CPU time (0: PE_DX_DEFAULT_BUDGET_S) */
+    double deadline_;         /* pe_diagnose's own: leave 0 */
 } pe_dx_subject;
+
+#define PE_DX_DEFAULT_BUDGET_S 2.0
 
 /* A variant: everything that determines a subject. The claim is one (its
  * flags false, offset 0, precision exact); `best` is another. */
@@ -249,6 +254,8 @@ typedef struct pe_dx_result {
                               positions_mismatch recovered them */
     size_t n_positions;              /* the subject's rows when positions is set */
     pe_dx_pattern positions_pattern; /* positions_mismatch evidence */
+    bool truncated;                  /* the budget ran out: the search stopped
+                                        short (evidence.truncated) */
     bool *slopes_differ;             /* owned, [heads]: alibi_slopes evidence */
 } pe_dx_result;
 

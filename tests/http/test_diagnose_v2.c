@@ -377,6 +377,20 @@ static void positions_mismatch(const server *s)
 
 /* ---- 7. the head size searched ------------------------------------------- */
 
+/* GPT-NeoX's rotation (half layout) of x[T][W] in heads of hd, base theta,
+ * at positions 0, 1, ... */
+static void neox_heads(const float *x, size_t T, size_t W, size_t hd, double theta, float *y)
+{
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < W / hd; h++)
+            for (size_t i = 0; i < hd / 2; i++) {
+                double a = (double)t * pow(theta, -2.0 * (double)i / (double)hd);
+                size_t ea = t * W + h * hd + i, eb = ea + hd / 2;
+                y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
+                y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
+            }
+}
+
 static void free_head_size(const server *s)
 {
     enum { T = 32, W = 128, HD = 32 };
@@ -384,14 +398,7 @@ static void free_head_size(const server *s)
     trng g;
     trng_seed(&g, 7);
     trng_fill(&g, x, T * W, -1, 1);
-    for (size_t t = 0; t < T; t++) /* GPT-NeoX half layout, 4 heads of 32 */
-        for (size_t h = 0; h < W / HD; h++)
-            for (size_t i = 0; i < HD / 2; i++) {
-                double a = (double)t * pow(10000.0, -2.0 * (double)i / HD);
-                size_t ea = t * W + h * HD + i, eb = ea + HD / 2;
-                y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
-                y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
-            }
+    neox_heads(x, T, W, HD, 10000.0, y); /* 4 heads of 32 */
     const char *label = "v2 rope without head_dim, 4 heads of 32 -> head_dim_mismatch 32";
     sbuf b;
     sb_init(&b);
@@ -414,8 +421,45 @@ static void free_head_size(const server *s)
     http_resp_free(&r);
 }
 
+/* ---- 8. the time bound ---------------------------------------------------- */
+
+/* A server whose /diagnose budget is 1 ms: a subject that needs the search
+ * answers with what was found, and says truncated. */
+static void time_bound(void)
+{
+    enum { T = 512, W = 128, HD = 64 };
+    float *x = xmalloc(T * W * sizeof *x), *y = xmalloc(T * W * sizeof *y);
+    trng g;
+    trng_seed(&g, 8);
+    trng_fill(&g, x, T * W, -1, 1);
+    neox_heads(x, T, W, HD, 500000.0, y); /* 10000 is claimed */
+    const char *label = "v2 --diagnose-ms 1: a search cut short says truncated";
+    server s;
+    const char *args[] = {"--diagnose-ms", "1", NULL};
+    if (server_start(&s, "diagnose-ms", args, NULL)) {
+        sbuf b;
+        sb_init(&b);
+        sb_printf(&b, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":%d},", HD);
+        put(&b, "embeddings", x, T, W);
+        sb_puts(&b, ",");
+        put(&b, "encoded", y, T, W);
+        sb_puts(&b, "}");
+        http_resp r;
+        http_post_json(&s, "/diagnose", b.s, &r);
+        sb_free(&b);
+        if (expect_ok(label, &r))
+            CHECK(json_is_true(json_object_get(r.json, "truncated")), label,
+                  "truncated: true (body %.300s)", r.body);
+        http_resp_free(&r);
+        server_stop(&s);
+    }
+    free(x);
+    free(y);
+}
+
 void test_diagnose_v2(const server *s)
 {
+    time_bound();
     free_head_size(s);
     positions_mismatch(s);
     mpt_form(s);

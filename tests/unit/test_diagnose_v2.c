@@ -440,13 +440,13 @@ static void positions_mismatch(void)
 
 /* x rotated in heads of hd (interleaved: GPT-J / Meta Llama's pairs (2i,
  * 2i+1); else GPT-NeoX's half layout) at positions 0, 1, ... */
-static void rotate_heads(size_t n, size_t width, size_t hd, bool interleaved, const float *x,
-                         float *y)
+static void rotate_heads(size_t n, size_t width, size_t hd, bool interleaved, double theta,
+                         const float *x, float *y)
 {
     for (size_t t = 0; t < n; t++)
         for (size_t h = 0; h < width / hd; h++)
             for (size_t i = 0; i < hd / 2; i++) {
-                double a = (double)t * pow(10000.0, -2.0 * (double)i / (double)hd);
+                double a = (double)t * pow(theta, -2.0 * (double)i / (double)hd);
                 size_t base = t * width + h * hd;
                 size_t ea = base + (interleaved ? 2 * i : i);
                 size_t eb = base + (interleaved ? 2 * i + 1 : i + hd / 2);
@@ -476,7 +476,7 @@ static void free_head_size(void)
         {128, true, PE_ROPE_HALF, "2 heads of 128, interleaved under a half claim, no head_dim"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        rotate_heads(T, W, cases[k].hd, cases[k].interleaved, x, y);
+        rotate_heads(T, W, cases[k].hd, cases[k].interleaved, 10000.0, x, y);
         pe_dx_variant c;
         pe_dx_variant_init(&c);
         c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = W; /* what the API sends */
@@ -502,7 +502,7 @@ static void free_head_size(void)
         pe_dx_result_free(&r);
     }
     /* the whole vector as one head: match, no finding */
-    rotate_heads(T, W, W, false, x, y);
+    rotate_heads(T, W, W, false, 10000.0, x, y);
     pe_dx_variant c;
     pe_dx_variant_init(&c);
     c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = W;
@@ -515,6 +515,42 @@ static void free_head_size(void)
     pe_dx_result_free(&r);
 }
 
+/* ---- 8. the time bound ---------------------------------------------------- */
+
+static void time_bound(void)
+{
+    enum { T = 512, W = 128, HD = 64 };
+    static float x[T * W], y[T * W];
+    int64_t pos[T];
+    uint64_t seed = 21;
+    for (size_t t = 0; t < T; t++)
+        pos[t] = (int64_t)t;
+    for (size_t e = 0; e < T * W; e++)
+        x[e] = (float)test_uniform(&seed, -1, 1);
+    rotate_heads(T, W, HD, false, 500000.0, x, y); /* 10000 is claimed */
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.rope.head_dim = c.rope.rotary_dim = c.frequency_dim = HD;
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_ENCODED, .rows = T, .cols = W, .x = x, .a = y, .positions = pos};
+    pe_dx_result r;
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_EXPLAINED &&
+              has(&r, PE_DX_BASE_MISMATCH) && !r.truncated,
+          "base 500000 within the default budget: explained, not truncated");
+    pe_dx_result_free(&r);
+    s.budget_s = 1e-9; /* spent before the search starts */
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK, "a spent budget still answers");
+    CHECK(r.truncated && r.verdict == PE_DX_UNEXPLAINED && r.n_findings == 0,
+          "a spent budget: truncated, unexplained, no finding (got %s, %zu, truncated %d)",
+          pe_dx_verdict_name(r.verdict), r.n_findings, (int)r.truncated);
+    pe_dx_result_free(&r);
+    /* the claim's own checks are not cut: an exact subject still matches */
+    rotate_heads(T, W, HD, false, 10000.0, x, y);
+    CHECK(pe_diagnose(&s, &c, tol, &r) == PE_OK && r.verdict == PE_DX_MATCH && !r.truncated,
+          "a spent budget on an exact subject: match, not truncated");
+    pe_dx_result_free(&r);
+}
+
 void test_diagnose_v2(void); /* main.c calls it */
 void test_diagnose_v2(void)
 {
@@ -524,4 +560,5 @@ void test_diagnose_v2(void)
     mpt_form();
     positions_mismatch();
     free_head_size();
+    time_bound();
 }
