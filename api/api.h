@@ -40,6 +40,9 @@ typedef struct api_limits {
                                    streamed (api_response.stream) a window
                                    at a time (default 1 MiB; SIZE_MAX:
                                    never) */
+    unsigned diagnose_ms;       /* /diagnose: the search's budget per subject,
+                                   milliseconds of CPU time (default 2000);
+                                   a search cut short says truncated */
 } api_limits;
 
 #define API_DEFAULT_MAX_TOKENS ((size_t)65536)
@@ -47,6 +50,7 @@ typedef struct api_limits {
 #define API_DEFAULT_MAX_BATCH ((size_t)1024)
 #define API_DEFAULT_MAX_DIM ((size_t)65536) /* also the most max_dim may be */
 #define API_DEFAULT_MAX_HEADS ((size_t)1024)
+#define API_DEFAULT_DIAGNOSE_MS 2000u
 #define API_MAX_HEADS ((size_t)65536)
 #define API_DEFAULT_MAX_JSON_DEPTH ((size_t)32)
 #define API_MAX_JSON_DEPTH ((size_t)2048) /* jansson's JSON_PARSER_MAX_DEPTH */

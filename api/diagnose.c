@@ -122,7 +122,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     diag_unflatten(flat, main->ndim, main->dim, index);
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(r->verdict));
-    strbuf_putc(sb, ',');
+    strbuf_puts(sb, r->truncated ? ",\"truncated\":true," : ",");
     diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
     strbuf_puts(sb, ",\"findings\":[");
     for (size_t i = 0; i < r->n_findings; i++) {
@@ -136,7 +136,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     diag_write_params(sb, kind, &r->best, heads);
     if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
-        diag_write_best_positions(sb, dr->rq.positions, dr->rq.tokens, r->best.offset);
+        diag_write_best_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,
+                                  dr->rq.tokens, r->best.offset);
     }
     if (kind == SCHEME_SINUSOIDAL) {
         strbuf_puts(sb, ",\"embed_scale\":");
@@ -172,6 +173,11 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
                                                    : width;
     if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
         goto done;
+    /* no head size anywhere (rope_plan_init then rotates the whole vector):
+     * the search finds it (contract 1.2, Head size) */
+    const model *m = rq->model;
+    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim &&
+                          !(m && m->head_dim && m->head_dim <= width && width % m->head_dim == 0);
     bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
     size_t heads = relative ? main->dim[0] : 0;
     if (check_heads(dr, &claim, heads, err))
@@ -183,7 +189,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
                           .x = rq->x.data,
                           .a = main->data,
                           .b = dr->arr[1].data,
-                          .positions = rq->positions};
+                          .positions = rq->positions,
+                          .budget_s = (double)svc->limits.diagnose_ms / 1000.0};
     size_t n = pe_dx_subject_size(&subj);
     if (n == 0) {
         api_fail(err, API_E_TOO_LARGE, dr->names[0], "the subject has too many elements");

@@ -5,6 +5,7 @@
  * subject paths (diagnose.c, diagnose_qkv.c, diagnose_learned.c) call
  * down into it and never into each other in a loop.
  */
+#include <float.h>
 #include <math.h>
 
 #include "diagnose.h"
@@ -24,8 +25,9 @@ pe_dx_errors diag_compare(const float *got, const float *want, size_t n, pe_dx_t
         double d = fabs((double)got[i] - (double)want[i]), w = fabs((double)want[i]);
         if (d > tol.atol + tol.rtol * w)
             bad++;
-        if (w > 0 && d / w > e.max_rel)
-            e.max_rel = d / w;
+        double rel = d / fmax(w, tol.atol > 0 ? tol.atol : 1e-30); /* finite where want is 0 */
+        if (rel > e.max_rel)
+            e.max_rel = rel < FLT_MAX ? rel : FLT_MAX;
         if (d > e.max_abs || i == 0) {
             e.max_abs = d;
             e.worst = i;

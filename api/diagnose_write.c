@@ -131,7 +131,7 @@ void diag_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, siz
     case SCHEME_ALIBI:
         put_number(sb, &first, "heads", (double)heads);
         put_key(sb, &first, "form");
-        strbuf_puts(sb, v->alibi_form == PE_ALIBI_BLOOM ? "\"bloom\"" : "\"symmetric\"");
+        strbuf_put_json_string(sb, pe_dx_alibi_form_name(v->alibi_form));
         break;
     case SCHEME_T5:
         put_number(sb, &first, "num_buckets", (double)v->t5.num_buckets);
@@ -230,6 +230,8 @@ static void write_angle_evidence(strbuf *sb, const pe_dx_variant *b, pe_dx_code 
     case PE_DX_LOW_PRECISION:
         put_key(sb, first, "precision");
         strbuf_put_json_string(sb, pe_dx_precision_name(b->precision));
+        put_key(sb, first, "stage");
+        strbuf_put_json_string(sb, pe_dx_stage_name(b->stage));
         break;
     default:
         break;
@@ -272,8 +274,17 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         break;
     case PE_DX_ALIBI_FORM:
         put_key(sb, &first, "form");
-        strbuf_puts(sb, b->alibi_form == PE_ALIBI_BLOOM ? "\"bloom\"" : "\"symmetric\"");
+        strbuf_put_json_string(sb, pe_dx_alibi_form_name(b->alibi_form));
         put_number(sb, &first, "sign", b->alibi_sign);
+        break;
+    case PE_DX_POSITIONS_MISMATCH: /* per row: one row for a [tokens][n] subject */
+        put_key(sb, &first, "positions");
+        strbuf_puts(sb, "[[");
+        for (size_t t = 0; b->positions && t < r->n_positions; t++)
+            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", b->positions[t] + b->offset);
+        strbuf_puts(sb, "]]");
+        put_key(sb, &first, "pattern");
+        strbuf_put_json_string(sb, pe_dx_pattern_name(r->positions_pattern));
         break;
     case PE_DX_T5_BUCKETS:
         put_number(sb, &first, "num_buckets", (double)b->t5.num_buckets);
@@ -285,6 +296,16 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
               * t5_direction have none */
         write_angle_evidence(sb, b, code, kind, &first);
         break;
+    }
+    /* every finding: the maximum error under the claim, and under best as
+     * judged (at its precision) - what the findings together bring */
+    put_key(sb, &first, "error_before");
+    diag_put_float(sb, r->claimed.max_abs);
+    put_key(sb, &first, "error_after");
+    diag_put_float(sb, r->explained.max_abs);
+    if (r->truncated) { /* the budget ran out before the search was done */
+        put_key(sb, &first, "truncated");
+        strbuf_puts(sb, "true");
     }
     strbuf_putc(sb, '}');
 }

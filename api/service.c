@@ -90,6 +90,8 @@ api_service *api_service_new_with_models(const api_limits *limits, const api_mod
         svc->limits.max_heads = API_DEFAULT_MAX_HEADS;
     if (svc->limits.max_heads > API_MAX_HEADS)
         svc->limits.max_heads = API_MAX_HEADS;
+    if (svc->limits.diagnose_ms == 0)
+        svc->limits.diagnose_ms = API_DEFAULT_DIAGNOSE_MS;
     if (svc->limits.max_json_depth == 0)
         svc->limits.max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
     if (svc->limits.max_json_depth > API_MAX_JSON_DEPTH)

@@ -20,6 +20,8 @@
 #include "diagnose_common.h"
 
 #define MAX_FINALISTS 4
+/* the claim's base under each formula, the fitted one and 4 roundings */
+#define DX_ABS_BASES (PE_DX_FORMULA_COUNT + 5)
 
 typedef struct abs_reading {
     bool transposed, swapped;
@@ -98,7 +100,7 @@ typedef struct base_choice {
     pe_dx_formula formula;
 } base_choice;
 
-/* The bases worth trying for d dimensions (at most 9): the claim's cb,
+/* The bases worth trying for d dimensions (at most DX_ABS_BASES): the claim's cb,
  * its equivalents under the other formulas, and the base fitted to the
  * measured frequencies m (full of them). */
 static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, base_choice *bases)
@@ -106,11 +108,11 @@ static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, 
     double fit_scale;
     double fitted = dx_fit_base(m, full, d, &fit_scale);
     size_t nb = 0;
-    bases[nb++] = (base_choice){cb, PE_DX_FORMULA_STANDARD};
-    bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX};
-    if (d > 1)
-        bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d - 1)), PE_DX_FORMULA_D_MINUS_1};
-    bases[nb++] = (base_choice){pow(cb, (double)d / (double)(d + 1)), PE_DX_FORMULA_D_PLUS_1};
+    for (int f = 0; f < PE_DX_FORMULA_COUNT; f++) {
+        double b = pe_dx_formula_base((pe_dx_formula)f, cb, d);
+        if (b > 1.0)
+            bases[nb++] = (base_choice){b, (pe_dx_formula)f};
+    }
     if (fitted > 1.0) {
         for (int dg = 1; dg <= 4; dg++)
             bases[nb++] = (base_choice){dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD};
@@ -128,7 +130,7 @@ static size_t pick_base(const abs_view *view, const base_choice *bases, size_t n
     double span = 1.0;
     for (size_t t = 0; t < view->tokens; t++)
         span = fmax(span, (double)view->positions[t] + 1.0);
-    double scores[9], best_score = INFINITY;
+    double scores[DX_ABS_BASES], best_score = INFINITY;
     for (size_t k = 0; k < nb; k++) {
         for (size_t i = 0; i < full; i++)
             w[i] = pe_inv_freq(bases[k].base, i, d);
@@ -168,7 +170,7 @@ static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, cons
     if (st != PE_OK)
         goto out;
 
-    base_choice bases[9];
+    base_choice bases[DX_ABS_BASES];
     size_t nb = absolute_bases(claim->base, m, full, d, bases);
     size_t pick = pick_base(view, bases, nb, m, w);
     out->base = bases[pick].base;
@@ -259,7 +261,7 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, p
         min_score = fmin(min_score, list[k].norm_score);
     }
     size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS; k++) {
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !dx_out_of_time(s); k++) {
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;
@@ -336,5 +338,22 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
     }
     view_free(&views[0]);
     view_free(&views[1]);
+    return st;
+}
+
+pe_status dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                              double *w)
+{
+    abs_view view = {0};
+    abs_reading r = {false, v->sin_cos_swapped, v->sin_layout, 0};
+    double score;
+
+    ph->z = NULL;
+    pe_status st = make_view(s, false, v->embed_scale, &view);
+    if (st == PE_OK)
+        st = build(&view, &r, ph, &score);
+    for (size_t i = 0; st == PE_OK && i < s->cols / 2; i++)
+        w[i] = pe_inv_freq(v->base, i, s->cols);
+    view_free(&view);
     return st;
 }

@@ -223,3 +223,100 @@ double dx_profile_score(const double *m, const double *w, size_t half, pe_dx_pre
     }
     return worst;
 }
+
+/* Frequency indices by |w| ascending (qsort's comparator reads pairs). */
+typedef struct freq_rank {
+    double aw;
+    size_t i;
+} freq_rank;
+
+static int by_frequency(const void *a, const void *b)
+{
+    double x = ((const freq_rank *)a)->aw, y = ((const freq_rank *)b)->aw;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Row coherence at integer position p. */
+static double row_coherence(const double complex *S, const double *w, size_t half, double total,
+                            int64_t p)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < half; i++)
+        sum += creal(S[i] * cexp(-I * w[i] * (double)p));
+    return sum / total;
+}
+
+/* One row's position from its sums S (see dx_phase_positions). */
+static int64_t row_position(const double complex *S, const double *w, const freq_rank *order,
+                            size_t half, double *coherence)
+{
+    double total = 0.0, p = 0.0;
+    bool started = false;
+    for (size_t i = 0; i < half; i++)
+        total += cabs(S[i]);
+    *coherence = 0.0;
+    if (!(total > 0.0) || !isfinite(total))
+        return 0;
+    for (size_t k = 0; k < half; k++) {
+        size_t i = order[k].i;
+        if (!(cabs(S[i]) > 1e-6 * total) || !(order[k].aw > 1e-300))
+            continue;
+        double a = carg(S[i]);
+        if (!started) { /* the lowest frequency: within one period */
+            double period = 2 * DX_PI / order[k].aw;
+            p = a / w[i];
+            p -= period * floor((p + 0.05 * period) / period);
+            started = true;
+            continue;
+        }
+        p += dx_wrap(a - w[i] * p) / w[i];
+    }
+    if (!started || !isfinite(p) || fabs(p) > 1e15)
+        return 0;
+    int64_t r = llround(p), best = r;
+    double best_c = -INFINITY;
+    for (int64_t d = -1; d <= 1; d++) {
+        double c = row_coherence(S, w, half, total, r + d);
+        if (c > best_c) {
+            best_c = c;
+            best = r + d;
+        }
+    }
+    *coherence = best_c;
+    return best;
+}
+
+pe_status dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *out, bool *coherent)
+{
+    size_t half = ph->half;
+    *coherent = false;
+    if (half == 0)
+        return PE_OK;
+    double complex *S = malloc(half * sizeof *S);    /* owned: one row's sums */
+    freq_rank *order = malloc(half * sizeof *order); /* owned */
+    if (!S || !order) {
+        free(S);
+        free(order);
+        return PE_ENOMEM;
+    }
+    for (size_t i = 0; i < half; i++)
+        order[i] = (freq_rank){fabs(w[i]), i};
+    qsort(order, half, sizeof *order, by_frequency);
+    bool all = true;
+    for (size_t t = 0; t < ph->rows && all; t++) { /* one incoherent row decides */
+        for (size_t i = 0; i < half; i++)
+            S[i] = 0;
+        for (size_t k = 0, i = 0; k < ph->pairs; k++, i = i + 1 == half ? 0 : i + 1) {
+            const double *z = ph->z + 2 * (t * ph->pairs + k);
+            if (isfinite(z[0]) && isfinite(z[1]))
+                S[i] += z[0] + I * z[1];
+        }
+        double c;
+        out[t] = row_position(S, w, order, half, &c);
+        all = all && c >= 0.8;
+    }
+    *coherent = all;
+    free(S);
+    free(order);
+    return PE_OK;
+}

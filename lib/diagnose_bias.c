@@ -2,7 +2,7 @@
  * diagnose_bias.c - the searches for relative biases.
  *
  * ALiBi: every head's bias is one slope times a fixed pattern, -|p_i-p_j|
- * (symmetric) or p_j (bloom), so a least-squares slope per head and form
+ * (symmetric), p_j (bloom) or p_j - p_last (mpt), so a least-squares slope per head and form
  * is exact; the form is the one that leaves the smaller residual, a
  * negative slope is a flipped sign, and the slopes found are snapped to
  * the paper's or to a known wrong formula when every head agrees with it.
@@ -41,12 +41,15 @@ static bool close_rel(double a, double b, double rel)
     return fabs(a - b) <= rel * fmax(fabs(a), fabs(b));
 }
 
-/* ALiBi's fixed pattern between positions pi and pj: -|pi - pj|
- * (symmetric, form 0) or pj (bloom, form 1). */
-static double alibi_pattern(int form, double pi, double pj)
+/* ALiBi's fixed pattern between positions pi and pj, with plast the last
+ * token's: -|pi - pj| (symmetric), pj (bloom) or pj - plast (mpt). The
+ * form index is the pe_alibi_form value. */
+static double alibi_pattern(int form, double pi, double pj, double plast)
 {
-    return form == 0 ? -fabs(pi - pj) : pj;
+    return form == PE_ALIBI_SYMMETRIC ? -fabs(pi - pj) : form == PE_ALIBI_BLOOM ? pj : pj - plast;
 }
+
+#define DX_ALIBI_FORMS 3
 
 /* The least-squares slope of head h's bias for one form (0 when none is
  * finite); its squared residual is added to *res. */
@@ -57,7 +60,8 @@ static double fit_head_slope(const pe_dx_subject *s, size_t h, int form, double 
     double num = 0, den = 0;
     for (size_t i = 0; i < T; i++)
         for (size_t j = 0; j < T; j++) {
-            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j]);
+            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j],
+                                       (double)s->positions[T - 1]);
             num += b[i * T + j] * pat;
             den += pat * pat;
         }
@@ -65,32 +69,32 @@ static double fit_head_slope(const pe_dx_subject *s, size_t h, int form, double 
     sl = isfinite(sl) ? sl : 0;
     for (size_t i = 0; i < T; i++)
         for (size_t j = 0; j < T; j++) {
-            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j]);
+            double pat = alibi_pattern(form, (double)s->positions[i], (double)s->positions[j],
+                                       (double)s->positions[T - 1]);
             double e = b[i * T + j] - sl * pat;
             *res += e * e;
         }
     return sl;
 }
 
-/* Bias subject: the slopes per head (into found; cand is scratch of H) of
- * the form that leaves the smaller residual (the claim's unless the other
- * halves it), and the sign most of them share, folded in; the form and
- * sign go to best. */
+/* Bias subject: the slopes per head (into found; cand is scratch of
+ * DX_ALIBI_FORMS * H) of the form that leaves the smallest residual (the
+ * claim's unless another halves it), and the sign most of them share,
+ * folded in; the form and sign go to best. */
 static void fit_bias_slopes(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
                             double *found, double *cand)
 {
     size_t H = s->heads;
-    double res[2] = {0, 0};
-    double *fit[2] = {found, cand};
-    for (int form = 0; form < 2; form++)
+    double res[DX_ALIBI_FORMS] = {0};
+    for (int form = 0; form < DX_ALIBI_FORMS; form++)
         for (size_t h = 0; h < H; h++)
-            fit[form][h] = fit_head_slope(s, h, form, &res[form]);
-    int form = claim->alibi_form == PE_ALIBI_BLOOM ? 1 : 0;
-    if (res[1 - form] < 0.5 * res[form] || !isfinite(res[form]))
-        form = 1 - form;
-    if (form == 1)
-        memcpy(found, cand, H * sizeof *found);
-    best->alibi_form = form ? PE_ALIBI_BLOOM : PE_ALIBI_SYMMETRIC;
+            cand[form * H + h] = fit_head_slope(s, h, form, &res[form]);
+    int form = (int)claim->alibi_form;
+    for (int f = 0; f < DX_ALIBI_FORMS; f++)
+        if (f != form && (res[f] < 0.5 * res[form] || !isfinite(res[form])) && isfinite(res[f]))
+            form = f;
+    memcpy(found, cand + form * H, H * sizeof *found);
+    best->alibi_form = (pe_alibi_form)form;
     size_t neg = 0;
     for (size_t h = 0; h < H; h++)
         neg += found[h] < 0;
@@ -130,8 +134,8 @@ pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe
                           double **slopes_out)
 {
     size_t H = s->heads;
-    double *found = malloc(H * sizeof *found); /* moves to *slopes_out */
-    double *cand = malloc(H * sizeof *cand);   /* owned */
+    double *found = malloc(H * sizeof *found);                /* moves to *slopes_out */
+    double *cand = malloc(DX_ALIBI_FORMS * H * sizeof *cand); /* owned */
 
     *best = *claim;
     if (!found || !cand) {

@@ -2,9 +2,11 @@
  * diagnose_common.c - names of the diagnose enums, precision rounding,
  * comparison of a subject with a prediction, and the result's lifetime.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "diagnose_common.h"
 
@@ -46,6 +48,16 @@ const char *pe_dx_precision_name(pe_dx_precision precision)
     return "?";
 }
 
+const char *pe_dx_alibi_form_name(pe_alibi_form form)
+{
+    return form == PE_ALIBI_BLOOM ? "bloom" : form == PE_ALIBI_MPT ? "mpt" : "symmetric";
+}
+
+const char *pe_dx_stage_name(pe_dx_stage stage)
+{
+    return stage == PE_DX_STAGE_VALUES ? "values" : "angles";
+}
+
 const char *pe_dx_formula_words(pe_dx_formula formula)
 {
     switch (formula) {
@@ -57,8 +69,38 @@ const char *pe_dx_formula_words(pe_dx_formula formula)
         return "d-1 instead of d in the denominator";
     case PE_DX_FORMULA_D_PLUS_1:
         return "d+1 instead of d in the denominator";
+    case PE_DX_FORMULA_HALF_MINUS_1:
+        return "i/(d/2-1) instead of 2i/d (the half-1 denominator of fairseq and tensor2tensor)";
     }
     return "?";
+}
+
+double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d)
+{
+    double dd = (double)d;
+    switch (formula) {
+    case PE_DX_FORMULA_STANDARD:
+        return base;
+    case PE_DX_FORMULA_PAIR_INDEX:
+        return sqrt(base);
+    case PE_DX_FORMULA_D_MINUS_1:
+        return d > 1 ? pow(base, dd / (dd - 1)) : 0.0;
+    case PE_DX_FORMULA_D_PLUS_1:
+        return pow(base, dd / (dd + 1));
+    case PE_DX_FORMULA_HALF_MINUS_1:
+        return d > 2 ? pow(base, dd / (dd - 2)) : 0.0;
+    }
+    return 0.0;
+}
+
+pe_dx_formula dx_formula_of(double claimed, double found, size_t d)
+{
+    for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
+        double b = pe_dx_formula_base((pe_dx_formula)f, claimed, d);
+        if (b > 0 && fabs(b - found) <= 1e-9 * b)
+            return (pe_dx_formula)f;
+    }
+    return PE_DX_FORMULA_STANDARD;
 }
 
 /* Round x to `bits` significant bits (nearest, ties to even), keeping
@@ -106,6 +148,7 @@ void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance t
                 const float *slack, pe_dx_errors *out)
 {
     size_t bad = 0;
+    double sq = 0.0;
 
     memset(out, 0, sizeof *out);
     for (size_t e = 0; e < n; e++) {
@@ -116,29 +159,45 @@ void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance t
         double allowed = tol.atol + tol.rtol * fabs(w) + (slack ? slack[e] : 0);
         if (!(err <= allowed))
             bad++;
+        sq += err * err;
         if (err > out->max_abs) {
             out->max_abs = err;
             out->worst = e;
             out->got = g;
             out->want = w;
         }
-        if (w != 0.0 && err / fabs(w) > out->max_rel)
-            out->max_rel = err / fabs(w);
-        else if (w == 0.0 && err > 0 && err > out->max_rel)
-            out->max_rel = INFINITY;
+        /* relative to max(|want|, atol): finite where want is 0 (v2) */
+        double rel = err / fmax(fabs(w), tol.atol > 0 ? tol.atol : 1e-30);
+        if (rel > out->max_rel)
+            out->max_rel = rel < FLT_MAX ? rel : FLT_MAX;
     }
     if (n > 0 && out->max_abs == 0.0) {
         out->got = got[0];
         out->want = want[0];
     }
     out->mismatched = n ? (double)bad / (double)n : 0.0;
+    out->rms = n ? sqrt(sq / (double)n) : 0.0;
 }
 
-double dx_seq_len(const pe_dx_subject *s, int64_t offset)
+double dx_cpu_seconds(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool dx_out_of_time(const pe_dx_subject *s)
+{
+    return s->deadline_ > 0.0 && dx_cpu_seconds() > s->deadline_;
+}
+
+double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset)
 {
     double top = 0.0;
+    const int64_t *pos = positions ? positions : s->positions;
     for (size_t t = 0; t < s->rows; t++) {
-        double p = (double)s->positions[t] + (double)offset;
+        double p = (double)pos[t] + (double)offset;
         if (p > top)
             top = p;
     }
@@ -147,7 +206,7 @@ double dx_seq_len(const pe_dx_subject *s, int64_t offset)
 
 int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
 {
-    return s->positions[t] + v->offset;
+    return (v->positions ? v->positions[t] : s->positions[t]) + v->offset;
 }
 
 pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
@@ -155,7 +214,7 @@ pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;
-    return pe_rope_frequencies(&rope, dx_seq_len(s, v->offset), w, implied_factor);
+    return pe_rope_frequencies(&rope, dx_seq_len(s, v->positions, v->offset), w, implied_factor);
 }
 
 void pe_dx_variant_init(pe_dx_variant *v)
@@ -174,8 +233,10 @@ void pe_dx_result_free(pe_dx_result *r)
         return;
     free(r->slopes);
     free(r->slopes_differ);
+    free(r->positions);
     r->slopes = NULL;
     r->slopes_differ = NULL;
+    r->positions = NULL;
 }
 
 size_t pe_dx_subject_size(const pe_dx_subject *s)

@@ -30,7 +30,7 @@ static inline bool dx_within(const pe_dx_errors *e)
 
 /* Largest |position| + 1 of the subject under an offset (seq_len for the
  * RoPE scalings that depend on it), and the position of row t. */
-double dx_seq_len(const pe_dx_subject *s, int64_t offset);
+double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset);
 int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t);
 
 /* Inverse frequencies of a rope variant into w[rotary_dim/2] (the variant's
@@ -38,6 +38,13 @@ int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t);
  * factor the scaling implies. */
 pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
                         double *implied_factor);
+
+/* This thread's CPU time in seconds. */
+double dx_cpu_seconds(void);
+
+/* Whether the subject's search budget is spent (pe_diagnose set its
+ * deadline; a subject without one never runs out). */
+bool dx_out_of_time(const pe_dx_subject *s);
 
 /* ---- the angle core (diagnose_angles.c) ------------------------------- */
 
@@ -65,6 +72,10 @@ pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const do
  * fit is not possible; *scale_out = a. */
 double dx_fit_base(const double *m, size_t half, size_t dim, double *scale_out);
 
+/* The non-standard formula that makes `found` of the claimed base over
+ * exponent width d (1e-9 relative), else PE_DX_FORMULA_STANDARD. */
+pe_dx_formula dx_formula_of(double claimed, double found, size_t d);
+
 /* v rounded to `digits` significant decimal digits. */
 double dx_round_sig(double v, int digits);
 
@@ -72,6 +83,30 @@ double dx_round_sig(double v, int digits);
  * leaves over `span` positions. */
 double dx_profile_score(const double *m, const double *w, size_t half, pe_dx_precision precision,
                         double span);
+
+/* Phasors of a subject read as variant v (not transposed; an encoded
+ * table less v->embed_scale * x; rope: v's head, width, layout, sin/cos
+ * order) and the signed frequency of each in-head pair into w (absolute:
+ * cols/2, rope: rotary_dim/2; negative when v rotates by -theta). ph->z
+ * is new (the caller frees it, also after an error). */
+pe_status dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                              double *w);
+pe_status dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                          double *w);
+
+/* Each row's position from its phase: the lowest frequency with a signal
+ * gives it within [-P/20, 19P/20) (P its period), every higher one refines
+ * it; rounded, with out[t] the integer of the best coherence among the
+ * rounding and its neighbours. *coherent: every row's coherence (sum of
+ * Re(S_i e^{-i w_i p}) over sum |S_i|) is at least 0.8. */
+pe_status dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *out, bool *coherent);
+
+/* positions_mismatch (diagnose_positions.c): the positions the phases of
+ * the subject read as `base` show; when they differ from the claimed ones
+ * (a constant shift: an offset), v is base with them (out->positions holds
+ * them) and *explains says whether v reproduces the subject. */
+pe_status dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base, pe_dx_tolerance tol,
+                           pe_dx_result *out, pe_dx_variant *v, pe_dx_errors *e, bool *explains);
 
 /* ---- per-kind searches; each fills *best with its closest variant ---- */
 
@@ -84,6 +119,24 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
 pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
                           double **slopes_out);
 pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best);
+
+/* ---- significance (diagnose_significance.c) ---------------------------- */
+
+/* The subject against v as judged (*e), and whether v explains it:
+ * within tolerance, and at bfloat16/float16 (either stage) clearly closer to the
+ * emulation than to the exact values. */
+pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                   pe_dx_errors *e, bool *explains);
+
+/* Whether errors e explain (within) or partly explain (max error cut at
+ * least tenfold) against the claim's. */
+bool dx_significant(const pe_dx_errors *claimed, const pe_dx_errors *e);
+
+/* Drop every difference of *v from claim c that *v does not need: one
+ * whose removal keeps it explaining (explains) or within twice its error
+ * (a partial explanation). *e follows *v. */
+pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                      bool explains, pe_dx_variant *v, pe_dx_errors *e);
 
 /* Findings: the differences between claim and best, with messages. */
 void dx_findings(const pe_dx_subject *s, const pe_dx_variant *claim, const pe_dx_result *r,

@@ -99,7 +99,15 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
     double from = r->claimed.max_abs, to = r->best_errors.max_abs;
     size_t rd = b->rope.rotary_dim;
 
-    if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim)
+    if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim &&
+        c->head_dim_free)
+        add(k, PE_DX_HEAD_DIM_MISMATCH,
+            "the rotation runs over heads of %zu channels (%zu heads); no head_dim was given,"
+            " so the claim rotated the whole vector of %zu: send head_dim %zu%s (the maximum"
+            " error drops from %.3g to %.3g)",
+            b->rope.head_dim, s->cols / b->rope.head_dim, s->cols, b->rope.head_dim, with, from,
+            to);
+    else if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim)
         add(k, PE_DX_HEAD_DIM_MISMATCH,
             "the rotation runs over heads of %zu channels, not the claimed %zu;"
             " with head_dim %zu%s the maximum error drops from %.3g to %.3g",
@@ -234,6 +242,32 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             b->embed_scale, c->embed_scale);
 }
 
+/* positions_mismatch: best's own positions, their pattern, the first few. */
+static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, const pe_dx_result *r,
+                              const char *with, sink *k)
+{
+    if (!b->positions)
+        return;
+    char list[96];
+    size_t used = 0;
+    for (size_t t = 0; t < s->rows && t < 6 && used < sizeof list; t++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", t ? ", " : "",
+                                 (long long)b->positions[t]);
+    if (s->rows > 6 && used < sizeof list)
+        snprintf(list + used, sizeof list - used, ", ...");
+    static const char *const what[] =
+        {[PE_DX_PATTERN_OTHER] = "other than the claimed ones",
+         [PE_DX_PATTERN_REVERSED] = "descending (reversed)",
+         [PE_DX_PATTERN_CONSTANT] = "all equal (position ids all the same - if all zero, "
+                                    "perhaps no positions were applied)",
+         [PE_DX_PATTERN_RESTART] = "restarting per segment",
+         [PE_DX_PATTERN_FROM_MASK] = "derived from a padding mask the claim did not send"};
+    add(k, PE_DX_POSITIONS_MISMATCH,
+        "the positions read from the phases are %s: %s; with these positions%s the maximum"
+        " error drops from %.3g to %.3g",
+        what[r->positions_pattern], list, with, r->claimed.max_abs, r->explained.max_abs);
+}
+
 /* One pass; `with` qualifies the error drops when findings combine. */
 static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
                           const char *with, sink *k)
@@ -262,11 +296,13 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
                     nd, s->heads, s->heads, first, b->slopes[first]);
         }
         if (b->alibi_form != c->alibi_form || b->alibi_sign != c->alibi_sign)
-            add(k, PE_DX_ALIBI_FORM, "the bias has the %s form%s (claimed %s)",
-                b->alibi_form == PE_ALIBI_BLOOM ? "bloom (slope*p_j)"
-                                                : "symmetric (-slope*|p_i-p_j|)",
+            add(k, PE_DX_ALIBI_FORM, "the bias has the %s form (%s)%s (claimed %s)",
+                pe_dx_alibi_form_name(b->alibi_form),
+                b->alibi_form == PE_ALIBI_BLOOM ? "slope*p_j"
+                : b->alibi_form == PE_ALIBI_MPT ? "slope*(p_j - p_last)"
+                                                : "-slope*|p_i-p_j|",
                 b->alibi_sign < 0 ? " with its sign flipped" : "",
-                c->alibi_form == PE_ALIBI_BLOOM ? "bloom" : "symmetric");
+                pe_dx_alibi_form_name(c->alibi_form));
         break;
     }
     case PE_DX_SUBJ_T5_BIAS:
@@ -283,7 +319,17 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
                 c->t5.bidirectional ? "bidirectional" : "unidirectional");
         break;
     }
-    if (b->precision != PE_DX_EXACT)
+    if (s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
+        s->kind != PE_DX_SUBJ_T5_BIAS)
+        positions_finding(s, b, r, with, k);
+    if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
+        add(k, PE_DX_LOW_PRECISION,
+            "the angles are right but the values were stored in %s (max error %.3g against"
+            " exact values, %.3g against them rounded to %s): keep the cos/sin cache or table"
+            " in float32",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs, r->explained.max_abs,
+            pe_dx_precision_name(b->precision));
+    else if (b->precision != PE_DX_EXACT)
         add(k, PE_DX_LOW_PRECISION,
             "errors grow with position as angles computed in %s do (max error"
             " %.3g at exact angles)%s",

@@ -15,14 +15,17 @@
 
 #include "diagnose_common.h"
 
-/* The slack a precision explains on a value of amplitude amp at p. */
-static float precision_slack(pe_dx_precision prec, double amp, double p)
+/* The slack a precision explains on a value of amplitude amp at p, for
+ * frequency w of index i. float32: the angle's own roundings (~|p|*2^-22),
+ * and what a frequency built by repeated float32 multiplication (llama.cpp's
+ * theta *= theta_scale, or powf per index) accumulates: ~(i+1) ulps of w*p. */
+static float precision_slack(pe_dx_precision prec, double amp, double p, double w, size_t i)
 {
     switch (prec) {
     case PE_DX_EXACT:
         return 0.0f;
     case PE_DX_FLOAT32:
-        return (float)(amp * (4e-7 + 2.4e-7 * fabs(p)));
+        return (float)(amp * (4e-7 + 2.4e-7 * fabs(p) + 1.2e-7 * (double)(i + 1) * fabs(w * p)));
     case PE_DX_BFLOAT16:
         return (float)(amp * 0.0078125 + 1e-6);
     case PE_DX_FLOAT16:
@@ -39,20 +42,50 @@ static double client_angle(pe_dx_precision prec, double w, double p)
     return pe_dx_round(prec, pe_dx_round(prec, w) * pe_dx_round(prec, p));
 }
 
-static void client_cos_sin(pe_dx_precision prec, double w, double p, double factor, double *c,
-                           double *s)
+/* cos and sin as the client holds them, and the slack each carries. */
+typedef struct client_cs {
+    double c, s;
+    float c_slack, s_slack;
+} client_cs;
+
+/* x rounded to a value-stage precision, and how far the roundings of the
+ * interval x +- sl (the float32 angle's reach) lie from it: a value near a
+ * rounding boundary may have been rounded to either side. */
+static double round_value(pe_dx_precision prec, double x, double sl, float *slack)
 {
-    double a = client_angle(prec, w, p);
-    double cv = cos(a), sv = sin(a);
-    if (prec == PE_DX_BFLOAT16 || prec == PE_DX_FLOAT16) {
-        cv = pe_dx_round(prec, pe_dx_round(prec, cv) * factor);
-        sv = pe_dx_round(prec, pe_dx_round(prec, sv) * factor);
-    } else {
-        cv *= factor;
-        sv *= factor;
+    double r = pe_dx_round(prec, x);
+    double lo = pe_dx_round(prec, x - sl), hi = pe_dx_round(prec, x + sl);
+    *slack = (float)(fmax(fabs(lo - r), fabs(hi - r)) + 1e-7);
+    return r;
+}
+
+/* Frequency w (index i) at position p, times factor. Angles stage: angle
+ * and values in the precision, with its slack. Values stage: the angle as
+ * float32 or better, the values (times factor) rounded once to the
+ * precision - a half-precision cos/sin cache. */
+static client_cs client_cos_sin(const pe_dx_variant *v, double w, size_t i, double p, double factor)
+{
+    pe_dx_precision prec = v->precision;
+    client_cs o;
+    bool coarse = prec == PE_DX_BFLOAT16 || prec == PE_DX_FLOAT16;
+    if (coarse && v->stage == PE_DX_STAGE_VALUES) {
+        double sl = precision_slack(PE_DX_FLOAT32, factor, p, w, i);
+        o.c = round_value(prec, cos(w * p) * factor, sl, &o.c_slack);
+        o.s = round_value(prec, sin(w * p) * factor, sl, &o.s_slack);
+        return o;
     }
-    *c = cv;
-    *s = sv;
+    double a = client_angle(prec, w, p);
+    o.c = cos(a);
+    o.s = sin(a);
+    if (coarse) {
+        o.c = pe_dx_round(prec, pe_dx_round(prec, o.c) * factor);
+        o.s = pe_dx_round(prec, pe_dx_round(prec, o.s) * factor);
+    } else {
+        o.c *= factor;
+        o.s *= factor;
+    }
+    o.c_slack = o.s_slack = precision_slack(prec, factor, p, w, i);
+    return o;
 }
 
 /* TABLE (either orientation) and ABS_ENCODED. */
@@ -70,17 +103,15 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
         w[i] = pe_inv_freq(v->base, i, d);
     for (size_t t = 0; t < tokens; t++) {
         /* a transposed table's tokens run on from the first position */
-        double p = tr ? (double)(s->positions[0] + v->offset) + (double)t
-                      : (double)dx_position(s, v, t);
+        double p = tr ? (double)(dx_position(s, v, 0)) + (double)t : (double)dx_position(s, v, t);
         for (size_t i = 0; i < nf; i++) {
-            double c, sn;
-            client_cos_sin(v->precision, w[i], p, 1.0, &c, &sn);
+            client_cs cs = client_cos_sin(v, w[i], i, p, 1.0);
             size_t sin_col = v->sin_layout == PE_SIN_SPLIT ? i : 2 * i;
             size_t cos_col = v->sin_layout == PE_SIN_SPLIT ? nf + i : 2 * i + 1;
-            double at_sin = v->sin_cos_swapped ? c : sn;
-            double at_cos = v->sin_cos_swapped ? sn : c;
+            bool sw = v->sin_cos_swapped;
             size_t cols[2] = {sin_col, cos_col};
-            double vals[2] = {at_sin, at_cos};
+            double vals[2] = {sw ? cs.c : cs.s, sw ? cs.s : cs.c};
+            float slacks[2] = {sw ? cs.c_slack : cs.s_slack, sw ? cs.s_slack : cs.c_slack};
             for (int k = 0; k < 2; k++) {
                 if (cols[k] >= d)
                     continue;
@@ -90,7 +121,7 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
                     val += v->embed_scale * (double)s->x[e];
                 out[e] = (float)val;
                 if (slack)
-                    slack[e] = precision_slack(v->precision, 1.0, p);
+                    slack[e] = slacks[k];
             }
         }
     }
@@ -121,18 +152,20 @@ static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, con
     size_t half = v->rope.rotary_dim / 2, n = s->rows * s->cols;
     double f = v->attention_factor;
     for (size_t i = 0; i < half; i++) {
-        double c, sn;
-        client_cos_sin(v->precision, w[i], p, f, &c, &sn);
-        sn *= sign;
+        client_cs cs = client_cos_sin(v, w[i], i, p, f);
+        cs.s *= sign;
+        bool sw = v->sin_cos_swapped;
         size_t c0, c1;
         cache_columns(v, s->cols, i, &c0, &c1);
         size_t cols[2] = {c0, c1};
         for (int k = 0; k < 2; k++) {
             size_t e = t * s->cols + cols[k];
-            out[e] = (float)(v->sin_cos_swapped ? sn : c);
-            out[n + e] = (float)(v->sin_cos_swapped ? c : sn);
-            if (slack)
-                slack[e] = slack[n + e] = precision_slack(v->precision, f, p);
+            out[e] = (float)(sw ? cs.s : cs.c);
+            out[n + e] = (float)(sw ? cs.c : cs.s);
+            if (slack) {
+                slack[e] = sw ? cs.s_slack : cs.c_slack;
+                slack[n + e] = sw ? cs.c_slack : cs.s_slack;
+            }
         }
     }
 }
@@ -155,16 +188,19 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
         for (size_t i = 0; i < half; i++) {
             size_t a = v->rope.layout == PE_ROPE_HALF ? i : 2 * i;
             size_t b = v->rope.layout == PE_ROPE_HALF ? i + half : 2 * i + 1;
-            double c, sn;
-            client_cos_sin(v->precision, w[i], p, f, &c, &sn);
-            sn *= sign;
+            client_cs cs = client_cos_sin(v, w[i], i, p, f);
+            double c = cs.c, sn = sign * cs.s;
             double xa = x[h0 + a], xb = x[h0 + b];
             y[h0 + a] = (float)(xa * c - xb * sn);
             y[h0 + b] = (float)(xb * c + xa * sn);
             if (slack) {
-                float sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p);
-                slack[t * s->cols + h0 + a] = sl;
-                slack[t * s->cols + h0 + b] = sl;
+                /* angles: the rotation's error bound; values: each factor's */
+                bool values = v->stage == PE_DX_STAGE_VALUES;
+                double na = fabs(xa) * cs.c_slack + fabs(xb) * cs.s_slack;
+                double nb = fabs(xb) * cs.c_slack + fabs(xa) * cs.s_slack;
+                double sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p, w[i], i);
+                slack[t * s->cols + h0 + a] = (float)(values ? na : sl);
+                slack[t * s->cols + h0 + b] = (float)(values ? nb : sl);
             }
         }
     }
@@ -214,7 +250,9 @@ static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v, fl
             for (size_t j = 0; j < t; j++) {
                 double pi = (double)dx_position(s, v, i);
                 double pj = (double)dx_position(s, v, j);
+                double plast = (double)dx_position(s, v, t - 1);
                 double b = v->alibi_form == PE_ALIBI_BLOOM ? sl[h] * pj
+                           : v->alibi_form == PE_ALIBI_MPT ? sl[h] * (pj - plast)
                                                            : 0.0 - sl[h] * fabs(pi - pj);
                 out[(h * t + i) * t + j] = (float)(v->alibi_sign * b);
             }
@@ -230,7 +268,7 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v, float
         return PE_EINVAL;
     for (size_t i = 0; i < t; i++)
         for (size_t j = 0; j < t; j++) {
-            int64_t rel = s->positions[j] - s->positions[i];
+            int64_t rel = dx_position(s, v, j) - dx_position(s, v, i);
             if (v->t5_reversed)
                 rel = -rel;
             size_t bucket = pe_t5_bucket(rel, t5->bidirectional, t5->num_buckets, t5->max_distance);
@@ -299,6 +337,7 @@ pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tole
         if (eb.max_rel > out->max_rel)
             out->max_rel = eb.max_rel;
         out->mismatched = (ea.mismatched + eb.mismatched) / 2;
+        out->rms = sqrt((ea.rms * ea.rms + eb.rms * eb.rms) / 2);
     } else {
         dx_compare(s->a, pred, n, tol, slack, out);
     }

@@ -24,7 +24,7 @@
 
 #include "diagnose_common.h"
 
-#define MAX_READINGS 12
+#define MAX_READINGS 40
 #define MAX_FINALISTS 4
 #define MAX_CANDIDATES 640
 
@@ -185,6 +185,69 @@ static size_t add_reading(reading *list, size_t n, reading r)
     return n + 1;
 }
 
+/* Head sizes worth trying when the claim gave none: the even divisors of
+ * the width from 8 up (at most 24, the largest kept). */
+static size_t head_sizes(size_t cols, size_t *out)
+{
+    size_t n = 0;
+    for (size_t hd = cols; hd >= 8 && n < 24; hd--)
+        if (hd % 2 == 0 && cols % hd == 0)
+            out[n++] = hd;
+    return n;
+}
+
+/* Interleaved pairs are (2i, 2i+1) whatever the head size: the head size
+ * is the period of the frequency profile measured over the whole vector,
+ * the smallest even divisor of the width under which every pair's
+ * frequency repeats (within 0.1 rad over the positions' span); the width
+ * when none does. */
+static pe_status interleaved_period(const pe_dx_subject *s, size_t *period)
+{
+    size_t cols = s->cols, half = cols / 2;
+    reading r = {cols, cols, PE_ROPE_INTERLEAVED, false, 0};
+    dx_phasors ph = {0};
+    double amp, score, span = dx_seq_len(s, NULL, 0);
+    double *m = malloc((half ? half : 1) * sizeof *m); /* owned */
+    pe_status st = m ? build_phasors(s, &r, &ph, &amp, &score) : PE_ENOMEM;
+    if (st == PE_OK)
+        st = dx_measure_freqs(&ph, s->positions, m);
+    *period = cols;
+    for (size_t hd = 4; st == PE_OK && hd < cols; hd += 2) {
+        if (cols % hd)
+            continue;
+        bool repeats = true;
+        for (size_t k = hd / 2; k < half && repeats; k++)
+            repeats = fabs(m[k] - m[k % (hd / 2)]) * span <= 0.1;
+        if (repeats) {
+            *period = hd;
+            break;
+        }
+    }
+    free(ph.z);
+    free(m);
+    return st;
+}
+
+/* The readings of a claim without a head size: the interleaved period,
+ * and every candidate head size in the half layout (whose pairing differs
+ * by head size: the norms tell). Rotary width: the head's, or the claim's
+ * when it named a partial one. */
+static pe_status free_head_readings(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                    reading *list, size_t *n)
+{
+    size_t crd = claim->rope.rotary_dim, hds[24], period;
+    bool full = crd == claim->rope.head_dim;
+    pe_status st = interleaved_period(s, &period);
+    if (st != PE_OK)
+        return st;
+    *n = add_reading(list, *n,
+                     (reading){period, full ? period : crd, PE_ROPE_INTERLEAVED, false, 0});
+    size_t nh = head_sizes(s->cols, hds);
+    for (size_t k = 0; k < nh; k++)
+        *n = add_reading(list, *n, (reading){hds[k], full ? hds[k] : crd, PE_ROPE_HALF, false, 0});
+    return PE_OK;
+}
+
 static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
                             reading *list)
 {
@@ -250,7 +313,7 @@ static size_t factor_set(double f, double *out)
     return n;
 }
 
-/* The bases worth trying at reading r (at most 12): the claim's, its
+/* The bases worth trying at reading r (at most 13): the claim's, its
  * equivalents under the other formulas and widths, and the base fitted
  * to the measured frequencies m (*fit_scale: the fit's intercept). */
 static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, const double *m,
@@ -266,10 +329,11 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
      * the same base as the i/d formula, and the likelier cause */
     if (rd < hd)
         bases[nb++] = (base_choice){pow(cb, (double)rd / (double)hd), PE_DX_FORMULA_STANDARD, hd};
-    bases[nb++] = (base_choice){sqrt(cb), PE_DX_FORMULA_PAIR_INDEX, rd};
-    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd - 1)), PE_DX_FORMULA_D_MINUS_1,
-                                rd};
-    bases[nb++] = (base_choice){pow(cb, (double)rd / (double)(rd + 1)), PE_DX_FORMULA_D_PLUS_1, rd};
+    for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
+        double b = pe_dx_formula_base((pe_dx_formula)f, cb, rd);
+        if (b > 1.0)
+            bases[nb++] = (base_choice){b, (pe_dx_formula)f, rd};
+    }
     if (rd != crd && crd >= 2)
         bases[nb++] = (base_choice){pow(cb, (double)rd / (double)crd), PE_DX_FORMULA_STANDARD, crd};
     if (fitted > 1.0) {
@@ -348,9 +412,9 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
     size_t crd = claim->rope.rotary_dim;
     const pe_rope_scaling *cs = &claim->rope.scaling;
     double fit_scale;
-    base_choice bases[12];
+    base_choice bases[13];
     size_t nb = candidate_bases(claim, r, m, bases, &fit_scale);
-    double seq = dx_seq_len(s, 0);
+    double seq = dx_seq_len(s, NULL, 0);
 
     for (size_t k = 0; k < nb; k++) {
         candidate c = {bases[k].base, bases[k].f, bases[k].fd, *cs};
@@ -412,7 +476,7 @@ static pe_status rank_candidates(const pe_dx_subject *s, const pe_dx_variant *v,
                                  size_t *best, size_t *loose, double *best_score)
 {
     size_t half = v->rope.rotary_dim / 2;
-    double span = dx_seq_len(s, 0);
+    double span = dx_seq_len(s, NULL, 0);
     double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
     if (!scores)
         return PE_ENOMEM;
@@ -551,8 +615,18 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
     size_t n = make_readings(s, claim, tol, list);
     pe_status st = PE_OK;
 
+    if (claim->head_dim_free && s->kind == PE_DX_SUBJ_ROPE_ENCODED) {
+        st = free_head_readings(s, claim, list, &n);
+        if (st != PE_OK)
+            return st;
+    }
+
     *best = *alt = *claim;
     for (size_t k = 0; k < n; k++) {
+        if (dx_out_of_time(s)) { /* the readings not scored are not followed */
+            n = k;
+            break;
+        }
         dx_phasors ph = {0};
         double amp;
         st = build_phasors(s, &list[k], &ph, &amp, &list[k].norm_score);
@@ -568,7 +642,7 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
             min_score = list[k].norm_score;
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
     size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS; k++) {
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !dx_out_of_time(s); k++) {
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;
@@ -594,4 +668,18 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
         }
     }
     return PE_OK;
+}
+
+pe_status dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph, double *w)
+{
+    reading r = {v->rope.head_dim, v->rope.rotary_dim, v->rope.layout, v->sin_cos_swapped, 0};
+    double amp, score, implied;
+
+    ph->z = NULL;
+    pe_status st = build_phasors(s, &r, ph, &amp, &score);
+    if (st == PE_OK)
+        st = dx_rope_freqs(s, v, w, &implied);
+    for (size_t i = 0; st == PE_OK && v->reversed && i < v->rope.rotary_dim / 2; i++)
+        w[i] = -w[i];
+    return st;
 }

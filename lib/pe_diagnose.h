@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-/* The contract's finding codes (v1.1), in its table's order. */
+/* The contract's finding codes (v1.1, in its table's order; then v1.2's). */
 #define PE_DX_CODES(XX)                                                                            \
     XX(PE_DX_LAYOUT_SWAPPED, "layout_swapped")                                                     \
     XX(PE_DX_SIN_COS_SWAPPED, "sin_cos_swapped")                                                   \
@@ -51,7 +51,8 @@ extern "C" {
     XX(PE_DX_ALIBI_SLOPES, "alibi_slopes")                                                         \
     XX(PE_DX_ALIBI_FORM, "alibi_form")                                                             \
     XX(PE_DX_T5_DIRECTION, "t5_direction")                                                         \
-    XX(PE_DX_T5_BUCKETS, "t5_buckets")
+    XX(PE_DX_T5_BUCKETS, "t5_buckets")                                                             \
+    XX(PE_DX_POSITIONS_MISMATCH, "positions_mismatch")
 
 typedef enum pe_dx_code {
 #define PE_DX_ENUM(e, s) e,
@@ -83,13 +84,50 @@ const char *pe_dx_precision_name(pe_dx_precision precision);
  * inf past 65504). PE_DX_EXACT returns x. */
 double pe_dx_round(pe_dx_precision precision, double x);
 
+/* Where the lower precision acts (low_precision's evidence.stage). */
+typedef enum pe_dx_stage {
+    PE_DX_STAGE_ANGLES = 0, /* frequency, position, angle and cos/sin computed in it */
+    PE_DX_STAGE_VALUES      /* exact angles; the cos/sin (table) values stored in it */
+} pe_dx_stage;
+
+/* An ALiBi form's contract name: "symmetric", "bloom", "mpt". */
+const char *pe_dx_alibi_form_name(pe_alibi_form form);
+
+/* How positions found from the phase differ from the claimed ones
+ * (positions_mismatch's evidence.pattern). */
+typedef enum pe_dx_pattern {
+    PE_DX_PATTERN_OTHER = 0,
+    PE_DX_PATTERN_REVERSED, /* descending by 1 (Transformer-XL's klen-1 ... 0) */
+    PE_DX_PATTERN_CONSTANT, /* all equal (e.g. all zero) */
+    PE_DX_PATTERN_RESTART,  /* ascending by 1, restarting per segment */
+    PE_DX_PATTERN_FROM_MASK /* cumsum(mask) - 1 with pads at one value (0 or 1) */
+} pe_dx_pattern;
+
+/* "other", "reversed", "constant", "restart", "from_mask". */
+const char *pe_dx_pattern_name(pe_dx_pattern pattern);
+
+/* The pattern of positions p[n] (n >= 1). */
+pe_dx_pattern pe_dx_positions_pattern(const int64_t *p, size_t n);
+
+/* "angles", "values". */
+const char *pe_dx_stage_name(pe_dx_stage stage);
+
 /* Why a found base differs from the claimed one (frequency_formula). */
 typedef enum pe_dx_formula {
     PE_DX_FORMULA_STANDARD = 0, /* exponent 2i/d */
     PE_DX_FORMULA_PAIR_INDEX,   /* i/d: base^(1/2) */
     PE_DX_FORMULA_D_MINUS_1,    /* 2i/(d-1): base^(d/(d-1)) */
-    PE_DX_FORMULA_D_PLUS_1      /* 2i/(d+1): base^(d/(d+1)) */
+    PE_DX_FORMULA_D_PLUS_1,     /* 2i/(d+1): base^(d/(d+1)) */
+    PE_DX_FORMULA_HALF_MINUS_1  /* i/(d/2-1) (fairseq, tensor2tensor, Whisper,
+                                   AllenNLP): base^(d/(d-2)) */
 } pe_dx_formula;
+
+#define PE_DX_FORMULA_COUNT 5
+
+/* The base a formula amounts to for a claimed base over an exponent of
+ * width d (the claimed base itself for the standard one; 0 when the
+ * formula cannot be built at that d, e.g. d/2 - 1 = 0). */
+double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d);
 
 /* Words for a formula, e.g. "pair index i/d instead of 2i/d". */
 const char *pe_dx_formula_words(pe_dx_formula formula);
@@ -117,14 +155,23 @@ typedef struct pe_dx_subject {
     const float *a;           /* the main array, see pe_dx_kind */
     const float *b;           /* ROPE_CACHE: sin */
     const int64_t *positions; /* [rows] */
+    double budget_s;          /* the search's compute budget: seconds of this
+                                 thread's CPU time (0: PE_DX_DEFAULT_BUDGET_S) */
+    double deadline_;         /* pe_diagnose's own: leave 0 */
 } pe_dx_subject;
+
+#define PE_DX_DEFAULT_BUDGET_S 2.0
 
 /* A variant: everything that determines a subject. The claim is one (its
  * flags false, offset 0, precision exact); `best` is another. */
 typedef struct pe_dx_variant {
     /* every scheme */
     int64_t offset;            /* added to every position */
-    pe_dx_precision precision; /* of the angle arithmetic */
+    pe_dx_precision precision; /* of the angle arithmetic (or of the values) */
+    pe_dx_stage stage;         /* where precision acts */
+    const int64_t *positions;  /* [rows], borrowed (a result's own: see below):
+                                  the positions in place of the subject's; NULL
+                                  = the subject's */
     bool transposed;           /* TABLE: the array is [d][tokens] */
     bool sin_cos_swapped;      /* TABLE, ROPE_CACHE */
     pe_dx_formula formula;     /* evidence: why base differs (sinusoidal, rope) */
@@ -139,6 +186,9 @@ typedef struct pe_dx_variant {
      * longrope factor lists are borrowed from the claim. */
     pe_rope rope;
     bool reversed;           /* rotation by -theta */
+    bool head_dim_free;      /* claim only: no head size was given (the claim
+                                rotates the whole vector); ROPE_ENCODED's
+                                search tries the even divisors of the width */
     double attention_factor; /* the constant on every rotated pair */
     size_t frequency_dim;    /* evidence: the exponent's denominator when
                                  rotary_dim_mismatch names head_dim; else
@@ -165,7 +215,9 @@ typedef struct pe_dx_tolerance {
 
 /* How far a subject is from one variant. */
 typedef struct pe_dx_errors {
-    double max_abs, max_rel; /* max |got-want|, max |got-want|/|want| */
+    double max_abs, max_rel; /* max |got-want|; max |got-want|/max(|want|, atol),
+                                always finite (FLT_MAX at most) */
+    double rms;              /* sqrt(mean |got-want|^2) */
     double mismatched;       /* fraction outside tolerance */
     size_t worst;            /* flat index of max_abs (into a, then b) */
     double got, want;        /* at worst */
@@ -185,17 +237,26 @@ typedef struct pe_dx_finding {
  *   rope.head_dim; scaling_mismatch: rope.scaling; attention_factor:
  *   attention_factor; embed_scale; low_precision: precision; alibi_slopes:
  *   slopes (+ slopes_differ); alibi_form: alibi_form, alibi_sign;
- *   t5_buckets: t5.num_buckets/max_distance/bidirectional. */
+ *   t5_buckets: t5.num_buckets/max_distance/bidirectional;
+ *   positions_mismatch: positions (n_positions of them), positions_pattern. */
 typedef struct pe_dx_result {
     pe_dx_verdict verdict;
     pe_dx_errors claimed;     /* the subject against the claim */
     pe_dx_variant best;       /* explained: reproduces; else the closest */
     pe_dx_errors best_errors; /* the subject against best (exact angles) */
+    pe_dx_errors explained;   /* the subject against best as judged: at its
+                                 precision, with what that precision explains */
     size_t n_findings;
     pe_dx_finding findings[PE_DX_MAX_FINDINGS];
-    double *slopes;      /* owned: best.slopes when the search found its
+    double *slopes;                  /* owned: best.slopes when the search found its
                               own, else NULL */
-    bool *slopes_differ; /* owned, [heads]: alibi_slopes evidence */
+    int64_t *positions;              /* owned, [rows] or NULL: best.positions when
+                              positions_mismatch recovered them */
+    size_t n_positions;              /* the subject's rows when positions is set */
+    pe_dx_pattern positions_pattern; /* positions_mismatch evidence */
+    bool truncated;                  /* the budget ran out: the search stopped
+                                        short (evidence.truncated) */
+    bool *slopes_differ;             /* owned, [heads]: alibi_slopes evidence */
 } pe_dx_result;
 
 /* Free what a result owns; accepts a zeroed result. */

@@ -87,6 +87,9 @@ static const opt_spec OPTIONS[] = {
      "more gets 422"},
     {"--max-output-elements", "POSENC_MAX_OUTPUT_ELEMENTS", "N", T_SIZE, FIELD(max_output_elements),
      1, MAX_SIZE_VALUE, "cap on the elements of any one input or output array; more gets 422"},
+    {"--diagnose-ms", "POSENC_DIAGNOSE_MS", "MS", T_UINT, FIELD(diagnose_ms), 1, 600000,
+     "CPU time one /diagnose subject's search may take; a search cut\n"
+     "short answers with what it found and says truncated"},
     {"--max-json-depth", "POSENC_MAX_JSON_DEPTH", "N", T_SIZE, FIELD(max_json_depth), 1,
      API_MAX_JSON_DEPTH,
      "cap on nested arrays and objects in a body; deeper gets 422\n"
@@ -140,6 +143,7 @@ static void config_defaults(server_config *cfg)
     cfg->max_batch = API_DEFAULT_MAX_BATCH;
     cfg->max_dim = API_DEFAULT_MAX_DIM;
     cfg->max_heads = API_DEFAULT_MAX_HEADS;
+    cfg->diagnose_ms = API_DEFAULT_DIAGNOSE_MS;
     cfg->max_json_depth = API_DEFAULT_MAX_JSON_DEPTH;
     cfg->max_output_elements = API_DEFAULT_MAX_OUTPUT_ELEMENTS;
     cfg->max_inflight = 64;

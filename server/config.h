@@ -42,6 +42,7 @@ typedef struct server_config {
     size_t max_heads;
     size_t max_json_depth;
     size_t max_output_elements;
+    unsigned diagnose_ms;  /* /diagnose's search budget per subject */
     size_t max_memory;     /* the memory budget; 0 = the default
                                  (mem_budget_default_total) */
     unsigned max_inflight; /* /encode and /apply admitted at once */

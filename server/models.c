@@ -40,6 +40,7 @@ api_service *models_load(const server_config *cfg)
         .max_dim = cfg->max_dim,
         .max_heads = cfg->max_heads,
         .max_json_depth = cfg->max_json_depth,
+        .diagnose_ms = cfg->diagnose_ms,
     };
     t0 = mono_now_ns();
     svc = api_service_new_with_models(&limits, specs, n, &err);

@@ -42,6 +42,11 @@ static const json_t *finding(const http_resp *r, const char *code)
     return NULL;
 }
 
+const json_t *diagnose_finding(const http_resp *r, const char *code)
+{
+    return finding(r, code);
+}
+
 static double evidence_number(const json_t *f, const char *key)
 {
     const json_t *v = f ? json_object_get(json_object_get(f, "evidence"), key) : NULL;
@@ -1230,4 +1235,5 @@ void test_diagnose(const server *s, const default_model *dm)
     error_cases(s);
     mask_cases(s);
     limit_cases();
+    test_diagnose_v2(s);
 }

@@ -27,7 +27,9 @@
     XX(diagnose_bias, test_diagnose_bias)     /* /diagnose search, alibi and t5 biases */          \
     XX(qk_norm, test_qk_norm)                 /* q/k norms, soft cap */                            \
     XX(llama4_qk, test_llama4_qk)             /* Llama 4 attention temperature */                  \
-    XX(mla, test_mla)                         /* multi-head latent attention */
+    XX(mla, test_mla)                         /* multi-head latent attention */                    \
+    XX(diagnose_neg, test_diagnose_neg)       /* /diagnose negative set */                         \
+    XX(diagnose_v2, test_diagnose_v2)         /* /diagnose version 2 */
 
 #define UNIT_GROUP_DECLARE(name, function) void function(void);
 UNIT_GROUPS(UNIT_GROUP_DECLARE)
