@@ -219,7 +219,7 @@ def rope_cases():
         "yarn_claimed_unscaled", "YaRN computed, plain RoPE claimed",
         x, rope_hf(x, hd, hd, 10000.0, pos, attention=att, inv=inv_y), half, "explained",
         ["scaling_mismatch"], allowed=["attention_factor"],
-        known="1.1 answers unexplained with base_mismatch"))
+        known="v2 answers unexplained with no finding (a miss, no wrong cause)"))
     out.append(encoded_case(
         "yarn_without_mscale", "YaRN frequencies without its attention factor (a dropped "
         "mscale, reported in several ports) [executed]",
@@ -248,12 +248,11 @@ def rope_cases():
         "descending_positions", "positions counted down from the last token "
         "(Transformer-XL's pos_seq = arange(klen-1, -1, -1))",
         x, rope_hf(x, hd, hd, 10000.0, pos[::-1].copy()), half, "explained",
-        ["positions_mismatch"], known="1.1 has no positions_mismatch"))
+        ["positions_mismatch"]))
     out.append(encoded_case(
         "all_zero_position_ids", "position_ids all zero (a reported generate() bug): "
         "nothing rotates",
-        x, rope_hf(x, hd, hd, 10000.0, np.zeros(T)), half, "explained", ["positions_mismatch"],
-        known="1.1 answered head_dim 1024, offset -523"))
+        x, rope_hf(x, hd, hd, 10000.0, np.zeros(T)), half, "explained", ["positions_mismatch"]))
     return out
 
 
@@ -282,12 +281,10 @@ def cache_cases():
                    "model's float16",
                    np.concatenate([cos, cos], 1).astype(np.float16).astype(F32),
                    np.concatenate([sin, sin], 1).astype(np.float16).astype(F32), half,
-                   "explained", ["low_precision"],
-                   known="1.1 never recognised half-precision values"),
+                   "explained", ["low_precision"]),
         cache_case("bf16_cache", "a cos/sin cache stored in bfloat16",
                    bf16(np.concatenate([cos, cos], 1)), bf16(np.concatenate([sin, sin], 1)),
-                   half, "explained", ["low_precision"],
-                   known="1.1 never recognised half-precision values"),
+                   half, "explained", ["low_precision"]),
         cache_case("cache_base_5e5", "Llama 3's theta 500000 cache, claimed 10000",
                    *(f(angles_f32(np.arange(T), inv_freq_f32(hd, 5e5))).astype(F32)
                      for f in (np.cos, np.sin)), half, "explained", ["base_mismatch"]),
@@ -325,20 +322,17 @@ def sinusoidal_cases():
     out.append(table_case("fairseq_get_embedding", "fairseq SinusoidalPositionalEmbedding."
                           "get_embedding: exp(-i ln(1e4)/(half-1)), cat(sin, cos), claimed split [executed]",
                           fair, {"layout": "split"}, "explained", ["frequency_formula"],
-                          allowed=["base_mismatch"],
-                          known="1.1 named it base 10367.79, never the formula"))
+                          allowed=["base_mismatch"]))
     out.append(table_case("fairseq_claimed_interleaved", "fairseq's table claimed as the "
                           "paper's interleaved one", fair, {"layout": "interleaved"}, "explained",
-                          ["frequency_formula", "layout_swapped"], allowed=["base_mismatch"],
-                          known="1.1 named it base 10367.79, never the formula"))
+                          ["frequency_formula", "layout_swapped"], allowed=["base_mismatch"]))
     # fairseq make_positions: positions start at padding_idx + 1 = 2
     angf = (np.arange(2, T + 2, dtype=F32)[:, None] * emb).astype(F32)
     out.append(table_case("fairseq_padding_offset", "fairseq make_positions: rows start at "
                           "padding_idx + 1 (= 2) [executed]",
                           np.concatenate([np.sin(angf), np.cos(angf)], 1), {"layout": "split"},
                           "explained", ["frequency_formula", "position_offset"],
-                          allowed=["base_mismatch"],
-                          known="1.1 named it base 10367.79, never the formula"))
+                          allowed=["base_mismatch"]))
     # tensor2tensor get_timing_signal_1d / Whisper sinusoids: log(max/min)/(n-1)
     inc = np.log(10000.0) / (half - 1)
     inv = np.exp(-inc * np.arange(half))
@@ -346,8 +340,7 @@ def sinusoidal_cases():
     out.append(table_case("tensor2tensor_timing_signal", "tensor2tensor get_timing_signal_1d "
                           "(and Whisper's sinusoids): log_timescale_increment = ln(1e4)/(n-1) [executed]",
                           t2t, {"layout": "split"}, "explained", ["frequency_formula"],
-                          allowed=["base_mismatch"],
-                          known="1.1 named it base 10367.79, never the formula"))
+                          allowed=["base_mismatch"]))
     # TF tutorial: angle = pos / 10000^(2*(i//2)/d); sin on even, cos on odd
     i = np.arange(d)
     rates = 1 / np.power(10000, (2 * (i // 2)) / np.float32(d))
@@ -375,8 +368,7 @@ def sinusoidal_cases():
     out.append(table_case("transformer_xl_descending", "Transformer-XL PositionalEmbedding: "
                           "pos_seq = arange(klen-1, -1, -1), cat(sin, cos) [executed]",
                           np.concatenate([np.sin(ang_x), np.cos(ang_x)], 1),
-                          {"layout": "split"}, "explained", ["positions_mismatch"],
-                          known="1.1 called descending positions sin_cos_swapped"))
+                          {"layout": "split"}, "explained", ["positions_mismatch"]))
     # positions and dimensions swapped inside the formula
     sw = np.empty((T, d))
     for pp in range(T):
@@ -452,7 +444,7 @@ def alibi_cases():
                      "bias": np.broadcast_to(mpt[:, None, None] * rel[None, None, :],
                                              (n, T, T)).tolist()},
                     "explained", ["alibi_slopes"], allowed=["alibi_form"],
-                    known="1.1 read form mpt as symmetric"))
+                    known="v2 answers match: posenc's mpt form may take MPT's own gen_slopes; to settle"))
     s8 = alibi_slopes(8)
     out.append(Case("alibi_sign_flipped", "+slope*|i-j| (the sign lost)",
                     {"scheme": "alibi", "params": {"heads": 8},
@@ -514,13 +506,12 @@ def negative_cases():
     half = {"layout": "half", "head_dim": hd}
     out = [
         table_case("random_table", "uniform noise", rng.uniform(-1, 1, (T, d)),
-                   {"layout": "interleaved"}, "unexplained",
-                   known="1.1 reports sin_cos_swapped (no significance rule)"),
+                   {"layout": "interleaved"}, "unexplained"),
         table_case("constant_table", "all 0.5", np.full((T, d), 0.5), {"layout": "interleaved"},
                    "unexplained"),
         table_case("shuffled_rows", "the right table with its rows shuffled",
-                   pe[rng.permutation(T)], {"layout": "interleaved"}, "unexplained",
-                   allowed=["positions_mismatch"]),
+                   pe[rng.permutation(T)], {"layout": "interleaved"}, "explained",
+                   ["positions_mismatch"]),  # exactly the table at permuted positions
         table_case("noise_1e-7", "the right table plus noise 1e-7", pe + 1e-7 * rng.standard_normal(pe.shape),
                    {"layout": "interleaved"}, "match"),
         table_case("noise_1e-5", "the right table plus noise 1e-5", pe + 1e-5 * rng.standard_normal(pe.shape),
@@ -528,7 +519,7 @@ def negative_cases():
         table_case("noise_1e-3", "the right table plus noise 1e-3", pe + 1e-3 * rng.standard_normal(pe.shape),
                    {"layout": "interleaved"}, "unexplained"),
         encoded_case("rope_random_output", "unrelated output", x, rng.standard_normal((T, d)), half,
-                     "unexplained", known="1.1 reports three structural findings on noise"),
+                     "unexplained"),
         encoded_case("rope_noise_1e-3", "the right rotation plus noise 1e-3", x,
                      right + 1e-3 * rng.standard_normal(right.shape), half, "unexplained"),
         encoded_case("rope_noise_1e-7", "the right rotation plus noise 1e-7", x,
