@@ -57,5 +57,6 @@ void test_pe_cache(void);
 void test_qk_norm(void);
 void test_llama4_qk(void);
 void test_mla(void);
+void test_determinism(void);
 
 #endif /* CHECK_H */

@@ -28,6 +28,7 @@ int main(void)
     test_qk_norm();
     test_llama4_qk();
     test_mla();
+    test_determinism();
 
     printf("unit: %d passed, %d failed\n", check_passed_count(), check_failed_count());
     return check_failed_count() == 0 ? 0 : 1;
