@@ -102,6 +102,8 @@ int main(int argc, char **argv)
         test_observe();
     if (want_group(argc, argv, "hardening"))
         test_hardening();
+    if (want_group(argc, argv, "determinism"))
+        test_determinism();
 
     curl_global_cleanup();
     long p = checks_passed(), f = checks_failed();
