@@ -104,6 +104,8 @@ int main(int argc, char **argv)
         test_hardening();
     if (want_group(argc, argv, "determinism"))
         test_determinism();
+    if (want_group(argc, argv, "waitpolicy"))
+        test_wait_policy();
 
     curl_global_cleanup();
     long p = checks_passed(), f = checks_failed();

@@ -55,6 +55,7 @@ void test_observe(void);
 /* test_hardening.c: issue 14's server-side regressions. */
 void test_hardening(void);
 void test_determinism(void); /* test_determinism.c: issue 21 item 8, own server */
+void test_wait_policy(void); /* test_wait_policy.c: issue 20 item 1, own servers */
 
 /* The default model's seed: /info when it says, else POSENC_DEFAULT_SEED,
  * else the documented default. */
