@@ -28,8 +28,9 @@
  *   outputs unspecified.
  * - Thread safety: every function is reentrant and may be called from many
  *   threads at once on distinct outputs. Functions parallelise their own
- *   outer loops with OpenMP and the projections use the BLAS (OpenBLAS,
- *   OpenMP build); they never change OpenMP settings.
+ *   outer loops with OpenMP; they never change OpenMP settings. Results
+ *   never depend on the OpenMP team, and a row's never on the other rows
+ *   of the call (the products are lib/matmul.c's in-order fma chains).
  */
 #ifndef POSENC_H
 #define POSENC_H
