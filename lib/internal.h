@@ -33,4 +33,26 @@ void pe_sinusoidal_freqs(double base, size_t d, double *w);
 void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout, int64_t position, size_t d,
                              double *row);
 
+/* c[i][j] = sum over l of a[i][l] * b[l][j] for i < m, j < n: a is
+ * a[i*lda + l], b is b[l*ldb + j], or with b_trans b[j*ldb + l] (b given
+ * as its rows' transpose, as k is for the scores); c has row stride ldc
+ * and must not alias a or b. Every c[i][j] is the chain of fused
+ * multiply-adds acc = fmaf(a[i][l], b[l][j], acc) over l = 0..k-1 from
+ * acc = +0, on every machine and path (lib/matmul.c): a row's result
+ * depends only on that row and b, never on m, on the row's place or on the
+ * OpenMP team (which the product uses when large). No allocation. */
+void pe_matmul(const float *a, size_t lda, size_t m, size_t k, const float *b, size_t ldb,
+               bool b_trans, size_t n, float *c, size_t ldc);
+
+/* b[k][n] (as for pe_matmul) copied once into the kernel's panel layout,
+ * for products with the same b again and again (the weights): packed has
+ * pe_matmul_packed_count(k, n) floats (0 when that overflows). */
+size_t pe_matmul_packed_count(size_t k, size_t n);
+void pe_matmul_pack(const float *b, size_t ldb, bool b_trans, size_t k, size_t n, float *packed);
+
+/* pe_matmul with b given packed: the same bits, without re-reading b's
+ * strided rows per call. */
+void pe_matmul_packed(const float *a, size_t lda, size_t m, size_t k, const float *packed, size_t n,
+                      float *c, size_t ldc);
+
 #endif /* POSENC_INTERNAL_H */

@@ -4,7 +4,6 @@
  * from a normalised compressed kv, and a rotary key part shared by every
  * head. The rotation itself is pe_rope_apply's, on the rope slices.
  */
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +14,7 @@
 static void matmul(const float *a, size_t n, size_t in, size_t lda, const float *w, size_t out,
                    float *c, size_t ldc)
 {
-    /* Sizes fit in blasint: the API caps every array far below 2^31. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)out, (blasint)in,
-                1.0f, a, (blasint)lda, w, (blasint)out, 0.0f, c, (blasint)ldc);
+    pe_matmul(a, lda, n, in, w, out, false, out, c, ldc);
 }
 
 size_t pe_mla_qk_width(const pe_mla_weights *w)

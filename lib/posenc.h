@@ -28,8 +28,9 @@
  *   outputs unspecified.
  * - Thread safety: every function is reentrant and may be called from many
  *   threads at once on distinct outputs. Functions parallelise their own
- *   outer loops with OpenMP and the projections use the BLAS (OpenBLAS,
- *   OpenMP build); they never change OpenMP settings.
+ *   outer loops with OpenMP; they never change OpenMP settings. Results
+ *   never depend on the OpenMP team, and a row's never on the other rows
+ *   of the call (the products are lib/matmul.c's in-order fma chains).
  */
 #ifndef POSENC_H
 #define POSENC_H
@@ -308,8 +309,9 @@ void pe_t5_bias(const pe_t5 *t5, const int64_t *positions, size_t t, float *bias
  * qkv_width = (heads + 2*kv_heads)*head_dim, and an optional fused bias. */
 typedef struct pe_qkv_weights {
     size_t d_model, heads, kv_heads, head_dim;
-    float *w_qkv; /* owned by the struct: [d_model][qkv_width] */
-    float *b_qkv; /* owned, [qkv_width] or NULL */
+    float *w_qkv;    /* owned by the struct: [d_model][qkv_width] */
+    float *b_qkv;    /* owned, [qkv_width] or NULL */
+    float *w_packed; /* owned: w_qkv in the product's panel layout */
 } pe_qkv_weights;
 
 /* Columns of the fused product. */
@@ -328,10 +330,12 @@ pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model, size_t heads,
 /* Free what pe_qkv_weights_init allocated; accepts NULL and empty structs. */
 void pe_qkv_weights_free(pe_qkv_weights *w);
 
-/* qkv[n][qkv_width] = z[n][d_model] . w_qkv + b_qkv, one sgemm. Row t of Q
- * starts at qkv + t*qkv_width, of K at + heads*head_dim, of V at
- * + (heads+kv_heads)*head_dim. n, d_model and qkv_width must fit in an int
- * (the BLAS's index type). */
+/* qkv[n][qkv_width] = z[n][d_model] . w_qkv + b_qkv. Row t of Q starts at
+ * qkv + t*qkv_width, of K at + heads*head_dim, of V at
+ * + (heads+kv_heads)*head_dim. Batch-invariant and deterministic: each
+ * element is the in-order fused multiply-add chain over d_model from +0,
+ * then + b_qkv, so row t's bits depend only on z's row t and the weights,
+ * never on n, on t's place or on the OpenMP team. */
 void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qkv);
 
 /* Multi-head latent attention's projection (DeepSeek-V2/V3, Hugging Face's
@@ -362,18 +366,18 @@ size_t pe_mla_qk_width(const pe_mla_weights *w);
 size_t pe_mla_width(const pe_mla_weights *w);
 
 /* out[n][q | k | v] from z[n][d_model], unrotated. Matrix products are
- * sgemms (float32), the norms pe_group_rms_norm's. Returns PE_OK or
- * PE_ENOMEM (scratch buffers). Sizes must fit in an int. */
+ * float32 in-order fma chains as in pe_project_qkv (a row's bits depend
+ * only on that row), the norms pe_group_rms_norm's. Returns PE_OK or
+ * PE_ENOMEM (scratch buffers). */
 pe_status pe_mla_project(const pe_mla_weights *w, const float *z, size_t n, float *out);
 
 /* Pre-softmax scores of one sequence, no mask:
  *   scores[h][i][j] = scale * q_h[i].k_g(h)[j] + (bias ? bias[h][i][j] : 0)
  * with g(h) = h / (heads/kv_heads) (kv_heads divides heads). q rows are
  * q + i*q_stride (head h at offset h*head_dim), k rows likewise. scores is
- * [heads][t][t]. The dot products come from one sgemm per head (float32
- * accumulation); scale and bias are applied in double and rounded once.
- * t, head_dim and the strides must fit in an int; bias must not alias
- * scores. */
+ * [heads][t][t]. Each dot product is the in-order float32 fma chain over
+ * head_dim (the same bits under any OpenMP team); scale and bias are
+ * applied in double and rounded once. bias must not alias scores. */
 void pe_attention_scores(const float *q, size_t q_stride, const float *k, size_t k_stride, size_t t,
                          size_t heads, size_t kv_heads, size_t head_dim, double scale,
                          const float *bias, float *scores);

@@ -1,8 +1,7 @@
 /*
  * qkv.c - fused Q/K/V projection weights and the projection itself (one
- * sgemm per call).
+ * pe_matmul per call: batch-invariant, see internal.h).
  */
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +43,7 @@ pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model, size_t heads,
                               size_t head_dim, const float *wq, const float *wk, const float *wv,
                               const float *bq, const float *bk, const float *bv)
 {
-    pe_qkv_weights w = {d_model, heads, kv_heads, head_dim, NULL, NULL};
+    pe_qkv_weights w = {d_model, heads, kv_heads, head_dim, NULL, NULL, NULL};
     size_t q_cols, kv_cols, width, count, bytes;
     pe_status status = PE_ENOMEM;
 
@@ -65,6 +64,13 @@ pe_status pe_qkv_weights_init(pe_qkv_weights *out, size_t d_model, size_t heads,
         memcpy(row + q_cols, wk + r * kv_cols, kv_cols * sizeof *row);
         memcpy(row + q_cols + kv_cols, wv + r * kv_cols, kv_cols * sizeof *row);
     }
+    size_t packed = pe_matmul_packed_count(d_model, width);
+    if (packed == 0 || __builtin_mul_overflow(packed, sizeof(float), &bytes))
+        goto fail;
+    w.w_packed = malloc(bytes);
+    if (!w.w_packed)
+        goto fail;
+    pe_matmul_pack(w.w_qkv, width, false, d_model, width, w.w_packed);
 
     if (bq || bk || bv) {
         w.b_qkv = malloc(width * sizeof *w.b_qkv);
@@ -86,6 +92,7 @@ void pe_qkv_weights_free(pe_qkv_weights *w)
         return;
     free(w->w_qkv);
     free(w->b_qkv);
+    free(w->w_packed);
     memset(w, 0, sizeof *w);
 }
 
@@ -95,10 +102,7 @@ void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qk
 
     if (n == 0 || width == 0)
         return;
-    /* Sizes fit in blasint: the API caps every array far below 2^31. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)width,
-                (blasint)w->d_model, 1.0f, z, (blasint)w->d_model, w->w_qkv, (blasint)width, 0.0f,
-                qkv, (blasint)width);
+    pe_matmul_packed(z, w->d_model, n, w->d_model, w->w_packed, width, qkv, width);
     if (!w->b_qkv)
         return;
 #pragma omp parallel for schedule(static) if (n * width >= PE_PARALLEL_MIN_WORK)

@@ -1,9 +1,8 @@
 /*
  * scores.c - pre-softmax attention logits of one sequence, per head with
- * grouped-query attention: one sgemm per head, then scale and bias in
- * double with one rounding.
+ * grouped-query attention: one pe_matmul per head (the same bits under any
+ * OpenMP team), then scale and bias in double with one rounding.
  */
-#include <cblas.h>
 #include <string.h>
 
 #include "internal.h"
@@ -20,14 +19,10 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k, size_t
         memset(scores, 0, heads * tt * sizeof *scores);
     } else {
         size_t group = heads / kv_heads;
-        /* Heads run one after another and each sgemm uses the BLAS's own
-         * threads; an OpenMP loop around the calls would nest the two. */
-        for (size_t h = 0; h < heads; h++) {
-            size_t g = h / group;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)t, (blasint)t,
-                        (blasint)head_dim, 1.0f, q + h * head_dim, (blasint)q_stride,
-                        k + g * head_dim, (blasint)k_stride, 0.0f, scores + h * tt, (blasint)t);
-        }
+        /* Heads run one after another, each product on the OpenMP team. */
+        for (size_t h = 0; h < heads; h++)
+            pe_matmul(q + h * head_dim, q_stride, t, head_dim, k + h / group * head_dim, k_stride,
+                      true, t, scores + h * tt, t);
     }
 
     size_t total = heads * tt;

@@ -8,8 +8,10 @@
 
 #include "config.h"
 #include "daemon.h"
+#include "access_log.h"
 #include "heap_policy.h"
 #include "models.h"
+#include "omp_policy.h"
 #include "probe.h"
 #include "server.h"
 #include "shutdown.h"
@@ -27,6 +29,12 @@ int main(int argc, char **argv)
     }
     if (cfg.check)
         return probe_healthz(&cfg);
+
+    /* Before any thread exists: may start this program again with
+     * OMP_WAIT_POLICY=passive (see omp_policy.h). */
+    char wait_policy[192];
+    omp_policy_apply(argv, wait_policy, sizeof wait_policy);
+    log_msg(cfg.log_format, "info", "OpenMP wait policy: %s", wait_policy);
 
     /* Before any thread exists (malloc arenas, see heap_policy.h). */
     heap_policy_init();

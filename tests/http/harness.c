@@ -146,6 +146,9 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     const char *argv[64];
     int argc = 0;
     if (under_valgrind()) {
+        /* Set, the server never re-executes itself (server/omp_policy.h),
+         * which would leave valgrind behind. */
+        setenv("OMP_WAIT_POLICY", "passive", 0);
         argv[argc++] = "valgrind";
         argv[argc++] = "--error-exitcode=99";
         argv[argc++] = "--leak-check=full";

@@ -37,6 +37,8 @@
     XX(drain, test_drain, OWN)                 /* test_robust.c: SIGTERM drains */                 \
     XX(observe, test_observe, OWN)             /* test_robust.c: logs and metrics */               \
     XX(hardening, test_hardening, OWN)         /* test_hardening.c: issue 14, raw sockets */       \
-    XX(framing, test_framing, OWN)             /* test_framing.c: issue 21, RFC 9112 framing */
+    XX(framing, test_framing, OWN)             /* test_framing.c: issue 21, RFC 9112 framing */    \
+    XX(determinism, test_determinism, OWN)     /* test_determinism.c: same bits under load */      \
+    XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */

@@ -29,7 +29,8 @@
     XX(llama4_qk, test_llama4_qk)             /* Llama 4 attention temperature */                  \
     XX(mla, test_mla)                         /* multi-head latent attention */                    \
     XX(diagnose_neg, test_diagnose_neg)       /* /diagnose negative set */                         \
-    XX(diagnose_v2, test_diagnose_v2)         /* /diagnose version 2 */
+    XX(diagnose_v2, test_diagnose_v2)         /* /diagnose version 2 */                            \
+    XX(determinism, test_determinism)         /* bits independent of batch and team size */
 
 #define UNIT_GROUP_DECLARE(name, function) void function(void);
 UNIT_GROUPS(UNIT_GROUP_DECLARE)
