@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include "check.h"
+#include "test_list.h"
 #include "posenc.h"
 
 /* Widths off every kernel tile size: d_model 72, q|k|v 4*20 + 2*2*20 = 160
