@@ -512,7 +512,7 @@ def models3_cases():
 
 def models3_info(models):
     qk = models["qwen3"].get("qk_norm")
-    C.check(qk == {"type": "rmsnorm", "over": "head", "eps": 1e-6}
+    C.check(qk == {"type": "rmsnorm", "over": "head", "weights": "shared", "eps": 1e-6}
             and models["qwen3"]["norm"]["type"] == "rmsnorm",
             f"/info qwen3: q/k norm per head, eps 1e-6, RMSNorm before attention: {qk}")
     C.check(models["qwen3_f16"]["head_dim"] == 128 and models["qwen3"]["head_dim"] == 16,
