@@ -1,8 +1,10 @@
 /*
- * qk_norm.c - RMSNorm of q or k after the projection and before the
- * rotation, over groups of channels: per head (Qwen3, Gemma 3: group =
- * head_dim) or over the whole projection width (OLMo 2: group = width);
- * without a weight it is Llama 4's Llama4TextL2Norm (after the rotation).
+ * qk_norm.c - RMSNorm or LayerNorm of q or k after the projection and
+ * before the rotation, over groups of channels: per head (Qwen3, Gemma 3:
+ * group = head_dim) or over the whole projection width (OLMo 2: group =
+ * width); without a weight it is Llama 4's Llama4TextL2Norm (after the
+ * rotation). The LayerNorm (Cohere, StableLM) has no bias and may give each
+ * head its own weights.
  */
 #include <math.h>
 
@@ -34,4 +36,35 @@ void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight
     for (size_t i = 0; i < n; i++)
         for (size_t h = 0; h < groups; h++)
             rms_norm_group(x + i * stride + h * group, group, weight, eps);
+}
+
+/* One group: g = (g - mean) / sqrt(var + eps) * weight, population
+ * variance over the centred values (torch's LayerNorm), in double. */
+static void layer_norm_group(float *g, size_t group, const float *weight, double eps)
+{
+    double mean = 0.0, var = 0.0;
+
+    for (size_t j = 0; j < group; j++)
+        mean += (double)g[j];
+    mean /= (double)group;
+    for (size_t j = 0; j < group; j++)
+        var += ((double)g[j] - mean) * ((double)g[j] - mean);
+    double inv = 1.0 / sqrt(var / (double)group + eps);
+    for (size_t j = 0; j < group; j++)
+        g[j] = (float)(((double)g[j] - mean) * inv * (weight ? (double)weight[j] : 1.0));
+}
+
+void pe_group_layer_norm(size_t n, size_t width, size_t group, const float *weight,
+                         size_t weight_stride, double eps, float *x, size_t stride)
+{
+    if (n == 0 || width == 0 || group == 0)
+        return;
+    size_t groups = width / group, work = 0;
+    bool parallel = !__builtin_mul_overflow(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
+
+#pragma omp parallel for schedule(static) if (parallel)
+    for (size_t i = 0; i < n; i++)
+        for (size_t h = 0; h < groups; h++)
+            layer_norm_group(x + i * stride + h * group, group,
+                             weight ? weight + h * weight_stride : NULL, eps);
 }

@@ -35,10 +35,13 @@ typedef struct hf_load {
 } hf_load;
 
 /* Gemma's embedding scale (hf_gemma.c): m's loaded token table becomes
- * round_dtype(E * s) with s = sqrt(hidden_size) rounded to float32 and
- * then to the table's dtype, as Hugging Face's normalizer tensor and its
- * product in that dtype; *scale = s. An overflow of the dtype fails. */
-int hf_scale_embeddings(hf_load *h, double *scale, model_error *err);
+ * round_dtype(E * s) with s = value (sqrt(hidden_size), or MiniCPM's
+ * scale_emb) rounded to float32 and then to the table's dtype, as Hugging
+ * Face's normalizer tensor (Gemma3TextScaledWordEmbedding's embed_scale)
+ * and its product in that dtype; *scale = s. An overflow of the dtype
+ * fails, naming `what` (the scale's name). */
+int hf_scale_embeddings(hf_load *h, double value, const char *what, double *scale,
+                        model_error *err);
 
 /* Gemma 2 and 3's scores (hf_gemma.c): params.score_scale =
  * query_pre_attn_scalar ** -0.5 (default 256) and m->score_softcap =

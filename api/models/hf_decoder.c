@@ -38,7 +38,8 @@ static int read_shape(hf_load *h, hf_plan *p, model_error *err)
         return -1;
     a->kv_heads = a->heads;
     if ((k->kv_heads &&
-         hf_int(h, k->kv_heads, false, a->heads, 1, SCHEME_MAX_DIM, &a->kv_heads, err)) ||
+         hf_int(h, k->kv_heads, false, s->kv_heads_default ? s->kv_heads_default : a->heads, 1,
+                SCHEME_MAX_DIM, &a->kv_heads, err)) ||
         hf_check_layer(h, k->layers, err))
         return -1;
     hf_get(h, k->hidden, &p->hidden_key);
@@ -75,6 +76,11 @@ static int refuse(const hf_load *h, const hf_refusal *r, const char *value, mode
 static int check_refusals(const hf_load *h, const hf_refusal *r, model_error *err)
 {
     for (; r && r->key; r++) {
+        if (r->kind == HF_REFUSE_PRESENT) {
+            if (hf_get(h, HF_KEYS(r->key), NULL))
+                return refuse(h, r, "", err);
+            continue;
+        }
         if (r->kind == HF_REFUSE_STRING) {
             const char *v;
             bool ok = false;
@@ -99,6 +105,19 @@ static int check_refusals(const hf_load *h, const hf_refusal *r, model_error *er
     return 0;
 }
 
+/* Architectures whose q/k norms a config boolean switches on (Cohere's
+ * use_qk_norm, StableLM's qk_layernorm; default false). */
+static int read_qk_norm_key(const hf_load *h, hf_plan *p, model_error *err)
+{
+    bool on = true;
+
+    if (p->spec->qk_norm_key && hf_bool(h, p->spec->qk_norm_key, false, &on, err))
+        return -1;
+    if (!on)
+        p->qk_norm = MODEL_QK_NORM_NONE;
+    return 0;
+}
+
 /* The model's shape from the plan: heads dividing kv_heads, head_dim. */
 static int set_shape(hf_load *h, hf_plan *p, model_error *err)
 {
@@ -117,7 +136,8 @@ static int set_shape(hf_load *h, hf_plan *p, model_error *err)
     m->head_dim = head_dim;
     m->scheme = p->scheme;
     m->norm = p->norm;
-    m->qk_norm = p->spec->qk_norm;
+    m->qk_norm = p->qk_norm;
+    m->qk_norm_type = p->spec->qk_norm_type == PE_NORM_LAYER ? PE_NORM_LAYER : PE_NORM_RMS;
     if (m->qk_norm && p->spec->eps_into == HF_EPS_NORM)
         m->qk_norm_eps = m->norm_eps; /* q_norm and k_norm take the config's eps */
     m->position_rule = p->spec->position_rule;
@@ -236,13 +256,59 @@ static void one_plus(tensor *t)
         t->data[i] = 1.0f + t->data[i]; /* (1.0 + weight.float()), a float32 sum */
 }
 
+/* One [head_dim] tensor <name>.<i>.weight of layer L per head i, gathered
+ * into weights[w] as [heads][head_dim] (StableLM's LayerNorm per head). */
+static int read_each_head(hf_load *h, const hf_tensor_names *n, weight_id w, size_t heads,
+                          const char *name, model_error *err)
+{
+    const char *dir = n->layer_dir, *tail = n->layer_tail ? n->layer_tail : "";
+    size_t hd = h->m->head_dim;
+    tensor *t = &h->m->weights[w];
+    tensor one = {0}; /* owned: head i's weight, freed before the next */
+
+    tensor_free(t);
+    if (hf_new_matrix(t, heads, hd, err)) /* owned by the model */
+        return -1;
+    for (size_t i = 0; i < heads; i++) {
+        if (hf_tensor(h, 1, hd, 0, &one, &h->m->weight_dtype[w], err, LAYER ".%zu.weight", dir,
+                      h->layer, tail, name, i))
+            return -1;
+        memcpy(t->data + i * hd, one.data, hd * sizeof *one.data);
+        tensor_free(&one);
+    }
+    return 0;
+}
+
+/* The q/k norms' weights of layer L as the spec stores them. */
+static int read_qk_norms(hf_load *h, const hf_plan *p, model_error *err)
+{
+    const hf_tensor_names *n = p->spec->names;
+    const model *m = h->m;
+    size_t L = h->layer, hd = m->head_dim;
+    const char *dir = n->layer_dir, *tail = n->layer_tail ? n->layer_tail : "";
+    bool wide = p->qk_norm != MODEL_QK_NORM_PER_HEAD; /* the width, or a weight per head */
+
+    if (n->qk_norm_tensors == HF_QK_NORM_EACH_HEAD)
+        return read_each_head(h, n, W_Q_NORM_WEIGHT, m->heads, n->q_norm, err) ||
+               read_each_head(h, n, W_K_NORM_WEIGHT, m->kv_heads, n->k_norm, err);
+    if (n->qk_norm_tensors == HF_QK_NORM_MATRIX)
+        return hf_weight(h, W_Q_NORM_WEIGHT, 2, m->heads, hd, err, LAYER ".weight", dir, L, tail,
+                         n->q_norm) ||
+               hf_weight(h, W_K_NORM_WEIGHT, 2, m->kv_heads, hd, err, LAYER ".weight", dir, L, tail,
+                         n->k_norm);
+    return hf_weight(h, W_Q_NORM_WEIGHT, 1, wide ? m->heads * hd : hd, 0, err, LAYER ".weight", dir,
+                     L, tail, n->q_norm) ||
+           hf_weight(h, W_K_NORM_WEIGHT, 1, wide ? m->kv_heads * hd : hd, 0, err, LAYER ".weight",
+                     dir, L, tail, n->k_norm);
+}
+
 /* The prefix, q/k/v, the pre-attention norm and the q/k norms of layer L. */
 static int read_layer(hf_load *h, hf_plan *p, model_error *err)
 {
     const hf_spec *s = p->spec;
     const hf_tensor_names *n = s->names;
     model *m = h->m;
-    size_t L = h->layer, d = m->d_model, hd = m->head_dim;
+    size_t L = h->layer, d = m->d_model;
     const char *dir = n->layer_dir, *tail = n->layer_tail ? n->layer_tail : "";
     const char *first = n->qkv == HF_QKV_HOOK ? p->norm_name : n->q;
 
@@ -255,14 +321,8 @@ static int read_layer(hf_load *h, hf_plan *p, model_error *err)
          (s->norm_bias &&
           hf_weight(h, W_NORM_BIAS, 1, d, 0, err, LAYER ".bias", dir, L, tail, p->norm_name))))
         return -1;
-    if (s->qk_norm) {
-        size_t qw = s->qk_norm == MODEL_QK_NORM_WIDTH ? m->heads * hd : hd;
-        size_t kw = s->qk_norm == MODEL_QK_NORM_WIDTH ? m->kv_heads * hd : hd;
-        if (hf_weight(h, W_Q_NORM_WEIGHT, 1, qw, 0, err, LAYER ".weight", dir, L, tail,
-                      n->q_norm) ||
-            hf_weight(h, W_K_NORM_WEIGHT, 1, kw, 0, err, LAYER ".weight", dir, L, tail, n->k_norm))
-            return -1;
-    }
+    if (p->qk_norm && read_qk_norms(h, p, err))
+        return -1;
     if (s->norm_one_plus) {
         one_plus(&m->weights[W_NORM_WEIGHT]);
         one_plus(&m->weights[W_Q_NORM_WEIGHT]);
@@ -300,7 +360,7 @@ static int read_embeddings(hf_load *h, hf_plan *p, model_error *err)
     while (e[1] && !hf_has(h, "%s", *e))
         e++;
     if (hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "%s", *e) ||
-        (s->embed_scale && hf_gemma_embed_scale(h, s->embed_scale, err)) ||
+        (s->embed_scale && hf_gemma_embed_scale(h, s, err)) ||
         (n->position_table &&
          hf_weight(h, W_POSITION_TABLE, 2, 0, d, err, "%s", n->position_table)))
         return -1;
@@ -318,7 +378,8 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err)
                  .scheme = s->scheme,
                  .norm = s->norm,
                  .norm_name = s->names->norm,
-                 .fused = s->names->fused};
+                 .fused = s->names->fused,
+                 .qk_norm = s->qk_norm};
 
     if (s->positions_layer0_only && h->layer > 0)
         p.scheme = SCHEME_NONE;
@@ -332,8 +393,8 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err)
         (s->reads_layer_types && hf_get(h, HF_KEYS("layer_types"), NULL) &&
          hf_layer_type(h, &p.sliding, err)) ||
         (s->nope && read_nope(h, &p, err)) || check_refusals(h, s->refusals, err) ||
-        (s->configure && s->configure(h, &p, err)) || set_shape(h, &p, err) ||
-        build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||
+        read_qk_norm_key(h, &p, err) || (s->configure && s->configure(h, &p, err)) ||
+        set_shape(h, &p, err) || build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||
         (s->gemma_scores && hf_score_transforms(h, s->softcap_default, err)) ||
         read_multipliers(h, s, err))
         return -1;

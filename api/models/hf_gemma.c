@@ -31,6 +31,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "models/hf_spec.h"
@@ -59,14 +60,14 @@ static double round_to_dtype(double x, const char *dtype)
     return round_significand(x, 24, -125);
 }
 
-int hf_scale_embeddings(hf_load *h, double *scale, model_error *err)
+int hf_scale_embeddings(hf_load *h, double value, const char *what, double *scale, model_error *err)
 {
     model *m = h->m;
     tensor *t = &m->weights[W_TOKEN_EMBEDDING];
     const char *dtype = m->weight_dtype[W_TOKEN_EMBEDDING];
     /* torch rounds the Python float to float32, then to the dtype; its
      * half and bfloat16 products are float32 products rounded again. */
-    double s = round_to_dtype((float)sqrt((double)m->d_model), dtype);
+    double s = round_to_dtype((float)value, dtype);
     size_t n = t->dim[0] * t->dim[1];
 
     for (size_t i = 0; i < n; i++) {
@@ -74,25 +75,30 @@ int hf_scale_embeddings(hf_load *h, double *scale, model_error *err)
         double scaled = fabs(product) <= FLT_MAX ? round_to_dtype((float)product, dtype) : INFINITY;
         if (!(fabs(scaled) <= (strcmp(dtype, "F16") == 0 ? 65504.0 : FLT_MAX)))
             return hf_value_fail(h, err,
-                                 "embed_tokens.weight element %zu times the normalizer "
-                                 "sqrt(hidden_size) = %g overflows %s",
-                                 i, s, dtype);
+                                 "embed_tokens.weight element %zu times %s = %g overflows %s", i,
+                                 what, s, dtype);
         t->data[i] = (float)scaled; /* exact: scaled is a value of the dtype */
     }
     *scale = s;
     return 0;
 }
 
-int hf_gemma_embed_scale(hf_load *h, hf_embed_scale how, model_error *err)
+int hf_gemma_embed_scale(hf_load *h, const hf_spec *spec, model_error *err)
 {
     model *m = h->m;
     tensor *t = &m->weights[W_TOKEN_EMBEDDING];
     size_t n = t->dim[0] * t->dim[1];
-    double s;
+    double value = sqrt((double)m->d_model), s;
+    char what[64] = "the normalizer sqrt(hidden_size)";
 
-    if (hf_scale_embeddings(h, &s, err))
+    if (spec->embed_scale_key) {
+        if (hf_number(h, spec->embed_scale_key, spec->embed_scale_default, true, &value, err))
+            return -1;
+        snprintf(what, sizeof what, "%s", spec->embed_scale_key);
+    }
+    if (hf_scale_embeddings(h, value, what, &s, err))
         return -1;
-    if (how != HF_EMBED_GEMMA_FOLD)
+    if (spec->embed_scale != HF_EMBED_GEMMA_FOLD)
         return 0; /* token ids are scaled by the embedding itself; inputs_embeds are not */
     for (size_t i = 0; i < n; i++)
         t->data[i] = (float)((double)t->data[i] / s);
@@ -124,18 +130,24 @@ int hf_score_transforms(hf_load *h, double softcap_default, model_error *err)
     return 0;
 }
 
-/* Gemma 3: whether layer L is a sliding-window layer, from layer_types or
- * sliding_window_pattern. */
-int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err)
+int hf_sliding_pattern(hf_load *h, hf_plan *p, int64_t pattern_default, model_error *err)
 {
     int64_t pattern;
 
     if (hf_get(h, HF_KEYS("layer_types"), NULL))
         return 0; /* the loader read it into p->sliding */
-    if (hf_int(h, HF_KEYS("sliding_window_pattern"), false, 6, 1, INT64_MAX, &pattern, err))
+    if (hf_int(h, HF_KEYS("sliding_window_pattern"), false, pattern_default, 1, INT64_MAX, &pattern,
+               err))
         return -1;
     p->sliding = (h->layer + 1) % (uint64_t)pattern != 0;
     return 0;
+}
+
+/* Gemma 3: whether layer L is a sliding-window layer, from layer_types or
+ * sliding_window_pattern (default 6). */
+int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err)
+{
+    return hf_sliding_pattern(h, p, 6, err);
 }
 
 /* Gemma 3's rope: rope_scaling was read (and checked) for every layer, as

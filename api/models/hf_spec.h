@@ -33,15 +33,25 @@ typedef enum hf_qkv_kind {
 typedef enum hf_embed_scale {
     HF_EMBED_PLAIN = 0,
     HF_EMBED_GEMMA_FOLD, /* Gemma / Gemma 2: sqrt(hidden) folded into table and eps */
-    HF_EMBED_GEMMA_IDS   /* Gemma 3: the table scaled, inputs_embeds not */
+    HF_EMBED_GEMMA_IDS   /* Gemma 3, MiniCPM: the table scaled (in its dtype), inputs_embeds
+                          * not; the scale is sqrt(hidden), or embed_scale_key's value */
 } hf_embed_scale;
+
+/* How the q/k norms' weights are stored (spec.qk_norm). */
+typedef enum hf_qk_norm_tensors {
+    HF_QK_NORM_VECTOR = 0, /* q_norm.weight, k_norm.weight: [head_dim], or the width */
+    HF_QK_NORM_MATRIX,     /* [heads][head_dim] and [kv_heads][head_dim] (Cohere) */
+    HF_QK_NORM_EACH_HEAD   /* q_norm.<h>.weight of [head_dim] for every head h (StableLM's
+                            * q_layernorm.norms.<h>), read into one [heads*head_dim] */
+} hf_qk_norm_tensors;
 
 /* A config option posenc does not model (or ignores with a warning). */
 typedef enum hf_refusal_kind {
     HF_REFUSE_TRUE = 0, /* a boolean (default false): true stops the load */
     HF_REFUSE_FALSE,    /* a boolean (default true): false stops the load */
     HF_WARN_TRUE,       /* a boolean (default false): true is warned about */
-    HF_REFUSE_STRING    /* a string (default allowed[0]) not in allowed stops the load */
+    HF_REFUSE_STRING,   /* a string (default allowed[0]) not in allowed stops the load */
+    HF_REFUSE_PRESENT   /* any value but null (or absence) stops the load */
 } hf_refusal_kind;
 
 /* Layers without rope, chosen by no_rope_layers (hf_layer_uses_rope). */
@@ -76,10 +86,11 @@ typedef struct hf_tensor_names {
     const char *q, *k, *v;              /* k, v: HF_QKV_SEPARATE only */
     hf_fused_layout fused;              /* HF_QKV_FUSED (a hook may change it) */
     const char *norm, *q_norm, *k_norm; /* NULL: none */
-    const char *const *embed;           /* the first present, else the last */
-    const char *position_table;         /* NULL: none */
-    const char *embed_norm;             /* NULL: none */
-    bool embed_norm_tf_names;           /* also .gamma / .beta (BERT) */
+    hf_qk_norm_tensors qk_norm_tensors;
+    const char *const *embed;   /* the first present, else the last */
+    const char *position_table; /* NULL: none */
+    const char *embed_norm;     /* NULL: none */
+    bool embed_norm_tf_names;   /* also .gamma / .beta (BERT) */
 } hf_tensor_names;
 
 typedef struct hf_spec hf_spec;
@@ -96,6 +107,7 @@ typedef struct hf_plan {
     const char *norm_name;
     hf_fused_layout fused;
     bool sliding; /* layer L attends a sliding window (layer_types, Gemma 3's pattern) */
+    model_qk_norm qk_norm;
 } hf_plan;
 
 /* A hook: 0, or -1 with *err set. */
@@ -107,6 +119,7 @@ struct hf_spec {
     const hf_tensor_names *names;
     const char *const *prefixes; /* candidates, picked by the first tensor; NULL: "" */
     int64_t head_dim_default;    /* absent head_dim: 0 = hidden / heads */
+    int64_t kv_heads_default;    /* absent kv_heads key: 0 = heads */
     const char *eps_key;         /* NULL: eps_default, not read */
     double eps_default;
     hf_eps_target eps_into;
@@ -117,7 +130,11 @@ struct hf_spec {
     bool norm_bias;     /* the pre-attention LayerNorm has a bias */
     bool norm_one_plus; /* norm weights (also q/k norms') are used as 1 + w (Gemma) */
     model_qk_norm qk_norm;
+    const char *qk_norm_key;   /* NULL: qk_norm always; else only when this boolean is true */
+    pe_norm_kind qk_norm_type; /* PE_NORM_NONE: RMSNorm; PE_NORM_LAYER: LayerNorm, no bias */
     hf_embed_scale embed_scale;
+    const char *embed_scale_key; /* HF_EMBED_GEMMA_IDS: the scale's key (NULL: sqrt(hidden)) */
+    double embed_scale_default;
     bool gemma_scores; /* query_pre_attn_scalar and attn_logit_softcapping */
     /* Hugging Face reads layer_types (sliding_attention / full_attention per
      * layer): when present, every entry is checked and plan.sliding set */
@@ -169,11 +186,18 @@ int hf_t5_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_gemma3_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_llama4_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_cohere2_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_exaone4_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
- * or scale the table only (Gemma 3). */
-int hf_gemma_embed_scale(hf_load *h, hf_embed_scale how, model_error *err);
+ * or scale the table only (Gemma 3; MiniCPM by scale_emb). */
+int hf_gemma_embed_scale(hf_load *h, const hf_spec *s, model_error *err);
+
+/* Whether layer L is sliding (hf_gemma.c): layer_types was read into
+ * p->sliding when present; else (L + 1) % sliding_window_pattern != 0,
+ * the pattern (an integer >= 1) defaulting to pattern_default. */
+int hf_sliding_pattern(hf_load *h, hf_plan *p, int64_t pattern_default, model_error *err);
 
 #endif /* HF_SPEC_H */

@@ -65,6 +65,15 @@ static const hf_shape_keys llama_shape = {
     .head_dim = HF_KEYS("head_dim"),
     .check_kv = true,
 };
+/* head_dim is always hidden / heads: a config head_dim is not read
+ * (Cohere2Config sets it so; StableLmAttention computes it) */
+static const hf_shape_keys fixed_head_shape = {
+    .hidden = HF_KEYS("hidden_size"),
+    .heads = HF_KEYS("num_attention_heads"),
+    .kv_heads = HF_KEYS("num_key_value_heads"),
+    .layers = HF_KEYS("num_hidden_layers"),
+    .check_kv = true,
+};
 /* hidden_size and num_attention_heads only (GPT-NeoX, BERT, OPT) */
 static const hf_shape_keys mha_shape = {
     .hidden = HF_KEYS("hidden_size"),
@@ -129,6 +138,30 @@ static const hf_tensor_names qk_norm_names = {
     .norm = "input_layernorm",
     .q_norm = "self_attn.q_norm",
     .k_norm = "self_attn.k_norm",
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+/* q_norm / k_norm: CohereLayerNorm((heads, head_dim)), weights [heads][head_dim] */
+static const hf_tensor_names cohere_names = {
+    .layer_dir = "layers",
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "input_layernorm",
+    .q_norm = "self_attn.q_norm",
+    .k_norm = "self_attn.k_norm",
+    .qk_norm_tensors = HF_QK_NORM_MATRIX,
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+/* StableLmLayerNormPerHead: one nn.LayerNorm(head_dim, bias=False) per head */
+static const hf_tensor_names stablelm_names = {
+    .layer_dir = "layers",
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "input_layernorm",
+    .q_norm = "self_attn.q_layernorm.norms",
+    .k_norm = "self_attn.k_layernorm.norms",
+    .qk_norm_tensors = HF_QK_NORM_EACH_HEAD,
     .embed = HF_KEYS("embed_tokens.weight"),
 };
 static const hf_tensor_names phi3_names = {.layer_dir = "layers",
@@ -229,6 +262,12 @@ static const hf_refusal bert_refusals[] = {{"position_embedding_type", HF_REFUSE
                                             "position_embedding_type '%s' is not supported (only "
                                             "absolute)"},
                                            {0}};
+/* MiniCPMModel raises NotImplementedError for it */
+static const hf_refusal minicpm_refusals[] = {{"sparse_config", HF_REFUSE_PRESENT, NULL,
+                                               "sparse_config (InfLLM-v2 sparse attention) is not "
+                                               "supported: Hugging Face's MiniCPM serves dense "
+                                               "attention only and refuses it too"},
+                                              {0}};
 static const hf_refusal mla_refusals[] = {{"attention_bias", HF_REFUSE_TRUE, NULL,
                                            "attention_bias true (biases on q_a_proj and "
                                            "kv_a_proj_with_mqa) is not modelled by "
@@ -530,6 +569,72 @@ static const hf_spec specs[] = {
      .rope_theta_default = 2e6,
      .nope = HF_NOPE_LIST,
      .reads_layer_types = true},
+    {.model_types = HF_KEYS("cohere"),
+     .shape = &llama_shape,
+     .names = &cohere_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "layer_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_LAYER,
+     .qk_norm = MODEL_QK_NORM_HEAD_WEIGHTS,
+     .qk_norm_key = "use_qk_norm",
+     .qk_norm_type = PE_NORM_LAYER,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 500000.0,
+     .rope_layout = "interleaved"},
+    {.model_types = HF_KEYS("cohere2"),
+     .shape = &fixed_head_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "layer_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_LAYER,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope_layout = "interleaved",
+     .params = hf_cohere2_params},
+    {.model_types = HF_KEYS("stablelm"),
+     .shape = &fixed_head_shape,
+     .names = &stablelm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 32,
+     .eps_key = "layer_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "use_qkv_bias",
+     .norm = PE_NORM_LAYER,
+     .norm_bias = true,
+     .qk_norm = MODEL_QK_NORM_HEAD_WEIGHTS,
+     .qk_norm_key = "qk_layernorm",
+     .qk_norm_type = PE_NORM_LAYER,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.25}},
+    {.model_types = HF_KEYS("minicpm"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .refusals = minicpm_refusals,
+     .norm = PE_NORM_RMS,
+     .embed_scale = HF_EMBED_GEMMA_IDS,
+     .embed_scale_key = "scale_emb",
+     .embed_scale_default = 12.0,
+     .scheme = SCHEME_ROPE},
+    {.model_types = HF_KEYS("exaone4"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .eps_into = HF_EPS_QK_NORM,
+     .norm = PE_NORM_NONE,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .params = hf_exaone4_params},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -100,14 +100,20 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
 {
     size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
     size_t width = qd + 2 * kvd;
-    bool per_head = m->qk_norm == MODEL_QK_NORM_PER_HEAD;
+    const float *wq = m->weights[W_Q_NORM_WEIGHT].data, *wk = m->weights[W_K_NORM_WEIGHT].data;
+    bool whole = m->qk_norm == MODEL_QK_NORM_WIDTH;
 
     if (m->qk_norm == MODEL_QK_NORM_NONE)
         return;
-    pe_group_rms_norm(rows, qd, per_head ? m->head_dim : qd, m->weights[W_Q_NORM_WEIGHT].data,
-                      m->qk_norm_eps, qkv, width);
-    pe_group_rms_norm(rows, kvd, per_head ? m->head_dim : kvd, m->weights[W_K_NORM_WEIGHT].data,
-                      m->qk_norm_eps, qkv + qd, width);
+    if (m->qk_norm_type == PE_NORM_LAYER) {
+        size_t ws = m->qk_norm == MODEL_QK_NORM_HEAD_WEIGHTS ? m->head_dim : 0;
+        pe_group_layer_norm(rows, qd, whole ? qd : m->head_dim, wq, ws, m->qk_norm_eps, qkv, width);
+        pe_group_layer_norm(rows, kvd, whole ? kvd : m->head_dim, wk, ws, m->qk_norm_eps, qkv + qd,
+                            width);
+        return;
+    }
+    pe_group_rms_norm(rows, qd, whole ? qd : m->head_dim, wq, m->qk_norm_eps, qkv, width);
+    pe_group_rms_norm(rows, kvd, whole ? kvd : m->head_dim, wk, m->qk_norm_eps, qkv + qd, width);
 }
 
 int model_project(const model *m, const float *z, size_t rows, float *qkv)

@@ -61,12 +61,17 @@ typedef enum weight_id {
 /* Names of the weights, indexed by weight_id (the contract's first). */
 extern const char *const weight_names[W_COUNT];
 
-/* Where a q/k norm normalises: each head over head_dim (Qwen3, Gemma 3),
- * or the whole projection of q (k) before it is split into heads (OLMo 2). */
+/* Where a q/k norm normalises: each head over head_dim with one weight
+ * [head_dim] the heads share (Qwen3, Gemma 3, EXAONE 4), the whole
+ * projection of q (k) before it is split into heads (OLMo 2), or each head
+ * over head_dim with weights of its own, [heads*head_dim] for q and
+ * [kv_heads*head_dim] for k (Cohere's q_norm/k_norm of shape [heads,
+ * head_dim], StableLM's one LayerNorm per head; qk_norm_type layernorm). */
 typedef enum model_qk_norm {
     MODEL_QK_NORM_NONE = 0,
     MODEL_QK_NORM_PER_HEAD,
-    MODEL_QK_NORM_WIDTH
+    MODEL_QK_NORM_WIDTH,
+    MODEL_QK_NORM_HEAD_WEIGHTS
 } model_qk_norm;
 
 /* How the architecture's Hugging Face forward pass derives positions from
@@ -106,6 +111,9 @@ typedef struct model {
      * RMSNorm of q and k with W_Q/K_NORM_WEIGHT (Qwen3, OLMo 2, Gemma 3),
      * and a tanh soft cap on the scaled scores (Gemma 2). */
     model_qk_norm qk_norm;
+    pe_norm_kind qk_norm_type; /* PE_NORM_RMS, or PE_NORM_LAYER without bias
+                                  (Cohere, StableLM; the only kind that takes
+                                  MODEL_QK_NORM_HEAD_WEIGHTS) */
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
     /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
@@ -159,7 +167,8 @@ int model_parse_description(const json_t *obj, const char *path, bool with_weigh
 int model_fuse(model *m, desc_error *err);
 
 /* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
- * pe_project_qkv lays them out, in place. */
+ * pe_project_qkv lays them out, in place: RMSNorm, or LayerNorm without
+ * bias, as m->qk_norm_type says. */
 void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
 
 /* What m does to q and k after the rotation (Llama 4's L2 norm and

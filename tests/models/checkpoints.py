@@ -725,3 +725,176 @@ def deepseek(seed=31, dtype="F32", prefix="model.", model_type="deepseek_v3", la
     g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
     g.add("lm_head.weight", (vocab, d))
     return Checkpoint(cfg, g.out)
+
+
+# ----------------------------------- issue 18 item 3: Cohere, StableLM, ...
+def _decoder_layers(g, prefix, layers, d, heads, kv_heads, hd, bias=False, norm_bias=False,
+                    input_norm=True, qk=None, post_norms=("post_attention_layernorm",)):
+    """The per-layer tensors of a Llama-style decoder under their real names:
+    input_layernorm (with a bias for nn.LayerNorm ones), q/k/v/o_proj, the
+    q/k norms as the architecture stores them (qk "vector": q_norm /
+    k_norm [head_dim]; "matrix": [heads, head_dim], Cohere; "each":
+    q_layernorm.norms.<h>, StableLM), the norms after attention and the
+    gated MLP."""
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        if input_norm:
+            g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+            if norm_bias:
+                g.add(p + "input_layernorm.bias", (d,), 0.1)
+        for n, out in (("q", heads * hd), ("k", kv_heads * hd), ("v", kv_heads * hd)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            if bias:
+                g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        if qk == "vector":
+            g.add(p + "self_attn.q_norm.weight", (hd,), 0.3, 1.0)
+            g.add(p + "self_attn.k_norm.weight", (hd,), 0.3, 1.0)
+        elif qk == "matrix":
+            g.add(p + "self_attn.q_norm.weight", (heads, hd), 0.3, 1.0)
+            g.add(p + "self_attn.k_norm.weight", (kv_heads, hd), 0.3, 1.0)
+        elif qk == "each":
+            for n, count in (("q", heads), ("k", kv_heads)):
+                for h in range(count):
+                    g.add(p + f"self_attn.{n}_layernorm.norms.{h}.weight", (hd,), 0.3, 1.0)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        for n in post_norms:
+            g.add(p + n + ".weight", (d,), 0.1, 1.0)
+        g.add(p + "mlp.gate_proj.weight", (2 * d, d))
+        g.add(p + "mlp.up_proj.weight", (2 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 2 * d))
+
+
+def cohere(seed=41, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=2,
+           vocab=50, qk_norm=False, bias=False, **extra):
+    """c4ai-command-r-v01's config keys (CohereForCausalLM; with qk_norm,
+    c4ai-command-r-plus's use_qk_norm) and tensor names: CohereLayerNorm
+    without bias, q_norm / k_norm of [heads, head_dim], tied embeddings."""
+    hd = d // heads
+    cfg = {"architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": d,
+           "intermediate_size": 2 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "layer_norm_eps": 1e-05,
+           "logit_scale": 0.0625, "max_position_embeddings": 8192, "rope_theta": 8000000.0,
+           "rope_scaling": None, "use_qk_norm": qk_norm, "attention_bias": bias,
+           "attention_dropout": 0.0, "hidden_act": "silu", "initializer_range": 0.02,
+           "vocab_size": vocab, "pad_token_id": 0, "bos_token_id": 5, "eos_token_id": 255001,
+           "tie_word_embeddings": True, "use_cache": True, "torch_dtype": "float16",
+           "transformers_version": "4.40.0.dev0"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    _decoder_layers(g, prefix, layers, d, heads, kv_heads, hd, bias=bias,
+                    qk="matrix" if qk_norm else None, post_norms=())
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)
+
+
+def cohere2(seed=51, dtype="F32", prefix="model.", layers=4, d=32, heads=4, kv_heads=1,
+            vocab=50, **extra):
+    """c4ai-command-r7b-12-2024's config keys (Cohere2ForCausalLM:
+    sliding_window 4096, sliding_window_pattern 4, rope_theta 50000) and
+    tensor names (Cohere's without q/k norms)."""
+    hd = d // heads
+    cfg = {"architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "hidden_size": d,
+           "intermediate_size": 2 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "layer_norm_eps": 1e-05,
+           "logit_scale": 0.25, "max_position_embeddings": 8192, "rope_theta": 50000,
+           "rope_scaling": None, "sliding_window": 4096, "sliding_window_pattern": 4,
+           "order_of_interleaved_layers": "local_attn_first", "attention_bias": False,
+           "attention_dropout": 0.0, "hidden_act": "silu", "vocab_size": vocab,
+           "pad_token_id": 0, "bos_token_id": 5, "eos_token_id": 255001,
+           "tie_word_embeddings": True, "cache_implementation": "hybrid",
+           "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    _decoder_layers(g, prefix, layers, d, heads, kv_heads, hd, post_norms=())
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)
+
+
+def stablelm(seed=61, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=4,
+             vocab=50, qk_norm=False, bias=True, **extra):
+    """stablelm-2-1_6b's config keys (StableLmForCausalLM: use_qkv_bias,
+    partial_rotary_factor 0.25; with qk_norm, stablelm-2-12b's qk_layernorm
+    and use_parallel_residual) and tensor names: nn.LayerNorm with biases,
+    q_layernorm.norms.<h> / k_layernorm.norms.<h> per head."""
+    hd = d // heads
+    cfg = {"architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_size": d,
+           "intermediate_size": 2 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "layer_norm_eps": 1e-05,
+           "max_position_embeddings": 4096, "partial_rotary_factor": 0.25, "rope_theta": 10000,
+           "rope_scaling": None, "use_qkv_bias": bias, "qk_layernorm": qk_norm,
+           "use_parallel_residual": qk_norm, "hidden_dropout": 0.0, "attention_dropout": 0.0,
+           "hidden_act": "silu", "initializer_range": 0.02, "vocab_size": vocab,
+           "bos_token_id": 100257, "eos_token_id": 100257, "tie_word_embeddings": False,
+           "use_cache": True, "torch_dtype": "float16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    _decoder_layers(g, prefix, layers, d, heads, kv_heads, hd, bias=bias, norm_bias=True,
+                    qk="each" if qk_norm else None,
+                    post_norms=() if qk_norm else ("post_attention_layernorm",))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add(prefix + "norm.bias", (d,), 0.1)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)
+
+
+def minicpm(seed=71, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=2,
+            vocab=50, longrope=False, **extra):
+    """MiniCPM4-0.5B's config keys (MiniCPMForCausalLM: scale_emb 12,
+    scale_depth 1.4, dim_model_base 256, the remote-code auto_map; with
+    longrope, MiniCPM4-8B's longrope block with its own
+    original_max_position_embeddings) and tensor names (Llama's, tied)."""
+    hd = d // heads
+    rng = np.random.default_rng(seed + 1000)
+    cfg = {"architectures": ["MiniCPMForCausalLM"], "model_type": "minicpm", "hidden_size": d,
+           "intermediate_size": 2 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "rms_norm_eps": 1e-05,
+           "max_position_embeddings": 32768, "rope_theta": 10000.0, "rope_scaling": None,
+           "scale_emb": 12, "scale_depth": 1.4, "dim_model_base": 256, "hidden_act": "silu",
+           "initializer_range": 0.1, "vocab_size": vocab, "bos_token_id": 1, "eos_token_id": 2,
+           "tie_word_embeddings": True, "use_cache": True, "torch_dtype": "bfloat16",
+           "auto_map": {"AutoConfig": "configuration_minicpm.MiniCPMConfig",
+                        "AutoModelForCausalLM": "modeling_minicpm.MiniCPMForCausalLM"}}
+    if longrope:
+        cfg["max_position_embeddings"] = 64
+        cfg["rope_scaling"] = {"rope_type": "longrope",
+                               "short_factor": [float(v) for v in 1 + rng.random(hd // 2)],
+                               "long_factor": [float(v) for v in 1 + 8 * rng.random(hd // 2)],
+                               "original_max_position_embeddings": 16}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 0.1)
+    _decoder_layers(g, prefix, layers, d, heads, kv_heads, hd)
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    return Checkpoint(cfg, g.out)
+
+
+def exaone4(seed=81, dtype="F32", prefix="model.", layers=4, d=32, heads=4, kv_heads=2,
+            head_dim=16, vocab=50, **extra):
+    """EXAONE-4.0-32B's config keys (Exaone4ForCausalLM: head_dim, llama3
+    rope_scaling, sliding_window 4096, sliding_window_pattern "LLLG" next
+    to layer_types) and tensor names: no input_layernorm (OLMo 2's layer),
+    q_norm / k_norm of [head_dim], post_attention_layernorm and
+    post_feedforward_layernorm."""
+    types = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(layers)]
+    cfg = {"architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4", "hidden_size": d,
+           "intermediate_size": 2 * d, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "head_dim": head_dim, "num_hidden_layers": layers,
+           "rms_norm_eps": 1e-05, "max_position_embeddings": 131072, "rope_theta": 1000000.0,
+           "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                            "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+           "sliding_window": 4096, "sliding_window_pattern": "LLLG", "layer_types": types,
+           "attention_dropout": 0.0, "hidden_act": "silu", "initializer_range": 0.02,
+           "vocab_size": vocab, "bos_token_id": 1, "eos_token_id": 361, "pad_token_id": 0,
+           "tie_word_embeddings": False, "use_cache": True, "torch_dtype": "bfloat16"}
+    cfg.update(extra)
+    g = Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    _decoder_layers(g, prefix, layers, d, heads, kv_heads, head_dim, input_norm=False,
+                    qk="vector", post_norms=("post_attention_layernorm",
+                                             "post_feedforward_layernorm"))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return Checkpoint(cfg, g.out)

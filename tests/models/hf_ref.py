@@ -810,3 +810,191 @@ def smollm3(cfg, w, x, positions, layer, prefix="model."):
     scores head_dim ** -0.5 on every layer."""
     return _llama_like(cfg, w, x, positions, layer, prefix, smollm3_uses_rope(cfg, layer),
                        2e6, None)
+
+
+# ------------------------- issue 18 item 3: Cohere, StableLM, MiniCPM, EXAONE 4
+def apply_rope_interleaved(x, positions, inv_freq, att):
+    """modeling_cohere.py: cos/sin are repeat_interleave(freqs, 2) (each
+    angle on channels 2i and 2i+1), and its rotate_half maps the pair
+    (a, b) = (x[2i], x[2i+1]) to (-b, a): x*cos + rotate_half(x)*sin turns
+    each adjacent pair by its angle. x: [T][heads][head_dim]."""
+    ang = np.outer(positions.astype(np.float64), inv_freq)           # [T][hd/2]
+    cos = np.repeat(np.cos(ang), 2, axis=-1)[:, None, :] * att
+    sin = np.repeat(np.sin(ang), 2, axis=-1)[:, None, :] * att
+    turned = np.empty_like(x)
+    turned[..., 0::2], turned[..., 1::2] = -x[..., 1::2], x[..., 0::2]
+    return x * cos + turned * sin
+
+
+def _linear(z, w, p, names, bias):
+    out = [z @ w[p + f"self_attn.{n}_proj.weight"].T for n in names]
+    if bias:
+        out = [a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip(out, names)]
+    return out
+
+
+def _head_layer_norm(a, weight, eps):
+    """LayerNorm without bias over the last axis of [T][heads][head_dim],
+    weight broadcast as given ([heads][head_dim]: one per head)."""
+    mean = a.mean(-1, keepdims=True)
+    var = ((a - mean) ** 2).mean(-1, keepdims=True)
+    return (a - mean) / np.sqrt(var + eps) * weight
+
+
+def cohere(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
+    """modeling_cohere.py: CohereDecoderLayer applies input_layernorm
+    (CohereLayerNorm: mean and variance in float32, weight, no bias,
+    layer_norm_eps); CohereAttention (LlamaAttention's projections with
+    attention_bias; head_dim = config.head_dim if given, else hidden/heads)
+    views q and k per head and, with use_qk_norm, applies q_norm / k_norm:
+    CohereLayerNorm of shape (heads, head_dim), so each head has its own
+    weights; then Cohere's interleaved rotation (CohereRotaryEmbedding,
+    LlamaRotaryEmbedding's frequencies; rope_theta defaults to
+    CohereConfig.default_theta, 500000). Scores: head_dim ** -0.5.
+    logit_scale multiplies the LM head's logits only."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    eps = cfg.get("layer_norm_eps", 1e-5)
+    T = x.shape[0]
+    z = layer_norm(x, w[p + "input_layernorm.weight"], 0.0, eps)
+    q, k, v = _linear(z, w, p, "qkv", cfg.get("attention_bias", False))
+    q, k = q.reshape(T, H, hd), k.reshape(T, KV, hd)
+    if cfg.get("use_qk_norm", False):
+        q = _head_layer_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+        k = _head_layer_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+    rc = dict(cfg, head_dim=hd)
+    rc.setdefault("rope_theta", 500000.0)
+    # dynamic NTK sizes itself by the batch's largest position (seq_len)
+    inv, att = rope_init(rc, seq_len or int(positions.max()) + 1, partial=False)
+    q = apply_rope_interleaved(q, positions, inv, att).reshape(T, -1)
+    k = apply_rope_interleaved(k, positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def cohere2_rotates(cfg, layer):
+    """Cohere2Config: layer_types, else sliding unless (L + 1) is a multiple
+    of sliding_window_pattern (4); Cohere2Attention rotates only where its
+    sliding_window (config.sliding_window on sliding layers) is not None."""
+    types = cfg.get("layer_types") or [
+        "sliding_attention" if (i + 1) % cfg.get("sliding_window_pattern", 4) else
+        "full_attention" for i in range(cfg["num_hidden_layers"])]
+    return types[layer] == "sliding_attention" and cfg.get("sliding_window", 4096) is not None
+
+
+def cohere2(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_cohere2.py: Cohere's layer (CohereLayerNorm, q/k/v_proj) with
+    head_dim = hidden / heads always (Cohere2Config sets it), no q/k norms,
+    and the interleaved rotation on sliding layers only (rope_theta default
+    10000)."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg["hidden_size"] // H
+    T = x.shape[0]
+    z = layer_norm(x, w[p + "input_layernorm.weight"], 0.0, cfg.get("layer_norm_eps", 1e-5))
+    q, k, v = _linear(z, w, p, "qkv", cfg.get("attention_bias", False))
+    att = 1.0
+    if cohere2_rotates(cfg, layer):
+        inv, att = rope_init(dict(cfg, head_dim=hd), int(positions.max()) + 1, partial=False)
+        q = apply_rope_interleaved(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1)
+        k = apply_rope_interleaved(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def stablelm(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_stablelm.py: StableLmDecoderLayer: input_layernorm
+    (nn.LayerNorm with bias, layer_norm_eps); StableLmAttention: q/k/v_proj
+    with bias=use_qkv_bias, head_dim = hidden / heads, kv heads
+    num_key_value_heads (StableLmConfig's default 32); with qk_layernorm,
+    StableLmLayerNormPerHead splits q (k) by head and gives each its own
+    nn.LayerNorm(head_dim, bias=False); then the first
+    int(head_dim * partial_rotary_factor) channels (default 0.25) rotate
+    with rotate_half, the rest pass."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads", 32)
+    hd = cfg["hidden_size"] // H
+    eps = cfg.get("layer_norm_eps", 1e-5)
+    T = x.shape[0]
+    z = layer_norm(x, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"], eps)
+    q, k, v = _linear(z, w, p, "qkv", cfg.get("use_qkv_bias", False))
+    q, k = q.reshape(T, H, hd), k.reshape(T, KV, hd)
+    if cfg.get("qk_layernorm", False):
+        def per_head(name, count):
+            return np.stack([w[p + f"self_attn.{name}.norms.{h}.weight"] for h in range(count)])
+        q = _head_layer_norm(q, per_head("q_layernorm", H), eps)
+        k = _head_layer_norm(k, per_head("k_layernorm", KV), eps)
+    rc = dict(cfg, head_dim=hd, partial_rotary_factor=cfg.get("partial_rotary_factor", 0.25))
+    inv, att = rope_init(rc, int(positions.max()) + 1)
+    q = apply_rope(q, positions, inv, att).reshape(T, -1)
+    k = apply_rope(k, positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def minicpm(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="F32",
+            seq_len=None):
+    """modeling_minicpm.py (transformers' MiniCPM, openbmb/MiniCPM4):
+    MiniCPMScaledWordEmbedding is Gemma 3's scaled embedding with
+    embed_scale = scale_emb (default 12): token ids give
+    embed_tokens(ids) * scale_emb.to(weight dtype), the product in that
+    dtype; inputs_embeds are used as given. Then Llama's layer (RMSNorm,
+    q/k/v_proj, rotate_half) with MiniCPMRotaryEmbedding, whose longrope
+    picks long_factor when the batch's largest position + 1 exceeds
+    original_max_position_embeddings (seq_len: that batch-wide length)."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    T = x.shape[0]
+    h = x
+    if layer == 0 and from_ids:
+        s = float(_round_to(np.float32(cfg.get("scale_emb", 12)), dtype))
+        h = _round_to((x * s).astype(np.float32), dtype)
+    z = rms_norm(h, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-6))
+    q, k, v = _linear(z, w, p, "qkv", cfg.get("attention_bias", False))
+    inv, att = rope_init(cfg, seq_len or int(positions.max()) + 1, partial=False)
+    q = apply_rope(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1)
+    k = apply_rope(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}
+
+
+def exaone4_rotates(cfg, layer):
+    """Exaone4Attention: rope when config.sliding_window is None or the
+    layer is sliding (layer_types, else (L + 1) % sliding_window_pattern)."""
+    if cfg.get("sliding_window", 4096) is None:
+        return True
+    types = cfg.get("layer_types") or [
+        "sliding_attention" if (i + 1) % cfg.get("sliding_window_pattern", 4) else
+        "full_attention" for i in range(cfg["num_hidden_layers"])]
+    return types[layer] == "sliding_attention"
+
+
+def exaone4(cfg, w, x, positions, layer, prefix="model."):
+    """modeling_exaone4.py: Exaone4DecoderLayer is OLMo 2's (the hidden
+    state goes to attention unnormalised); Exaone4Attention: bias-free
+    q/k/v_proj, q_norm / k_norm (Exaone4RMSNorm over head_dim, rms_norm_eps)
+    per head, then apply_rotary_pos_emb only where exaone4_rotates says
+    (global NoPE layers in the hybrid models); head_dim from the config,
+    else hidden / heads. Scores: head_dim ** -0.5."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    eps = cfg.get("rms_norm_eps", 1e-5)
+    T = x.shape[0]
+    q, k, v = _linear(x, w, p, "qkv", False)
+    q = rms_norm(q.reshape(T, H, hd), w[p + "self_attn.q_norm.weight"], eps)
+    k = rms_norm(k.reshape(T, KV, hd), w[p + "self_attn.k_norm.weight"], eps)
+    att = 1.0
+    if exaone4_rotates(cfg, layer):
+        inv, att = rope_init(dict(cfg, head_dim=hd), int(positions.max()) + 1, partial=False)
+        q, k = apply_rope(q, positions, inv, att), apply_rope(k, positions, inv, att)
+    q, k = q.reshape(T, -1), k.reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": scores(q, k, H, KV, hd, hd ** -0.5),
+            "attention_factor": att}

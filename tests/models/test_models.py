@@ -58,7 +58,7 @@ class Case:
 
     def reference(self, x, positions, from_ids=False):
         kw = {} if self.prefix is None else {"prefix": self.prefix}
-        if self.ref in (hf_ref.gemma, hf_ref.gemma2, hf_ref.gemma3):
+        if self.ref in (hf_ref.gemma, hf_ref.gemma2, hf_ref.gemma3, hf_ref.minicpm):
             # the normalizer's rounding depends on the path
             kw.update(from_ids=from_ids, dtype=self.ckpt.tensors[0][1])
         return self.ref(self.config or self.ckpt.config, self.ckpt.weights(), x, positions,
@@ -515,7 +515,7 @@ def models3_cases():
 
 def models3_info(models):
     qk = models["qwen3"].get("qk_norm")
-    C.check(qk == {"type": "rmsnorm", "over": "head", "eps": 1e-6}
+    C.check(qk == {"type": "rmsnorm", "over": "head", "weights": "shared", "eps": 1e-6}
             and models["qwen3"]["norm"]["type"] == "rmsnorm",
             f"/info qwen3: q/k norm per head, eps 1e-6, RMSNorm before attention: {qk}")
     C.check(models["qwen3_f16"]["head_dim"] == 128 and models["qwen3"]["head_dim"] == 16,
@@ -646,6 +646,242 @@ def models3_malformed(root):
                                           for n, dt, a in ckpt.tensors
                                           if n != name or edit])
         d = os.path.join(root, "bad3_" + label.replace(" ", "_").replace(":", ""))
+        bad.write(d)
+        out.append((label, d, [os.path.join(d, "model.safetensors"), name, want]))
+    return out
+
+
+# ------------- Cohere, Cohere 2, StableLM, MiniCPM, EXAONE 4 (issue 18 item 3)
+def arch18_cases():
+    """Each architecture with its named checkpoint's keys and tensor names:
+    F32 and half-precision files, sharded or not, layer 0 and a later
+    layer; rope layers and NoPE layers; the options each reads."""
+    cases = {
+        "cohere": Case("cohere", ck.cohere(), hf_ref.cohere),
+        # Command R+'s use_qk_norm (weights per head), attention_bias, GQA
+        "cohere_qk_bf16": Case("cohere_qk_bf16", ck.cohere(seed=42, dtype="BF16", prefix="",
+                                                          qk_norm=True, bias=True, kv_heads=1),
+                               hf_ref.cohere, prefix="", shards=2),
+        # rope_theta absent: CohereConfig.default_theta 500000; dynamic NTK
+        "cohere_dyn": Case("cohere_dyn", ck.cohere(seed=43, dtype="F16", layers=1,
+                                                   max_position_embeddings=16,
+                                                   rope_scaling={"rope_type": "dynamic",
+                                                                 "factor": 2.0}),
+                           hf_ref.cohere),
+        # pattern 4: layers 0-2 sliding (rope), 3 full (NoPE)
+        "cohere2": Case("cohere2", ck.cohere2(), hf_ref.cohere2),
+        # layer_types: layer 0 full (NoPE), layer 1 sliding; a config head_dim unread
+        "cohere2_bf16": Case("cohere2_bf16", ck.cohere2(seed=52, dtype="BF16", layers=2,
+                                                        kv_heads=2, head_dim=99,
+                                                        layer_types=["full_attention",
+                                                                     "sliding_attention"]),
+                             hf_ref.cohere2, shards=3),
+        # sliding_window null: no layer rotates
+        "cohere2_nowin": Case("cohere2_nowin", ck.cohere2(seed=53, layers=2, sliding_window=None),
+                              hf_ref.cohere2),
+        "stablelm": Case("stablelm", ck.stablelm(), hf_ref.stablelm),
+        # stablelm-2-12b: qk_layernorm per head, GQA, no qkv bias
+        "stablelm_qk_bf16": Case("stablelm_qk_bf16",
+                                 ck.stablelm(seed=62, dtype="BF16", qk_norm=True, bias=False,
+                                             kv_heads=2, partial_rotary_factor=0.5),
+                                 hf_ref.stablelm, shards=2),
+        "minicpm": Case("minicpm", ck.minicpm(), hf_ref.minicpm),
+        # bf16: the scale_emb product rounded to bfloat16; longrope
+        "minicpm_bf16": Case("minicpm_bf16", ck.minicpm(seed=72, dtype="BF16", longrope=True,
+                                                        scale_emb=2.7),
+                             hf_ref.minicpm, shards=2),
+        # EXAONE-4.0-32B: layer_types LLLG, llama3 rope on local layers, NoPE layer 3
+        "exaone4": Case("exaone4", ck.exaone4(), hf_ref.exaone4),
+        # EXAONE-4.0-1.2B: sliding_window null, every layer full and rotating
+        "exaone4_bf16": Case("exaone4_bf16", ck.exaone4(seed=82, dtype="BF16", layers=2,
+                                                        head_dim=8, sliding_window=None,
+                                                        sliding_window_pattern=None,
+                                                        layer_types=["full_attention"] * 2,
+                                                        rope_scaling=None),
+                             hf_ref.exaone4, shards=2),
+        # no layer_types: an integer sliding_window_pattern 2 (layer 1 NoPE)
+        "exaone4_pat": Case("exaone4_pat", ck.exaone4(seed=83, layers=2, sliding_window_pattern=2,
+                                                      layer_types=None),
+                            hf_ref.exaone4),
+    }
+    del cases["cohere_dyn"].ckpt.config["rope_theta"]
+    del cases["exaone4_pat"].ckpt.config["layer_types"]
+    for base, layer in (("cohere", 1), ("cohere_qk_bf16", 1), ("cohere2", 3), ("cohere2_bf16", 1),
+                        ("stablelm", 1), ("stablelm_qk_bf16", 1), ("minicpm", 1),
+                        ("minicpm_bf16", 1), ("exaone4", 3), ("exaone4_bf16", 1),
+                        ("exaone4_pat", 1)):
+        c = cases[base]
+        cases[f"{base}_l{layer}"] = Case(f"{base}_l{layer}", c.ckpt, c.ref, layer=layer,
+                                         prefix=c.prefix, shards=c.shards)
+    return cases
+
+
+def arch18_info(models):
+    c, cq = models["cohere"], models["cohere_qk_bf16"]
+    C.check(c["params"].get("layout") == "interleaved" and c["params"].get("base") == 8e6
+            and c["norm"]["type"] == "layernorm" and "qk_norm" not in c,
+            f"/info cohere: interleaved rope, rope_theta, LayerNorm, no q/k norm: {c}")
+    C.check(cq.get("qk_norm") == {"type": "layernorm", "over": "head", "weights": "per_head",
+                                  "eps": 1e-5} and cq["weights"].get("q_norm_weight") == [4, 8]
+            and cq["weights"].get("k_norm_weight") == [1, 8],
+            f"/info cohere use_qk_norm: a LayerNorm per head with its own weights: {cq}")
+    dyn = models["cohere_dyn"]["params"]
+    C.check(dyn.get("base") == 500000 and dyn.get("scaling", {}).get("type") == "dynamic",
+            f"/info cohere without rope_theta: CohereConfig's 500000, dynamic: {dyn}")
+    for name, scheme in (("cohere2", "rope"), ("cohere2_l3", "none"), ("cohere2_bf16", "none"),
+                         ("cohere2_bf16_l1", "rope"), ("cohere2_nowin", "none"),
+                         ("exaone4", "rope"), ("exaone4_l3", "none"), ("exaone4_bf16", "rope"),
+                         ("exaone4_bf16_l1", "rope"), ("exaone4_pat", "rope"),
+                         ("exaone4_pat_l1", "none")):
+        C.check(models[name]["scheme"] == scheme, f"/info {name}: scheme {scheme}: "
+                f"{models[name]['scheme']} {models[name]['params']}")
+    C.check(models["cohere2"]["head_dim"] == 8 and models["cohere2_bf16"]["head_dim"] == 8
+            and models["cohere2"]["params"].get("layout") == "interleaved",
+            "/info cohere2: head_dim hidden/heads (a config head_dim unread), interleaved")
+    s, sq = models["stablelm"], models["stablelm_qk_bf16"]
+    C.check(s["norm"]["type"] == "layernorm" and "norm_bias" in s["weights"]
+            and "bq" in s["weights"] and "qk_norm" not in s,
+            f"/info stablelm: LayerNorm with bias, qkv biases: {s}")
+    C.check(sq.get("qk_norm") == {"type": "layernorm", "over": "head", "weights": "per_head",
+                                  "eps": 1e-5} and sq["weights"].get("k_norm_weight") == [2, 8]
+            and "bq" not in sq["weights"],
+            f"/info stablelm qk_layernorm: per head, gathered [kv_heads, head_dim]: {sq}")
+    e = models["exaone4"]
+    C.check(e["norm"] is None and e.get("qk_norm") == {"type": "rmsnorm", "over": "head",
+                                                       "weights": "shared", "eps": 1e-5}
+            and e["params"].get("scaling", {}).get("type") == "llama3",
+            f"/info exaone4: no norm before attention, RMS q/k norm per head, llama3: {e}")
+    m = models["minicpm_bf16"]["params"]
+    C.check(m.get("scaling", {}).get("type") == "longrope", f"/info minicpm longrope: {m}")
+
+
+def arch18_batch(srv, case):
+    """A left-padded batch with attention_mask and causal: positions
+    cumsum(mask) - 1 (pads 1), masked keys float32's lowest, causal by
+    slot; token_ids at layer 0, the hidden state later."""
+    mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
+    body = {"model": case.name, "attention_mask": mask.tolist(), "causal": True,
+            "return": ["q", "k", "v", "scores"]}
+    if case.layer == 0:
+        table = token_table(case)
+        ids = np.array([[0, 0, 3, 9, 4], [7, 3, 9, 4, 2]])
+        body["token_ids"] = ids.tolist()
+        rows, from_ids = [table[i] for i in ids], True
+    else:
+        x = RNG.standard_normal((2, 5, case.d)).astype(np.float32)
+        body["embeddings"] = x.tolist()
+        rows, from_ids = [x[b].astype(np.float64) for b in range(2)], False
+    st, r = srv.request("/apply", body)
+    if not C.check(st == 200, f"{case.name} padded batch: status {st} {r}"):
+        return
+    slots = np.arange(5)
+    for b in range(2):
+        want = case.reference(rows[b], pos[b], from_ids=from_ids)
+        for k in "qkv":
+            C.close(f"{case.name} padded batch row {b}: {k}", arr(r, k)[b], want[k])
+        keep = mask[b].astype(bool)[None, :] & (slots[None, :] <= slots[:, None])
+        mask_models._masked_close(C, f"{case.name} padded batch + causal row {b}: scores",
+                                  r["scores"][b], want["scores"], keep[None])
+
+
+def arch18_batch_max(srv, cases):
+    """Dynamic NTK and longrope's long/short choice follow the largest
+    position of the whole batch (Hugging Face's max over position_ids),
+    not each row's."""
+    for name, pos in (("cohere_dyn", [[0, 1, 2, 3], [20, 21, 22, 23]]),
+                      ("minicpm_bf16", [[0, 1, 2, 3], [14, 15, 16, 17]])):
+        c = cases[name]
+        x = RNG.standard_normal((2, 4, c.d)).astype(np.float32)
+        st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                       "positions": pos, "return": ["q", "k"]})
+        if not C.check(st == 200, f"{name} batch over the switch: status {st} {r}"):
+            continue
+        seq = int(np.max(pos)) + 1
+        for b in range(2):
+            want = c.ref(c.ckpt.config, c.ckpt.weights(), x[b].astype(np.float64),
+                         np.array(pos[b]), 0, seq_len=seq)
+            for k in "qk":
+                C.close(f"{name} row {b} sized by the batch's largest position: {k}",
+                        arr(r, k)[b], want[k])
+
+
+def arch18_checks(root):
+    cases = arch18_cases()
+    args = []
+    for c in cases.values():
+        d = os.path.join(root, "a18_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        if not os.path.exists(d):
+            c.ckpt.write(d, shards=c.shards)
+        args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
+    with Server(args) as srv:
+        for c in cases.values():
+            run_case(srv, c)
+            arch18_batch(srv, c)
+        arch18_batch_max(srv, cases)
+        st, info = srv.request("/info")
+        models = {m["name"]: m for m in info["models"]}
+        check_info_cases(models, cases)
+        arch18_info(models)
+        status = srv.stop()
+        C.check(status == 0, f"issue 18 architectures: server exits 0 (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+
+
+def arch18_malformed(root):
+    """A malformed value of each key these architectures add, and their
+    q/k norm tensors: exit 2 naming it."""
+    out = []
+
+    def case(label, ckpt, want, drop=(), **over):
+        d = os.path.join(root, "bad18_" + label.replace(" ", "_").replace(":", ""))
+        cfg = {kk: v for kk, v in dict(ckpt.config, **over).items() if kk not in drop}
+        ckpt.write(d, config=cfg)
+        out.append((label, d, ["config.json"] + want))
+
+    co, cq, c2 = ck.cohere(layers=1), ck.cohere(layers=1, qk_norm=True), ck.cohere2(layers=2)
+    sl, sq = ck.stablelm(layers=1), ck.stablelm(layers=1, qk_norm=True)
+    mc, ex = ck.minicpm(layers=1), ck.exaone4(layers=2, layer_types=None)
+    case("cohere: use_qk_norm a string", co, ["use_qk_norm"], use_qk_norm="yes")
+    case("cohere: layer_norm_eps 0", co, ["layer_norm_eps", "> 0"], layer_norm_eps=0)
+    case("cohere: rope_scaling of an unknown type", co, ["rope_scaling", "ntk9"],
+         rope_scaling={"rope_type": "ntk9", "factor": 2.0})
+    case("cohere2: sliding_window_pattern 0", c2, ["sliding_window_pattern", "0"],
+         sliding_window_pattern=0)
+    case("cohere2: layer_types entry unknown", c2, ["layer_types[1]", "chunked_attention"],
+         layer_types=["full_attention", "chunked_attention"])
+    case("cohere2: sliding_window a string", c2, ["sliding_window"], sliding_window="4k")
+    # the rope of a NoPE layer is still checked, as Hugging Face builds it
+    case("cohere2: NoPE layer with a bad rope_scaling", c2, ["rope_scaling", "factor"],
+         layer_types=["full_attention", "full_attention"],
+         rope_scaling={"rope_type": "linear"})
+    case("stablelm: use_qkv_bias a number", sl, ["use_qkv_bias"], use_qkv_bias=1)
+    case("stablelm: num_key_value_heads absent (default 32)", sl,
+         ["num_attention_heads 4", "num_key_value_heads 32"], drop=("num_key_value_heads",))
+    case("stablelm: qk_layernorm a string", sl, ["qk_layernorm"], qk_layernorm="true")
+    case("minicpm: scale_emb a string", mc, ["scale_emb"], scale_emb="12")
+    case("minicpm: scale_emb 0", mc, ["scale_emb", "> 0"], scale_emb=0)
+    case("minicpm: sparse_config", mc, ["sparse_config", "not supported"],
+         sparse_config={"kernel_size": 32, "topk": 64})
+    case("exaone4: sliding_window null without layer_types", ex,
+         ["sliding_window is null", "layer_types"], sliding_window=None)
+    case("exaone4: sliding_window_pattern LLLG without layer_types", ex,
+         ["sliding_window_pattern"], sliding_window_pattern="LLLG")
+    case("exaone4: layer_types entry unknown", ex, ["layer_types[0]", "linear_attention"],
+         layer_types=["linear_attention", "full_attention"])
+    case("exaone4: rms_norm_eps negative", ex, ["rms_norm_eps", "-1"], rms_norm_eps=-1.0)
+    for label, ckpt, name, edit, want in (
+            ("cohere: q_norm of [head_dim]", cq, "model.layers.0.self_attn.q_norm.weight",
+             lambda a: a[0], "shape"),
+            ("stablelm: no k_layernorm of head 3", sq,
+             "model.layers.0.self_attn.k_layernorm.norms.3.weight", None, "no tensor"),
+            ("exaone4: no q_norm tensor", ck.exaone4(layers=2),
+             "model.layers.0.self_attn.q_norm.weight", None,
+             "no tensor")):
+        bad = ck.Checkpoint(ckpt.config, [(n, dt, edit(a) if n == name else a)
+                                          for n, dt, a in ckpt.tensors
+                                          if n != name or edit])
+        d = os.path.join(root, "bad18_" + label.replace(" ", "_").replace(":", ""))
         bad.write(d)
         out.append((label, d, [os.path.join(d, "model.safetensors"), name, want]))
     return out
@@ -1249,6 +1485,7 @@ def malformed_checks(root):
     for label, d, want in (malformed_cases(root) + new_arch_malformed(root) +
                            falcon_mpt_malformed(root) + models3_malformed(root) +
                            llama4_malformed(root) + deepseek_malformed(root) +
+                           arch18_malformed(root) +
                            fifo_cases(root) + [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
@@ -1367,6 +1604,7 @@ def main():
         models3_checks(root)
         llama4_checks(root)
         deepseek_checks(root)
+        arch18_checks(root)
         mask_models.mask_checks(root, C)
         llama_variants.variant_checks(root, C)
         malformed_checks(root)

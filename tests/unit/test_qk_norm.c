@@ -1,7 +1,8 @@
 /*
  * test_qk_norm.c - pe_group_rms_norm (q/k norms per head and over the
- * whole width) and pe_softcap_scores against long double references
- * written here, plus hand-computed vectors.
+ * whole width), pe_group_layer_norm (shared and per-head weights) and
+ * pe_softcap_scores against long double references written here, plus
+ * hand-computed vectors.
  */
 #include <math.h>
 #include <string.h>
@@ -84,6 +85,57 @@ static void test_known_vectors(void)
     CHECK_CLOSE(u, uw, 2, 1e-7, "(1 + w) weight");
 }
 
+/* LayerNorm reference: mean and centred variance in long double, group h
+ * with w + h*ws. */
+static void ref_layer(const float *x, size_t width, size_t group, const float *w, size_t ws,
+                      long double eps, double *out)
+{
+    for (size_t h = 0; h < width / group; h++) {
+        long double mean = 0, var = 0;
+        for (size_t j = 0; j < group; j++)
+            mean += x[h * group + j];
+        mean /= group;
+        for (size_t j = 0; j < group; j++)
+            var += (x[h * group + j] - mean) * (x[h * group + j] - mean);
+        long double sd = sqrtl(var / group + eps);
+        for (size_t j = 0; j < group; j++)
+            out[h * group + j] = (double)((x[h * group + j] - mean) / sd * w[h * ws + j]);
+    }
+}
+
+static void test_layer_norm(void)
+{
+    uint64_t rng = 17;
+    float x[ROWS * STRIDE], orig[ROWS * STRIDE], w_heads[WIDTH];
+    double want[WIDTH];
+
+    fill(orig, ROWS * STRIDE, &rng, -3.0, 5.0);
+    fill(w_heads, WIDTH, &rng, -1.5, 1.5);
+    for (size_t ws = 0; ws <= HEAD_DIM; ws += HEAD_DIM) {
+        memcpy(x, orig, sizeof x);
+        pe_group_layer_norm(ROWS, WIDTH, HEAD_DIM, w_heads, ws, 1e-5, x, STRIDE);
+        for (size_t i = 0; i < ROWS; i++) {
+            ref_layer(orig + i * STRIDE, WIDTH, HEAD_DIM, w_heads, ws, 1e-5L, want);
+            CHECK_CLOSE(x + i * STRIDE, want, WIDTH, 2e-6,
+                        ws ? "layernorm, a weight per head" : "layernorm, one shared weight");
+            CHECK(memcmp(x + i * STRIDE + WIDTH, orig + i * STRIDE + WIDTH, 4 * sizeof *x) == 0,
+                  "channels past width are untouched");
+        }
+    }
+    /* [1, 3]: mean 2, variance 1, so [-1, 1]; the second head's weight 2
+     * doubles [5, 9]'s [-1, 1]; a constant head is all zero */
+    float k[6] = {1.0f, 3.0f, 5.0f, 9.0f, 7.0f, 7.0f};
+    const float kw[6] = {1.0f, 1.0f, 2.0f, 2.0f, 1.0f, 1.0f};
+    const double kwant[6] = {-1.0 / sqrt(1.0 + 1e-12),
+                             1.0 / sqrt(1.0 + 1e-12),
+                             -2.0 / sqrt(1.0 + 0.25e-12),
+                             2.0 / sqrt(1.0 + 0.25e-12),
+                             0.0,
+                             0.0};
+    pe_group_layer_norm(1, 6, 2, kw, 2, 1e-12, k, 6);
+    CHECK_CLOSE(k, kwant, 6, 1e-7, "layernorm known heads");
+}
+
 static void test_softcap(void)
 {
     uint64_t rng = 29;
@@ -119,5 +171,6 @@ void test_qk_norm(void)
 {
     test_per_head_and_width();
     test_known_vectors();
+    test_layer_norm();
     test_softcap();
 }
