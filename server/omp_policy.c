@@ -14,6 +14,15 @@
  * becomes: tells "set by posenc-server" from "from the environment". */
 #define MARKER "POSENC_OMP_WAIT_POLICY_SET"
 
+/* valgrind runs its tool as the process image and preloads its own
+ * libraries: re-executing /proc/self/exe would start the tool without its
+ * launcher ("You cannot run ... directly") and kill the server. */
+static bool under_valgrind(void)
+{
+    const char *preload = getenv("LD_PRELOAD");
+    return preload != NULL && strstr(preload, "vgpreload") != NULL;
+}
+
 void omp_policy_apply(char **argv, char *why, size_t n)
 {
     const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
@@ -30,6 +39,11 @@ void omp_policy_apply(char **argv, char *why, size_t n)
     }
     if (spin != NULL) {
         snprintf(why, n, "libgomp's default with GOMP_SPINCOUNT=%s from the environment", spin);
+        return;
+    }
+    if (under_valgrind()) {
+        snprintf(why, n, "libgomp's default (under valgrind: /proc/self/exe is valgrind's tool, "
+                         "so posenc-server does not restart itself)");
         return;
     }
     if (setenv("OMP_WAIT_POLICY", "passive", 1) == 0 && setenv(MARKER, "1", 1) == 0)
