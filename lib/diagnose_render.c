@@ -6,7 +6,7 @@
  * The emulation rounds what a low-precision implementation rounds: the
  * inverse frequency, the position, their product, then cos and sin (and the
  * attention factor's product). float32 is not emulated but bounded: its
- * angle error is at most ~|p|*2^-22 (research/pe-anchors.md 3.5), so the
+ * angle error is at most ~|p|*2^-22 (one rounding of p*inv_freq), so the
  * exact prediction gets that slack, whatever order the client's float32
  * arithmetic took.
  */

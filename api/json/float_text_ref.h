@@ -1,7 +1,7 @@
 /*
  * float_text_ref.h - the reference writer the tests compare float_to_text()
  * with: the same layout over Dragonbox's digits (the writer before the
- * binary32 formatter in f32_shortest.c). Not for production use.
+ * binary32 formatter of f32_shortest.h). Not for production use.
  */
 #ifndef FLOAT_TEXT_REF_H
 #define FLOAT_TEXT_REF_H

@@ -2,7 +2,7 @@
  * scheme.c - decode and validate scheme parameters (see scheme.h).
  *
  * Parameter names, defaults and RoPE scaling keys follow the contract and
- * the newest Hugging Face rope_scaling semantics (pe-anchors §4): `type` or
+ * the newest Hugging Face rope_scaling semantics (modeling_rope_utils.py): `type` or
  * its alias `rope_type`; required keys per type; an explicit yarn factor
  * wins.
  */

@@ -411,7 +411,7 @@ void test_fast_base64(void)
     api_service_free(svc);
 }
 
-/* The fast numeric-array path (fast_json.c) must give exactly what the
+/* The fast numeric-array path (json_doc.c) must give exactly what the
  * plain jansson path gives: the same floats, and the same errors. */
 void test_fast_arrays(void)
 {

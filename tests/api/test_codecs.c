@@ -8,7 +8,7 @@
  * text, and every padding case. The portable kernels themselves are
  * pinned by the RFC 4648 vectors in test_api.c.
  *
- * float text: float_to_text() (the binary32 formatter in f32_shortest.c)
+ * float text: float_to_text() (the binary32 formatter of f32_shortest.h)
  * must write the same bytes as the Dragonbox writer it replaced, and its
  * text must read back (strtof) as the value.
  */

@@ -2,7 +2,8 @@
  * test_layers.c - the pieces shared across layers: the model layer's error
  * kinds in the contract's table, the one overflow-checked multiply and the
  * one JSON string escaper as server/ sees it. Expected values come from the
- * contract's error table (CONTRACT.md "Errors"), from arithmetic on
+ * contract's error table (the Errors table of the HTTP contract, as
+ * api/openapi.yaml restates it), from arithmetic on
  * SIZE_MAX and from JSON's escaping rules (RFC 8259 section 7), not from
  * the code under test.
  */

@@ -329,7 +329,7 @@ void ref_round_f32(const double *in, size_t n, float *out)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Self-test against pe-anchors.md §11                                      */
+/* Self-test against known vectors (numpy float64, 6 decimals)             */
 /* ---------------------------------------------------------------------- */
 
 static bool near6(const double *got, const double *want, size_t n, double tol)
@@ -346,48 +346,48 @@ void refs_selftest(void)
     double row[8];
     static const double s_d4p1[] = {0.841471, 0.540302, 0.010000, 0.999950};
     ref_sinusoidal_row(10000, false, 1, 4, row);
-    CHECK(near6(row, s_d4p1, 4, 6e-7), L, "sinusoidal d=4 pos=1 vs §11.1");
+    CHECK(near6(row, s_d4p1, 4, 6e-7), L, "sinusoidal d=4 pos=1 vs the known vector");
     static const double s_d8p5[] = {-0.958924, 0.283662, 0.479426, 0.877583,
                                     0.049979,  0.998750, 0.005000, 0.999988};
     ref_sinusoidal_row(10000, false, 5, 8, row);
-    CHECK(near6(row, s_d8p5, 8, 6e-7), L, "sinusoidal d=8 pos=5 vs §11.1");
+    CHECK(near6(row, s_d8p5, 8, 6e-7), L, "sinusoidal d=8 pos=5 vs the known vector");
     static const double m_d8p5[] = {-0.958924, 0.479426, 0.049979, 0.005000,
                                     0.283662,  0.877583, 0.998750, 0.999988};
     ref_sinusoidal_row(10000, true, 5, 8, row);
-    CHECK(near6(row, m_d8p5, 8, 6e-7), L, "split d=8 pos=5 vs §11.1 Marian");
+    CHECK(near6(row, m_d8p5, 8, 6e-7), L, "split d=8 pos=5 vs the known Marian vector");
 
-    /* RoPE §11.2 */
+    /* RoPE, base 10000, position 3, x = 1..d */
     double x8[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     int64_t p3 = 3;
     ref_rope_cfg c = {.base = 10000, .head_dim = 4, .rotary_dim = 4};
     static const double h4[] = {-1.413353, 1.879118, -2.828857, 4.058191};
     static const double i4[] = {-1.272233, -1.838865, 2.878668, 4.088187};
     ref_rope(&c, x8, &p3, 1, 4, row);
-    CHECK(near6(row, h4, 4, 6e-7), L, "rope half d=4 vs §11.2");
+    CHECK(near6(row, h4, 4, 6e-7), L, "rope half d=4 vs the known vector");
     c.interleaved = true;
     ref_rope(&c, x8, &p3, 1, 4, row);
-    CHECK(near6(row, i4, 4, 6e-7), L, "rope interleaved d=4 vs §11.2");
+    CHECK(near6(row, i4, 4, 6e-7), L, "rope interleaved d=4 vs the known vector");
     static const double h8[] = {-1.695593, 0.137552, 2.788682, 3.975982,
                                 -4.808842, 6.323059, 7.086837, 8.011964};
     static const double i8[] = {-1.272233, -1.838865, 1.683929, 4.707907,
                                 4.817777,  6.147278,  6.975969, 8.020964};
     c = (ref_rope_cfg){.base = 10000, .head_dim = 8, .rotary_dim = 8};
     ref_rope(&c, x8, &p3, 1, 8, row);
-    CHECK(near6(row, h8, 8, 6e-7), L, "rope half d=8 vs §11.2");
+    CHECK(near6(row, h8, 8, 6e-7), L, "rope half d=8 vs the known vector");
     c.interleaved = true;
     ref_rope(&c, x8, &p3, 1, 8, row);
-    CHECK(near6(row, i8, 8, 6e-7), L, "rope interleaved d=8 vs §11.2");
+    CHECK(near6(row, i8, 8, 6e-7), L, "rope interleaved d=8 vs the known vector");
     static const double cache[] = {-0.989992, 0.955336, 0.999550, 0.999996,
                                    0.141120,  0.295520, 0.029996, 0.003000};
     c.interleaved = false;
     ref_rope(&c, NULL, &p3, 1, 8, row);
-    CHECK(near6(row, cache, 8, 6e-7), L, "rope bare table vs §11.2 vLLM cos_sin_cache");
+    CHECK(near6(row, cache, 8, 6e-7), L, "rope bare table vs the known vLLM cos_sin_cache");
     static const double part[] = {-1.413353, 1.879118, -2.828857, 4.058191, 5, 6, 7, 8};
     c.rotary_dim = 4;
     ref_rope(&c, x8, &p3, 1, 8, row);
-    CHECK(near6(row, part, 8, 6e-7), L, "rope partial rotary vs §11.2");
+    CHECK(near6(row, part, 8, 6e-7), L, "rope partial rotary vs the known vector");
 
-    /* Scaled frequencies §11.3 (head_dim 8). */
+    /* Scaled frequencies, known vectors (head_dim 8). */
     long double inv[4], af;
     double invd[4];
     c = (ref_rope_cfg){.base = 10000,
@@ -402,7 +402,7 @@ void refs_selftest(void)
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double l3[] = {1.000000, 0.100000, 0.003087, 0.000125};
-    CHECK(near6(invd, l3, 4, 6e-7), L, "llama3 inv_freq vs §11.3");
+    CHECK(near6(invd, l3, 4, 6e-7), L, "llama3 inv_freq vs the known vector");
     c = (ref_rope_cfg){.base = 500000,
                        .head_dim = 8,
                        .rotary_dim = 8,
@@ -415,7 +415,7 @@ void refs_selftest(void)
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double l3b[] = {1.000000, 0.037606, 0.000525, 0.000007};
-    CHECK(near6(invd, l3b, 4, 6e-7), L, "llama3 (theta 5e5) inv_freq vs §11.3");
+    CHECK(near6(invd, l3b, 4, 6e-7), L, "llama3 (theta 5e5) inv_freq vs the known vector");
     c = (ref_rope_cfg){.base = 10000,
                        .head_dim = 8,
                        .rotary_dim = 8,
@@ -429,7 +429,7 @@ void refs_selftest(void)
         invd[i] = (double)inv[i];
     static const double yn[] = {1.000000, 0.100000, 0.006250, 0.000250};
     CHECK(near6(invd, yn, 4, 6e-7) && fabsl(af - 1.138629L) < 6e-7L, L,
-          "yarn inv_freq/attention factor vs §11.3");
+          "yarn inv_freq/attention factor vs the known vector");
     c = (ref_rope_cfg){.base = 10000,
                        .head_dim = 8,
                        .rotary_dim = 8,
@@ -440,7 +440,7 @@ void refs_selftest(void)
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double dy[] = {1.000000, 0.069336, 0.004807, 0.000333};
-    CHECK(near6(invd, dy, 4, 6e-7), L, "dynamic inv_freq (seq 4096) vs §11.3");
+    CHECK(near6(invd, dy, 4, 6e-7), L, "dynamic inv_freq (seq 4096) vs the known vector");
     ref_rope_freqs(&c, 1000, inv, &af);
     CHECK(fabsl(inv[1] - 0.1L) < 1e-15L, L, "dynamic below original length keeps base");
     c.scaling = REF_SCALING_LINEAR;
@@ -449,7 +449,7 @@ void refs_selftest(void)
     for (int i = 0; i < 4; i++)
         invd[i] = (double)inv[i];
     static const double li[] = {0.25, 0.025, 0.0025, 0.00025};
-    CHECK(near6(invd, li, 4, 1e-9), L, "linear inv_freq vs §11.3");
+    CHECK(near6(invd, li, 4, 1e-9), L, "linear inv_freq vs the known vector");
     static const long double ext[] = {1, 1.5L, 2, 4};
     c = (ref_rope_cfg){.base = 10000,
                        .head_dim = 8,
@@ -464,29 +464,29 @@ void refs_selftest(void)
         invd[i] = (double)inv[i];
     static const double lr[] = {1.000000, 0.066667, 0.005000, 0.000250};
     CHECK(near6(invd, lr, 4, 6e-7) && fabsl(af - 1.190238L) < 6e-7L, L,
-          "longrope inv_freq/attention factor vs §11.3");
+          "longrope inv_freq/attention factor vs the known vector");
 
-    /* ALiBi §11.4 */
+    /* ALiBi, known vectors */
     long double sl[12];
     ref_alibi_slopes(8, sl);
     bool ok = true;
     for (int h = 0; h < 8; h++)
         ok = ok && sl[h] == ldexpl(1.0L, -(h + 1));
-    CHECK(ok, L, "alibi 8-head slopes vs §11.4");
+    CHECK(ok, L, "alibi 8-head slopes vs the known vector");
     ref_alibi_slopes(6, sl);
     static const double s6[] = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
     ok = true;
     for (int h = 0; h < 6; h++)
         ok = ok && fabsl(sl[h] - s6[h]) < 1e-15L;
-    CHECK(ok, L, "alibi 6-head slopes vs §11.4");
+    CHECK(ok, L, "alibi 6-head slopes vs the known vector");
     ref_alibi_slopes(12, sl);
     static const double s12[] = {0.707107, 0.353553, 0.176777, 0.088388};
     ok = sl[7] == 1.0L / 256;
     for (int h = 0; h < 4; h++)
         ok = ok && fabsl(sl[8 + h] - s12[h]) < 6e-7L;
-    CHECK(ok, L, "alibi 12-head slopes vs §11.4");
+    CHECK(ok, L, "alibi 12-head slopes vs the known vector");
 
-    /* T5 §11.5 */
+    /* T5, known vectors */
     static const int rels[] = {-200, -128, -127, -91, -90, -64, -63, -32, -31, -16, -15,
                                -12,  -11,  -8,   -7,  -1,  0,   1,   7,   8,   11,  12,
                                16,   32,   63,   64,  90,  91,  127, 128, 200};
@@ -499,7 +499,7 @@ void refs_selftest(void)
         if (ref_t5_bucket(rels[i], true, 32, 128) != bi[i] ||
             ref_t5_bucket(rels[i], false, 32, 128) != de[i])
             bad = rels[i];
-    CHECK(bad == -1, L, "t5 buckets vs §11.5 (first bad rel %d)", bad);
+    CHECK(bad == -1, L, "t5 buckets vs the known vectors (first bad rel %d)", bad);
 
     /* SplitMix64 of seed 0, first output: the published value. */
     uint64_t st = 0;

@@ -7,7 +7,8 @@
  * description for T5. Results are double (or long double) so that the
  * tests can compare the server's float32 output with a tolerance measured
  * in float32 ulps. refs_selftest() pins them to the vectors of
- * pe-anchors.md §11 before anything is compared with the server.
+ * published vectors (numpy float64, restated in refs.c) before anything is
+ * compared with the server.
  */
 #ifndef POSENC_TEST_REFS_H
 #define POSENC_TEST_REFS_H
@@ -96,7 +97,7 @@ void ref_scores(const double *q, const double *k, size_t t, size_t heads, size_t
 /* Round every element to float32 (as the server does once). */
 void ref_round_f32(const double *in, size_t n, float *out);
 
-/* Check the references against pe-anchors.md §11 (records checks). */
+/* Check the references against known vectors (records checks). */
 void refs_selftest(void);
 
 #endif /* POSENC_TEST_REFS_H */

@@ -159,7 +159,7 @@ static void run_encode_cases(const server *s, const encode_case *cases, size_t n
 
 static void sinusoidal_anchors(const server *s)
 {
-    const char *L = "POST /encode sinusoidal bare [3,4] (§11.1)";
+    const char *L = "POST /encode sinusoidal bare [3,4] (known vector)";
     static const double want[] = {0.000000, 1.000000, 0.000000, 1.000000,  0.841471, 0.540302,
                                   0.010000, 0.999950, 0.909297, -0.416147, 0.019999, 0.999800};
     size_t sh[] = {3, 4};
@@ -172,7 +172,7 @@ static void sinusoidal_anchors(const server *s)
     }
     http_resp_free(&r);
 
-    L = "POST /encode sinusoidal interleaved bare [6,8] row 5 (§11.1)";
+    L = "POST /encode sinusoidal interleaved bare [6,8] row 5 (known vector)";
     static const double row5[] = {-0.958924, 0.283662, 0.479426, 0.877583,
                                   0.049979,  0.998750, 0.005000, 0.999988};
     size_t sh2[] = {6, 8};
@@ -189,7 +189,7 @@ static void sinusoidal_anchors(const server *s)
         farr_free(&a);
     }
 
-    L = "POST /encode sinusoidal split bare [6,8] row 5 (§11.1 Marian)";
+    L = "POST /encode sinusoidal split bare [6,8] row 5 (known Marian vector)";
     static const double mrow5[] = {-0.958924, 0.479426, 0.049979, 0.005000,
                                    0.283662,  0.877583, 0.998750, 0.999988};
     if (post_read(s, "/encode", L, "{\"shape\":[6,8],\"params\":{\"layout\":\"split\"}}", "encoded",
@@ -529,26 +529,27 @@ static void rope_anchors(const server *s)
     size_t s4[] = {1, 4}, s8[] = {1, 8};
     /* 6-decimal anchors: 5e-7 print rounding + float32 rounding */
     const double tol = 1.2e-6;
-    post_compare(s, "/encode", "POST /encode rope half d=4 pos 3 (§11.2)",
+    post_compare(s, "/encode", "POST /encode rope half d=4 pos 3 (known vector)",
                  "{\"scheme\":\"rope\",\"embeddings\":[[1,2,3,4]],\"positions\":[3]}", "encoded", 2,
                  s4, h4, tol, 0);
-    post_compare(s, "/encode", "POST /encode rope interleaved d=4 pos 3 (§11.2)",
+    post_compare(s, "/encode", "POST /encode rope interleaved d=4 pos 3 (known vector)",
                  "{\"scheme\":\"rope\",\"params\":{\"layout\":\"interleaved\"},"
                  "\"embeddings\":[[1,2,3,4]],\"offset\":3}",
                  "encoded", 2, s4, i4, tol, 0);
-    post_compare(s, "/encode", "POST /encode rope half d=8 pos 3 (§11.2)",
+    post_compare(s, "/encode", "POST /encode rope half d=8 pos 3 (known vector)",
                  "{\"scheme\":\"rope\",\"params\":{\"layout\":\"half\"},"
                  "\"embeddings\":[[1,2,3,4,5,6,7,8]],\"positions\":[3]}",
                  "encoded", 2, s8, h8, tol, 0);
-    post_compare(s, "/encode", "POST /encode rope interleaved d=8 pos 3 (§11.2)",
+    post_compare(s, "/encode", "POST /encode rope interleaved d=8 pos 3 (known vector)",
                  "{\"scheme\":\"rope\",\"params\":{\"layout\":\"interleaved\"},"
                  "\"embeddings\":[[1,2,3,4,5,6,7,8]],\"positions\":[3]}",
                  "encoded", 2, s8, i8, tol, 0);
-    post_compare(s, "/encode", "POST /encode rope partial_rotary_factor 0.5 d=8 pos 3 (§11.2)",
+    post_compare(s, "/encode",
+                 "POST /encode rope partial_rotary_factor 0.5 d=8 pos 3 (known vector)",
                  "{\"scheme\":\"rope\",\"params\":{\"partial_rotary_factor\":0.5},"
                  "\"embeddings\":[[1,2,3,4,5,6,7,8]],\"positions\":[3]}",
                  "encoded", 2, s8, part, tol, 0);
-    post_compare(s, "/encode", "POST /encode rope bare d=8 pos 3 (§11.2 vLLM cos_sin_cache)",
+    post_compare(s, "/encode", "POST /encode rope bare d=8 pos 3 (known vLLM cos_sin_cache vector)",
                  "{\"scheme\":\"rope\",\"shape\":[1,8],\"positions\":[3]}", "encoded", 2, s8, cache,
                  tol, 0);
 }
@@ -824,10 +825,10 @@ static void alibi_case(const server *s, const char *label, size_t heads, bool bl
 
 static void alibi(const server *s)
 {
-    /* §11.4: BLOOM head 0 over keys 0..3 is [0, 0.5, 1, 1.5]; the paper
+    /* Known vector: BLOOM head 0 over keys 0..3 is [0, 0.5, 1, 1.5]; the paper
      * form for query 3 is [-1.5, -1, -0.5, 0]. */
     {
-        const char *L = "POST /encode alibi 8 heads bloom [4,2] (§11.4)";
+        const char *L = "POST /encode alibi 8 heads bloom [4,2] (known vector)";
         size_t sh[] = {8, 4, 4};
         farr a;
         if (post_read(s, "/encode", L,
@@ -839,7 +840,7 @@ static void alibi(const server *s)
             check_close(L, "head 0 keys 0..3", &row, want, 4, 0, 0);
             farr_free(&a);
         }
-        L = "POST /encode alibi 8 heads symmetric [4,2] (§11.4)";
+        L = "POST /encode alibi 8 heads symmetric [4,2] (known vector)";
         if (post_read(s, "/encode", L,
                       "{\"scheme\":\"alibi\",\"params\":{\"heads\":8},\"shape\":[4,2]}", "bias", 3,
                       sh, NULL, &a)) {
@@ -915,7 +916,7 @@ static void t5_case(const server *s, const char *label, int num_buckets, int max
 
 static void t5(const server *s)
 {
-    /* relative distances from §11.5: 0..±200 */
+    /* relative distances of the known vectors: 0..±200 */
     int64_t pos[] = {0, 1, 8, 12, 16, 23, 32, 64, 91, 128, 200, 7};
     size_t t = sizeof pos / sizeof pos[0];
     t5_case(s, "POST /encode t5 inline model, default (bidirectional) buckets", 32, 128, true, NULL,

@@ -1,5 +1,5 @@
 /*
- * test_alibi.c - ALiBi slopes against the anchors (§11.4) and the paper's
+ * test_alibi.c - ALiBi slopes against known vectors and the paper's
  * recursive definition and MPT's ordering, and the three bias forms.
  */
 #include <math.h>

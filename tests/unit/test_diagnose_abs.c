@@ -1,7 +1,7 @@
 /*
  * test_diagnose_abs.c - pe_diagnose on sinusoidal subjects (tables and
  * embeddings + encoded). Subjects come from the reference below, written
- * from Vaswani et al. / HF Marian (research/pe-anchors.md 2.1-2.2), not
+ * from Vaswani et al. / HF Marian's sinusoidal table, not
  * from posenc's kernels; `best` is recomputed with pe_encode_absolute.
  */
 #include <math.h>

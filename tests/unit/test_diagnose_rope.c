@@ -2,7 +2,7 @@
  * test_diagnose_rope.c - pe_diagnose on RoPE subjects (rotated vectors and
  * cos/sin caches). Every subject is made by the reference below, written
  * here from the formulas (Hugging Face modeling_rope_utils / modeling_llama,
- * research/pe-anchors.md 3-4), not with posenc's kernels; `best` is then
+ * and the RoFormer paper), not with posenc's kernels; `best` is then
  * recomputed with posenc's own pe_rope_frequencies + pe_rope_apply and must
  * reproduce the subject.
  */

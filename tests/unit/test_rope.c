@@ -1,5 +1,5 @@
 /*
- * test_rope.c - pe_rope_apply against the anchors' vectors (§11.2), a
+ * test_rope.c - pe_rope_apply against known numpy float64 vectors, a
  * complex-multiplication reference, the layout permutation identity,
  * relative-position invariance, strides, and large positions.
  */

@@ -1,6 +1,6 @@
 /*
  * test_rope_freq.c - RoPE scaling: inverse frequencies and attention
- * factors against the anchors' vectors (§11.3, head_dim 8), the short/long
+ * factors against known numpy float64 vectors (head_dim 8), the short/long
  * choice of longrope, and the configurations that cannot be computed.
  */
 #include <math.h>

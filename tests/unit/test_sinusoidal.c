@@ -1,5 +1,5 @@
 /*
- * test_sinusoidal.c - sinusoidal rows against the anchors' vectors (§11.1),
+ * test_sinusoidal.c - sinusoidal rows against known numpy float64 vectors,
  * an angle-addition recurrence in long double, odd widths, and accuracy at
  * positions in the millions.
  */

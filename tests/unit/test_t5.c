@@ -1,6 +1,6 @@
 /*
- * test_t5.c - T5 relative-position buckets against the anchors' table
- * (§11.5, every listed rel, encoder and decoder) and the bias layout.
+ * test_t5.c - T5 relative-position buckets against a known table
+ * (known vectors, every listed rel, encoder and decoder) and the bias layout.
  */
 #include "check.h"
 #include "test_list.h"
