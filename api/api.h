@@ -15,7 +15,7 @@
 
 #include "api_error.h"
 
-#define POSENC_VERSION "1.1.0"
+#define POSENC_VERSION "1.2.0"
 
 /* Limits the API enforces on decoded requests. A field left 0 takes its
  * default. Past a limit a request is a 422 too_large. */
