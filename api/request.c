@@ -4,35 +4,40 @@
 #include "request.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json/json_fields.h"
 #include "model_errors.h"
 
-/* The codec's failure as the contract's error. */
+/* The codec's failure as the contract's error: its kind chosen here, its
+ * message (or the limit it passed) through api_mapped. */
 static int codec_fail(const api_service *svc, const json_codec_error *ce, api_error *err)
 {
-    switch (ce->kind) {
-    case JSON_CODEC_TOO_DEEP:
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
-                        svc->limits.max_json_depth);
-    case JSON_CODEC_TOO_MANY_VALUES:
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON holds more than %zu values outside numeric arrays",
-                        svc->limits.max_json_values);
-    case JSON_CODEC_NON_FINITE:
-        return api_fail(err, API_E_NON_FINITE, NULL, "%s", ce->message);
-    case JSON_CODEC_INTEGER_RANGE:
-        return api_fail(err, API_E_OUT_OF_RANGE, NULL, "%s", ce->message);
-    case JSON_CODEC_NO_MEMORY:
-        return api_fail_oom(err);
-    case JSON_CODEC_INTERNAL:
-        return api_fail(err, API_E_INTERNAL, NULL, "decoding the body: %s", ce->message);
-    default:
-        return api_fail(err, API_E_INVALID_JSON, NULL, "%s", ce->message);
-    }
+    static const api_error_kind kinds[] = {
+        [JSON_CODEC_SYNTAX] = API_E_INVALID_JSON,        [JSON_CODEC_TOO_DEEP] = API_E_TOO_LARGE,
+        [JSON_CODEC_TOO_MANY_VALUES] = API_E_TOO_LARGE,  [JSON_CODEC_NON_FINITE] = API_E_NON_FINITE,
+        [JSON_CODEC_INTEGER_RANGE] = API_E_OUT_OF_RANGE, [JSON_CODEC_NO_MEMORY] = API_E_UNAVAILABLE,
+        [JSON_CODEC_INTERNAL] = API_E_INTERNAL,
+    };
+    api_error_kind kind = (unsigned)ce->kind < sizeof kinds / sizeof kinds[0] && ce->kind
+                              ? kinds[ce->kind]
+                              : API_E_INVALID_JSON;
+    char message[API_MESSAGE_MAX];
+
+    if (ce->kind == JSON_CODEC_TOO_DEEP)
+        snprintf(message, sizeof message,
+                 "the JSON nests arrays and objects deeper than the limit of %zu levels",
+                 svc->limits.max_json_depth);
+    else if (ce->kind == JSON_CODEC_TOO_MANY_VALUES)
+        snprintf(message, sizeof message,
+                 "the JSON holds more than %zu values outside numeric arrays",
+                 svc->limits.max_json_values);
+    else
+        snprintf(message, sizeof message, "%s%s",
+                 ce->kind == JSON_CODEC_INTERNAL ? "decoding the body: " : "", ce->message);
+    return api_mapped(err, -1, kind, message, NULL);
 }
 
 /* Parse the body as a JSON object whose keys are fields of `endpoint`
