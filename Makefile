@@ -92,8 +92,9 @@ $(LIBAPI): $(API_OBJ)
 
 # The OpenAPI text is compiled into the binary: YAML as written, JSON made
 # from it at build time.
-$(BUILD)/gen/openapi.json: api/openapi.yaml tools/yaml2json.py
+$(BUILD)/gen/openapi.json: api/openapi.yaml tools/yaml2json.py api/request_fields.h tools/check-fields.py
 	@mkdir -p $(dir $@)
+	/usr/bin/python3 tools/check-fields.py api/request_fields.h $<
 	/usr/bin/python3 tools/yaml2json.py $< > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/openapi_text.c: api/openapi.yaml $(BUILD)/gen/openapi.json tools/embed.sh

@@ -43,6 +43,20 @@ int api_fail_oom(api_error *err)
     return api_fail(err, API_E_UNAVAILABLE, NULL, "out of memory: retry later");
 }
 
+int api_mapped(api_error *err, int rc, api_error_kind kind, const char *message, const char *field)
+{
+    if (!rc)
+        return 0;
+    if (kind == API_E_UNAVAILABLE) {
+        api_fail_oom(err);
+        return rc;
+    }
+    err->kind = kind;
+    snprintf(err->message, sizeof err->message, "%s", message);
+    snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+    return rc;
+}
+
 int api_json(api_error *err, int rc)
 {
     static const api_error_kind kinds[] = {
@@ -52,14 +66,8 @@ int api_json(api_error *err, int rc)
         [JSON_E_NO_MEMORY] = API_E_UNAVAILABLE,
     };
     const json_error *je = &err->json;
+    api_error_kind kind = (unsigned)je->kind < sizeof kinds / sizeof kinds[0] ? kinds[je->kind]
+                                                                              : API_E_INTERNAL;
 
-    if (!rc)
-        return 0;
-    if (je->kind == JSON_E_NO_MEMORY)
-        return api_fail_oom(err);
-    err->kind = (unsigned)je->kind < sizeof kinds / sizeof kinds[0] ? kinds[je->kind]
-                                                                    : API_E_INTERNAL;
-    snprintf(err->message, sizeof err->message, "%s", je->message);
-    snprintf(err->field, sizeof err->field, "%s", je->field);
-    return rc;
+    return api_mapped(err, rc, kind, je->message, je->field);
 }

@@ -64,6 +64,14 @@ int api_fail(api_error *err, api_error_kind kind, const char *field, const char 
  * retried), never a 500. Returns -1. */
 int api_fail_oom(api_error *err);
 
+/* The one way a lower layer's error (api/json's json_error and
+ * json_codec_error, the model layer's desc_error) becomes the contract's:
+ * with rc != 0, *err gets kind, message and field (NULL: none), except that
+ * API_E_UNAVAILABLE is always api_fail_oom's answer. Returns rc. The
+ * mappers below (api_json, api_desc, request.c's codec_fail) only choose
+ * the kind. */
+int api_mapped(api_error *err, int rc, api_error_kind kind, const char *message, const char *field);
+
 /* The result rc of a typed JSON reader that reported into &err->json: on
  * failure (rc != 0) its error is mapped to the contract's kind in *err.
  * Returns rc, so that callers write `if (api_json(err, jf_int(..., &err->json)))`. */

@@ -9,17 +9,6 @@
 #include "diagnose.h"
 #include "json/json_fields.h"
 
-static const char *const diagnose_keys[] =
-    {"table",      "table_shape", "embeddings",    "embeddings_shape",
-     "shape",      "encoded",     "encoded_shape", "cos",
-     "cos_shape",  "sin",         "sin_shape",     "bias",
-     "bias_shape", "slopes",      "slopes_shape",  "q",
-     "q_shape",    "k",           "k_shape",       "v",
-     "v_shape",    "token_ids",   "scheme",        "params",
-     "model",      "offset",      "positions",     "embed_scale",
-     "encoding",   "tolerance",   "return_map",    "attention_mask",
-     "causal",     NULL};
-
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
 
 /* The subject's kind from the fields present: exactly one kind. */
@@ -68,23 +57,13 @@ static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
     return 0;
 }
 
-/* Read the array `name` (with its `<name>_shape`, or `alt_shape` too) of
- * rank min..max into slot i. */
+/* Read the array `name` (shaped by `<name>_shape`: request_array) of rank
+ * min..max into slot i. */
 static int read_array(diag_request *dr, size_t i, const char *name, const char *alt_shape,
                       size_t min_ndim, size_t max_ndim, api_error *err)
 {
-    json_doc *doc = &dr->rq.doc;
-    char shape_key[32];
-
-    snprintf(shape_key, sizeof shape_key, "%s_shape", name);
-    const json_t *shape = jf_get(doc->root, shape_key);
-    if (!shape && alt_shape) {
-        shape = jf_get(doc->root, alt_shape);
-        if (shape)
-            snprintf(shape_key, sizeof shape_key, "%s", alt_shape);
-    }
-    if (api_json(err, tensor_from_json(doc, jf_get(doc->root, name), name, shape, shape_key,
-                                       min_ndim, max_ndim, &dr->arr[i], &err->json)))
+    (void)alt_shape;
+    if (request_array(&dr->rq.doc, name, min_ndim, max_ndim, &dr->arr[i], err))
         return -1;
     dr->names[i] = name;
     return 0;
@@ -127,14 +106,7 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
         break;
     case DX_ENCODED:
         if (read_array(dr, 0, "encoded", NULL, 2, 2, err) ||
-            api_json(err,
-                     tensor_from_json(&rq->doc, jf_get(rq->doc.root, "embeddings"), "embeddings",
-                                      jf_get(rq->doc.root, "embeddings_shape")
-                                          ? jf_get(rq->doc.root, "embeddings_shape")
-                                          : jf_get(rq->doc.root, "shape"),
-                                      jf_get(rq->doc.root, "embeddings_shape") ? "embeddings_shape"
-                                                                               : "shape",
-                                      2, 2, &rq->x, &err->json)))
+            request_array(&rq->doc, RF(embeddings), 2, 2, &rq->x, err))
             return -1;
         if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
             return api_fail(err, API_E_INVALID_SHAPE, "encoded",
@@ -191,7 +163,7 @@ int diag_decode(const api_service *svc, const char *body, size_t len, diag_reque
 
     memset(dr, 0, sizeof *dr);
     /* a q/k/v subject projects with a model: the default one unless named */
-    rc = request_open(svc, body, len, diagnose_keys, false, &dr->rq, err) ||
+    rc = request_open(svc, body, len, RF_DIAGNOSE, false, &dr->rq, err) ||
          subject_kind(dr->rq.doc.root, &dr->kind, err) || read_tolerance(dr, err);
     if (!rc && dr->kind == DX_QKV) {
         if (!dr->rq.model)

@@ -3,8 +3,6 @@
  */
 #include "model_errors.h"
 
-#include <stdio.h>
-
 int api_desc(api_error *err, int rc, const desc_error *de)
 {
     static const api_error_kind kinds[] = {
@@ -15,19 +13,14 @@ int api_desc(api_error *err, int rc, const desc_error *de)
         [DESC_E_TOO_LARGE] = API_E_TOO_LARGE,
         /* a scheme or input needs a table the model lacks: 422 */
         [DESC_E_MISSING_WEIGHT] = API_E_MISSING_WEIGHT,
+        [DESC_E_NO_MEMORY] = API_E_UNAVAILABLE, /* the API's own 503 text */
     };
 
-    if (!rc)
-        return 0;
-    if (de->kind == DESC_E_JSON) { /* the codec's kind, mapped where all of them are */
+    if (rc && de->kind == DESC_E_JSON) { /* the codec's kind, mapped where all of them are */
         err->json = de->json;
         return api_json(err, rc);
     }
-    if (de->kind == DESC_E_NO_MEMORY)
-        return api_fail_oom(err); /* the API's own 503 text */
-    err->kind = (unsigned)de->kind < sizeof kinds / sizeof kinds[0] ? kinds[de->kind]
-                                                                    : API_E_INTERNAL;
-    snprintf(err->message, sizeof err->message, "%s", de->json.message);
-    snprintf(err->field, sizeof err->field, "%s", de->json.field);
-    return rc;
+    api_error_kind kind = (unsigned)de->kind < sizeof kinds / sizeof kinds[0] ? kinds[de->kind]
+                                                                              : API_E_INTERNAL;
+    return api_mapped(err, rc, kind, de->json.message, de->json.field);
 }

@@ -4,42 +4,49 @@
 #include "request.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json/json_fields.h"
 #include "model_errors.h"
 
-/* The codec's failure as the contract's error. */
+/* The codec's failure as the contract's error: its kind chosen here, its
+ * message (or the limit it passed) through api_mapped. */
 static int codec_fail(const api_service *svc, const json_codec_error *ce, api_error *err)
 {
-    switch (ce->kind) {
-    case JSON_CODEC_TOO_DEEP:
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON nests arrays and objects deeper than the limit of %zu levels",
-                        svc->limits.max_json_depth);
-    case JSON_CODEC_TOO_MANY_VALUES:
-        return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "the JSON holds more than %zu values outside numeric arrays",
-                        svc->limits.max_json_values);
-    case JSON_CODEC_NON_FINITE:
-        return api_fail(err, API_E_NON_FINITE, NULL, "%s", ce->message);
-    case JSON_CODEC_INTEGER_RANGE:
-        return api_fail(err, API_E_OUT_OF_RANGE, NULL, "%s", ce->message);
-    case JSON_CODEC_NO_MEMORY:
-        return api_fail_oom(err);
-    case JSON_CODEC_INTERNAL:
-        return api_fail(err, API_E_INTERNAL, NULL, "decoding the body: %s", ce->message);
-    default:
-        return api_fail(err, API_E_INVALID_JSON, NULL, "%s", ce->message);
-    }
+    static const api_error_kind kinds[] = {
+        [JSON_CODEC_SYNTAX] = API_E_INVALID_JSON,        [JSON_CODEC_TOO_DEEP] = API_E_TOO_LARGE,
+        [JSON_CODEC_TOO_MANY_VALUES] = API_E_TOO_LARGE,  [JSON_CODEC_NON_FINITE] = API_E_NON_FINITE,
+        [JSON_CODEC_INTEGER_RANGE] = API_E_OUT_OF_RANGE, [JSON_CODEC_NO_MEMORY] = API_E_UNAVAILABLE,
+        [JSON_CODEC_INTERNAL] = API_E_INTERNAL,
+    };
+    api_error_kind kind = (unsigned)ce->kind < sizeof kinds / sizeof kinds[0] && ce->kind
+                              ? kinds[ce->kind]
+                              : API_E_INVALID_JSON;
+    char message[API_MESSAGE_MAX];
+
+    if (ce->kind == JSON_CODEC_TOO_DEEP)
+        snprintf(message, sizeof message,
+                 "the JSON nests arrays and objects deeper than the limit of %zu levels",
+                 svc->limits.max_json_depth);
+    else if (ce->kind == JSON_CODEC_TOO_MANY_VALUES)
+        snprintf(message, sizeof message,
+                 "the JSON holds more than %zu values outside numeric arrays",
+                 svc->limits.max_json_values);
+    else
+        snprintf(message, sizeof message, "%s%s",
+                 ce->kind == JSON_CODEC_INTERNAL ? "decoding the body: " : "", ce->message);
+    return api_mapped(err, -1, kind, message, NULL);
 }
 
-/* Parse the body as a JSON object whose keys are in `allowed`, nested no
- * deeper than the service's max_json_depth (else 422 too_large). */
-static int request_parse(const api_service *svc, const char *body, size_t len,
-                         const char *const *allowed, request *rq, api_error *err)
+/* Parse the body as a JSON object whose keys are fields of `endpoint`
+ * (request_fields.h), nested no deeper than the service's max_json_depth
+ * (else 422 too_large), with every array's shape named once. */
+static int request_parse(const api_service *svc, const char *body, size_t len, unsigned endpoint,
+                         request *rq, api_error *err)
 {
+    const char *allowed[RF_COUNT + 1];
     json_codec_error ce;
     json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
                               .max_values = svc->limits.max_json_values,
@@ -49,7 +56,10 @@ static int request_parse(const api_service *svc, const char *body, size_t len,
     rq->embed_scale = 1.0;
     if (json_doc_load(&rq->doc, body, len, &limits, &ce))
         return codec_fail(svc, &ce, err);
-    return api_json(err, jf_check_object(rq->doc.root, "", allowed, &err->json));
+    request_field_keys(endpoint, allowed);
+    if (api_json(err, jf_check_object(rq->doc.root, "", allowed, &err->json)))
+        return -1;
+    return request_check_shapes(rq->doc.root, endpoint, err);
 }
 
 /* The sizes an inline model declares, against the limits. */
@@ -77,7 +87,7 @@ static int check_model_limits(const api_service *svc, const model *m, api_error 
 static int request_model(const api_service *svc, request *rq, const char *default_name,
                          api_error *err)
 {
-    const json_t *v = jf_get(rq->doc.root, "model");
+    const json_t *v = jf_get(rq->doc.root, RF(model));
 
     if (!v) {
         rq->model = default_name ? service_find_model(svc, default_name) : NULL;
@@ -91,17 +101,17 @@ static int request_model(const api_service *svc, request *rq, const char *defaul
             return api_fail_oom(err);
         rq->model = service_find_model(svc, name);
         if (!rq->model)
-            return api_fail(err, API_E_UNKNOWN_MODEL, "model", "no model named '%s' is loaded",
+            return api_fail(err, API_E_UNKNOWN_MODEL, RF(model), "no model named '%s' is loaded",
                             name);
         return 0;
     }
     if (json_is_object(v)) {
         desc_error de;
-        rq->owned_model = model_from_json(&rq->doc, v, "model", &de);
+        rq->owned_model = model_from_json(&rq->doc, v, RF(model), &de);
         rq->model = rq->owned_model;
         return rq->model ? check_model_limits(svc, rq->model, err) : api_desc(err, -1, &de);
     }
-    return api_fail(err, API_E_INVALID_REQUEST, "model",
+    return api_fail(err, API_E_INVALID_REQUEST, RF(model),
                     "model must be a model name or an inline model object");
 }
 
@@ -112,30 +122,30 @@ static int decode_scheme(request *rq, api_error *err)
 {
     bool present;
     int which = SCHEME_SINUSOIDAL;
-    const json_t *params = jf_get(rq->doc.root, "params");
+    const json_t *params = jf_get(rq->doc.root, RF(params));
 
-    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "scheme", scheme_names, &present,
+    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", RF(scheme), scheme_names, &present,
                                 &which, &err->json)))
         return -1;
     if (!present && rq->model)
         which = (int)rq->model->scheme;
     if (params && !json_is_object(params))
-        return api_fail(err, API_E_INVALID_REQUEST, "params", "params must be an object");
+        return api_fail(err, API_E_INVALID_REQUEST, RF(params), "params must be an object");
     const scheme *base = rq->model && rq->model->has_decoded ? &rq->model->decoded : NULL;
     desc_error de;
     return api_desc(err,
-                    scheme_decode(&rq->doc, (scheme_kind)which, params, "params", base, &rq->scheme,
-                                  &de),
+                    scheme_decode(&rq->doc, (scheme_kind)which, params, RF(params), base,
+                                  &rq->scheme, &de),
                     &de);
 }
 
 static int positions_shape_fail(const request *rq, api_error *err)
 {
     if (rq->batched)
-        return api_fail(err, API_E_INVALID_SHAPE, "positions",
+        return api_fail(err, API_E_INVALID_SHAPE, RF(positions),
                         "positions must be [%zu] or [%zu][%zu] for this input", rq->tokens,
                         rq->batch, rq->tokens);
-    return api_fail(err, API_E_INVALID_SHAPE, "positions",
+    return api_fail(err, API_E_INVALID_SHAPE, RF(positions),
                     "positions has the wrong shape: expected [%zu]", rq->tokens);
 }
 
@@ -181,10 +191,10 @@ void request_positions_from_ids(const int64_t *ids, size_t tokens, int64_t pad, 
 static int mask_shape_fail(const request *rq, api_error *err)
 {
     if (rq->batched)
-        return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+        return api_fail(err, API_E_INVALID_SHAPE, RF(attention_mask),
                         "attention_mask must be [%zu] or [%zu][%zu] of 0 and 1 for this input",
                         rq->tokens, rq->batch, rq->tokens);
-    return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+    return api_fail(err, API_E_INVALID_SHAPE, RF(attention_mask),
                     "attention_mask must be [%zu] (or [1][%zu]) of 0 and 1 for this input",
                     rq->tokens, rq->tokens);
 }
@@ -200,7 +210,7 @@ static int decode_mask(request *rq, const json_t *value, api_error *err)
     const json_span *span = json_doc_array(&rq->doc, value);
     if (span && span->count != rq->tokens && span->count != rows)
         return mask_shape_fail(rq, err);
-    if (int_array_from_json(&rq->doc, value, "attention_mask", INT64_MIN, INT64_MAX, JSON_E_SHAPE,
+    if (int_array_from_json(&rq->doc, value, RF(attention_mask), INT64_MIN, INT64_MAX, JSON_E_SHAPE,
                             &given, &err->json)) {
         json_error_kind k = err->json.kind;
         if ((span || json_is_array(value)) && (k == JSON_E_INVALID || k == JSON_E_RANGE))
@@ -219,10 +229,10 @@ static int decode_mask(request *rq, const json_t *value, api_error *err)
             int64_t bad = given.data[i];
             int_array_free(&given);
             if (per_row)
-                return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+                return api_fail(err, API_E_INVALID_SHAPE, RF(attention_mask),
                                 "attention_mask[%zu][%zu] is %" PRId64 "; a mask holds 0 and 1",
                                 i / rq->tokens, i % rq->tokens, bad);
-            return api_fail(err, API_E_INVALID_SHAPE, "attention_mask",
+            return api_fail(err, API_E_INVALID_SHAPE, RF(attention_mask),
                             "attention_mask[%zu] is %" PRId64 "; a mask holds 0 and 1", i, bad);
         }
     rq->mask = malloc(rows * sizeof *rq->mask);
@@ -246,7 +256,7 @@ static int decode_given_positions(request *rq, const json_t *positions, api_erro
     const json_span *span = json_doc_array(&rq->doc, positions);
     if (span && span->count != rq->tokens && span->count != rows)
         return positions_shape_fail(rq, err);
-    if (api_json(err, int_array_from_json(&rq->doc, positions, "positions", 0, PE_MAX_POSITION,
+    if (api_json(err, int_array_from_json(&rq->doc, positions, RF(positions), 0, PE_MAX_POSITION,
                                           JSON_E_TOO_LARGE, &given, &err->json)))
         return -1;
     bool per_row = given.ndim == 2;
@@ -267,49 +277,50 @@ static int decode_given_positions(request *rq, const json_t *positions, api_erro
  * token_ids for RoBERTa, from the mask when one is sent, else 0.. */
 static int decode_positions(request *rq, api_error *err)
 {
-    const json_t *positions = jf_get(rq->doc.root, "positions");
-    const json_t *mask = jf_get(rq->doc.root, "attention_mask");
+    const json_t *positions = jf_get(rq->doc.root, RF(positions));
+    const json_t *mask = jf_get(rq->doc.root, RF(attention_mask));
     model_position_rule rule = rq->model ? rq->model->position_rule : MODEL_POSITIONS_CUMSUM;
     size_t rows = request_rows(rq);
     int64_t offset = 0;
-    bool present, has_offset = jf_get(rq->doc.root, "offset") != NULL;
+    bool present, has_offset = jf_get(rq->doc.root, RF(offset)) != NULL;
 
-    if (api_json(err, jf_bool(rq->doc.root, "", "causal", &present, &rq->causal, &err->json)))
+    if (api_json(err, jf_bool(rq->doc.root, "", RF(causal), &present, &rq->causal, &err->json)))
         return -1;
     if (mask && (positions || has_offset))
-        return api_fail(err, API_E_INVALID_REQUEST, positions ? "positions" : "offset",
+        return api_fail(err, API_E_INVALID_REQUEST, positions ? RF(positions) : RF(offset),
                         "give attention_mask or %s, not both: with a mask the positions "
                         "come from it",
-                        positions ? "positions" : "offset");
+                        positions ? RF(positions) : RF(offset));
     if (positions && has_offset)
-        return api_fail(err, API_E_INVALID_REQUEST, "offset", "give offset or positions, not both");
+        return api_fail(err, API_E_INVALID_REQUEST, RF(offset),
+                        "give offset or positions, not both");
     if (mask && decode_mask(rq, mask, err))
         return -1;
     rq->positions = malloc(rows * sizeof *rq->positions);
     if (!rq->positions)
         return api_fail_oom(err);
     if (positions) {
-        rq->pos_field = "positions";
+        rq->pos_field = RF(positions);
         if (decode_given_positions(rq, positions, err))
             return -1;
     } else if (!has_offset && rule == MODEL_POSITIONS_PAD_IDS) {
-        rq->pos_field = rq->token_ids ? "token_ids" : "embeddings";
+        rq->pos_field = rq->token_ids ? RF(token_ids) : RF(embeddings);
         for (size_t b = 0; b < rq->batch; b++)
             request_positions_from_ids(rq->token_ids ? rq->token_ids + b * rq->tokens : NULL,
                                        rq->tokens, rq->model->pad_token_id,
                                        rq->positions + b * rq->tokens);
     } else if (mask) {
-        rq->pos_field = "attention_mask";
+        rq->pos_field = RF(attention_mask);
         for (size_t b = 0; b < rq->batch; b++)
             request_positions_from_mask(rule, rq->mask + b * rq->tokens, rq->tokens,
                                         rq->positions + b * rq->tokens);
     } else {
-        rq->pos_field = "offset";
-        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", "offset", 0, INT64_MAX, &present,
+        rq->pos_field = RF(offset);
+        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", RF(offset), 0, INT64_MAX, &present,
                                  &offset, &err->json)))
             return -1;
         if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
-            return api_fail(err, API_E_TOO_LARGE, "offset",
+            return api_fail(err, API_E_TOO_LARGE, RF(offset),
                             "offset %" PRId64 " with %zu tokens reaches past the largest "
                             "position %" PRId64,
                             offset, rq->tokens, PE_MAX_POSITION);
@@ -357,28 +368,41 @@ static int decode_scheme_in_limits(const api_service *svc, request *rq, api_erro
     return 0;
 }
 
+/* embed_scale and the answer's encoding: what every claim reads. */
+static int decode_output_options(request *rq, api_error *err)
+{
+    static const char *const encodings[] = {"json", "base64", NULL};
+    bool present;
+    int which = 0;
+
+    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", RF(embed_scale), false, &present,
+                                &rq->embed_scale, &err->json)) ||
+        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", RF(encoding), encodings, &present,
+                                &which, &err->json)))
+        return -1;
+    rq->base64 = which == 1;
+    return 0;
+}
+
 /* Decode scheme/params, shape, embeddings (unless rq->x is already set),
  * limits, embed_scale, encoding and positions. */
 static int request_common(const api_service *svc, request *rq, api_error *err)
 {
-    const json_t *shape = jf_get(rq->doc.root, "shape");
-    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
-    static const char *const encodings[] = {"json", "base64", NULL};
+    const json_t *shape = jf_get(rq->doc.root, RF(shape));
+    const json_t *embeddings = jf_get(rq->doc.root, RF(embeddings));
     size_t ndim = 0, dim[3] = {0};
-    bool present;
-    int which = 0;
 
     if (decode_scheme_in_limits(svc, rq, err))
         return -1;
     if (!rq->x.data && embeddings) {
-        if (api_json(err, tensor_from_json(&rq->doc, embeddings, "embeddings", shape, "shape", 2, 3,
-                                           &rq->x, &err->json)))
+        if (request_array(&rq->doc, RF(embeddings), 2, 3, &rq->x, err))
             return -1;
     } else if (!rq->x.data && shape) {
-        if (api_json(err, shape_from_json(&rq->doc, shape, "shape", 2, 3, &ndim, dim, &err->json)))
+        if (api_json(err,
+                     shape_from_json(&rq->doc, shape, RF(shape), 2, 3, &ndim, dim, &err->json)))
             return -1;
     } else if (!rq->x.data) {
-        return api_fail(err, API_E_INVALID_REQUEST, "shape",
+        return api_fail(err, API_E_INVALID_REQUEST, RF(shape),
                         "give embeddings, or shape [tokens, d] for the bare encoding table");
     }
     if (rq->x.data) {
@@ -390,7 +414,7 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
     rq->tokens = dim[ndim - 2];
     rq->d = dim[ndim - 1];
     size_t rows, elements;
-    const char *size_field = rq->x.data ? "embeddings" : "shape";
+    const char *size_field = rq->x.data ? RF(embeddings) : RF(shape);
     if (rq->batch > svc->limits.max_batch)
         return api_fail(err, API_E_TOO_LARGE, size_field, "a batch of %zu exceeds the limit of %zu",
                         rq->batch, svc->limits.max_batch);
@@ -401,31 +425,17 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
     if (rq->d > svc->limits.max_dim)
         return api_fail(err, API_E_TOO_LARGE, size_field, "d = %zu exceeds the limit of %zu", rq->d,
                         svc->limits.max_dim);
-    if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err))
+    if (mul_size(rows, rq->d, &elements) || request_check_output(svc, elements, "the input", err) ||
+        decode_output_options(rq, err))
         return -1;
-    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present,
-                                &rq->embed_scale, &err->json)) ||
-        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which,
-                                &err->json)))
-        return -1;
-    rq->base64 = which == 1;
     return decode_positions(rq, err);
 }
-
-static const char *const encode_keys[] = {"embeddings",  "shape",          "scheme",    "params",
-                                          "model",       "offset",         "positions", "encoding",
-                                          "embed_scale", "attention_mask", "causal",    NULL};
-
-static const char *const apply_keys[] = {"embeddings", "token_ids",   "shape",  "scheme",
-                                         "params",     "model",       "offset", "positions",
-                                         "encoding",   "embed_scale", "return", "attention_mask",
-                                         "causal",     NULL};
 
 const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
 
 static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err)
 {
-    const json_t *list = jf_get(doc->root, "return");
+    const json_t *list = jf_get(doc->root, RF(return ));
     const json_t *item;
     size_t i;
 
@@ -438,12 +448,13 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
         return 0;
     }
     if (!json_is_array(list))
-        return api_fail(err, API_E_INVALID_REQUEST, "return", "return must be a list of strings");
+        return api_fail(err, API_E_INVALID_REQUEST, RF(return ),
+                        "return must be a list of strings");
     if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
         return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
                         "return[0] must be one of q, k, v, encoded, bias, scores");
     json_array_foreach (list, i, item) {
-        jpath at = jpath_index("return", i);
+        jpath at = jpath_index(RF(return ), i);
         int which = -1;
         const char *name = json_doc_string(doc, item); /* a long one from the body */
         if (json_is_string(item) && !name)
@@ -470,16 +481,16 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
     int_array ids;
 
     if (rq->model->layer > 0)
-        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+        return api_fail(err, API_E_MISSING_WEIGHT, RF(token_ids),
                         "model '%s' serves layer %zu, whose input is the hidden state of the "
                         "layer before: send embeddings, not token_ids",
                         rq->model->name, rq->model->layer);
     if (!table->data)
-        return api_fail(err, API_E_MISSING_WEIGHT, "token_ids",
+        return api_fail(err, API_E_MISSING_WEIGHT, RF(token_ids),
                         "token_ids need weights.token_embedding, which model '%s' lacks",
                         rq->model->name);
     if (api_json(err,
-                 int_array_from_json(&rq->doc, ids_value, "token_ids", 0,
+                 int_array_from_json(&rq->doc, ids_value, RF(token_ids), 0,
                                      (int64_t)table->dim[0] - 1, JSON_E_RANGE, &ids, &err->json)))
         return -1;
     size_t n = ids.dim[0] * (ids.ndim == 2 ? ids.dim[1] : 1), d = table->dim[1];
@@ -487,7 +498,7 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
      * (request_common checks them again on the result). */
     if (n > svc->limits.max_tokens || (ids.ndim == 2 && ids.dim[0] > svc->limits.max_batch)) {
         int_array_free(&ids);
-        return api_fail(err, API_E_TOO_LARGE, "token_ids",
+        return api_fail(err, API_E_TOO_LARGE, RF(token_ids),
                         "token_ids holds %zu tokens; the limits are %zu tokens and a batch "
                         "of %zu",
                         n, svc->limits.max_tokens, svc->limits.max_batch);
@@ -510,34 +521,40 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
     return 0;
 }
 
-/* What /apply adds: its model must project, and the input is embeddings or
- * token_ids (gathered now), then the common fields and `return`. */
-static int decode_apply(const api_service *svc, request *rq, api_error *err)
+/* Who reads the input, in messages: /apply, or /diagnose's q/k/v. */
+typedef struct input_words {
+    const char *needs;   /* "<who> need(s)" */
+    const char *missing; /* the message when neither input is given */
+} input_words;
+
+/* The one input path of /apply and of /diagnose's q/k/v subjects: the
+ * model must project, the input is embeddings or token_ids (gathered now),
+ * then the common fields (scheme, shapes, limits, positions, mask). */
+static int decode_input(const api_service *svc, request *rq, const input_words *words,
+                        api_error *err)
 {
-    const json_t *ids = jf_get(rq->doc.root, "token_ids");
-    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
+    const json_t *ids = jf_get(rq->doc.root, RF(token_ids));
+    const json_t *embeddings = jf_get(rq->doc.root, RF(embeddings));
 
     for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv && !rq->model->mla; w++)
         if (!model_has(rq->model, w))
-            return api_fail(err, API_E_MISSING_WEIGHT, "model",
-                            "/apply needs weights.%s, which model '%s' lacks", weight_names[w],
+            return api_fail(err, API_E_MISSING_WEIGHT, RF(model),
+                            "%s weights.%s, which model '%s' lacks", words->needs, weight_names[w],
                             rq->model->name);
     if (ids && embeddings)
-        return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
+        return api_fail(err, API_E_INVALID_REQUEST, RF(token_ids),
                         "give embeddings or token_ids, not both");
     if (!ids && !embeddings)
-        return api_fail(err, API_E_INVALID_REQUEST, "embeddings", "give embeddings or token_ids");
-    if ((ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err))
-        return -1;
-    return parse_outputs(&rq->doc, &rq->outputs, err);
+        return api_fail(err, API_E_INVALID_REQUEST, RF(embeddings), "%s", words->missing);
+    return (ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err) ? -1 : 0;
 }
 
 /* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
 
-int request_open(const api_service *svc, const char *body, size_t len, const char *const *allowed,
+int request_open(const api_service *svc, const char *body, size_t len, unsigned endpoint,
                  bool default_model, request *rq, api_error *err)
 {
-    return request_parse(svc, body, len, allowed, rq, err) ||
+    return request_parse(svc, body, len, endpoint, rq, err) ||
                    request_model(svc, rq, default_model ? "default" : NULL, err)
                ? -1
                : 0;
@@ -545,29 +562,13 @@ int request_open(const api_service *svc, const char *body, size_t len, const cha
 
 int request_open_input(const api_service *svc, request *rq, api_error *err)
 {
-    const json_t *ids = jf_get(rq->doc.root, "token_ids");
-    const json_t *embeddings = jf_get(rq->doc.root, "embeddings");
-
-    for (weight_id w = W_WQ; w <= W_WV && !rq->model->qkv.w_qkv && !rq->model->mla; w++)
-        if (!model_has(rq->model, w))
-            return api_fail(err, API_E_MISSING_WEIGHT, "model",
-                            "q, k and v need weights.%s, which model '%s' lacks", weight_names[w],
-                            rq->model->name);
-    if (ids && embeddings)
-        return api_fail(err, API_E_INVALID_REQUEST, "token_ids",
-                        "give embeddings or token_ids, not both");
-    if (!ids && !embeddings)
-        return api_fail(err, API_E_INVALID_REQUEST, "embeddings",
-                        "q, k and v need the input they came from: give embeddings or token_ids");
-    return (ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err) ? -1 : 0;
+    static const input_words qkv = {"q, k and v need", "q, k and v need the input they came from: "
+                                                       "give embeddings or token_ids"};
+    return decode_input(svc, rq, &qkv, err);
 }
 
 int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d, api_error *err)
 {
-    static const char *const encodings[] = {"json", "base64", NULL};
-    bool present;
-    int which = 0;
-
     if (decode_scheme_in_limits(svc, rq, err))
         return -1;
     if (tokens > svc->limits.max_tokens)
@@ -578,25 +579,21 @@ int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_
     rq->batch = 1;
     rq->tokens = tokens;
     rq->d = d;
-    if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present,
-                                &rq->embed_scale, &err->json)) ||
-        api_json(err, jf_choice(&rq->doc, rq->doc.root, "", "encoding", encodings, &present, &which,
-                                &err->json)))
-        return -1;
-    rq->base64 = which == 1;
-    return decode_positions(rq, err);
+    return decode_output_options(rq, err) ? -1 : decode_positions(rq, err);
 }
 
 int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
                    request *rq, api_error *err)
 {
+    static const input_words apply = {"/apply needs", "give embeddings or token_ids"};
     int rc;
 
     if (which == REQUEST_APPLY)
-        rc = request_parse(svc, body, len, apply_keys, rq, err) ||
-             request_model(svc, rq, "default", err) || decode_apply(svc, rq, err);
+        rc = request_parse(svc, body, len, RF_APPLY, rq, err) ||
+             request_model(svc, rq, "default", err) || decode_input(svc, rq, &apply, err) ||
+             parse_outputs(&rq->doc, &rq->outputs, err);
     else
-        rc = request_parse(svc, body, len, encode_keys, rq, err) ||
+        rc = request_parse(svc, body, len, RF_ENCODE, rq, err) ||
              request_model(svc, rq, NULL, err) || request_common(svc, rq, err);
     /* decoded: no JSON survives this point (arrays were moved out) */
     json_doc_free(&rq->doc);

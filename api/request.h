@@ -13,6 +13,7 @@
 #include "api_error.h"
 #include "models/model.h"
 #include "models/scheme.h"
+#include "request_fields.h"
 #include "service.h"
 #include "json/json_doc.h"
 #include "json/tensor.h"
@@ -69,13 +70,14 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
 
 /* /diagnose decodes its subject itself, between these steps, while the
  * body's parse (rq->doc) is alive; it frees the parse with json_doc_free
- * when done. request_open parses the body (keys in `allowed`) and resolves
- * `model` (absent: the default model when default_model, else none). Then
- * request_open_input reads embeddings or token_ids and every field /apply
- * shares (scheme, embed_scale, encoding, positions) for a q/k/v subject,
- * or request_open_claim reads the same claim for a subject of `tokens`
- * rows of width d that has no input. request_free(rq) is due either way. */
-int request_open(const api_service *svc, const char *body, size_t len, const char *const *allowed,
+ * when done. request_open parses the body (the fields of `endpoint`, one
+ * RF_ bit of request_fields.h) and resolves `model` (absent: the default
+ * model when default_model, else none). Then request_open_input reads the
+ * input exactly as /apply does (embeddings or token_ids, scheme,
+ * embed_scale, encoding, positions, mask) for a q/k/v subject, or
+ * request_open_claim reads the same claim for a subject of `tokens` rows
+ * of width d that has no input. request_free(rq) is due either way. */
+int request_open(const api_service *svc, const char *body, size_t len, unsigned endpoint,
                  bool default_model, request *rq, api_error *err);
 int request_open_input(const api_service *svc, request *rq, api_error *err);
 int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,

@@ -28,6 +28,7 @@
     XX(mask, test_mask, SERVER)                /* test_mask.c: attention_mask and causal */        \
     XX(concurrency, test_concurrency, WEIGHTS) /* test_concurrency.c: answers never cross */       \
     XX(diagnose, test_diagnose, WEIGHTS)       /* test_diagnose.c: every finding code */           \
+    XX(fields, test_fields, WEIGHTS)           /* test_fields.c: X_shape on every endpoint */      \
     XX(auth, test_auth, OWN)                   /* test_errors.c: --api-key */                      \
     XX(limits, test_limits, OWN)               /* test_errors.c: body and token limits */          \
     XX(reqlimits, test_reqlimits, OWN)         /* test_robust.c: depth, batch, dims, heads */      \
