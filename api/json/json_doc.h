@@ -1,22 +1,22 @@
 /*
- * json_doc.h - a request body parsed once: jansson for the envelope, the
- * numeric arrays kept as text spans and read lazily into the type the
+ * json_doc.h - a request body read once: a jansson tree for the envelope,
+ * the numeric arrays kept as text spans and read lazily into the type the
  * decoder asks for.
  *
- * json_doc_load() first scans the whole body with a strict RFC 8259
- * scanner. Every rectangular array of JSON numbers (1 to
- * JSON_ARRAY_MAX_NDIM dimensions, none empty) is taken out, whatever its
- * key, size or place, and whatever the body's size: its text span and shape
- * are recorded and jansson sees an empty array `[]` in its place (the
- * stand-in). After parsing, the stand-ins are found by a walk in document
- * order and recognised by their json_t pointer alone, never by content, so
- * no body can forge one. The envelope jansson sees is bounded: past
- * max_values values outside numeric arrays the body is refused before
- * jansson allocates anything for it.
+ * json_doc_load() reads the body once: posenc's tokenizer (json_scan.c)
+ * goes over it a token at a time and json_build.c builds the tree from the
+ * tokens through jansson's API (jansson parses nothing). Every rectangular
+ * array of JSON numbers (1 to JSON_ARRAY_MAX_NDIM dimensions, none empty)
+ * is taken out on the way, whatever its key, size or place: its text span
+ * and shape are recorded and the tree holds an empty array `[]` in its
+ * place (the stand-in), recognised by its json_t pointer alone, never by
+ * content, so no body can forge one. Past max_values values outside
+ * numeric arrays the body is refused on the spot. Errors are worded and
+ * placed as jansson's own parser words them.
  *
  * Long strings are taken out the same way: a string value (never a key) of
  * at least string_span_min characters, all printable ASCII (0x20..0x7E)
- * and no escape, is recorded as a text span and jansson sees `""` in its
+ * and no escape, is recorded as a text span and the tree holds `""` in its
  * place, found again by pointer identity. Its value is then exactly its
  * text, so json_doc_string_text() gives it straight from the body (a
  * base64 tensor is decoded from there), and json_doc_string() writes it
@@ -46,7 +46,7 @@ typedef enum json_codec_kind {
     JSON_CODEC_NON_FINITE,      /* a number (not in a numeric array) past double's range */
     JSON_CODEC_INTEGER_RANGE,   /* an integer (not in a numeric array) past int64 */
     JSON_CODEC_NO_MEMORY,
-    JSON_CODEC_INTERNAL /* a bug: the envelope and the scan disagree */
+    JSON_CODEC_INTERNAL /* a bug */
 } json_codec_kind;
 
 typedef struct json_codec_error {
@@ -93,8 +93,7 @@ typedef struct json_doc {
     size_t n_strings;
 } json_doc;
 
-/* Route jansson's allocations through the codec, so that a failed one is
- * seen even where jansson 2.14 itself does not report it. Process-wide
+/* Route jansson's allocations through the codec's allocator. Process-wide
  * (json_set_alloc_funcs): call once at start-up, before any thread parses,
  * as api_service_new does. */
 void json_doc_setup(void);
