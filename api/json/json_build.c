@@ -5,9 +5,11 @@
  */
 #include "json/json_build.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json/json_number.h"
 #include "json/json_rows.h"
 
 /* Arrays whose text may be this long are tried with the parallel row
@@ -46,11 +48,6 @@ static bool is_space(char c)
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
 typedef struct shape_scan {
     const char *t;
     size_t len, pos;
@@ -58,6 +55,9 @@ typedef struct shape_scan {
     size_t dim[JSON_ARRAY_MAX_NDIM];
     bool dim_known[JSON_ARRAY_MAX_NDIM];
     size_t count;
+    float *floats; /* owned: the values parsed on the way, while `keep` */
+    size_t cap;
+    bool keep; /* all finite so far and no allocation failed */
 } shape_scan;
 
 static void skip_ws(shape_scan *a)
@@ -66,49 +66,36 @@ static void skip_ws(shape_scan *a)
         a->pos++;
 }
 
-/* JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static bool number_text(shape_scan *a)
+/* Keep v as the count-th value (a->count already counts it); past a
+ * non-finite value or a failed allocation, parse nothing more: the typed
+ * reader then reads the text and says which value is wrong. */
+static void keep_float(shape_scan *a, float v)
 {
-    const char *t = a->t;
-    size_t p = a->pos, n = a->len;
-
-    if (p < n && t[p] == '-')
-        p++;
-    if (p >= n || !is_digit(t[p]))
-        return false;
-    if (t[p] == '0')
-        p++;
-    else
-        while (p < n && is_digit(t[p]))
-            p++;
-    if (p < n && t[p] == '.') {
-        if (++p >= n || !is_digit(t[p]))
-            return false;
-        while (p < n && is_digit(t[p]))
-            p++;
+    if (!a->keep)
+        return;
+    if (!isfinite(v) || (a->count > a->cap &&
+                         !grow((void **)&a->floats, &a->cap, a->count - 1, sizeof *a->floats))) {
+        a->keep = false;
+        return;
     }
-    if (p < n && (t[p] == 'e' || t[p] == 'E')) {
-        if (++p < n && (t[p] == '+' || t[p] == '-'))
-            p++;
-        if (p >= n || !is_digit(t[p]))
-            return false;
-        while (p < n && is_digit(t[p]))
-            p++;
-    }
-    a->pos = p;
-    return true;
+    a->floats[a->count - 1] = v;
 }
 
-/* The numbers of one innermost row, up to and including its ']'. */
+/* The numbers of one innermost row, up to and including its ']', parsed
+ * to float32 on the way (json_number_to_float checks the grammar too). */
 static bool leaf_row(shape_scan *a, size_t *n)
 {
     for (*n = 0;;) {
+        float v;
         skip_ws(a);
-        if (!number_text(a))
+        const char *end = json_number_to_float(a->t + a->pos, a->t + a->len, &v);
+        if (!end)
             return false;
+        a->pos = (size_t)(end - a->t);
         (*n)++;
         if (++a->count > JSON_ARRAY_MAX_ELEMENTS)
             return false;
+        keep_float(a, v);
         skip_ws(a);
         if (a->pos >= a->len)
             return false;
@@ -167,7 +154,7 @@ static json_t *numeric_array(json_builder *b, bool *taken)
     size_t start = b->sc.tok_start;
     json_span span = {.start = start};
     json_rows_result big;
-    shape_scan a = {.t = b->sc.text, .len = b->sc.len, .pos = start};
+    shape_scan a = {.t = b->sc.text, .len = b->sc.len, .pos = start, .keep = true};
 
     *taken = false;
     if (b->sc.len - start >= PARALLEL_MIN_BYTES &&
@@ -182,7 +169,12 @@ static json_t *numeric_array(json_builder *b, bool *taken)
         memcpy(span.dim, a.dim, sizeof span.dim);
         span.count = a.count;
         span.end = a.pos;
+        if (a.keep)
+            span.floats = a.floats; /* the values, parsed in this same pass */
+        else
+            free(a.floats);
     } else {
+        free(a.floats);
         return NULL;
     }
     *taken = true;
