@@ -7,8 +7,8 @@
 #ifndef JSON_BUILD_H
 #define JSON_BUILD_H
 
-#include "json/json_doc.h"
 #include "json/json_scan.h"
+#include "json/json_span.h"
 
 typedef struct json_builder {
     json_scanner sc;
