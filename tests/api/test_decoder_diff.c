@@ -406,6 +406,29 @@ static const char *const real_bodies[] = {
     "{\n  \"subject\": {\"q\": [[[1.5, 2.5]]], \"k\": [[[3, 4]]]},\n  \"offset\": 7\n}\n",
 };
 
+/* Nesting at jansson's limit: [[..."x"...]] and [[...{}...]] around it. */
+static void deep_bodies(tally *t)
+{
+    static const char *const inner[] = {"\"x\"", "{}", "[]", "{\"a\":[\"b\"]}"};
+    size_t depths[] = {2046, 2047, 2048, 2049, 2050};
+    char *body = malloc(2 * 2050 + 16);
+
+    if (!body)
+        return;
+    for (size_t d = 0; d < ARRAY_LEN(depths); d++)
+        for (size_t k = 0; k < ARRAY_LEN(inner); k++) {
+            size_t n = 0, w = strlen(inner[k]);
+            memset(body, '[', depths[d]);
+            n = depths[d];
+            memcpy(body + n, inner[k], w);
+            n += w;
+            memset(body + n, ']', depths[d]);
+            n += depths[d];
+            compare_one(body, n, SIZE_MAX, t);
+        }
+    free(body);
+}
+
 void test_decoder_diff(void)
 {
     enum { GENERATED = 6000, MUTATIONS = 6 };
@@ -431,6 +454,7 @@ void test_decoder_diff(void)
             compare_one(buf, n, span_min, &t);
         }
     }
+    deep_bodies(&t);
     CHECK(t.failures == 0, "%zu of %zu bodies differ from jansson", t.failures, t.bodies);
     CHECK(t.accepted > 1000 && t.refused > 1000, "both kinds met: %zu accepted, %zu refused",
           t.accepted, t.refused);
