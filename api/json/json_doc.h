@@ -1,22 +1,22 @@
 /*
- * json_doc.h - a request body parsed once: jansson for the envelope, the
- * numeric arrays kept as text spans and read lazily into the type the
+ * json_doc.h - a request body read once: a jansson tree for the envelope,
+ * the numeric arrays kept as text spans and read lazily into the type the
  * decoder asks for.
  *
- * json_doc_load() first scans the whole body with a strict RFC 8259
- * scanner. Every rectangular array of JSON numbers (1 to
- * JSON_ARRAY_MAX_NDIM dimensions, none empty) is taken out, whatever its
- * key, size or place, and whatever the body's size: its text span and shape
- * are recorded and jansson sees an empty array `[]` in its place (the
- * stand-in). After parsing, the stand-ins are found by a walk in document
- * order and recognised by their json_t pointer alone, never by content, so
- * no body can forge one. The envelope jansson sees is bounded: past
- * max_values values outside numeric arrays the body is refused before
- * jansson allocates anything for it.
+ * json_doc_load() reads the body once: posenc's tokenizer (json_scan.c)
+ * goes over it a token at a time and json_build.c builds the tree from the
+ * tokens through jansson's API (jansson parses nothing). Every rectangular
+ * array of JSON numbers (1 to JSON_ARRAY_MAX_NDIM dimensions, none empty)
+ * is taken out on the way, whatever its key, size or place: its text span
+ * and shape are recorded and the tree holds an empty array `[]` in its
+ * place (the stand-in), recognised by its json_t pointer alone, never by
+ * content, so no body can forge one. Past max_values values outside
+ * numeric arrays the body is refused on the spot. Errors are worded and
+ * placed as jansson's own parser words them.
  *
  * Long strings are taken out the same way: a string value (never a key) of
  * at least string_span_min characters, all printable ASCII (0x20..0x7E)
- * and no escape, is recorded as a text span and jansson sees `""` in its
+ * and no escape, is recorded as a text span and the tree holds `""` in its
  * place, found again by pointer identity. Its value is then exactly its
  * text, so json_doc_string_text() gives it straight from the body (a
  * base64 tensor is decoded from there), and json_doc_string() writes it
@@ -36,18 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json/json_limits.h"
-
-typedef enum json_codec_kind {
-    JSON_CODEC_OK = 0,
-    JSON_CODEC_SYNTAX,          /* malformed JSON; the message gives line and column */
-    JSON_CODEC_TOO_DEEP,        /* nests deeper than max_depth (or jansson's 2048) */
-    JSON_CODEC_TOO_MANY_VALUES, /* more than max_values outside numeric arrays */
-    JSON_CODEC_NON_FINITE,      /* a number (not in a numeric array) past double's range */
-    JSON_CODEC_INTEGER_RANGE,   /* an integer (not in a numeric array) past int64 */
-    JSON_CODEC_NO_MEMORY,
-    JSON_CODEC_INTERNAL /* a bug: the envelope and the scan disagree */
-} json_codec_kind;
+#include "json/json_span.h"
 
 typedef struct json_codec_error {
     json_codec_kind kind;
@@ -65,24 +54,6 @@ typedef struct json_doc_limits {
  * bookkeeping. */
 #define JSON_STRING_SPAN_MIN ((size_t)4096)
 
-/* One numeric array taken out of the body. */
-typedef struct json_span {
-    const json_t *stand_in; /* borrowed: the `[]` jansson holds in its place */
-    size_t start, end;      /* its text: body[start, end), '[' to ']' */
-    size_t ndim;
-    size_t dim[JSON_ARRAY_MAX_NDIM];
-    size_t count;  /* dim[0] * ... * dim[ndim-1] */
-    float *floats; /* owned: float32 values parsed while scanning (big
-                               arrays, by the OpenMP team), or NULL */
-} json_span;
-
-/* One long string taken out of the body. */
-typedef struct json_string_span {
-    json_t *stand_in;  /* borrowed: the `""` jansson holds in its place (its
-                          value is filled in by json_doc_string) */
-    size_t start, end; /* its characters: body[start, end), quotes excluded */
-} json_string_span;
-
 typedef struct json_doc {
     json_t *root;     /* owned */
     const char *text; /* borrowed: the body, which must outlive the doc */
@@ -93,8 +64,7 @@ typedef struct json_doc {
     size_t n_strings;
 } json_doc;
 
-/* Route jansson's allocations through the codec, so that a failed one is
- * seen even where jansson 2.14 itself does not report it. Process-wide
+/* Route jansson's allocations through the codec's allocator. Process-wide
  * (json_set_alloc_funcs): call once at start-up, before any thread parses,
  * as api_service_new does. */
 void json_doc_setup(void);
@@ -128,31 +98,5 @@ const char *json_doc_string(const json_doc *doc, const json_t *v);
  * numeric array's stand-in shows its text, and the long strings inside v
  * get their values first. */
 void json_doc_describe(const json_doc *doc, const json_t *v, char *buf, size_t cap);
-
-/* What reading a span's numbers into a type can meet (json_span.c). */
-typedef enum json_read_status {
-    JSON_READ_OK = 0,
-    JSON_READ_NOT_INTEGER, /* a fraction or exponent where an integer is read */
-    JSON_READ_BEYOND,      /* an integer outside int64, or a value the type
-                              cannot hold finitely (float32, double) */
-    JSON_READ_NO_MEMORY
-} json_read_status;
-
-/* The span's values as float32, correctly rounded from their text (one
- * rounding): moves the buffer parsed while scanning when there is one (the
- * span then holds none), else parses into a new one. *out is new (caller
- * frees). On JSON_READ_BEYOND *bad is the flat index of the first value
- * that is not a finite float32. */
-json_read_status json_span_take_floats(json_span *span, const char *text, float **out, size_t *bad);
-
-/* The span's values as exact int64 into out[0 .. span->count). On an error
- * *bad is the flat index of the first offending value. */
-json_read_status json_span_int64s(const json_span *span, const char *text, int64_t *out,
-                                  size_t *bad);
-
-/* The span's values as double (strtod's correct rounding) into
- * out[0 .. span->count); a value past double's range is JSON_READ_BEYOND. */
-json_read_status json_span_doubles(const json_span *span, const char *text, double *out,
-                                   size_t *bad);
 
 #endif /* JSON_DOC_H */

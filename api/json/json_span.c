@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json/json_doc.h"
+#include "json/json_span.h"
 #include "json/json_number.h"
 
 static bool is_space(char c)

@@ -318,7 +318,7 @@ static void first_path(const fill_state *st, size_t depth, size_t zeros, char *a
 /* A numeric array the scanner took, met inside a ragged or mixed jansson
  * array at `depth`: the same checks, in the same order, as the walk of the
  * array it was. */
-static int fill_span(fill_state *st, const json_span *span, size_t depth)
+static int fill_span(fill_state *st, json_span *span, size_t depth)
 {
     char at[JSON_FIELD_MAX], prefix[JSON_FIELD_MAX];
     size_t left = st->ndim - depth, bad = 0;
@@ -348,8 +348,7 @@ static int fill_span(fill_state *st, const json_span *span, size_t depth)
         return 0;
     }
     float *values = NULL;
-    json_read_status rs = json_span_take_floats((json_span *)(uintptr_t)span, st->doc->text,
-                                                &values, &bad);
+    json_read_status rs = json_span_take_floats(span, st->doc->text, &values, &bad);
     if (rs == JSON_READ_NO_MEMORY)
         return json_fail_oom(st->err);
     if (rs != JSON_READ_OK) {
@@ -365,7 +364,7 @@ static int fill_span(fill_state *st, const json_span *span, size_t depth)
 static int fill(fill_state *st, const json_t *v, size_t depth)
 {
     char at[JSON_FIELD_MAX];
-    const json_span *span;
+    json_span *span;
 
     if (depth == st->ndim)
         return fill_leaf(st, v);
@@ -438,9 +437,9 @@ static int count_within(const char *field, size_t ndim, const size_t *dim, size_
     return 0;
 }
 
-int tensor_from_json(json_doc *doc, const json_t *value, const char *field, const json_t *shape,
-                     const char *shape_field, size_t min_ndim, size_t max_ndim, tensor *out,
-                     json_error *err)
+int tensor_from_json(const json_doc *doc, const json_t *value, const char *field,
+                     const json_t *shape, const char *shape_field, size_t min_ndim, size_t max_ndim,
+                     tensor *out, json_error *err)
 {
     size_t ndim = 0, dim[TENSOR_MAX_NDIM] = {0}, count = 1, bad = 0;
     json_span *span = json_doc_array(doc, value);
@@ -614,7 +613,7 @@ int double_list_from_json(const json_doc *doc, const json_t *value, const char *
     }
     if (!span) { /* not a clean list of numbers: the float32 reader says why */
         tensor t;
-        if (tensor_from_json((json_doc *)(uintptr_t)doc, value, field, NULL, field, 1, 1, &t, err))
+        if (tensor_from_json(doc, value, field, NULL, field, 1, 1, &t, err))
             return -1;
         tensor_free(&t);
         return json_fail(err, JSON_E_INVALID, field, "%s must be a list of numbers", field);

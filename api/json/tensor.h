@@ -46,9 +46,9 @@ int shape_from_json(const json_doc *doc, const json_t *v, const char *field, siz
  * once, from its text, to float32. On success *out owns new data (moved
  * from the doc when the scanner parsed it already: the doc then no longer
  * holds it); on failure *out is empty. */
-int tensor_from_json(json_doc *doc, const json_t *value, const char *field, const json_t *shape,
-                     const char *shape_field, size_t min_ndim, size_t max_ndim, tensor *out,
-                     json_error *err);
+int tensor_from_json(const json_doc *doc, const json_t *value, const char *field,
+                     const json_t *shape, const char *shape_field, size_t min_ndim, size_t max_ndim,
+                     tensor *out, json_error *err);
 
 /* A dense row-major int64 array (positions, token ids). data owned. */
 typedef struct int_array {

@@ -24,7 +24,8 @@
     XX(codecs, test_codecs)                           /* test_codecs.c */                          \
     XX(string_spans, test_string_spans)               /* test_string_spans.c */                    \
     XX(request_path, test_request_path)               /* test_request_path.c */                    \
-    XX(layers, test_layers)                           /* test_layers.c */
+    XX(layers, test_layers)                           /* test_layers.c */                          \
+    XX(decoder_diff, test_decoder_diff)               /* test_decoder_diff.c: vs jansson */
 
 #define API_GROUP_DECLARE(name, function) void function(void);
 API_GROUPS(API_GROUP_DECLARE)
