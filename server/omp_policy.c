@@ -42,8 +42,9 @@ void omp_policy_apply(char **argv, char *why, size_t n)
         return;
     }
     if (under_valgrind()) {
-        snprintf(why, n, "libgomp's default (under valgrind: /proc/self/exe is valgrind's tool, "
-                         "so posenc-server does not restart itself)");
+        snprintf(why, n,
+                 "libgomp's default (under valgrind: /proc/self/exe is valgrind's tool, "
+                 "so posenc-server does not restart itself)");
         return;
     }
     if (setenv("OMP_WAIT_POLICY", "passive", 1) == 0 && setenv(MARKER, "1", 1) == 0)
