@@ -161,8 +161,8 @@ static int check_route(request *req, const char *url, const char *method, long l
     return ADMIT_GO_ON;
 }
 
-/* The connection limit, draining and --max-inflight; a compute route that
- * passes holds a slot (REQ_RECEIVING). */
+/* The connection limit, draining and --max-inflight (a free slot now; it
+ * is taken once the body is in, see request.h). */
 static int check_capacity(request *req)
 {
     server_ctx *srv = req->srv;
@@ -176,7 +176,7 @@ static int check_capacity(request *req)
     if (r->compute) {
         if (atomic_load(&srv->draining))
             return admission_refuse(req, "the server is shutting down");
-        if (!compute_gate_admit(srv->gate))
+        if (!compute_gate_has_room(srv->gate))
             return admission_refuse(req, "too many requests in flight (limit %u); retry shortly",
                                     srv->cfg.max_inflight);
     }
@@ -184,29 +184,17 @@ static int check_capacity(request *req)
     return ADMIT_GO_ON;
 }
 
-/* The memory budget and the buffer of a declared body. */
-static int reserve_body(request *req, long long declared)
+/* A declared body against the whole memory budget. Nothing is reserved
+ * yet: the body is charged as its bytes arrive (body_intake.h), so that a
+ * length declared and never sent holds nothing. */
+static int check_declared(request *req, long long declared)
 {
     server_ctx *srv = req->srv;
-    switch (mem_budget_reserve(&srv->budget, (size_t)declared)) {
-    case API_BUDGET_NEVER:
+    if ((unsigned long long)declared > srv->budget.total)
         return reply_error(req, true, API_E_PAYLOAD_TOO_LARGE,
                            "the request body of %lld bytes is over the memory budget of %zu bytes",
                            declared, srv->budget.total);
-    case API_BUDGET_BUSY:
-        return admission_refuse(req,
-                                "not enough of the memory budget is free for a %lld-byte body now; "
-                                "retry shortly",
-                                declared);
-    case API_BUDGET_GRANTED:
-        break;
-    }
-    req->body_charged = (size_t)declared;
-    req->body = malloc((size_t)declared);
-    if (req->body == NULL)
-        return reply_error(req, true, API_E_UNAVAILABLE, "out of memory for a %lld-byte body",
-                           declared);
-    req->body_cap = (size_t)declared;
+    req->body_declared = (size_t)declared;
     return MHD_YES;
 }
 
@@ -221,6 +209,6 @@ int admission_check(request *req, const char *url, const char *method)
     if (v != ADMIT_GO_ON)
         return v;
     if (req->route->json_body && declared > 0)
-        return reserve_body(req, declared);
+        return check_declared(req, declared);
     return MHD_YES;
 }

@@ -11,7 +11,9 @@
 
 #include "mem_budget.h"
 
-#define BODY_INITIAL_CAP ((size_t)16 * 1024) /* chunked bodies */
+/* The first buffer of a body; it doubles as the body arrives (up to its
+ * declared length, when one is given). */
+#define BODY_INITIAL_CAP ((size_t)16 * 1024)
 
 /* How much of a body past --max-body-bytes is read and dropped so that the
  * client still gets its 413. MHD 0.9.75 cannot queue a response while a
@@ -24,8 +26,9 @@ static uint64_t discard_allowance(size_t max)
     return (uint64_t)max > floor ? (uint64_t)max : floor;
 }
 
-/* A body without Content-Length (chunked) is charged to the memory
- * budget as its buffer grows to cap. When the budget cannot give that now,
+/* A body is charged to the memory budget as its buffer grows to cap,
+ * whether or not its length was declared: a declared length holds nothing
+ * before its bytes come. When the budget cannot give that now,
  * the body is dropped and answered 503 once it ends (mid-body is too late
  * for any answer: libmicrohttpd 0.9.75 can only answer before or after a
  * body). Returns whether the body may grow. */
@@ -57,12 +60,19 @@ static int give_up(request *req, int status, const char *code)
 }
 
 /* Makes room for n more bytes: MHD_YES with room, MHD_YES without it when
- * the budget refused (now REQ_REFUSED), or MHD_NO when out of memory. */
+ * the budget refused (now REQ_REFUSED), or MHD_NO when out of memory. The
+ * buffer grows by doubling, up to the declared length (else max). */
 static int make_room(request *req, size_t n, size_t max)
 {
     if (n <= req->body_cap - req->body_len)
         return MHD_YES;
+    if (req->body_declared > 0 && req->body_declared < max)
+        max = req->body_declared;
     size_t cap = req->body_cap ? req->body_cap : BODY_INITIAL_CAP;
+    if (cap > max)
+        cap = max;
+    if (n > max - req->body_len) /* past its declared length: cannot be */
+        return give_up(req, MHD_HTTP_BAD_REQUEST, "invalid_request");
     while (cap - req->body_len < n)
         cap = cap > max / 2 ? max : cap * 2;
     if (!charge_growth(req, cap))

@@ -79,6 +79,11 @@ bool compute_gate_admit(compute_gate *g)
     return false;
 }
 
+bool compute_gate_has_room(compute_gate *g)
+{
+    return atomic_load(&g->admitted) < g->cfg.max_inflight;
+}
+
 void compute_gate_leave(compute_gate *g)
 {
     atomic_fetch_sub(&g->admitted, 1);

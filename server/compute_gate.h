@@ -2,8 +2,9 @@
  * compute_gate.h - the one gate of /encode and /apply: admission
  * (--max-inflight), the queue, the worker pool and the OpenMP team sizes.
  *
- * A compute request takes an admission slot when its headers arrive
- * (compute_gate_admit) and gives it back once its answer is queued or the
+ * A compute request takes an admission slot once its body is in
+ * (compute_gate_admit; its headers only check that one is free,
+ * compute_gate_has_room, so that a slow body holds none) and gives it back once its answer is queued or the
  * request ends (compute_gate_leave). Its computation then runs under one of
  * --workers permits (work_pool.h): on the HTTP thread that read it when the
  * body is small, a permit is free, nothing is queued and another HTTP
@@ -57,6 +58,10 @@ void compute_gate_free(compute_gate *g);
 
 /* Takes an admission slot; false when --max-inflight are taken. */
 bool compute_gate_admit(compute_gate *g);
+
+/* Whether a slot is free now (taking none): a request whose headers find
+ * none is refused before its body. */
+bool compute_gate_has_room(compute_gate *g);
 
 /* Gives back a slot taken by compute_gate_admit. */
 void compute_gate_leave(compute_gate *g);

@@ -11,6 +11,7 @@
 #include "admission.h"
 #include "body_intake.h"
 #include "compute_dispatch.h"
+#include "compute_gate.h"
 #include "mono_clock.h"
 #include "reply.h"
 #include "request.h"
@@ -32,6 +33,12 @@ static enum MHD_Result finish(request *req)
     default:
         break;
     }
+    /* The --max-inflight slot, taken only now that the body is in: a slow
+     * body holds none (request.h). */
+    if (req->route->compute && !compute_gate_admit(req->srv->gate))
+        return reply_error(req, false, API_E_UNAVAILABLE,
+                           "too many requests in flight (limit %u); retry shortly",
+                           req->srv->cfg.max_inflight);
     req_set_state(req, REQ_COMPLETE);
     return compute_dispatch(req);
 }

@@ -201,7 +201,7 @@ request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, 
 
 static bool state_holds_slot(request_state s)
 {
-    return s == REQ_RECEIVING || s == REQ_COMPLETE || s == REQ_QUEUED || s == REQ_COMPUTED;
+    return s == REQ_COMPLETE || s == REQ_QUEUED || s == REQ_COMPUTED;
 }
 
 request_state req_get_state(const request *req)

@@ -16,12 +16,14 @@
  *     -> REQ_REFUSED    a 503 decided while a body is still coming
  *     -> REQ_RECEIVING  admitted
  *   REQ_RECEIVING   the body (if any) arrives and is kept, up to
- *                   --max-body-bytes; a compute route holds its
- *                   --max-inflight slot from here
+ *                   --max-body-bytes, charged to the memory budget as
+ *                   it arrives (a declared length is only checked against
+ *                   the whole budget); no --max-inflight slot yet
  *     -> REQ_ANSWERED   the memory budget can never hold the body (413)
  *     -> REQ_REFUSED    the memory budget cannot hold it now
  *     -> REQ_OVER_LIMIT the body passed --max-body-bytes
- *     -> REQ_COMPLETE   the body is in
+ *     -> REQ_COMPLETE   the body is in; a compute route takes its
+ *                       --max-inflight slot here (503 when none is free)
  *   REQ_OVER_LIMIT  the body is dropped as it arrives; 413 when it ends
  *     -> REQ_ANSWERED
  *   REQ_REFUSED     the body is dropped as it arrives; 503 (`refusal`)
@@ -35,9 +37,11 @@
  *   REQ_COMPUTED    -> REQ_ANSWERED (the HTTP thread sends `reply`)
  *   REQ_ANSWERED    a response is queued; final
  *
- * The --max-inflight slot is held exactly in RECEIVING, COMPLETE, QUEUED
- * and COMPUTED of a compute route (req_holds_slot): it is taken by
- * admission just before RECEIVING and given back by req_set_state on
+ * The --max-inflight slot is held exactly in COMPLETE, QUEUED and
+ * COMPUTED of a compute route (req_holds_slot): a client sending its body
+ * slowly holds none (admission only checks that one is free at the
+ * headers, to refuse early). It is taken just before COMPLETE and given
+ * back by req_set_state on
  * the way out of those states (before the answer's first byte goes out),
  * or by req_free when the request ends in one of them.
  */
@@ -85,6 +89,7 @@ typedef struct request {
     size_t body_len;
     size_t body_cap;
     size_t body_charged;     /* of the memory budget, for the body */
+    size_t body_declared;    /* Content-Length, or 0 when none (chunked) */
     uint64_t bytes_in;       /* body bytes received, kept or not */
     framing_verdict framing; /* of the headers as received */
     const char *nul_header;  /* borrowed from MHD: a header that held a NUL, or NULL */

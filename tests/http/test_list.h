@@ -40,6 +40,7 @@
     XX(hardening, test_hardening, OWN)         /* test_hardening.c: issue 14, raw sockets */       \
     XX(framing, test_framing, OWN)             /* test_framing.c: issue 21, RFC 9112 framing */    \
     XX(determinism, test_determinism, OWN)     /* test_determinism.c: same bits under load */      \
-    XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */
+    XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */  \
+    XX(intake, test_intake, OWN)               /* test_intake.c: issue 21 item 3, slow bodies */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */

@@ -9,8 +9,8 @@ Content-Length, connections dropped or reset mid-request, garbage, a huge
 declared body, chunked bodies over the limit or with bad chunk sizes, header
 blocks past the per-connection memory, pipelined requests, slow senders
 (slowloris), clients that vanish before reading their answer, bursts of
-cut uploads (then the service must answer at once) and clients that leave
-big answers unread. Where the
+cut uploads (then the service must answer at once), clients that leave
+big answers unread and slow-body holders (64 bodies declared, barely sent). Where the
 server's answer is defined it is checked (413, 431, 400, three answers to
 three pipelined requests...). The server runs with --max-body-bytes 1 MiB
 and --request-timeout 4 (see run.sh).
@@ -358,7 +358,27 @@ def f_big_answer_unread():
     record("4 big answers left unread, then gone", True)
 
 
-FAULTS = [f_aborted_upload_burst, f_big_answer_unread, f_truncated_body, f_abort_headers, f_reset_mid_body, f_garbage, f_huge_declared,
+def f_slow_body_holders():
+    """Issue 21 item 3: connections that declare a near-limit body and send
+    only its first bytes hold neither the memory budget (a body is charged
+    as it arrives) nor --max-inflight slots (taken once the body is in):
+    a client sending its whole body meanwhile is computed."""
+    socks = []
+    for _ in range(64):  # the default --max-inflight
+        s = connect()
+        s.sendall(post_head(100000) + b'{"shape":[1,2] ')
+        socks.append(s)
+    time.sleep(0.3)
+    s = connect()
+    s.sendall(post_head(len(GOOD), b"Connection: close\r\n") + GOOD)
+    data = read_all(s, timeout=6)
+    s.close()
+    for h in socks:
+        h.close()
+    record("64 slow bodies held, then /encode", status_of(data) == 200, f"status {status_of(data)}")
+
+
+FAULTS = [f_slow_body_holders, f_aborted_upload_burst, f_big_answer_unread, f_truncated_body, f_abort_headers, f_reset_mid_body, f_garbage, f_huge_declared,
           f_chunked_over_limit, f_chunked_just_over, f_bad_chunk, f_big_headers, f_pipelined,
           f_http10, f_nul_header, f_expect_continue, f_connect_close, f_smuggle, f_bad_method,
           f_vanish_before_answer, f_slow_reader]
