@@ -562,7 +562,8 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
     return (ids && gather_tokens(svc, rq, ids, err)) || request_common(svc, rq, err) ? -1 : 0;
 }
 
-int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d, api_error *err)
+int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
+                       api_error *err)
 {
     static const char *const encodings[] = {"json", "base64", NULL};
     bool present;
@@ -570,12 +571,12 @@ int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_
 
     if (decode_scheme_in_limits(svc, rq, err))
         return -1;
-    if (tokens > svc->limits.max_tokens)
+    if (batch * tokens > svc->limits.max_tokens)
         return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "%zu tokens exceed the limit of %zu tokens per request", tokens,
+                        "%zu tokens exceed the limit of %zu tokens per request", batch * tokens,
                         svc->limits.max_tokens);
-    rq->batched = false;
-    rq->batch = 1;
+    rq->batched = batch > 1;
+    rq->batch = batch;
     rq->tokens = tokens;
     rq->d = d;
     if (api_json(err, jf_number(&rq->doc, rq->doc.root, "", "embed_scale", false, &present,

@@ -73,12 +73,14 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
  * `model` (absent: the default model when default_model, else none). Then
  * request_open_input reads embeddings or token_ids and every field /apply
  * shares (scheme, embed_scale, encoding, positions) for a q/k/v subject,
- * or request_open_claim reads the same claim for a subject of `tokens`
- * rows of width d that has no input. request_free(rq) is due either way. */
+ * or request_open_claim reads the same claim for a subject of `batch` rows
+ * of `tokens` tokens of width d that has no input (positions and
+ * attention_mask [tokens] or [batch][tokens]). request_free(rq) is due
+ * either way. */
 int request_open(const api_service *svc, const char *body, size_t len, const char *const *allowed,
                  bool default_model, request *rq, api_error *err);
 int request_open_input(const api_service *svc, request *rq, api_error *err);
-int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,
+int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
                        api_error *err);
 
 void request_free(request *rq);

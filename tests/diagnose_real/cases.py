@@ -528,6 +528,56 @@ def negative_cases():
     return out
 
 
+def batched_cases():
+    """Subjects in the layouts real code hands over: batch axes first."""
+    T, hd, h, b = 24, 16, 2, 2
+    inv = inv_freq_f32(hd, 10000.0)
+    half = {"layout": "half", "head_dim": hd}
+
+    def cache(pos):  # HF: cos/sin of cat(freqs, freqs) for each row's position_ids
+        ang = angles_f32(pos, inv)
+        return (np.concatenate([np.cos(ang)] * 2, 1).astype(F32),
+                np.concatenate([np.sin(ang)] * 2, 1).astype(F32))
+
+    c, s_ = cache(np.arange(T))
+    # left padding: row 1 has 5 pad tokens, positions cumsum(mask) - 1, pads at 1
+    mask = np.ones((b, T), np.int64)
+    mask[1, :5] = 0
+    pos = np.cumsum(mask, 1) - 1
+    pos[mask == 0] = 1
+    rows = [cache(p) for p in pos]
+    pc, ps = np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+    # PyTorch attention: q.view(b, t, h, hd).transpose(1, 2), rotated per row
+    x = np.random.default_rng(31).standard_normal((b, T, h * hd)).astype(F32)
+    y = np.stack([rope_hf(x[i], hd, hd, 10000.0, np.arange(T)) for i in range(b)])
+    bhtd = lambda a: a.reshape(b, T, h, hd).transpose(0, 2, 1, 3)  # noqa: E731
+    enc = {"scheme": "rope", "params": half, "axes": "bhtd",
+           "embeddings": bhtd(x).tolist()}
+    y5 = np.stack([rope_hf(x[i], hd, hd, 500000.0, np.arange(T)) for i in range(b)])
+    return [
+        cache_case("hf_cos_sin_batch", "HF LlamaRotaryEmbedding.forward: cos/sin "
+                   "[batch, seq, head_dim] for position_ids [batch, seq]",
+                   np.stack([c, c]), np.stack([s_, s_]), half, "match"),
+        cache_case("neox_fp16_cache_1_1", "GPT-NeoX cos_cached [1, 1, seq, dim] in float16",
+                   c.astype(np.float16).astype(F32)[None, None],
+                   s_.astype(np.float16).astype(F32)[None, None], half, "explained",
+                   ["low_precision"]),
+        Case("hf_cos_sin_left_padded", "HF generate: position_ids cumsum(mask)-1 per row "
+             "(pads at 1), claimed with those positions",
+             {"scheme": "rope", "params": half, "cos": pc.tolist(), "sin": ps.tolist(),
+              "positions": pos.tolist()}, "match"),
+        Case("hf_cos_sin_left_padded_unclaimed", "the same cache claimed at 0..T-1 in every "
+             "row (the padding forgotten)",
+             {"scheme": "rope", "params": half, "cos": pc.tolist(), "sin": ps.tolist()},
+             "explained", ["positions_mismatch"], ["position_offset"]),
+        Case("torch_bhtd_rotated", "q.view(b, t, h, hd).transpose(1, 2) rotated per row "
+             "(HF Llama apply_rotary_pos_emb), axes bhtd",
+             dict(enc, encoded=bhtd(y).tolist()), "match"),
+        Case("torch_bhtd_theta_5e5", "the same at theta 500000, claimed 10000",
+             dict(enc, encoded=bhtd(y5).tolist()), "explained", ["base_mismatch"]),
+    ]
+
+
 def all_cases():
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
-            alibi_cases() + t5_cases() + negative_cases())
+            alibi_cases() + t5_cases() + negative_cases() + batched_cases())
