@@ -586,6 +586,86 @@ def batched_cases():
     ]
 
 
+def more_rope_cases():
+    """Further implementations, restated from reading them."""
+    T, d, hd = 48, 64, 32
+    pos = np.arange(T)
+    x = x_of(T, d, 41)
+    half = {"layout": "half", "head_dim": hd}
+    out = [
+        encoded_case("phi_partial_rotary", "HF Phi: partial_rotary_factor 0.5, rotate_half on "
+                     "the first half of each head", x, rope_hf(x, hd, hd // 2, 10000.0, pos),
+                     dict(half, rotary_dim=hd // 2), "match"),
+        encoded_case("phi_partial_claimed_full", "the same claimed with the whole head rotated",
+                     x, rope_hf(x, hd, hd // 2, 10000.0, pos), half, "explained",
+                     ["rotary_dim_mismatch"], ["frequency_formula"]),
+        encoded_case("chatglm2_half_head_pairs", "ChatGLM2/3 RotaryEmbedding(head_dim // 2): "
+                     "adjacent pairs on the first half of each head",
+                     x, rope_pairs(x, hd, hd // 2, 10000.0, pos),
+                     {"layout": "interleaved", "head_dim": hd, "rotary_dim": hd // 2}, "match"),
+        encoded_case("chatglm2_claimed_llama", "the same claimed as Llama's (half layout, whole "
+                     "head)", x, rope_pairs(x, hd, hd // 2, 10000.0, pos), half, "explained",
+                     ["rotary_dim_mismatch", "layout_swapped"], ["frequency_formula"]),
+        encoded_case("gemma_pytorch_chunk_complex", "gemma_pytorch apply_rotary_emb: complex "
+                     "numbers from the two halves (torch.chunk), theta 10000",
+                     x, rope_hf(x, hd, hd, 10000.0, pos), half, "match"),
+    ]
+    # nanochat: y1 = x1 cos + x2 sin, y2 = -x1 sin + x2 cos (the other sense),
+    # cos/sin cached in bfloat16
+    ang = angles_f32(pos, inv_freq_f32(hd, 10000.0))
+    c, sn = bf16(np.cos(ang)), bf16(np.sin(ang))
+    out.append(encoded_case(
+        "nanochat_reversed_bf16", "nanochat apply_rotary_emb (rotation the other way) with a "
+        "bfloat16 cos/sin cache", x, flat(rotate_half_layout(heads(x, hd), c, -sn, hd)), half,
+        "explained", ["rotation_reversed"]))
+    # Llama 3.1 rope_scaling (factor 8, low 1, high 4, original 8192), theta 500000
+    inv = inv_freq_f32(hd, 500000.0).astype(np.float64)
+    wl = 2 * np.pi / inv
+    smooth = (8192 / wl - 1.0) / (4.0 - 1.0)
+    inv_l = np.where(wl > 8192, inv / 8, inv)
+    medium = (wl >= 2048) & (wl <= 8192)
+    inv_l = np.where(medium, (1 - smooth) * inv_l / 8 + smooth * inv_l, inv_l).astype(F32)
+    l3 = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+    y31 = rope_hf(x, hd, hd, 500000.0, pos, inv=inv_l)
+    out.append(encoded_case("llama31_rope_scaling", "HF _compute_llama3_parameters "
+                            "(Llama 3.1), claimed with it", x, y31,
+                            dict(half, base=500000.0, scaling=l3), "match"))
+    out.append(encoded_case("llama31_claimed_unscaled", "the same claimed without rope_scaling",
+                            x, y31, dict(half, base=500000.0), "explained", ["scaling_mismatch"],
+                            ["attention_factor"]))
+    # HF dynamic NTK beyond the original context: base * (f*seq/orig - (f-1))^(d/(d-2))
+    orig, f = 32, 2.0
+    base_dyn = 10000.0 * ((f * T / orig) - (f - 1)) ** (hd / (hd - 2))
+    ydyn = rope_hf(x, hd, hd, base_dyn, pos)
+    dyn = {"type": "dynamic", "factor": f, "original_max_position_embeddings": orig}
+    out.append(encoded_case("dynamic_ntk_beyond_max", "HF _compute_dynamic_ntk_parameters at "
+                            "48 tokens of an original 32, claimed with it", x, ydyn,
+                            dict(half, scaling=dyn), "match"))
+    out.append(encoded_case("dynamic_ntk_claimed_plain", "the same claimed without scaling",
+                            x, ydyn, half, "explained", ["scaling_mismatch"],
+                            ["base_mismatch", "frequency_formula"],
+                            known="v2 names only base_mismatch (the base dynamic NTK gives at "
+                            "48 tokens, a true but incomplete cause): dynamic is searched "
+                            "only with the claim's own factor"))
+    # Qwen2-VL mrope: frequency sections [4, 6, 6] take the t, h and w position
+    # ids; 8 text tokens, a 4x4 image at t=8, h=w=8+row/col, then text at 12..
+    tpos = np.concatenate([np.arange(8), np.full(16, 8), 12 + np.arange(T - 24)])
+    hpos = np.concatenate([np.arange(8), 8 + np.repeat(np.arange(4), 4), 12 + np.arange(T - 24)])
+    wpos = np.concatenate([np.arange(8), 8 + np.tile(np.arange(4), 4), 12 + np.arange(T - 24)])
+    inv = inv_freq_f32(hd, 10000.0)
+    sec = np.repeat([0, 1, 2], [4, 6, 6])
+    pid = np.stack([tpos, hpos, wpos])[sec].T  # [T][hd/2]
+    ang = (pid.astype(F32) * inv[None, :]).astype(F32)
+    ymr = flat(rotate_half_layout(heads(x, hd), np.cos(ang).astype(F32),
+                                  np.sin(ang).astype(F32), hd))
+    out.append(encoded_case("qwen2vl_mrope_image", "Qwen2-VL multimodal rope (sections of the "
+                            "frequencies at t/h/w positions), claimed as plain rope",
+                            x, ymr, half, "unexplained", (), ["positions_mismatch"]))
+    return out
+
+
 def all_cases():
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
-            alibi_cases() + t5_cases() + negative_cases() + batched_cases())
+            alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
+            more_rope_cases())
