@@ -107,6 +107,12 @@ void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind
  * positions shifted by `shift`. */
 void diag_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, int64_t shift);
 
+/* best's positions for `batch` rows of `tokens` (positions shifted by
+ * shift): as one row when every row is the same, else [batch][tokens]
+ * (diagnose_batch.c). */
+void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,
+                                int64_t shift);
+
 /* The flat index of a subject of ndim dims unflattened into index[]. */
 void diag_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index);
 

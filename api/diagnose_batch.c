@@ -12,6 +12,7 @@
  * positions (the claim's positions [batch][tokens], flattened). A bias
  * must have equal batch rows (one [heads][tokens][tokens] is read).
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,4 +76,24 @@ int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool p
     memmove(t->dim, t->dim + lead, inner * sizeof *t->dim);
     t->ndim = inner;
     return 0;
+}
+
+void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,
+                                int64_t shift)
+{
+    bool same = true;
+    for (size_t b = 1; b < batch && same; b++)
+        same = memcmp(positions + b * tokens, positions, tokens * sizeof *positions) == 0;
+    if (same) { /* one row stands for all: an offset or [tokens] */
+        diag_write_best_positions(sb, positions, tokens, shift);
+        return;
+    }
+    strbuf_puts(sb, "\"positions\":[");
+    for (size_t b = 0; b < batch; b++) {
+        strbuf_puts(sb, b ? ",[" : "[");
+        for (size_t t = 0; t < tokens; t++)
+            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", positions[b * tokens + t] + shift);
+        strbuf_putc(sb, ']');
+    }
+    strbuf_putc(sb, ']');
 }

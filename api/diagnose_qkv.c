@@ -366,25 +366,6 @@ static void write_error_maps(strbuf *sb, const diag_request *dr, const qkv_work 
     strbuf_putc(sb, '}');
 }
 
-/* best's positions: an offset or a list as for one row, nested per row
- * for a batch ([batch][tokens], as /apply reads them). */
-static void write_best_positions(strbuf *sb, const request *rq, const int64_t *positions,
-                                 int64_t shift)
-{
-    if (!rq->batched) {
-        diag_write_best_positions(sb, positions, rq->tokens, shift);
-        return;
-    }
-    strbuf_puts(sb, "\"positions\":[");
-    for (size_t b = 0; b < rq->batch; b++) {
-        strbuf_puts(sb, b ? ",[" : "[");
-        for (size_t t = 0; t < rq->tokens; t++)
-            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", positions[b * rq->tokens + t] + shift);
-        strbuf_putc(sb, ']');
-    }
-    strbuf_putc(sb, ']');
-}
-
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
                          qkv_work *w)
 {
@@ -444,7 +425,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     diag_write_params(sb, kind, best, 0);
     strbuf_putc(sb, ',');
     /* the positions found (positions_mismatch), else the claim's */
-    write_best_positions(sb, rq, best->positions ? best->positions : rq->positions, best->offset);
+    diag_write_batch_positions(sb, best->positions ? best->positions : rq->positions, rq->batch,
+                               rq->tokens, best->offset);
     if (scheme_is_absolute(kind)) {
         strbuf_puts(sb, ",\"embed_scale\":");
         diag_put_double(sb, rq->embed_scale);

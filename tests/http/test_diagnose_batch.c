@@ -111,7 +111,16 @@ static void per_row_positions(const server *s, bool claimed)
     }
     sb_puts(&b, "}");
     http_resp r;
-    if (post_body(s, label, &b, claimed ? "match" : "explained", &r) && !claimed) {
+    bool ok = post_body(s, label, &b, claimed ? "match" : "explained", &r);
+    if (ok) { /* best.positions per row, as /encode reads [batch][tokens] */
+        const json_t *bp = json_object_get(json_object_get(r.json, "best"), "positions");
+        const json_t *row1 = json_array_get(bp, 1);
+        CHECK(json_array_size(bp) == B && json_array_size(row1) == T &&
+                  json_integer_value(json_array_get(row1, 0)) == 1 &&
+                  json_integer_value(json_array_get(row1, T - 1)) == T - 6,
+              label, "best.positions [2][%d] with row 1 from 1 to %d: %.300s", T, T - 6, r.body);
+    }
+    if (ok && !claimed) {
         const json_t *f = diagnose_finding(&r, "positions_mismatch");
         const json_t *found = json_object_get(json_object_get(f, "evidence"), "positions");
         CHECK(f != NULL, label, "positions_mismatch among %.500s", r.body);
