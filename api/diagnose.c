@@ -136,8 +136,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     diag_write_params(sb, kind, &r->best, heads);
     if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
-        diag_write_best_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,
-                                  dr->rq.tokens, r->best.offset);
+        diag_write_batch_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,
+                                   dr->batch, dr->rq.tokens / dr->batch, r->best.offset);
     }
     if (kind == SCHEME_SINUSOIDAL) {
         strbuf_puts(sb, ",\"embed_scale\":");

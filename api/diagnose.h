@@ -45,6 +45,8 @@ typedef struct diag_request {
     const char *names[DX_ARRAYS]; /* static: their contract names, NULL if absent */
     pe_dx_tolerance tol;
     bool return_map;
+    bool bhtd;    /* axes "bhtd": [batch][heads][tokens][head_dim] */
+    size_t batch; /* rows stacked on the token axis (rq.tokens counts them all) */
 } diag_request;
 
 /* Decode the body: exactly one subject, its arrays, the claim. On failure
@@ -52,6 +54,14 @@ typedef struct diag_request {
 int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
                 api_error *err);
 void diag_request_free(diag_request *dr);
+
+/* t ([..., inner axes]) folded to `inner` axes (diagnose_batch.c); bhtd:
+ * t is [b][h][t][hd], read as [b][t][h*hd] first. Equal batch rows fold
+ * to one (*batch 1) unless per_row (the claim's positions or mask are per
+ * row); else the rows are stacked on the token axis (*batch rows). A bias
+ * (inner 3) with rows that differ is refused (422 naming `name`). */
+int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
+                    size_t *batch, api_error *err);
 
 /* The claim as pe_diagnose reads it, for a rope claim of `width` columns
  * (fixed_head_dim: the model's for q/k/v, else 0). *rope is filled for a
@@ -96,6 +106,12 @@ void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind
 /* The position fields of `best` ("offset" or "positions") for the claim's
  * positions shifted by `shift`. */
 void diag_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, int64_t shift);
+
+/* best's positions for `batch` rows of `tokens` (positions shifted by
+ * shift): as one row when every row is the same, else [batch][tokens]
+ * (diagnose_batch.c). */
+void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,
+                                int64_t shift);
 
 /* The flat index of a subject of ndim dims unflattened into index[]. */
 void diag_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index);

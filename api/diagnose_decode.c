@@ -10,6 +10,24 @@
 #include "json/json_fields.h"
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
+static const char *const axes_names[] = {"...td", "bhtd", NULL};
+
+/* "axes": "...td" (the default) or "bhtd" (embeddings/encoded, q/k/v). */
+static int read_axes(diag_request *dr, api_error *err)
+{
+    const json_doc *doc = &dr->rq.doc;
+    bool present;
+    int which = 0;
+
+    if (api_json(err,
+                 jf_choice(doc, doc->root, "", RF(axes), axes_names, &present, &which, &err->json)))
+        return -1;
+    dr->bhtd = which == 1;
+    if (dr->bhtd && dr->kind != DX_ENCODED && dr->kind != DX_QKV)
+        return api_fail(err, API_E_INVALID_REQUEST, "axes",
+                        "axes \"bhtd\" goes with embeddings + encoded or q/k/v");
+    return 0;
+}
 
 /* The subject's kind from the fields present: exactly one kind. */
 static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
@@ -93,20 +111,32 @@ static int read_tolerance(diag_request *dr, api_error *err)
     return 0;
 }
 
+/* Whether the claim's positions or attention_mask are per batch row. */
+static bool claim_per_row(const json_t *root)
+{
+    const json_t *p = jf_get(root, "positions"), *m = jf_get(root, "attention_mask");
+    return (p && json_is_array(json_array_get(p, 0))) || (m && json_is_array(json_array_get(m, 0)));
+}
+
 /* The subject's arrays, and the rows and width the claim reads. */
 static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens, size_t *d,
                         api_error *err)
 {
     request *rq = &dr->rq;
+    bool per_row = claim_per_row(rq->doc.root);
 
     switch (dr->kind) {
     case DX_TABLE:
-        if (read_array(dr, 0, "table", NULL, 2, 2, err))
+        if (read_array(dr, 0, "table", NULL, 2, TENSOR_MAX_NDIM, err) ||
+            diag_fold_batch(&dr->arr[0], "table", 2, false, per_row, &dr->batch, err))
             return -1;
         break;
     case DX_ENCODED:
-        if (read_array(dr, 0, "encoded", NULL, 2, 2, err) ||
-            request_array(&rq->doc, RF(embeddings), 2, 2, &rq->x, err))
+        if (read_array(dr, 0, "encoded", NULL, 2, TENSOR_MAX_NDIM, err) ||
+            request_array(&rq->doc, RF(embeddings), 2, TENSOR_MAX_NDIM, &rq->x, err) ||
+            diag_fold_batch(&rq->x, "embeddings", 2, dr->bhtd, per_row, &dr->batch, err) ||
+            diag_fold_batch(&dr->arr[0], "encoded", 2, dr->bhtd, per_row || dr->batch > 1,
+                            &dr->batch, err))
             return -1;
         if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
             return api_fail(err, API_E_INVALID_SHAPE, "encoded",
@@ -114,7 +144,11 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
                             dr->arr[0].dim[0], dr->arr[0].dim[1], rq->x.dim[0], rq->x.dim[1]);
         break;
     case DX_CACHE:
-        if (read_array(dr, 0, "cos", NULL, 2, 2, err) || read_array(dr, 1, "sin", NULL, 2, 2, err))
+        if (read_array(dr, 0, "cos", NULL, 2, TENSOR_MAX_NDIM, err) ||
+            read_array(dr, 1, "sin", NULL, 2, TENSOR_MAX_NDIM, err) ||
+            diag_fold_batch(&dr->arr[0], "cos", 2, false, per_row, &dr->batch, err) ||
+            diag_fold_batch(&dr->arr[1], "sin", 2, false, per_row || dr->batch > 1, &dr->batch,
+                            err))
             return -1;
         if (dr->arr[0].dim[0] != dr->arr[1].dim[0] || dr->arr[0].dim[1] != dr->arr[1].dim[1])
             return api_fail(err, API_E_INVALID_SHAPE, "sin",
@@ -122,7 +156,8 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
                             dr->arr[1].dim[1], dr->arr[0].dim[0], dr->arr[0].dim[1]);
         break;
     case DX_BIAS:
-        if (read_array(dr, 0, "bias", NULL, 3, 3, err))
+        if (read_array(dr, 0, "bias", NULL, 3, TENSOR_MAX_NDIM, err) ||
+            diag_fold_batch(&dr->arr[0], "bias", 3, false, false, &dr->batch, err))
             return -1;
         if (dr->arr[0].dim[1] != dr->arr[0].dim[2])
             return api_fail(err, API_E_INVALID_SHAPE, "bias",
@@ -136,7 +171,10 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     case DX_QKV: {
         static const char *const qkv[] = {"q", "k", "v"};
         for (size_t i = 0; i < DX_ARRAYS; i++)
-            if (jf_get(rq->doc.root, qkv[i]) && read_array(dr, i, qkv[i], NULL, 2, 3, err))
+            if (jf_get(rq->doc.root, qkv[i]) &&
+                (read_array(dr, i, qkv[i], NULL, 2, dr->bhtd ? 4 : 3, err) ||
+                 (dr->bhtd &&
+                  diag_fold_batch(&dr->arr[i], qkv[i], 3, true, true, &dr->batch, err))))
                 return -1;
         return 0;
     }
@@ -148,6 +186,10 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
                         heads, svc->limits.max_heads);
     /* slopes have no token axis: one position (0) stands in for the claim */
     *tokens = dr->kind == DX_SLOPES ? 1 : dr->kind == DX_BIAS ? main->dim[1] : main->dim[0];
+    if (dr->kind != DX_QKV && *tokens % dr->batch) /* rows of two arrays stacked differently */
+        return api_fail(err, API_E_INVALID_SHAPE, dr->names[0],
+                        "the subject's arrays have different batch rows");
+    *tokens /= dr->kind == DX_QKV ? 1 : dr->batch;
     *d = dr->kind == DX_BIAS || dr->kind == DX_SLOPES ? 0 : main->dim[1];
     if (*d > svc->limits.max_dim)
         return api_fail(err, API_E_TOO_LARGE, dr->names[0], "d = %zu exceeds the limit of %zu", *d,
@@ -162,9 +204,11 @@ int diag_decode(const api_service *svc, const char *body, size_t len, diag_reque
     int rc;
 
     memset(dr, 0, sizeof *dr);
+    dr->batch = 1;
     /* a q/k/v subject projects with a model: the default one unless named */
     rc = request_open(svc, body, len, RF_DIAGNOSE, false, &dr->rq, err) ||
-         subject_kind(dr->rq.doc.root, &dr->kind, err) || read_tolerance(dr, err);
+         subject_kind(dr->rq.doc.root, &dr->kind, err) || read_tolerance(dr, err) ||
+         read_axes(dr, err);
     if (!rc && dr->kind == DX_QKV) {
         if (!dr->rq.model)
             dr->rq.model = service_find_model(svc, "default");
@@ -173,7 +217,11 @@ int diag_decode(const api_service *svc, const char *body, size_t len, diag_reque
         rc = read_subject(svc, dr, &tokens, &d, err) || request_open_input(svc, &dr->rq, err);
     } else if (!rc) {
         rc = read_subject(svc, dr, &tokens, &d, err) ||
-             request_open_claim(svc, &dr->rq, tokens, d, err);
+             request_open_claim(svc, &dr->rq, dr->batch, tokens, d, err);
+        /* the search reads the batch's rows as one list of batch*tokens */
+        dr->rq.tokens *= dr->batch;
+        dr->rq.batch = 1;
+        dr->rq.batched = false;
     }
     /* A mask (or causal) gives the claim its positions, as on /encode and
      * /apply. A bias subject is compared value by value against the

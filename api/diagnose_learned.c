@@ -68,7 +68,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_errors 
     else
         strbuf_put_json_string(sb, rq->model->name);
     strbuf_puts(sb, ",\"scheme\":\"learned\",\"params\":{},");
-    diag_write_best_positions(sb, rq->positions, rq->tokens, explained ? shift : 0);
+    diag_write_batch_positions(sb, rq->positions, dr->batch, rq->tokens / dr->batch,
+                               explained ? shift : 0);
     strbuf_puts(sb, ",\"embed_scale\":");
     diag_put_double(sb, rq->embed_scale);
     const pe_dx_errors *b = explained ? best : claimed;

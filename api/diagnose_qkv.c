@@ -41,6 +41,7 @@ typedef struct qkv_work {
     bool unrotated_off[2]; /* MLA: channels the rope leaves differ */
     bool off[DX_ARRAYS];   /* differs before any rotation: projection_mismatch */
     float *permuted_x;     /* scratch for the permuted trial */
+    double budget_s;       /* each pe_diagnose's bound: half the request's (q, k) */
 } qkv_work;
 
 static void work_free(qkv_work *w)
@@ -189,7 +190,8 @@ static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim,
                           .cols = w->rot_cols[i],
                           .x = w->x[i],
                           .a = w->a[i] ? w->a[i] : dr->arr[i].data,
-                          .positions = rq->positions};
+                          .positions = rq->positions,
+                          .budget_s = w->budget_s};
     pe_status st = pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
     if (st == PE_OK)
         diag_require_finite_best(&w->res[i]);
@@ -364,25 +366,6 @@ static void write_error_maps(strbuf *sb, const diag_request *dr, const qkv_work 
     strbuf_putc(sb, '}');
 }
 
-/* best's positions: an offset or a list as for one row, nested per row
- * for a batch ([batch][tokens], as /apply reads them). */
-static void write_best_positions(strbuf *sb, const request *rq, int64_t shift)
-{
-    if (!rq->batched) {
-        diag_write_best_positions(sb, rq->positions, rq->tokens, shift);
-        return;
-    }
-    strbuf_puts(sb, "\"positions\":[");
-    for (size_t b = 0; b < rq->batch; b++) {
-        strbuf_puts(sb, b ? ",[" : "[");
-        for (size_t t = 0; t < rq->tokens; t++)
-            strbuf_printf(sb, "%s%" PRId64, t ? "," : "",
-                          rq->positions[b * rq->tokens + t] + shift);
-        strbuf_putc(sb, ']');
-    }
-    strbuf_putc(sb, ']');
-}
-
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
                          qkv_work *w)
 {
@@ -422,9 +405,11 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     size_t index[3], ndim = dr->arr[worst].ndim;
     diag_unflatten(all.worst, ndim, dr->arr[worst].dim, index);
 
+    bool truncated = (w->diagnosed[Q] && w->res[Q].truncated) ||
+                     (w->diagnosed[K] && w->res[K].truncated);
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(verdict));
-    strbuf_putc(sb, ',');
+    strbuf_puts(sb, truncated ? ",\"truncated\":true," : ",");
     diag_write_claimed(sb, kind, claim, 0, &all, dr->names[worst], index, ndim);
     write_findings(sb, dr, w, rotation, projection);
     /* best: an /apply request with the same model */
@@ -439,7 +424,9 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     strbuf_puts(sb, ",\"params\":");
     diag_write_params(sb, kind, best, 0);
     strbuf_putc(sb, ',');
-    write_best_positions(sb, rq, best->offset);
+    /* the positions found (positions_mismatch), else the claim's */
+    diag_write_batch_positions(sb, best->positions ? best->positions : rq->positions, rq->batch,
+                               rq->tokens, best->offset);
     if (scheme_is_absolute(kind)) {
         strbuf_puts(sb, ",\"embed_scale\":");
         diag_put_double(sb, rq->embed_scale);
@@ -506,6 +493,9 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
     if (check_shapes(dr, &w, err) || run_pass(dr, &plan, &w, err))
         goto done;
     claim_of(rq, &plan, &claim);
+    /* the model fixes the head size: never searched here (head_dim_free) */
+    claim.head_dim_free = false;
+    w.budget_s = (double)svc->limits.diagnose_ms / 2000.0;
     for (int i = 0; i < DX_ARRAYS; i++)
         if (dr->arr[i].data)
             w.claimed[i] = diag_compare(dr->arr[i].data, w.want[i], w.rows * w.cols[i], dr->tol);

@@ -567,16 +567,17 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
     return decode_input(svc, rq, &qkv, err);
 }
 
-int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d, api_error *err)
+int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
+                       api_error *err)
 {
     if (decode_scheme_in_limits(svc, rq, err))
         return -1;
-    if (tokens > svc->limits.max_tokens)
+    if (batch * tokens > svc->limits.max_tokens)
         return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "%zu tokens exceed the limit of %zu tokens per request", tokens,
+                        "%zu tokens exceed the limit of %zu tokens per request", batch * tokens,
                         svc->limits.max_tokens);
-    rq->batched = false;
-    rq->batch = 1;
+    rq->batched = batch > 1;
+    rq->batch = batch;
     rq->tokens = tokens;
     rq->d = d;
     return decode_output_options(rq, err) ? -1 : decode_positions(rq, err);

@@ -75,12 +75,14 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
  * model when default_model, else none). Then request_open_input reads the
  * input exactly as /apply does (embeddings or token_ids, scheme,
  * embed_scale, encoding, positions, mask) for a q/k/v subject, or
- * request_open_claim reads the same claim for a subject of `tokens` rows
- * of width d that has no input. request_free(rq) is due either way. */
+ * request_open_claim reads the same claim for a subject of `batch` rows of
+ * `tokens` tokens of width d that has no input (positions and
+ * attention_mask [tokens] or [batch][tokens]). request_free(rq) is due
+ * either way. */
 int request_open(const api_service *svc, const char *body, size_t len, unsigned endpoint,
                  bool default_model, request *rq, api_error *err);
 int request_open_input(const api_service *svc, request *rq, api_error *err);
-int request_open_claim(const api_service *svc, request *rq, size_t tokens, size_t d,
+int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
                        api_error *err);
 
 void request_free(request *rq);

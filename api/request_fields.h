@@ -74,7 +74,8 @@ typedef enum request_field_kind {
     XX(v, ARRAY, RF_DIAGNOSE)                                                                      \
     XX(v_shape, DIMS, RF_DIAGNOSE)                                                                 \
     XX(tolerance, OBJECT, RF_DIAGNOSE)                                                             \
-    XX(return_map, BOOL, RF_DIAGNOSE)
+    XX(return_map, BOOL, RF_DIAGNOSE)                                                              \
+    XX(axes, STRING, RF_DIAGNOSE)
 
 typedef enum request_field_id {
 #define RF_ENUM(name, kind, endpoints) RF_##name,

@@ -348,14 +348,52 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
 static const double origs[] = {0, 8192, 4096, 2048, 16384, 32768};
 #define N_ORIGS (sizeof origs / sizeof origs[0])
 
+/* The powers of two in (lo, hi] (at most `room` of them) into out. */
+static size_t powers_in(double lo, double hi, double *out, size_t n, size_t room)
+{
+    for (double p = 16; p <= hi && p <= 1048576.0 && n < room; p *= 2)
+        if (p > lo)
+            out[n++] = p;
+    return n;
+}
+
+/* YaRN's original context from its ramp (factor f): frequencies up to lo =
+ * max(floor(corr(32)), 0) keep the base's, those from hi = ceil(corr(1))
+ * are divided by f, with corr(b) = rd ln(orig / (2 pi b)) / (2 ln base);
+ * the ramp's first step 1 / (hi - lo) gives hi. The powers of two that
+ * either bound allows (at most 4). */
+static size_t yarn_origs(const double *m, size_t half, double base, size_t rd, double f,
+                         double *out)
+{
+    size_t k = 0, n = 0;
+    while (k < half &&
+           fabs(fabs(m[k]) - pe_inv_freq(base, k, rd)) <= 1e-3 * pe_inv_freq(base, k, rd))
+        k++;
+    if (k == 0 || k >= half || !(f > 1.0))
+        return 0;
+    double e = 2.0 / (double)rd, lo = (double)(k - 1);
+    if (lo > 0)
+        n = powers_in(64.0 * M_PI * pow(base, e * (lo - 1)), 64.0 * M_PI * pow(base, e * lo), out,
+                      n, 2);
+    double ramp = (1.0 - fabs(m[k]) / pe_inv_freq(base, k, rd)) / (1.0 - 1.0 / f);
+    if (ramp > 0.01 && ramp <= 1.0) {
+        double hi = round(lo + 1.0 / ramp);
+        n = powers_in(2.0 * M_PI * pow(base, e * (hi - 1)), 2.0 * M_PI * pow(base, e * hi), out, n,
+                      4);
+    }
+    return n;
+}
+
 /* banded (llama3, yarn): the lowest frequency tells the factor */
 static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
                           const double *m, size_t half, size_t rd)
 {
+    double yo[4];
     double low_w = pe_inv_freq(c.base, half - 1, rd);
     double f_low = fabs(m[half - 1]) > 0 ? low_w / fabs(m[half - 1]) : 0;
     double fb[2];
     size_t nfb = factor_set(f_low, fb);
+    size_t nyo = nfb ? yarn_origs(m, half, c.base, rd, fb[0], yo) : 0;
     for (size_t q = 0; q < nfb; q++)
         for (size_t o = 0; o < N_ORIGS; o++) {
             double orig = o == 0 ? cs->original_max_position_embeddings : origs[o];
@@ -377,6 +415,15 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             c.scaling.type = PE_ROPE_SCALING_YARN;
             c.scaling.factor = fb[q];
             c.scaling.original_max_position_embeddings = orig;
+            n = push(out, n, c);
+        }
+    for (size_t q = 0; q < nfb; q++) /* yarn at the original context its ramp says */
+        for (size_t o = 0; o < nyo; o++) {
+            memset(&c.scaling, 0, sizeof c.scaling);
+            c.scaling.type = PE_ROPE_SCALING_YARN;
+            c.scaling.truncate = true;
+            c.scaling.factor = fb[q];
+            c.scaling.original_max_position_embeddings = yo[o];
             n = push(out, n, c);
         }
     return n;

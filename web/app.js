@@ -1422,8 +1422,11 @@ function checkClaim(kind, arrays) {
     params.layout = $('k-layout').value;
   }
   const hd = Number($('k-headdim').value);
-  if (scheme === 'rope') params.head_dim = hd || arrays.cos.shape[1];
-  if (scheme === 'alibi') params.heads = arrays.bias.shape[0];
+  /* batched arrays ([..., tokens, n], bias [..., heads, tokens, tokens]):
+   * the last axes are read, the leading ones are batch rows */
+  const last = (sh, k) => sh[sh.length - k];
+  if (scheme === 'rope') params.head_dim = hd || last(arrays.cos.shape, 1);
+  if (scheme === 'alibi') params.heads = last(arrays.bias.shape, 3);
   body.params = params;
   body.offset = Math.max(0, Math.floor(Number($('k-offset').value) || 0));
   return body;
@@ -1446,7 +1449,8 @@ function errorMap(j) {
     const shape = j.error_map_shape, data = b64ToF32(m);
     return { data, rows: data.length / shape[shape.length - 1], cols: shape[shape.length - 1] };
   }
-  const c = b64ToF32(m.cos), s = b64ToF32(m.sin), cols = shapeOf(m, 'cos')[1];
+  const cs = shapeOf(m, 'cos'), cols = cs[cs.length - 1];
+  const c = b64ToF32(m.cos), s = b64ToF32(m.sin);
   const data = new Float32Array(c.length + s.length);
   data.set(c);
   data.set(s, c.length);

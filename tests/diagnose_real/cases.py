@@ -218,8 +218,7 @@ def rope_cases():
     out.append(encoded_case(
         "yarn_claimed_unscaled", "YaRN computed, plain RoPE claimed",
         x, rope_hf(x, hd, hd, 10000.0, pos, attention=att, inv=inv_y), half, "explained",
-        ["scaling_mismatch"], allowed=["attention_factor"],
-        known="v2 answers unexplained with no finding (a miss, no wrong cause)"))
+        ["scaling_mismatch"], allowed=["attention_factor"]))
     out.append(encoded_case(
         "yarn_without_mscale", "YaRN frequencies without its attention factor (a dropped "
         "mscale, reported in several ports) [executed]",
@@ -438,13 +437,22 @@ def alibi_cases():
     base = 1.0 / 2.0 ** (np.arange(1, m + 1) * 8.0 / m)
     mpt = np.concatenate([base[1::2], base[::2]])[:n]
     rel = (np.arange(T) - (T - 1)).astype(float)  # MPT's raw bias: key index - (seq_len - 1)
+    # Settled: with alibi_bias_max 8, gen_slopes' odd-then-even reordering of
+    # the 2^ceil(log2 n) slopes is exactly the paper's slopes, in the same
+    # order, for every n from 1 to 64 (checked against alibi_slopes above):
+    # the mpt claim holds, a match.
     out.append(Case("mpt_gen_slopes", "MPT build_alibi_bias: gen_slopes interleaves its "
                     "16-head slopes for 12 heads; bias = slope * (j - (T - 1))",
                     {"scheme": "alibi", "params": {"heads": n, "form": "mpt"},
                      "bias": np.broadcast_to(mpt[:, None, None] * rel[None, None, :],
                                              (n, T, T)).tolist()},
-                    "explained", ["alibi_slopes"], allowed=["alibi_form"],
-                    known="v2 answers match: posenc's mpt form may take MPT's own gen_slopes; to settle"))
+                    "match"))
+    out.append(Case("mpt_claimed_symmetric", "the same MPT bias claimed in the paper's "
+                    "symmetric form -slope*|i-j|",
+                    {"scheme": "alibi", "params": {"heads": n},
+                     "bias": np.broadcast_to(mpt[:, None, None] * rel[None, None, :],
+                                             (n, T, T)).tolist()},
+                    "explained", ["alibi_form"]))
     s8 = alibi_slopes(8)
     out.append(Case("alibi_sign_flipped", "+slope*|i-j| (the sign lost)",
                     {"scheme": "alibi", "params": {"heads": 8},
@@ -528,6 +536,136 @@ def negative_cases():
     return out
 
 
+def batched_cases():
+    """Subjects in the layouts real code hands over: batch axes first."""
+    T, hd, h, b = 24, 16, 2, 2
+    inv = inv_freq_f32(hd, 10000.0)
+    half = {"layout": "half", "head_dim": hd}
+
+    def cache(pos):  # HF: cos/sin of cat(freqs, freqs) for each row's position_ids
+        ang = angles_f32(pos, inv)
+        return (np.concatenate([np.cos(ang)] * 2, 1).astype(F32),
+                np.concatenate([np.sin(ang)] * 2, 1).astype(F32))
+
+    c, s_ = cache(np.arange(T))
+    # left padding: row 1 has 5 pad tokens, positions cumsum(mask) - 1, pads at 1
+    mask = np.ones((b, T), np.int64)
+    mask[1, :5] = 0
+    pos = np.cumsum(mask, 1) - 1
+    pos[mask == 0] = 1
+    rows = [cache(p) for p in pos]
+    pc, ps = np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+    # PyTorch attention: q.view(b, t, h, hd).transpose(1, 2), rotated per row
+    x = np.random.default_rng(31).standard_normal((b, T, h * hd)).astype(F32)
+    y = np.stack([rope_hf(x[i], hd, hd, 10000.0, np.arange(T)) for i in range(b)])
+    bhtd = lambda a: a.reshape(b, T, h, hd).transpose(0, 2, 1, 3)  # noqa: E731
+    enc = {"scheme": "rope", "params": half, "axes": "bhtd",
+           "embeddings": bhtd(x).tolist()}
+    y5 = np.stack([rope_hf(x[i], hd, hd, 500000.0, np.arange(T)) for i in range(b)])
+    return [
+        cache_case("hf_cos_sin_batch", "HF LlamaRotaryEmbedding.forward: cos/sin "
+                   "[batch, seq, head_dim] for position_ids [batch, seq]",
+                   np.stack([c, c]), np.stack([s_, s_]), half, "match"),
+        cache_case("neox_fp16_cache_1_1", "GPT-NeoX cos_cached [1, 1, seq, dim] in float16",
+                   c.astype(np.float16).astype(F32)[None, None],
+                   s_.astype(np.float16).astype(F32)[None, None], half, "explained",
+                   ["low_precision"]),
+        Case("hf_cos_sin_left_padded", "HF generate: position_ids cumsum(mask)-1 per row "
+             "(pads at 1), claimed with those positions",
+             {"scheme": "rope", "params": half, "cos": pc.tolist(), "sin": ps.tolist(),
+              "positions": pos.tolist()}, "match"),
+        Case("hf_cos_sin_left_padded_unclaimed", "the same cache claimed at 0..T-1 in every "
+             "row (the padding forgotten)",
+             {"scheme": "rope", "params": half, "cos": pc.tolist(), "sin": ps.tolist()},
+             "explained", ["positions_mismatch"], ["position_offset"]),
+        Case("torch_bhtd_rotated", "q.view(b, t, h, hd).transpose(1, 2) rotated per row "
+             "(HF Llama apply_rotary_pos_emb), axes bhtd",
+             dict(enc, encoded=bhtd(y).tolist()), "match"),
+        Case("torch_bhtd_theta_5e5", "the same at theta 500000, claimed 10000",
+             dict(enc, encoded=bhtd(y5).tolist()), "explained", ["base_mismatch"]),
+    ]
+
+
+def more_rope_cases():
+    """Further implementations, restated from reading them."""
+    T, d, hd = 48, 64, 32
+    pos = np.arange(T)
+    x = x_of(T, d, 41)
+    half = {"layout": "half", "head_dim": hd}
+    out = [
+        encoded_case("phi_partial_rotary", "HF Phi: partial_rotary_factor 0.5, rotate_half on "
+                     "the first half of each head", x, rope_hf(x, hd, hd // 2, 10000.0, pos),
+                     dict(half, rotary_dim=hd // 2), "match"),
+        encoded_case("phi_partial_claimed_full", "the same claimed with the whole head rotated",
+                     x, rope_hf(x, hd, hd // 2, 10000.0, pos), half, "explained",
+                     ["rotary_dim_mismatch"], ["frequency_formula"]),
+        encoded_case("chatglm2_half_head_pairs", "ChatGLM2/3 RotaryEmbedding(head_dim // 2): "
+                     "adjacent pairs on the first half of each head",
+                     x, rope_pairs(x, hd, hd // 2, 10000.0, pos),
+                     {"layout": "interleaved", "head_dim": hd, "rotary_dim": hd // 2}, "match"),
+        encoded_case("chatglm2_claimed_llama", "the same claimed as Llama's (half layout, whole "
+                     "head)", x, rope_pairs(x, hd, hd // 2, 10000.0, pos), half, "explained",
+                     ["rotary_dim_mismatch", "layout_swapped"], ["frequency_formula"]),
+        encoded_case("gemma_pytorch_chunk_complex", "gemma_pytorch apply_rotary_emb: complex "
+                     "numbers from the two halves (torch.chunk), theta 10000",
+                     x, rope_hf(x, hd, hd, 10000.0, pos), half, "match"),
+    ]
+    # nanochat: y1 = x1 cos + x2 sin, y2 = -x1 sin + x2 cos (the other sense),
+    # cos/sin cached in bfloat16
+    ang = angles_f32(pos, inv_freq_f32(hd, 10000.0))
+    c, sn = bf16(np.cos(ang)), bf16(np.sin(ang))
+    out.append(encoded_case(
+        "nanochat_reversed_bf16", "nanochat apply_rotary_emb (rotation the other way) with a "
+        "bfloat16 cos/sin cache", x, flat(rotate_half_layout(heads(x, hd), c, -sn, hd)), half,
+        "explained", ["rotation_reversed"]))
+    # Llama 3.1 rope_scaling (factor 8, low 1, high 4, original 8192), theta 500000
+    inv = inv_freq_f32(hd, 500000.0).astype(np.float64)
+    wl = 2 * np.pi / inv
+    smooth = (8192 / wl - 1.0) / (4.0 - 1.0)
+    inv_l = np.where(wl > 8192, inv / 8, inv)
+    medium = (wl >= 2048) & (wl <= 8192)
+    inv_l = np.where(medium, (1 - smooth) * inv_l / 8 + smooth * inv_l, inv_l).astype(F32)
+    l3 = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+    y31 = rope_hf(x, hd, hd, 500000.0, pos, inv=inv_l)
+    out.append(encoded_case("llama31_rope_scaling", "HF _compute_llama3_parameters "
+                            "(Llama 3.1), claimed with it", x, y31,
+                            dict(half, base=500000.0, scaling=l3), "match"))
+    out.append(encoded_case("llama31_claimed_unscaled", "the same claimed without rope_scaling",
+                            x, y31, dict(half, base=500000.0), "explained", ["scaling_mismatch"],
+                            ["attention_factor"]))
+    # HF dynamic NTK beyond the original context: base * (f*seq/orig - (f-1))^(d/(d-2))
+    orig, f = 32, 2.0
+    base_dyn = 10000.0 * ((f * T / orig) - (f - 1)) ** (hd / (hd - 2))
+    ydyn = rope_hf(x, hd, hd, base_dyn, pos)
+    dyn = {"type": "dynamic", "factor": f, "original_max_position_embeddings": orig}
+    out.append(encoded_case("dynamic_ntk_beyond_max", "HF _compute_dynamic_ntk_parameters at "
+                            "48 tokens of an original 32, claimed with it", x, ydyn,
+                            dict(half, scaling=dyn), "match"))
+    out.append(encoded_case("dynamic_ntk_claimed_plain", "the same claimed without scaling",
+                            x, ydyn, half, "explained", ["scaling_mismatch"],
+                            ["base_mismatch", "frequency_formula"],
+                            known="v2 names only base_mismatch (the base dynamic NTK gives at "
+                            "48 tokens, a true but incomplete cause): dynamic is searched "
+                            "only with the claim's own factor"))
+    # Qwen2-VL mrope: frequency sections [4, 6, 6] take the t, h and w position
+    # ids; 8 text tokens, a 4x4 image at t=8, h=w=8+row/col, then text at 12..
+    tpos = np.concatenate([np.arange(8), np.full(16, 8), 12 + np.arange(T - 24)])
+    hpos = np.concatenate([np.arange(8), 8 + np.repeat(np.arange(4), 4), 12 + np.arange(T - 24)])
+    wpos = np.concatenate([np.arange(8), 8 + np.tile(np.arange(4), 4), 12 + np.arange(T - 24)])
+    inv = inv_freq_f32(hd, 10000.0)
+    sec = np.repeat([0, 1, 2], [4, 6, 6])
+    pid = np.stack([tpos, hpos, wpos])[sec].T  # [T][hd/2]
+    ang = (pid.astype(F32) * inv[None, :]).astype(F32)
+    ymr = flat(rotate_half_layout(heads(x, hd), np.cos(ang).astype(F32),
+                                  np.sin(ang).astype(F32), hd))
+    out.append(encoded_case("qwen2vl_mrope_image", "Qwen2-VL multimodal rope (sections of the "
+                            "frequencies at t/h/w positions), claimed as plain rope",
+                            x, ymr, half, "unexplained", (), ["positions_mismatch"]))
+    return out
+
+
 def all_cases():
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
-            alibi_cases() + t5_cases() + negative_cases())
+            alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
+            more_rope_cases())

@@ -904,13 +904,14 @@ static void qkv_cases(const server *s, const default_model *dm)
     sbuf emb;
     sb_init(&emb);
     put_array(&emb, "embeddings", x, 2, (size_t[]){T, D});
-    for (int variant = 0; variant < 5; variant++) {
+    for (int variant = 0; variant < 6; variant++) {
         static const char *const labels[] =
             {"diagnose q/k/v exact -> match",
              "diagnose q/k/v rope base 500000 -> base_mismatch, best via /apply",
              "diagnose q/k/v Meta-order weights in a half-layout rotation -> weights_permuted",
              "diagnose q/k/v v scaled by 1.01 -> projection_mismatch",
-             "diagnose q/k/v q from other weights -> projection_mismatch on q"};
+             "diagnose q/k/v q from other weights -> projection_mismatch on q",
+             "diagnose q/k/v all at position 0 -> positions_mismatch, best.positions zeros"};
         const char *L = labels[variant];
         rope_impl m = rope_default(DEFAULT_HD);
         if (variant == 1)
@@ -922,6 +923,8 @@ static void qkv_cases(const server *s, const default_model *dm)
                 in = perm;
             }
             rope_encode(&m, in, T, D, sub[i]);
+            if (variant == 5) /* position 0 everywhere: no rotation */
+                memcpy(sub[i], pre[i], n * sizeof(float));
         }
         for (size_t j = 0; j < n; j++)
             sub[2][j] = variant == 3 ? pre[2][j] * 1.01f : pre[2][j];
@@ -936,21 +939,32 @@ static void qkv_cases(const server *s, const default_model *dm)
         sb_puts(&b, ",");
         put_array(&b, "v", sub[2], 2, (size_t[]){T, D});
         sb_puts(&b, "}");
-        static const char *const verdicts[] = {"match", "explained", "explained", "unexplained",
-                                               "unexplained"};
-        static const char *const codes[] = {NULL, "base_mismatch", "weights_permuted",
-                                            "projection_mismatch", "projection_mismatch"};
+        static const char *const verdicts[] = {"match",       "explained",   "explained",
+                                               "unexplained", "unexplained", "explained"};
+        static const char *const codes[] = {NULL,
+                                            "base_mismatch",
+                                            "weights_permuted",
+                                            "projection_mismatch",
+                                            "projection_mismatch",
+                                            "positions_mismatch"};
         http_resp r;
         const json_t *f = diagnose(s, L, b.s, verdicts[variant], codes[variant], &r);
         if (variant == 1 && f)
             CHECK(fabs(evidence_number(f, "base") - 500000) < 1, L, "base %g",
                   evidence_number(f, "base"));
-        if (variant >= 3 && f) {
+        if (variant >= 3 && variant <= 4 && f) {
             const json_t *outs = json_object_get(json_object_get(f, "evidence"), "outputs");
             const char *want_out = variant == 3 ? "v" : "q";
             CHECK(json_array_size(outs) == 1 &&
                       strcmp(json_string_value(json_array_get(outs, 0)), want_out) == 0,
                   L, "outputs should be [\"%s\"]", want_out);
+        }
+        if (r.json && variant == 5) { /* best carries the positions found */
+            const json_t *pos = json_object_get(json_object_get(r.json, "best"), "positions");
+            bool zeros = json_array_size(pos) == T;
+            for (size_t t = 0; zeros && t < T; t++)
+                zeros = json_integer_value(json_array_get(pos, t)) == 0;
+            CHECK(zeros, L, "best.positions all 0: %.300s", r.body);
         }
         if (r.json && variant <= 1) { /* best is an /apply request */
             sbuf extra;

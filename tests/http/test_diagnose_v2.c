@@ -468,4 +468,5 @@ void test_diagnose_v2(const server *s)
     negative_set(s);
     evidence_errors(s);
     max_rel_finite(s);
+    test_diagnose_batch(s);
 }
