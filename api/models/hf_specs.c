@@ -233,6 +233,16 @@ static const hf_tensor_names mla_names = {.layer_dir = "layers",
                                           .norm = "input_layernorm",
                                           .embed = HF_KEYS("embed_tokens.weight")};
 
+/* InternLM2 (remote code modeling_internlm2.py): one wqkv per layer, per kv
+ * head its heads/kv_heads q heads, then its k, then its v (the einops split
+ * "(h gs d)" with gs = 2 + groups); RMSNorm attention_norm; tok_embeddings */
+static const hf_tensor_names internlm2_names = {.layer_dir = "layers",
+                                                .qkv = HF_QKV_FUSED,
+                                                .q = "attention.wqkv",
+                                                .fused = HF_FUSED_GROUPED,
+                                                .norm = "attention_norm",
+                                                .embed = HF_KEYS("tok_embeddings.weight")};
+
 /* ---- refused options ------------------------------------------------------------ */
 
 static const hf_refusal phi_refusals[] = {{"qk_layernorm", HF_REFUSE_TRUE, NULL,
@@ -635,6 +645,19 @@ static const hf_spec specs[] = {
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
      .params = hf_exaone4_params},
+    /* InternLM2: Llama's attention with the grouped wqkv, biases when
+     * `bias` (InternLM2Config's default true), rms_norm_eps default 1e-6,
+     * rope_scaling {"type": "dynamic" | "linear", "factor"} as Llama's */
+    {.model_types = HF_KEYS("internlm2"),
+     .shape = &fixed_head_shape,
+     .names = &internlm2_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

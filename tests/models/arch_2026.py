@@ -1,0 +1,245 @@
+"""Architectures of 2025-26 (issue 18) served as entries of the architecture
+table (api/models/hf_specs.c): InternLM2 (model_type internlm2: one fused
+`attention.wqkv` per layer in its grouped layout, RMSNorm `attention_norm`,
+`tok_embeddings`, biases when `bias`, Llama's rope with dynamic NTK or linear
+scaling). Checkpoint builders with the real config keys and tensor names,
+numpy references restating the modeling code, Q, K, V and scores over HTTP
+(layer 0 from token_ids, a later layer from embeddings, left-padded batches
+with attention_mask and causal), what /info says, and the malformed configs
+that stop start-up naming the key."""
+import os
+
+import numpy as np
+
+import checkpoints as ck
+import hf_ref
+from harness import Server, run_failing, sanitizer_clean
+from mask_models import _masked_close
+
+RNG = np.random.default_rng(2026)
+
+
+# ------------------------------------------------------------------ InternLM2
+def internlm2_ckpt(seed=2601, dtype="F32", prefix="model.", layers=2, d=32, heads=4, kv_heads=2,
+                   vocab=50, bias=False, **extra):
+    """internlm2-chat-7b's config keys (InternLM2ForCausalLM, remote code:
+    `bias`, rms_norm_eps, rope_theta, rope_scaling {"type": "dynamic",
+    "factor": 2.0}, the auto_map) and tensor names: tok_embeddings,
+    layers.N.attention_norm, attention.wqkv ([(heads + 2 kv_heads) head_dim,
+    hidden]), attention.wo, ffn_norm, feed_forward.w1/w2/w3, norm, output.
+    kv_heads None leaves num_key_value_heads out (InternLM2Config: heads);
+    bias None leaves `bias` out (InternLM2Config's default: true)."""
+    hd = d // heads
+    kv = kv_heads or heads
+    cfg = {"architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2",
+           "attn_implementation": "eager", "hidden_size": d, "intermediate_size": 2 * d,
+           "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+           "num_hidden_layers": layers, "rms_norm_eps": 1e-05, "max_position_embeddings": 16,
+           "rope_theta": 1000000, "rope_scaling": {"type": "dynamic", "factor": 2.0},
+           "bias": bias, "hidden_act": "silu", "initializer_range": 0.02, "vocab_size": vocab,
+           "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2, "tie_word_embeddings": False,
+           "use_cache": True, "torch_dtype": "bfloat16", "transformers_version": "4.33.2",
+           "auto_map": {"AutoConfig": "configuration_internlm2.InternLM2Config",
+                        "AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM"}}
+    cfg.update(extra)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    g = ck.Gen(seed, dtype)
+    g.add(prefix + "tok_embeddings.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "attention_norm.weight", (d,), 0.1, 1.0)
+        g.add(p + "attention.wqkv.weight", ((heads + 2 * kv) * hd, d))
+        if bias is not False:
+            g.add(p + "attention.wqkv.bias", ((heads + 2 * kv) * hd,), 0.2)
+        g.add(p + "attention.wo.weight", (d, heads * hd))
+        g.add(p + "ffn_norm.weight", (d,), 0.1, 1.0)
+        g.add(p + "feed_forward.w1.weight", (2 * d, d))
+        g.add(p + "feed_forward.w3.weight", (2 * d, d))
+        g.add(p + "feed_forward.w2.weight", (d, 2 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("output.weight", (vocab, d))
+    return ck.Checkpoint(cfg, g.out)
+
+
+def internlm2(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
+    """modeling_internlm2.py (internlm/internlm2-chat-7b): the decoder layer
+    applies attention_norm (InternLM2RMSNorm, rms_norm_eps, default 1e-6);
+    InternLM2Attention computes wqkv(z) (bias = config.bias, default true),
+    views it per token as [kv_heads][groups + 2][head_dim] (groups = heads /
+    kv_heads, head_dim = hidden / heads): the first `groups` slots of each
+    kv head are its query heads, then its key, then its value. Rope is
+    Llama's rotate_half over the whole head (rope_theta, default 10000);
+    rope_scaling "linear" divides positions by factor, "dynamic" raises the
+    base once the sequence (the batch's largest position + 1) exceeds
+    max_position_embeddings. Scores: head_dim ** -0.5."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg["hidden_size"] // H
+    grp = H // KV
+    T = x.shape[0]
+    z = hf_ref.rms_norm(x, w[p + "attention_norm.weight"], cfg.get("rms_norm_eps", 1e-6))
+    qkv = z @ w[p + "attention.wqkv.weight"].T
+    if cfg.get("bias", True):
+        qkv = qkv + w[p + "attention.wqkv.bias"]
+    qkv = qkv.reshape(T, KV, grp + 2, hd)
+    q = qkv[:, :, :grp, :].reshape(T, H, hd)
+    k, v = qkv[:, :, grp, :], qkv[:, :, grp + 1, :].reshape(T, -1)
+    rc = dict(cfg, head_dim=hd)
+    rc.setdefault("rope_theta", 10000.0)
+    inv, att = hf_ref.rope_init(rc, seq_len or int(positions.max()) + 1, partial=False)
+    q = hf_ref.apply_rope(q, positions, inv, att).reshape(T, -1)
+    k = hf_ref.apply_rope(k, positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5)}
+
+
+# ---------------------------------------------------------------------- cases
+def _cases():
+    """name: (checkpoint, reference, layer, prefix, shards)."""
+    dyn = internlm2_ckpt()
+    lin = internlm2_ckpt(seed=2602, dtype="BF16", prefix="", kv_heads=None, bias=None,
+                         rope_scaling={"type": "linear", "factor": 4.0}, rope_theta=None)
+    mqa = internlm2_ckpt(seed=2603, kv_heads=1, bias=True, rope_scaling=None, layers=3)
+    return {
+        "internlm2": (dyn, internlm2, 0, "model.", 0),
+        "internlm2_l1": (dyn, internlm2, 1, "model.", 0),
+        # BF16, two shards, no prefix, num_key_value_heads and bias absent
+        # (heads and true), linear scaling, rope_theta absent (10000)
+        "internlm2_bf16": (lin, internlm2, 0, "", 2),
+        "internlm2_bf16_l1": (lin, internlm2, 1, "", 2),
+        # one kv head (groups of 4), biases, no scaling, layer 2
+        "internlm2_mqa": (mqa, internlm2, 0, "model.", 3),
+        "internlm2_mqa_l2": (mqa, internlm2, 2, "model.", 3),
+    }
+
+
+def _table(ckpt, prefix):
+    return ckpt.weights()[prefix + "tok_embeddings.weight"]
+
+
+def _close(C, what, got, want):
+    C.close(what, np.array(got, np.float64), want)
+
+
+def _requests(C, srv, name, case):
+    """Layer 0 from token_ids (positions 0..5); every layer from embeddings at
+    0..5 and at positions far past max_position_embeddings."""
+    ckpt, ref, layer, prefix, _ = case
+    w = ckpt.weights()
+    ret = ["q", "k", "v", "scores"]
+    x = RNG.standard_normal((6, ckpt.config["hidden_size"])).astype(np.float32)
+    asks = [("embeddings", x, x.tolist(), pos) for pos in
+            (np.arange(6), np.array([2, 40, 300, 2000, 9000, 30000]))]
+    if layer == 0:
+        ids = RNG.integers(0, 50, 6)
+        asks.append(("token_ids", _table(ckpt, prefix)[ids], ids.tolist(), np.arange(6)))
+    for key, rows, value, pos in asks:
+        what = f"{name} {key} at {pos[-1]}"
+        st, r = srv.request("/apply", {"model": name, key: value, "positions": pos.tolist(),
+                                       "return": ret})
+        if C.check(st == 200, f"{what}: status {st} {r}"):
+            want = ref(ckpt.config, w, rows.astype(np.float64), pos, layer, prefix=prefix)
+            for k in ret:
+                _close(C, f"{what}: {k}", r[k], want[k])
+
+
+def _padded(C, srv, name, case):
+    """A left-padded batch with attention_mask and causal: positions
+    cumsum(mask) - 1 (pads 1), masked keys float32's lowest, causal by slot;
+    a dynamic rope sized by the whole batch's largest position (17 > 16)."""
+    ckpt, ref, layer, prefix, _ = case
+    w = ckpt.weights()
+    S = 18
+    mask = np.ones((2, S), np.int64)
+    mask[0, :13] = 0
+    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
+    body = {"model": name, "attention_mask": mask.tolist(), "causal": True,
+            "return": ["q", "k", "v", "scores"]}
+    if layer == 0:
+        ids = RNG.integers(0, 50, (2, S))
+        body["token_ids"] = ids.tolist()
+        rows = [_table(ckpt, prefix)[i].astype(np.float64) for i in ids]
+    else:
+        x = RNG.standard_normal((2, S, ckpt.config["hidden_size"])).astype(np.float32)
+        body["embeddings"] = x.tolist()
+        rows = [x[b].astype(np.float64) for b in range(2)]
+    st, r = srv.request("/apply", body)
+    if not C.check(st == 200, f"{name} padded batch: status {st} {r}"):
+        return
+    slots = np.arange(S)
+    for b in range(2):
+        want = ref(ckpt.config, w, rows[b], pos[b], layer, prefix=prefix,
+                   seq_len=int(pos.max()) + 1)
+        for k in "qkv":
+            _close(C, f"{name} padded batch row {b}: {k}", np.array(r[k][b]), want[k])
+        keep = mask[b].astype(bool)[None, :] & (slots[None, :] <= slots[:, None])
+        _masked_close(C, f"{name} padded batch + causal row {b}: scores", r["scores"][b],
+                      want["scores"], keep[None])
+
+
+def _info(C, models):
+    m, b, q = models["internlm2"], models["internlm2_bf16"], models["internlm2_mqa_l2"]
+    C.check(m["architecture"] == "internlm2" and m["kv_heads"] == 2 and m["heads"] == 4
+            and m["params"].get("scaling", {}).get("type") == "dynamic"
+            and m["params"].get("base") == 1000000 and "bq" not in m["weights"],
+            f"/info internlm2: 4 heads over 2 kv heads, dynamic, base 1e6, no bias: {m}")
+    C.check(b["kv_heads"] == 4 and b["params"].get("scaling", {}).get("type") == "linear"
+            and b["params"].get("base") == 10000 and "bq" in b["weights"]
+            and b["norm"]["type"] == "rmsnorm" and b["norm"]["eps"] == 1e-5,
+            f"/info internlm2 bf16: kv_heads = heads, linear, base 10000, bias by default: {b}")
+    C.check(q["kv_heads"] == 1 and "scaling" not in q["params"] and "bq" in q["weights"],
+            f"/info internlm2 mqa: one kv head, no scaling, biases: {q}")
+
+
+def _malformed(C, root):
+    c1 = internlm2_ckpt(seed=2604, layers=1)
+    bad = [
+        ("internlm2: bias a string", c1, ["bias"], {"bias": "no"}),
+        ("internlm2: kv heads 3", c1, ["num_key_value_heads", "3"],
+         {"num_key_value_heads": 3}),
+        ("internlm2: rope_scaling type", c1, ["rope_scaling", "ntk"],
+         {"rope_scaling": {"type": "ntk", "factor": 2.0}}),
+        ("internlm2: dynamic factor 0", c1, ["factor"],
+         {"rope_scaling": {"type": "dynamic", "factor": 0}}),
+        ("internlm2: rms_norm_eps a string", c1, ["rms_norm_eps"], {"rms_norm_eps": "1e-5"}),
+        ("internlm2: no hidden_size", c1, ["hidden_size"], {"hidden_size": None}),
+    ]
+    for label, ckpt, want, over in bad:
+        d = os.path.join(root, "bad26_" + label.split(":")[1].strip().replace(" ", "_"))
+        cfg = {k: v for k, v in dict(ckpt.config, **over).items() if v is not None}
+        ckpt.write(d, config=cfg)
+        st, err, listened = run_failing(["--model", f"bad={d}"])
+        ok = st == 2 and not listened and all(w in err for w in want + ["config.json"])
+        C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
+        C.check(sanitizer_clean(err), f"malformed ({label}): sanitizer clean: {err[:600]}")
+    # a wqkv of the wrong row count is refused naming the tensor
+    d = os.path.join(root, "bad26_wqkv_rows")
+    ckpt = internlm2_ckpt(seed=2605, layers=1, kv_heads=4)
+    ckpt.write(d, config=dict(ckpt.config, num_key_value_heads=2))
+    st, err, listened = run_failing(["--model", f"bad={d}"])
+    C.check(st == 2 and not listened and "attention.wqkv.weight" in err,
+            f"malformed (internlm2: wqkv rows for 4 kv heads, config 2): exit {st}: {err[:400]}")
+
+
+def arch_checks(root, C):
+    cases = _cases()
+    args, dirs = [], {}
+    for name, (ckpt, _, layer, _, shards) in cases.items():
+        d = next((dd for c, dd in dirs.values() if c is ckpt), None)
+        if d is None:
+            d = os.path.join(root, "arch26_" + name)
+            ckpt.write(d, shards=shards)
+            dirs[name] = (ckpt, d)
+        args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
+    with Server(args) as srv:
+        for name, case in cases.items():
+            _requests(C, srv, name, case)
+        for name in ("internlm2", "internlm2_l1", "internlm2_mqa_l2"):
+            _padded(C, srv, name, cases[name])
+        st, info = srv.request("/info")
+        if C.check(st == 200, f"arch_2026 /info: status {st}"):
+            _info(C, {m["name"]: m for m in info["models"]})
+        status = srv.stop()
+        C.check(status == 0, f"arch_2026: server exits 0 (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+    _malformed(C, root)
