@@ -658,6 +658,26 @@ static const hf_spec specs[] = {
      .bias_default = true,
      .norm = PE_NORM_RMS,
      .scheme = SCHEME_ROPE},
+    /* GLM-4 (glm: glm-4-9b-chat-hf; glm4: GLM-4-0414, whose extra
+     * post_self_attn / post_mlp norms act after attention): Llama's layer
+     * with GlmConfig's defaults (head_dim 128, num_key_value_heads 2,
+     * rms_norm_eps 1.5625e-7, attention_bias true) and the interleaved
+     * rotation of the first int(head_dim * partial_rotary_factor) channels
+     * (default 0.5): repeat_interleave of the cos/sin halves, pairs (2i, 2i+1) */
+    {.model_types = HF_KEYS("glm", "glm4"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1.5625e-7,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5},
+     .rope_layout = "interleaved"},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -2,7 +2,9 @@
 table (api/models/hf_specs.c): InternLM2 (model_type internlm2: one fused
 `attention.wqkv` per layer in its grouped layout, RMSNorm `attention_norm`,
 `tok_embeddings`, biases when `bias`, Llama's rope with dynamic NTK or linear
-scaling). Checkpoint builders with the real config keys and tensor names,
+scaling) and GLM-4 (model_type glm, glm4: Llama's layer with GlmConfig's
+defaults and the interleaved rotation of the first half of each head).
+Checkpoint builders with the real config keys and tensor names,
 numpy references restating the modeling code, Q, K, V and scores over HTTP
 (layer 0 from token_ids, a later layer from embeddings, left-padded batches
 with attention_mask and causal), what /info says, and the malformed configs
@@ -93,6 +95,80 @@ def internlm2(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
     return {"q": q, "k": k, "v": v, "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5)}
 
 
+# ------------------------------------------------------------------ GLM-4
+def glm_ckpt(seed=2611, dtype="F32", prefix="model.", model_type="glm4", layers=2, d=32, heads=4,
+             kv_heads=2, head_dim=16, vocab=50, bias=True, **extra):
+    """GLM-4-9B-0414's config keys (Glm4ForCausalLM; model_type glm:
+    glm-4-9b-chat-hf's GlmForCausalLM) and tensor names: embed_tokens,
+    input_layernorm, self_attn.q/k/v_proj with biases, o_proj,
+    post_attention_layernorm, mlp.gate_up_proj / down_proj, and for glm4
+    post_self_attn_layernorm and post_mlp_layernorm. kv_heads, head_dim or
+    bias None leave the key out (GlmConfig: 2, 128, true)."""
+    hd = head_dim or 128
+    kv = kv_heads or 2
+    cfg = {"architectures": ["Glm4ForCausalLM" if model_type == "glm4" else "GlmForCausalLM"],
+           "model_type": model_type, "attention_bias": bias, "attention_dropout": 0.0,
+           "head_dim": head_dim, "hidden_act": "silu", "hidden_size": d,
+           "initializer_range": 0.02, "intermediate_size": 2 * d, "max_position_embeddings": 32768,
+           "num_attention_heads": heads, "num_hidden_layers": layers,
+           "num_key_value_heads": kv_heads, "pad_token_id": 0, "partial_rotary_factor": 0.5,
+           "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False,
+           "torch_dtype": "bfloat16", "transformers_version": "4.51.0.dev0", "use_cache": True,
+           "vocab_size": vocab, "eos_token_id": [3, 4, 5]}
+    cfg.update(extra)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    post = ["post_attention_layernorm"]
+    if model_type == "glm4":
+        post += ["post_self_attn_layernorm", "post_mlp_layernorm"]
+    g = ck.Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        for n, out in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            if bias is not False:
+                g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        for n in post:
+            g.add(p + n + ".weight", (d,), 0.1, 1.0)
+        g.add(p + "mlp.gate_up_proj.weight", (4 * d, d))
+        g.add(p + "mlp.down_proj.weight", (d, 2 * d))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return ck.Checkpoint(cfg, g.out)
+
+
+def glm(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
+    """modeling_glm.py / modeling_glm4.py: input_layernorm (RMSNorm,
+    rms_norm_eps, GlmConfig's default 1.5625e-7); q/k/v_proj with bias =
+    attention_bias (default true), head_dim from the config (default 128),
+    num_key_value_heads default 2. The rotary embedding's inv_freq spans
+    dim = int(head_dim * partial_rotary_factor) (default 0.5); GLM's
+    apply_rotary_pos_emb keeps cos/sin's first half, repeat_interleave(2)s
+    it, so angle i sits on channels 2i and 2i+1, and its rotate_half maps
+    (x[2i], x[2i+1]) to (-x[2i+1], x[2i]): the interleaved rotation of the
+    first dim channels of each head, the rest passed. Scores: head_dim ** -0.5.
+    The post_self_attn / post_mlp norms of glm4 act after attention."""
+    p = f"{prefix}layers.{layer}."
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads", 2)
+    hd = cfg.get("head_dim", 128)
+    T = x.shape[0]
+    z = hf_ref.rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1.5625e-7))
+    q, k, v = hf_ref._linear(z, w, p, "qkv", cfg.get("attention_bias", True))
+    rc = dict(cfg, head_dim=hd, partial_rotary_factor=cfg.get("partial_rotary_factor", 0.5))
+    inv, att = hf_ref.rope_init(rc, seq_len or int(positions.max()) + 1)
+    r = 2 * len(inv)
+
+    def turn(a, heads):
+        a = a.reshape(T, heads, hd)
+        rot = hf_ref.apply_rope_interleaved(a[..., :r], positions, inv, att)
+        return np.concatenate([rot, a[..., r:]], -1).reshape(T, -1)
+    q, k = turn(q, H), turn(k, KV)
+    return {"q": q, "k": k, "v": v, "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5)}
+
+
 # ---------------------------------------------------------------------- cases
 def _cases():
     """name: (checkpoint, reference, layer, prefix, shards)."""
@@ -100,6 +176,11 @@ def _cases():
     lin = internlm2_ckpt(seed=2602, dtype="BF16", prefix="", kv_heads=None, bias=None,
                          rope_scaling={"type": "linear", "factor": 4.0}, rope_theta=None)
     mqa = internlm2_ckpt(seed=2603, kv_heads=1, bias=True, rope_scaling=None, layers=3)
+    g4 = glm_ckpt()
+    gb = glm_ckpt(seed=2612, dtype="BF16", model_type="glm", kv_heads=None, head_dim=None,
+                  bias=None, partial_rotary_factor=None, rms_norm_eps=None, rope_theta=None)
+    gq = glm_ckpt(seed=2613, prefix="", kv_heads=4, bias=False, partial_rotary_factor=0.25,
+                  rope_scaling={"rope_type": "linear", "factor": 2.0})
     return {
         "internlm2": (dyn, internlm2, 0, "model.", 0),
         "internlm2_l1": (dyn, internlm2, 1, "model.", 0),
@@ -110,11 +191,21 @@ def _cases():
         # one kv head (groups of 4), biases, no scaling, layer 2
         "internlm2_mqa": (mqa, internlm2, 0, "model.", 3),
         "internlm2_mqa_l2": (mqa, internlm2, 2, "model.", 3),
+        "glm4": (g4, glm, 0, "model.", 0),
+        "glm4_l1": (g4, glm, 1, "model.", 0),
+        # glm, BF16, two shards: head_dim, num_key_value_heads,
+        # partial_rotary_factor, attention_bias, rms_norm_eps and rope_theta
+        # absent (GlmConfig's 128, 2, 0.5, true, 1.5625e-7, 10000)
+        "glm_bf16": (gb, glm, 0, "model.", 2),
+        "glm_bf16_l1": (gb, glm, 1, "model.", 2),
+        # a quarter of each head rotates, no biases, kv heads = heads, linear
+        "glm4_quarter": (gq, glm, 0, "", 0),
     }
 
 
 def _table(ckpt, prefix):
-    return ckpt.weights()[prefix + "tok_embeddings.weight"]
+    w = ckpt.weights()
+    return w.get(prefix + "tok_embeddings.weight", w.get(prefix + "embed_tokens.weight"))
 
 
 def _close(C, what, got, want):
@@ -189,10 +280,23 @@ def _info(C, models):
             f"/info internlm2 bf16: kv_heads = heads, linear, base 10000, bias by default: {b}")
     C.check(q["kv_heads"] == 1 and "scaling" not in q["params"] and "bq" in q["weights"],
             f"/info internlm2 mqa: one kv head, no scaling, biases: {q}")
+    g, gb, gq = models["glm4"], models["glm_bf16"], models["glm4_quarter"]
+    C.check(g["architecture"] == "glm4" and g["head_dim"] == 16
+            and g["params"] == {"base": 10000.0, "layout": "interleaved",
+                                "partial_rotary_factor": 0.5} and "bq" in g["weights"],
+            f"/info glm4: interleaved, half of each head, biases: {g}")
+    C.check(gb["architecture"] == "glm" and gb["head_dim"] == 128 and gb["kv_heads"] == 2
+            and gb["norm"]["eps"] == 1.5625e-7 and "bq" in gb["weights"]
+            and gb["params"].get("partial_rotary_factor") == 0.5,
+            f"/info glm: GlmConfig's defaults (head_dim 128, kv 2, eps 1.5625e-7, bias): {gb}")
+    C.check(gq["params"].get("partial_rotary_factor") == 0.25 and "bq" not in gq["weights"]
+            and gq["params"].get("scaling", {}).get("type") == "linear",
+            f"/info glm4 quarter: 0.25, no biases, linear: {gq}")
 
 
 def _malformed(C, root):
     c1 = internlm2_ckpt(seed=2604, layers=1)
+    g1 = glm_ckpt(seed=2614, layers=1)
     bad = [
         ("internlm2: bias a string", c1, ["bias"], {"bias": "no"}),
         ("internlm2: kv heads 3", c1, ["num_key_value_heads", "3"],
@@ -203,6 +307,12 @@ def _malformed(C, root):
          {"rope_scaling": {"type": "dynamic", "factor": 0}}),
         ("internlm2: rms_norm_eps a string", c1, ["rms_norm_eps"], {"rms_norm_eps": "1e-5"}),
         ("internlm2: no hidden_size", c1, ["hidden_size"], {"hidden_size": None}),
+        ("glm4: partial_rotary_factor 2", g1, ["partial_rotary_factor"],
+         {"partial_rotary_factor": 2.0}),
+        ("glm4: attention_bias a string", g1, ["attention_bias"], {"attention_bias": "true"}),
+        ("glm4: head_dim 0", g1, ["head_dim"], {"head_dim": 0}),
+        ("glm4: num_key_value_heads 3", g1, ["num_key_value_heads", "3"],
+         {"num_key_value_heads": 3}),
     ]
     for label, ckpt, want, over in bad:
         d = os.path.join(root, "bad26_" + label.split(":")[1].strip().replace(" ", "_"))
@@ -234,7 +344,7 @@ def arch_checks(root, C):
     with Server(args) as srv:
         for name, case in cases.items():
             _requests(C, srv, name, case)
-        for name in ("internlm2", "internlm2_l1", "internlm2_mqa_l2"):
+        for name in ("internlm2", "internlm2_l1", "internlm2_mqa_l2", "glm4", "glm_bf16_l1"):
             _padded(C, srv, name, cases[name])
         st, info = srv.request("/info")
         if C.check(st == 200, f"arch_2026 /info: status {st}"):
