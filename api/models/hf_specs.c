@@ -678,6 +678,25 @@ static const hf_spec specs[] = {
      .scheme = SCHEME_ROPE,
      .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5},
      .rope_layout = "interleaved"},
+    /* gpt-oss: Llama's layer with GptOssConfig's defaults (head_dim 64,
+     * num_key_value_heads 8, attention_bias true, rope_theta 150000, layer_types), YaRN from its
+     * rope_scaling (refused when absent), per-head sinks (hf_gpt_oss.c) */
+    {.model_types = HF_KEYS("gpt_oss"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 64,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 150000.0,
+     .configure = hf_gpt_oss_configure,
+     .weights = hf_gpt_oss_weights},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -3,7 +3,9 @@ table (api/models/hf_specs.c): InternLM2 (model_type internlm2: one fused
 `attention.wqkv` per layer in its grouped layout, RMSNorm `attention_norm`,
 `tok_embeddings`, biases when `bias`, Llama's rope with dynamic NTK or linear
 scaling) and GLM-4 (model_type glm, glm4: Llama's layer with GlmConfig's
-defaults and the interleaved rotation of the first half of each head).
+defaults and the interleaved rotation of the first half of each head) and
+gpt-oss (gpt_oss: head_dim 64, YaRN, layer_types, per-head attention sinks
+reported in /info beside the tokens' unchanged logits).
 Checkpoint builders with the real config keys and tensor names,
 numpy references restating the modeling code, Q, K, V and scores over HTTP
 (layer 0 from token_ids, a later layer from embeddings, left-padded batches
@@ -139,6 +141,16 @@ def glm_ckpt(seed=2611, dtype="F32", prefix="model.", model_type="glm4", layers=
     return ck.Checkpoint(cfg, g.out)
 
 
+def _biased_qkv(cfg, w, x, p, kv_default, head_dim_default, eps_default):
+    """Llama's input_layernorm (RMSNorm) and q/k/v_proj with biases unless
+    attention_bias is false, under the architecture's config defaults:
+    (heads, kv_heads, head_dim, q, k, v)."""
+    z = hf_ref.rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", eps_default))
+    q, k, v = hf_ref._linear(z, w, p, "qkv", cfg.get("attention_bias", True))
+    return (cfg["num_attention_heads"], cfg.get("num_key_value_heads", kv_default),
+            cfg.get("head_dim", head_dim_default), q, k, v)
+
+
 def glm(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
     """modeling_glm.py / modeling_glm4.py: input_layernorm (RMSNorm,
     rms_norm_eps, GlmConfig's default 1.5625e-7); q/k/v_proj with bias =
@@ -150,13 +162,8 @@ def glm(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
     (x[2i], x[2i+1]) to (-x[2i+1], x[2i]): the interleaved rotation of the
     first dim channels of each head, the rest passed. Scores: head_dim ** -0.5.
     The post_self_attn / post_mlp norms of glm4 act after attention."""
-    p = f"{prefix}layers.{layer}."
-    H = cfg["num_attention_heads"]
-    KV = cfg.get("num_key_value_heads", 2)
-    hd = cfg.get("head_dim", 128)
+    H, KV, hd, q, k, v = _biased_qkv(cfg, w, x, f"{prefix}layers.{layer}.", 2, 128, 1.5625e-7)
     T = x.shape[0]
-    z = hf_ref.rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1.5625e-7))
-    q, k, v = hf_ref._linear(z, w, p, "qkv", cfg.get("attention_bias", True))
     rc = dict(cfg, head_dim=hd, partial_rotary_factor=cfg.get("partial_rotary_factor", 0.5))
     inv, att = hf_ref.rope_init(rc, seq_len or int(positions.max()) + 1)
     r = 2 * len(inv)
@@ -167,6 +174,89 @@ def glm(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
         return np.concatenate([rot, a[..., r:]], -1).reshape(T, -1)
     q, k = turn(q, H), turn(k, KV)
     return {"q": q, "k": k, "v": v, "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5)}
+
+
+# ------------------------------------------------------------------ gpt-oss
+YARN = {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+        "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False}
+
+
+def gpt_oss_ckpt(seed=2621, dtype="F32", prefix="model.", layers=2, d=40, heads=4, kv_heads=2,
+                 head_dim=None, vocab=50, sinks=None, **extra):
+    """gpt-oss-20b's config keys (GptOssForCausalLM: head_dim 64 beside a
+    hidden_size of 2880, attention_bias, layer_types alternating
+    sliding/full, sliding_window 128, the yarn rope_scaling with truncate
+    false, rope_theta 150000, the mxfp4 quantization_config) and tensor
+    names: input_layernorm, self_attn.q/k/v/o_proj with biases,
+    self_attn.sinks [heads], mlp.router, mlp.experts' mxfp4 blocks and scales
+    (U8, which the loader must skip). head_dim / kv_heads None leave the key
+    out (GptOssConfig: 64, 8); sinks: the sinks' shape (default [heads])."""
+    hd = head_dim or 64
+    kv = kv_heads or 8
+    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss",
+           "attention_bias": True, "attention_dropout": 0.0, "eos_token_id": 3,
+           "experts_per_token": 4, "head_dim": head_dim, "hidden_act": "silu", "hidden_size": d,
+           "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": d,
+           "layer_types": ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                           for i in range(layers)],
+           "max_position_embeddings": 131072, "num_attention_heads": heads,
+           "num_experts_per_tok": 4, "num_hidden_layers": layers, "num_key_value_heads": kv_heads,
+           "num_local_experts": 4, "output_router_logits": False, "pad_token_id": 2,
+           "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn",
+                                                              "model.embed_tokens", "lm_head"],
+                                   "quant_method": "mxfp4"},
+           "rms_norm_eps": 1e-05, "rope_scaling": dict(YARN), "rope_theta": 150000,
+           "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+           "tie_word_embeddings": False, "transformers_version": "4.55.0.dev0", "use_cache": True,
+           "vocab_size": vocab}
+    cfg.update(extra)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    g = ck.Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    rng = np.random.default_rng(seed + 7)
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        g.add(p + "input_layernorm.weight", (d,), 0.1, 1.0)
+        for n, out in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd)):
+            g.add(p + f"self_attn.{n}_proj.weight", (out, d))
+            g.add(p + f"self_attn.{n}_proj.bias", (out,), 0.2)
+        g.add(p + "self_attn.o_proj.weight", (d, heads * hd))
+        g.add(p + "self_attn.o_proj.bias", (d,), 0.2)
+        g.add(p + "self_attn.sinks", sinks or (heads,), 1.0)
+        g.add(p + "post_attention_layernorm.weight", (d,), 0.1, 1.0)
+        g.add(p + "mlp.router.weight", (4, d))
+        g.add(p + "mlp.router.bias", (4,))
+        g.raw(p + "mlp.experts.gate_up_proj_blocks", "U8",
+              rng.integers(0, 256, (4, 2 * d, 2, 16)).astype(np.uint8))
+        g.raw(p + "mlp.experts.gate_up_proj_scales", "U8",
+              rng.integers(0, 256, (4, 2 * d, 2)).astype(np.uint8))
+    g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
+    g.add("lm_head.weight", (vocab, d))
+    return ck.Checkpoint(cfg, g.out)
+
+
+def gpt_oss(cfg, w, x, positions, layer, prefix="model.", seq_len=None):
+    """modeling_gpt_oss.py: input_layernorm (RMSNorm, rms_norm_eps);
+    GptOssAttention (Qwen2Attention's head_dim: config.head_dim, GptOssConfig's
+    64 whatever the hidden size) with q/k/v_proj biased by attention_bias
+    (default true); the rotation halves each head (torch.chunk: first half
+    * cos - second half * sin, second * cos + first * sin: rotate_half) with
+    cos and sin of GptOssRotaryEmbedding times yarn's attention_scaling
+    (rope_theta default 150000). Scores: head_dim ** -0.5. The eager path
+    then concatenates each head's sink (self_attn.sinks) as one extra logit
+    column before the softmax and drops it after: the token logits
+    returned here are unchanged by it; layer_types' sliding window is a
+    mask."""
+    p = f"{prefix}layers.{layer}."
+    H, KV, hd, q, k, v = _biased_qkv(cfg, w, x, p, 8, 64, 1e-5)
+    T = x.shape[0]
+    rc = dict(cfg, head_dim=hd)
+    rc.setdefault("rope_theta", 150000.0)
+    inv, att = hf_ref.rope_init(rc, seq_len or int(positions.max()) + 1, partial=False)
+    q = hf_ref.apply_rope(q.reshape(T, H, hd), positions, inv, att).reshape(T, -1)
+    k = hf_ref.apply_rope(k.reshape(T, KV, hd), positions, inv, att).reshape(T, -1)
+    return {"q": q, "k": k, "v": v, "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5),
+            "sinks": w[p + "self_attn.sinks"]}
 
 
 # ---------------------------------------------------------------------- cases
@@ -181,6 +271,10 @@ def _cases():
                   bias=None, partial_rotary_factor=None, rms_norm_eps=None, rope_theta=None)
     gq = glm_ckpt(seed=2613, prefix="", kv_heads=4, bias=False, partial_rotary_factor=0.25,
                   rope_scaling={"rope_type": "linear", "factor": 2.0})
+    go = gpt_oss_ckpt()
+    gb16 = gpt_oss_ckpt(seed=2622, dtype="BF16", prefix="", layers=3, heads=8, kv_heads=None,
+                        head_dim=16, rope_theta=None, rope_scaling=None)
+    gb16.config["rope_scaling"] = None
     return {
         "internlm2": (dyn, internlm2, 0, "model.", 0),
         "internlm2_l1": (dyn, internlm2, 1, "model.", 0),
@@ -200,6 +294,13 @@ def _cases():
         "glm_bf16_l1": (gb, glm, 1, "model.", 2),
         # a quarter of each head rotates, no biases, kv heads = heads, linear
         "glm4_quarter": (gq, glm, 0, "", 0),
+        # head_dim absent: 64 (hidden 40 / 4 heads would be 10)
+        "gpt_oss": (go, gpt_oss, 0, "model.", 0),
+        "gpt_oss_l1": (go, gpt_oss, 1, "model.", 0),
+        # BF16, two shards, 8 heads over num_key_value_heads' default 8,
+        # head_dim 16, rope_theta absent (150000), no scaling (null)
+        "gpt_oss_bf16": (gb16, gpt_oss, 0, "", 2),
+        "gpt_oss_bf16_l2": (gb16, gpt_oss, 2, "", 2),
     }
 
 
@@ -293,10 +394,29 @@ def _info(C, models):
             and gq["params"].get("scaling", {}).get("type") == "linear",
             f"/info glm4 quarter: 0.25, no biases, linear: {gq}")
 
+def _info_sinks(C, models, cases):
+    """/info reports each gpt_oss layer's sinks: the shortest text of the
+    stored value (float32 exactly)."""
+    for name in ("gpt_oss", "gpt_oss_l1", "gpt_oss_bf16", "gpt_oss_bf16_l2"):
+        ckpt, _, layer, prefix, _ = cases[name]
+        m, want = models[name], ckpt.weights()[f"{prefix}layers.{layer}.self_attn.sinks"]
+        got = np.array(m.get("attention_sinks", []), np.float64).astype(np.float32)
+        C.check(got.shape == want.shape and np.array_equal(got, want.astype(np.float32))
+                and m["weights"].get("attention_sinks") == [len(want)],
+                f"/info {name}: attention_sinks {m.get('attention_sinks')}, want {want}")
+    g, b = models["gpt_oss"], models["gpt_oss_bf16"]
+    C.check(g["head_dim"] == 64 and g["params"].get("base") == 150000
+            and g["params"].get("scaling", {}).get("type") == "yarn"
+            and g["params"]["scaling"].get("truncate") is False and "bq" in g["weights"],
+            f"/info gpt_oss: head_dim 64 by default, yarn without truncation, biases: {g}")
+    C.check(b["kv_heads"] == 8 and "scaling" not in b["params"] and b["head_dim"] == 16,
+            f"/info gpt_oss bf16: num_key_value_heads default 8, rope_scaling null: {b}")
+
 
 def _malformed(C, root):
     c1 = internlm2_ckpt(seed=2604, layers=1)
     g1 = glm_ckpt(seed=2614, layers=1)
+    o1 = gpt_oss_ckpt(seed=2623)
     bad = [
         ("internlm2: bias a string", c1, ["bias"], {"bias": "no"}),
         ("internlm2: kv heads 3", c1, ["num_key_value_heads", "3"],
@@ -313,6 +433,11 @@ def _malformed(C, root):
         ("glm4: head_dim 0", g1, ["head_dim"], {"head_dim": 0}),
         ("glm4: num_key_value_heads 3", g1, ["num_key_value_heads", "3"],
          {"num_key_value_heads": 3}),
+        ("gpt_oss: rope_scaling absent", o1, ["rope_scaling", "yarn"], {"rope_scaling": None}),
+        ("gpt_oss: layer_types chunked", o1, ["layer_types[1]", "chunked_attention"],
+         {"layer_types": ["sliding_attention", "chunked_attention"]}),
+        ("gpt_oss: yarn truncate a string", o1, ["truncate"],
+         {"rope_scaling": dict(YARN, truncate="no")}),
     ]
     for label, ckpt, want, over in bad:
         d = os.path.join(root, "bad26_" + label.split(":")[1].strip().replace(" ", "_"))
@@ -322,6 +447,18 @@ def _malformed(C, root):
         ok = st == 2 and not listened and all(w in err for w in want + ["config.json"])
         C.check(ok, f"malformed ({label}): exit {st}, want 2 and {want} in: {err.strip()[:400]}")
         C.check(sanitizer_clean(err), f"malformed ({label}): sanitizer clean: {err[:600]}")
+    # sinks of the wrong shape, or none, are refused naming the tensor
+    for label, over in (("[heads + 1]", {"sinks": (5,)}), ("[1, heads]", {"sinks": (1, 4)})):
+        d = os.path.join(root, "bad26_sinks_" + str(len(over["sinks"])))
+        gpt_oss_ckpt(seed=2624, **over).write(d)
+        st, err, listened = run_failing(["--model", f"bad={d}"])
+        C.check(st == 2 and not listened and "layers.0.self_attn.sinks" in err,
+                f"malformed (gpt_oss: sinks {label}): exit {st}: {err[:400]}")
+    d = os.path.join(root, "bad26_no_sinks")
+    ck.Checkpoint(o1.config, [t for t in o1.tensors if "sinks" not in t[0]]).write(d)
+    st, err, listened = run_failing(["--model", f"bad={d}"])
+    C.check(st == 2 and not listened and "layers.0.self_attn.sinks" in err,
+            f"malformed (gpt_oss: no sinks): exit {st}: {err[:400]}")
     # a wqkv of the wrong row count is refused naming the tensor
     d = os.path.join(root, "bad26_wqkv_rows")
     ckpt = internlm2_ckpt(seed=2605, layers=1, kv_heads=4)
@@ -344,11 +481,13 @@ def arch_checks(root, C):
     with Server(args) as srv:
         for name, case in cases.items():
             _requests(C, srv, name, case)
-        for name in ("internlm2", "internlm2_l1", "internlm2_mqa_l2", "glm4", "glm_bf16_l1"):
+        for name in ("internlm2", "internlm2_l1", "internlm2_mqa_l2", "glm4", "glm_bf16_l1",
+                     "gpt_oss", "gpt_oss_bf16_l2"):
             _padded(C, srv, name, cases[name])
         st, info = srv.request("/info")
         if C.check(st == 200, f"arch_2026 /info: status {st}"):
             _info(C, {m["name"]: m for m in info["models"]})
+            _info_sinks(C, {m["name"]: m for m in info["models"]}, cases)
         status = srv.stop()
         C.check(status == 0, f"arch_2026: server exits 0 (got {status})")
         C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
