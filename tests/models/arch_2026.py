@@ -369,6 +369,24 @@ def _padded(C, srv, name, case):
                       want["scores"], keep[None])
 
 
+def _batch_max(C, srv, name, case):
+    """Dynamic NTK is sized by the largest position of the whole batch (as
+    Hugging Face's max over position_ids): a short row beside a long one
+    gets the long row's base."""
+    ckpt, ref, layer, prefix, _ = case
+    pos = np.array([[0, 1, 2, 3], [20, 21, 22, 23]])
+    x = RNG.standard_normal((2, 4, ckpt.config["hidden_size"])).astype(np.float32)
+    st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                   "positions": pos.tolist(), "return": ["q", "k"]})
+    if not C.check(st == 200, f"{name} batch over max_position_embeddings: status {st} {r}"):
+        return
+    for b in range(2):
+        want = ref(ckpt.config, ckpt.weights(), x[b].astype(np.float64), pos[b], layer,
+                   prefix=prefix, seq_len=24)
+        for k in "qk":
+            _close(C, f"{name} batch row {b} sized by position 23: {k}", r[k][b], want[k])
+
+
 def _info(C, models):
     m, b, q = models["internlm2"], models["internlm2_bf16"], models["internlm2_mqa_l2"]
     C.check(m["architecture"] == "internlm2" and m["kv_heads"] == 2 and m["heads"] == 4
@@ -484,6 +502,7 @@ def arch_checks(root, C):
         for name in ("internlm2", "internlm2_l1", "internlm2_mqa_l2", "glm4", "glm_bf16_l1",
                      "gpt_oss", "gpt_oss_bf16_l2"):
             _padded(C, srv, name, cases[name])
+        _batch_max(C, srv, "internlm2_l1", cases["internlm2_l1"])
         st, info = srv.request("/info")
         if C.check(st == 200, f"arch_2026 /info: status {st}"):
             _info(C, {m["name"]: m for m in info["models"]})
