@@ -9,6 +9,7 @@
 #include "pe_diagnose.h"
 #include "respond.h"
 #include "service.h"
+#include "json/float_text.h"
 #include "json/strbuf.h"
 
 static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
@@ -80,6 +81,17 @@ static void write_model(strbuf *sb, const model *m)
                       "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu}",
                       m->mla_w.q_lora_rank, m->mla_w.kv_lora_rank, m->mla_w.nope_dim,
                       m->mla_w.rope_dim, m->mla_w.v_dim);
+    /* gpt_oss: the sink logits, one per head (scores stay the tokens' logits) */
+    const tensor *sinks = &m->weights[W_ATTN_SINKS];
+    if (sinks->ndim == 1) {
+        strbuf_puts(sb, ",\"attention_sinks\":[");
+        for (size_t h = 0; h < sinks->dim[0]; h++) {
+            char text[FLOAT_TEXT_MAX];
+            float_to_text(sinks->data[h], text);
+            strbuf_printf(sb, "%s%s", h ? "," : "", text);
+        }
+        strbuf_putc(sb, ']');
+    }
     strbuf_puts(sb, ",\"source\":");
     strbuf_put_json_string(sb, m->source);
     strbuf_puts(sb, ",\"weights\":{");

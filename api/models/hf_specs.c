@@ -233,6 +233,16 @@ static const hf_tensor_names mla_names = {.layer_dir = "layers",
                                           .norm = "input_layernorm",
                                           .embed = HF_KEYS("embed_tokens.weight")};
 
+/* InternLM2 (remote code modeling_internlm2.py): one wqkv per layer, per kv
+ * head its heads/kv_heads q heads, then its k, then its v (the einops split
+ * "(h gs d)" with gs = 2 + groups); RMSNorm attention_norm; tok_embeddings */
+static const hf_tensor_names internlm2_names = {.layer_dir = "layers",
+                                                .qkv = HF_QKV_FUSED,
+                                                .q = "attention.wqkv",
+                                                .fused = HF_FUSED_GROUPED,
+                                                .norm = "attention_norm",
+                                                .embed = HF_KEYS("tok_embeddings.weight")};
+
 /* ---- refused options ------------------------------------------------------------ */
 
 static const hf_refusal phi_refusals[] = {{"qk_layernorm", HF_REFUSE_TRUE, NULL,
@@ -635,6 +645,58 @@ static const hf_spec specs[] = {
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
      .params = hf_exaone4_params},
+    /* InternLM2: Llama's attention with the grouped wqkv, biases when
+     * `bias` (InternLM2Config's default true), rms_norm_eps default 1e-6,
+     * rope_scaling {"type": "dynamic" | "linear", "factor"} as Llama's */
+    {.model_types = HF_KEYS("internlm2"),
+     .shape = &fixed_head_shape,
+     .names = &internlm2_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE},
+    /* GLM-4 (glm: glm-4-9b-chat-hf; glm4: GLM-4-0414, whose extra
+     * post_self_attn / post_mlp norms act after attention): Llama's layer
+     * with GlmConfig's defaults (head_dim 128, num_key_value_heads 2,
+     * rms_norm_eps 1.5625e-7, attention_bias true) and the interleaved
+     * rotation of the first int(head_dim * partial_rotary_factor) channels
+     * (default 0.5): repeat_interleave of the cos/sin halves, pairs (2i, 2i+1) */
+    {.model_types = HF_KEYS("glm", "glm4"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1.5625e-7,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5},
+     .rope_layout = "interleaved"},
+    /* gpt-oss: Llama's layer with GptOssConfig's defaults (head_dim 64,
+     * num_key_value_heads 8, attention_bias true, rope_theta 150000, layer_types), YaRN from its
+     * rope_scaling (refused when absent), per-head sinks (hf_gpt_oss.c) */
+    {.model_types = HF_KEYS("gpt_oss"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 64,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 150000.0,
+     .configure = hf_gpt_oss_configure,
+     .weights = hf_gpt_oss_weights},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

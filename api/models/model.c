@@ -37,7 +37,8 @@ const char *const weight_names[W_COUNT] = {"wq",
                                            "q_b_proj",
                                            "kv_a_proj",
                                            "kv_a_norm_weight",
-                                           "kv_b_proj"};
+                                           "kv_b_proj",
+                                           "attention_sinks"};
 
 static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim", "scheme",
                                          "params",  "norm",  "weights",  NULL};

@@ -55,6 +55,7 @@ typedef enum weight_id {
     W_MLA_KV_A,      /* kv_a_proj_with_mqa [d_model][kv_lora_rank + qk_rope_head_dim] */
     W_MLA_KV_A_NORM, /* kv_a_layernorm [kv_lora_rank] */
     W_MLA_KV_B,      /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
+    W_ATTN_SINKS,    /* [heads]: gpt_oss's per-head sink logits, reported, not in scores */
     W_COUNT
 } weight_id;
 

@@ -30,6 +30,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arch_2026  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
@@ -1607,6 +1608,7 @@ def main():
         arch18_checks(root)
         mask_models.mask_checks(root, C)
         llama_variants.variant_checks(root, C)
+        arch_2026.arch_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
