@@ -13,7 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
+#include "diagnose_batch.h"
+#include "diagnose_compare.h"
+#include "diagnose_decode.h"
+#include "diagnose_learned.h"
+#include "diagnose_qkv.h"
+#include "diagnose_write.h"
 #include "json/array_writer.h"
 #include "respond.h"
 

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
+#include "diagnose_batch.h"
+#include "diagnose_write.h"
 
 /* [b][h][t][hd] -> [b][t][h*hd] in place of t's data. */
 static int fold_heads(tensor *t, const char *name, api_error *err)

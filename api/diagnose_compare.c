@@ -8,7 +8,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "diagnose.h"
+#include "diagnose_compare.h"
 
 void diag_require_finite_best(pe_dx_result *r)
 {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
+#include "diagnose_decode.h"
+#include "diagnose_batch.h"
 #include "json/json_fields.h"
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};

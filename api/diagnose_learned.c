@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
+#include "diagnose_learned.h"
+#include "diagnose_batch.h"
+#include "diagnose_compare.h"
+#include "diagnose_decode.h"
+#include "diagnose_write.h"
 #include "json/array_writer.h"
 
 static const int64_t shifts[] = {0, 1, -1, 2, -2};

@@ -21,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
+#include "diagnose_qkv.h"
+#include "diagnose_batch.h"
+#include "diagnose_compare.h"
+#include "diagnose_decode.h"
+#include "diagnose_write.h"
 #include "forward.h"
 #include "json/array_writer.h"
 

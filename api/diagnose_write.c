@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "diagnose.h"
+#include "diagnose_write.h"
 #include "json/float_text.h"
 
 void diag_put_double(strbuf *sb, double x)

@@ -1,5 +1,5 @@
 /*
- * diagnose.c - pe_diagnose: the verdict. Compares the subject with the
+ * diagnose_verdict.c - pe_diagnose: the verdict. Compares the subject with the
  * claim; on a difference runs the search of the subject's kind, then
  * decides whether the variant found reproduces the subject exactly, or
  * within what a lower angle precision explains, and names the findings.

@@ -1,0 +1,30 @@
+/*
+ * diagnose_batch.h - leading batch axes of a /diagnose subject (diagnose_batch.c):
+ * folded onto the token axis, and best's positions written per row.
+ */
+#ifndef DIAGNOSE_BATCH_H
+#define DIAGNOSE_BATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api_error.h"
+#include "json/strbuf.h"
+#include "json/tensor.h"
+
+/* t ([..., inner axes]) folded to `inner` axes (diagnose_batch.c); bhtd:
+ * t is [b][h][t][hd], read as [b][t][h*hd] first. Equal batch rows fold
+ * to one (*batch 1) unless per_row (the claim's positions or mask are per
+ * row); else the rows are stacked on the token axis (*batch rows). A bias
+ * (inner 3) with rows that differ is refused (422 naming `name`). */
+int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
+                    size_t *batch, api_error *err);
+
+/* best's positions for `batch` rows of `tokens` (positions shifted by
+ * shift): as one row when every row is the same, else [batch][tokens]
+ * (diagnose_batch.c). */
+void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,
+                                int64_t shift);
+
+#endif /* DIAGNOSE_BATCH_H */
