@@ -54,6 +54,8 @@ static void write_model(strbuf *sb, const model *m)
                       m->qk_norm_eps);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
+    if (m->qkv_clip > 0.0)
+        strbuf_printf(sb, ",\"clip_qkv\":%.17g", m->qkv_clip);
     /* Llama 4: after the rotation */
     if (m->post_rope_qk_norm)
         strbuf_printf(sb,

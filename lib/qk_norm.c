@@ -24,8 +24,14 @@ static void rms_norm_group(float *g, size_t group, const float *weight, double e
         g[j] = (float)((double)g[j] * inv * (weight ? (double)weight[j] : 1.0));
 }
 
-void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight, double eps,
-                       float *x, size_t stride)
+/* One group's norm, in place. */
+typedef void (*group_norm_fn)(float *g, size_t group, const float *weight, double eps);
+
+/* norm over each of the width / group groups of each of n rows (row i at
+ * x + i*stride), group h with weight + h*weight_stride (NULL: none). */
+static void for_each_group(group_norm_fn norm, size_t n, size_t width, size_t group,
+                           const float *weight, size_t weight_stride, double eps, float *x,
+                           size_t stride)
 {
     if (n == 0 || width == 0 || group == 0)
         return;
@@ -35,7 +41,14 @@ void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight
 #pragma omp parallel for schedule(static) if (parallel)
     for (size_t i = 0; i < n; i++)
         for (size_t h = 0; h < groups; h++)
-            rms_norm_group(x + i * stride + h * group, group, weight, eps);
+            norm(x + i * stride + h * group, group, weight ? weight + h * weight_stride : NULL,
+                 eps);
+}
+
+void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight, double eps,
+                       float *x, size_t stride)
+{
+    for_each_group(rms_norm_group, n, width, group, weight, 0, eps, x, stride);
 }
 
 /* One group: g = (g - mean) / sqrt(var + eps) * weight, population
@@ -57,14 +70,5 @@ static void layer_norm_group(float *g, size_t group, const float *weight, double
 void pe_group_layer_norm(size_t n, size_t width, size_t group, const float *weight,
                          size_t weight_stride, double eps, float *x, size_t stride)
 {
-    if (n == 0 || width == 0 || group == 0)
-        return;
-    size_t groups = width / group, work = 0;
-    bool parallel = !__builtin_mul_overflow(n, width, &work) && work >= PE_PARALLEL_MIN_WORK;
-
-#pragma omp parallel for schedule(static) if (parallel)
-    for (size_t i = 0; i < n; i++)
-        for (size_t h = 0; h < groups; h++)
-            layer_norm_group(x + i * stride + h * group, group,
-                             weight ? weight + h * weight_stride : NULL, eps);
+    for_each_group(layer_norm_group, n, width, group, weight, weight_stride, eps, x, stride);
 }

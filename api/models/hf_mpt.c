@@ -22,9 +22,11 @@
  * attention mask: alibi form "mpt" (PE_ALIBI_MPT), slope*(p_j - p_last),
  * which the loader serves, so the raw `scores` and `bias` are HF's.
  *
- * Refused at start-up, naming the key: attn_config.clip_qkv set (a clamp of
- * q, k, v posenc does not model yet; 0 and null do not clip, as HF's
- * `if self.clip_qkv`), attn_config.qk_ln true (Hugging Face has no q/k
+ * attn_config.clip_qkv c > 0: MptAttention clamps the fused Wqkv output to
+ * [-c, c] before the chunk (m->qkv_clip, applied by model_project; shown
+ * in /info as clip_qkv); 0 and null do not clip, as HF's `if self.clip_qkv`.
+ *
+ * Refused at start-up, naming the key: attn_config.qk_ln true (Hugging Face has no q/k
  * LayerNorm and would silently drop the checkpoint's), attn_config.alibi
  * false (MosaicML's learned positions, which Hugging Face never builds),
  * attn_config.alibi_bias_max other than 8 (Hugging Face builds the bias
@@ -72,12 +74,13 @@ static int attn_key(const hf_load *h, const json_t *ac, const char *key, attn_ke
 }
 
 /* The attn_config block: refusals, then softmax_scale into *scale (0: default). */
-static int read_attn_config(const hf_load *h, double *scale, model_error *err)
+static int read_attn_config(const hf_load *h, double *scale, double *clip_qkv, model_error *err)
 {
     const json_t *ac = hf_get(h, HF_KEYS("attn_config"), NULL);
     const json_t *type, *softmax, *clip, *qk_ln, *alibi, *bias_max;
 
     *scale = 0;
+    *clip_qkv = 0;
     if (!ac)
         return 0; /* MptAttentionConfig's defaults */
     if (!json_is_object(ac))
@@ -94,12 +97,15 @@ static int read_attn_config(const hf_load *h, double *scale, model_error *err)
                              "attn_config.attn_type = '%.40s' is not supported "
                              "(Hugging Face's MptAttention is multihead_attention only)",
                              json_string_value(type));
-    if (clip && json_number_value(clip) != 0)
-        return hf_value_fail(h, err,
-                             "attn_config.clip_qkv = %g is not supported yet (a clamp "
-                             "of q, k and v to [-%g, %g])",
-                             json_number_value(clip), json_number_value(clip),
-                             json_number_value(clip));
+    /* `if self.clip_qkv:` skips 0 (and null) */
+    if (clip && json_number_value(clip) != 0) {
+        *clip_qkv = json_number_value(clip);
+        if (!(*clip_qkv > 0) || *clip_qkv > 3e38)
+            return hf_value_fail(h, err,
+                                 "attn_config.clip_qkv = %g must be a finite number > 0 "
+                                 "(a clamp of the fused Wqkv output to [-clip, clip])",
+                                 *clip_qkv);
+    }
     if (qk_ln && json_is_true(qk_ln))
         return hf_value_fail(h, err,
                              "attn_config.qk_ln = true is not supported (a LayerNorm "
@@ -133,7 +139,7 @@ int hf_mpt_configure(hf_load *h, hf_plan *p, model_error *err)
     double scale;
 
     (void)p;
-    if (read_attn_config(h, &scale, err))
+    if (read_attn_config(h, &scale, &m->qkv_clip, err))
         return -1;
     m->params = scale > 0 ? json_pack("{s:s, s:f}", "form", "mpt", "score_scale", scale)
                           : json_pack("{s:s}", "form", "mpt");

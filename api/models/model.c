@@ -117,10 +117,19 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
     pe_group_rms_norm(rows, kvd, whole ? kvd : m->head_dim, wk, m->qk_norm_eps, qkv + qd, width);
 }
 
+/* x = min(max(x, -c), c), in place. */
+static void clamp_values(float *x, size_t n, float c)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = x[i] < -c ? -c : x[i] > c ? c : x[i];
+}
+
 int model_project(const model *m, const float *z, size_t rows, float *qkv)
 {
     if (!m->mla) {
         pe_project_qkv(&m->qkv, z, rows, qkv);
+        if (m->qkv_clip > 0.0) /* MPT: qkv.clamp(-clip, clip) on the fused output */
+            clamp_values(qkv, rows * pe_qkv_width(&m->qkv), (float)m->qkv_clip);
         return 0;
     }
     return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : -1;

@@ -117,6 +117,9 @@ typedef struct model {
                                   MODEL_QK_NORM_HEAD_WEIGHTS) */
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    /* > 0: every q, k and v value clamped to [-qkv_clip, qkv_clip] right
+     * after the projection (MPT's attn_config.clip_qkv); 0: none */
+    double qkv_clip;
     /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
      * (Llama4TextL2Norm, use_qk_norm, rope layers only), and on the layers
      * without rope the attention-temperature tuning of q,

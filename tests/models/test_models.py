@@ -34,6 +34,7 @@ import arch_2026  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
+import arch_options  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -428,8 +429,8 @@ def falcon_mpt_malformed(root):
     case("falcon: heads not dividing hidden_size", fal, ["hidden_size", "5"],
          num_attention_heads=5)
     case("falcon: rope_theta negative", fal, ["rope_theta"], rope_theta=-1.0)
-    case("mpt: clip_qkv set", mpt, ["attn_config.clip_qkv", "8", "not supported"],
-         attn={"clip_qkv": 8})
+    case("mpt: clip_qkv negative", mpt, ["attn_config.clip_qkv", "-1", "> 0"],
+         attn={"clip_qkv": -1})
     case("mpt: clip_qkv a string", mpt, ["attn_config.clip_qkv", "a number"],
          attn={"clip_qkv": "8"})
     case("mpt: qk_ln true", mpt, ["attn_config.qk_ln = true", "not supported"],
@@ -1609,6 +1610,7 @@ def main():
         mask_models.mask_checks(root, C)
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
+        arch_options.option_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
