@@ -43,15 +43,15 @@ static void write_model(strbuf *sb, const model *m)
     /* Only loaded checkpoints have an input stage beyond the contract's. */
     if (m->embed_norm != PE_NORM_NONE)
         write_norm(sb, "embed_norm", m->embed_norm, m->embed_norm_eps);
-    /* q/k norms and a score soft cap: only the checkpoints that have them */
+    /* q/k norms (bias: Phi's only) and a score soft cap: only the checkpoints that have them */
     if (m->qk_norm != MODEL_QK_NORM_NONE)
         strbuf_printf(sb,
                       ",\"qk_norm\":{\"type\":\"%s\",\"over\":\"%s\",\"weights\":\"%s\","
-                      "\"eps\":%.17g}",
+                      "%s\"eps\":%.17g}",
                       m->qk_norm_type == PE_NORM_LAYER ? "layernorm" : "rmsnorm",
                       m->qk_norm == MODEL_QK_NORM_WIDTH ? "width" : "head",
                       m->qk_norm == MODEL_QK_NORM_HEAD_WEIGHTS ? "per_head" : "shared",
-                      m->qk_norm_eps);
+                      m->weights[W_Q_NORM_BIAS].ndim ? "\"bias\":true," : "", m->qk_norm_eps);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     if (m->qkv_clip > 0.0)

@@ -395,17 +395,20 @@ void pe_attention_scores(const float *q, size_t q_stride, const float *k, size_t
 void pe_group_rms_norm(size_t n, size_t width, size_t group, const float *weight, double eps,
                        float *x, size_t stride);
 
-/* LayerNorm without bias of q or k after the projection, before the
- * rotation, in place, over the same groups as pe_group_rms_norm: every run
- * of `group` channels g becomes
- *     (g[j] - mean(g)) / sqrt(var(g) + eps) * w[j]
+/* LayerNorm of q or k after the projection, before the rotation, in
+ * place, over the same groups as pe_group_rms_norm: every run of `group`
+ * channels g becomes
+ *     (g[j] - mean(g)) / sqrt(var(g) + eps) * w[j] + b[j]
  * (population variance), in double from the floats, rounded once. Group h
- * takes w = weight + h*weight_stride: weight_stride 0 shares one [group]
- * weight, weight_stride = group gives every head its own (Cohere's
- * CohereLayerNorm((heads, head_dim)), StableLM's StableLmLayerNormPerHead:
- * weight [width]). weight is borrowed, or NULL for none; eps > 0. */
+ * takes w = weight + h*weight_stride and b = bias + h*weight_stride:
+ * weight_stride 0 shares one [group] weight (and bias) (Phi's
+ * qk_layernorm, nn.LayerNorm(head_dim)), weight_stride = group gives every
+ * head its own (Cohere's CohereLayerNorm((heads, head_dim)), StableLM's
+ * StableLmLayerNormPerHead: weight [width], no bias). weight and bias are
+ * borrowed, each NULL for none; eps > 0. */
 void pe_group_layer_norm(size_t n, size_t width, size_t group, const float *weight,
-                         size_t weight_stride, double eps, float *x, size_t stride);
+                         const float *bias, size_t weight_stride, double eps, float *x,
+                         size_t stride);
 
 /* Llama 4's attention-temperature tuning of q on its no-RoPE layers
  * (modeling_llama4.py, Llama4TextAttention.forward), in place: row i

@@ -106,7 +106,7 @@ static int check_refusals(const hf_load *h, const hf_refusal *r, model_error *er
 }
 
 /* Architectures whose q/k norms a config boolean switches on (Cohere's
- * use_qk_norm, StableLM's qk_layernorm; default false). */
+ * use_qk_norm, StableLM's and Phi's qk_layernorm; default false). */
 static int read_qk_norm_key(const hf_load *h, hf_plan *p, model_error *err)
 {
     bool on = true;
@@ -296,10 +296,14 @@ static int read_qk_norms(hf_load *h, const hf_plan *p, model_error *err)
                          n->q_norm) ||
                hf_weight(h, W_K_NORM_WEIGHT, 2, m->kv_heads, hd, err, LAYER ".weight", dir, L, tail,
                          n->k_norm);
-    return hf_weight(h, W_Q_NORM_WEIGHT, 1, wide ? m->heads * hd : hd, 0, err, LAYER ".weight", dir,
-                     L, tail, n->q_norm) ||
-           hf_weight(h, W_K_NORM_WEIGHT, 1, wide ? m->kv_heads * hd : hd, 0, err, LAYER ".weight",
-                     dir, L, tail, n->k_norm);
+    size_t qn = wide ? m->heads * hd : hd, kn = wide ? m->kv_heads * hd : hd;
+    if (hf_weight(h, W_Q_NORM_WEIGHT, 1, qn, 0, err, LAYER ".weight", dir, L, tail, n->q_norm) ||
+        hf_weight(h, W_K_NORM_WEIGHT, 1, kn, 0, err, LAYER ".weight", dir, L, tail, n->k_norm))
+        return -1;
+    if (!n->qk_norm_bias)
+        return 0;
+    return hf_weight(h, W_Q_NORM_BIAS, 1, qn, 0, err, LAYER ".bias", dir, L, tail, n->q_norm) ||
+           hf_weight(h, W_K_NORM_BIAS, 1, kn, 0, err, LAYER ".bias", dir, L, tail, n->k_norm);
 }
 
 /* The prefix, q/k/v, the pre-attention norm and the q/k norms of layer L. */

@@ -87,6 +87,7 @@ typedef struct hf_tensor_names {
     hf_fused_layout fused;              /* HF_QKV_FUSED (a hook may change it) */
     const char *norm, *q_norm, *k_norm; /* NULL: none */
     hf_qk_norm_tensors qk_norm_tensors;
+    bool qk_norm_bias;          /* also q_norm.bias, k_norm.bias (HF_QK_NORM_VECTOR, Phi) */
     const char *const *embed;   /* the first present, else the last */
     const char *position_table; /* NULL: none */
     const char *embed_norm;     /* NULL: none */
@@ -131,7 +132,7 @@ struct hf_spec {
     bool norm_one_plus; /* norm weights (also q/k norms') are used as 1 + w (Gemma) */
     model_qk_norm qk_norm;
     const char *qk_norm_key;   /* NULL: qk_norm always; else only when this boolean is true */
-    pe_norm_kind qk_norm_type; /* PE_NORM_NONE: RMSNorm; PE_NORM_LAYER: LayerNorm, no bias */
+    pe_norm_kind qk_norm_type; /* PE_NORM_NONE: RMSNorm; PE_NORM_LAYER: LayerNorm (bias: names) */
     hf_embed_scale embed_scale;
     const char *embed_scale_key; /* HF_EMBED_GEMMA_IDS: the scale's key (NULL: sqrt(hidden)) */
     double embed_scale_default;

@@ -18,7 +18,8 @@
  *   (default true).
  * - phi: LayerNorm (layer_norm_eps), biased projections, the first
  *   int(head_dim * partial_rotary_factor) channels rotated (default 0.5);
- *   qk_layernorm true is refused.
+ *   with qk_layernorm, q_layernorm / k_layernorm (LayerNorm over head_dim
+ *   with bias, layer_norm_eps, shared by the heads) before the rotation.
  * - phi3: one qkv_proj stacked [q; k; v], no bias (attention_bias true is
  *   ignored with a warning), RMSNorm, partial rotary (default 1), longrope.
  * - gpt_neox: embed_in, LayerNorm, query_key_value laid out per head
@@ -164,6 +165,19 @@ static const hf_tensor_names stablelm_names = {
     .qk_norm_tensors = HF_QK_NORM_EACH_HEAD,
     .embed = HF_KEYS("embed_tokens.weight"),
 };
+/* PhiAttention with qk_layernorm: q_layernorm / k_layernorm, one
+ * nn.LayerNorm(head_dim) (weight and bias) every head shares */
+static const hf_tensor_names phi_names = {
+    .layer_dir = "layers",
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "input_layernorm",
+    .q_norm = "self_attn.q_layernorm",
+    .k_norm = "self_attn.k_layernorm",
+    .qk_norm_bias = true,
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
 static const hf_tensor_names phi3_names = {.layer_dir = "layers",
                                            .qkv = HF_QKV_FUSED,
                                            .q = "self_attn.qkv_proj",
@@ -245,10 +259,6 @@ static const hf_tensor_names internlm2_names = {.layer_dir = "layers",
 
 /* ---- refused options ------------------------------------------------------------ */
 
-static const hf_refusal phi_refusals[] = {{"qk_layernorm", HF_REFUSE_TRUE, NULL,
-                                           "qk_layernorm = true (a LayerNorm on each q and k head) "
-                                           "is not supported yet"},
-                                          {0}};
 static const hf_refusal phi3_refusals[] = {{"attention_bias", HF_WARN_TRUE, NULL,
                                             "attention_bias = true is ignored: Phi-3's qkv_proj "
                                             "has no bias"},
@@ -374,14 +384,16 @@ static const hf_spec specs[] = {
               .partial_default = 0.25}},
     {.model_types = HF_KEYS("phi"),
      .shape = &llama_shape,
-     .names = &llama_names,
+     .names = &phi_names,
      .prefixes = LLAMA_PREFIXES,
      .eps_key = "layer_norm_eps",
      .eps_default = 1e-5,
      .bias_always = true,
-     .refusals = phi_refusals,
      .norm = PE_NORM_LAYER,
      .norm_bias = true,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .qk_norm_key = "qk_layernorm",
+     .qk_norm_type = PE_NORM_LAYER,
      .scheme = SCHEME_ROPE,
      .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
     {.model_types = HF_KEYS("phi3"),

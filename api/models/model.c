@@ -32,6 +32,8 @@ const char *const weight_names[W_COUNT] = {"wq",
                                            "embed_norm_bias",
                                            "q_norm_weight",
                                            "k_norm_weight",
+                                           "q_norm_bias",
+                                           "k_norm_bias",
                                            "q_a_proj",
                                            "q_a_norm_weight",
                                            "q_b_proj",
@@ -108,9 +110,11 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv)
         return;
     if (m->qk_norm_type == PE_NORM_LAYER) {
         size_t ws = m->qk_norm == MODEL_QK_NORM_HEAD_WEIGHTS ? m->head_dim : 0;
-        pe_group_layer_norm(rows, qd, whole ? qd : m->head_dim, wq, ws, m->qk_norm_eps, qkv, width);
-        pe_group_layer_norm(rows, kvd, whole ? kvd : m->head_dim, wk, ws, m->qk_norm_eps, qkv + qd,
+        const float *bq = m->weights[W_Q_NORM_BIAS].data, *bk = m->weights[W_K_NORM_BIAS].data;
+        pe_group_layer_norm(rows, qd, whole ? qd : m->head_dim, wq, bq, ws, m->qk_norm_eps, qkv,
                             width);
+        pe_group_layer_norm(rows, kvd, whole ? kvd : m->head_dim, wk, bk, ws, m->qk_norm_eps,
+                            qkv + qd, width);
         return;
     }
     pe_group_rms_norm(rows, qd, whole ? qd : m->head_dim, wq, m->qk_norm_eps, qkv, width);

@@ -48,6 +48,8 @@ typedef enum weight_id {
     W_EMBED_NORM_BIAS,               /* [d_model], layernorm only */
     W_Q_NORM_WEIGHT,                 /* q norm's: [head_dim] per head, or [heads*head_dim] */
     W_K_NORM_WEIGHT,                 /* k norm's: [head_dim] per head, or [kv_heads*head_dim] */
+    W_Q_NORM_BIAS,                   /* q norm's bias, as its weight (layernorm only) */
+    W_K_NORM_BIAS,                   /* k norm's bias, as its weight (layernorm only) */
     /* Multi-head latent attention (DeepSeek), [in][out] like wq: */
     W_MLA_Q_A,       /* q_a_proj [d_model][q_lora_rank] (absent without q_lora_rank) */
     W_MLA_Q_A_NORM,  /* q_a_layernorm [q_lora_rank] */
@@ -67,7 +69,9 @@ extern const char *const weight_names[W_COUNT];
  * projection of q (k) before it is split into heads (OLMo 2), or each head
  * over head_dim with weights of its own, [heads*head_dim] for q and
  * [kv_heads*head_dim] for k (Cohere's q_norm/k_norm of shape [heads,
- * head_dim], StableLM's one LayerNorm per head; qk_norm_type layernorm). */
+ * head_dim], StableLM's one LayerNorm per head; qk_norm_type layernorm).
+ * A layernorm's bias, when it has one (Phi's qk_layernorm), is stored and
+ * shared like its weight. */
 typedef enum model_qk_norm {
     MODEL_QK_NORM_NONE = 0,
     MODEL_QK_NORM_PER_HEAD,
@@ -112,9 +116,10 @@ typedef struct model {
      * RMSNorm of q and k with W_Q/K_NORM_WEIGHT (Qwen3, OLMo 2, Gemma 3),
      * and a tanh soft cap on the scaled scores (Gemma 2). */
     model_qk_norm qk_norm;
-    pe_norm_kind qk_norm_type; /* PE_NORM_RMS, or PE_NORM_LAYER without bias
-                                  (Cohere, StableLM; the only kind that takes
-                                  MODEL_QK_NORM_HEAD_WEIGHTS) */
+    pe_norm_kind qk_norm_type; /* PE_NORM_RMS, or PE_NORM_LAYER (Cohere, StableLM
+                                  without bias; the only kind that takes
+                                  MODEL_QK_NORM_HEAD_WEIGHTS; Phi's with
+                                  W_Q_NORM_BIAS, W_K_NORM_BIAS) */
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
     /* > 0: every q, k and v value clamped to [-qkv_clip, qkv_clip] right
@@ -171,8 +176,8 @@ int model_parse_description(const json_t *obj, const char *path, bool with_weigh
 int model_fuse(model *m, desc_error *err);
 
 /* The q/k norms of m (none: nothing) on qkv[rows][q | k | v] as
- * pe_project_qkv lays them out, in place: RMSNorm, or LayerNorm without
- * bias, as m->qk_norm_type says. */
+ * pe_project_qkv lays them out, in place: RMSNorm, or LayerNorm (with the
+ * q/k norm biases when loaded), as m->qk_norm_type says. */
 void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
 
 /* What m does to q and k after the rotation (Llama 4's L2 norm and

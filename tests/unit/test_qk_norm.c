@@ -1,6 +1,7 @@
 /*
  * test_qk_norm.c - pe_group_rms_norm (q/k norms per head and over the
- * whole width), pe_group_layer_norm (shared and per-head weights) and
+ * whole width), pe_group_layer_norm (shared and per-head weights, with and
+ * without bias) and
  * pe_softcap_scores against long double references written here, plus
  * hand-computed vectors.
  */
@@ -86,9 +87,9 @@ static void test_known_vectors(void)
 }
 
 /* LayerNorm reference: mean and centred variance in long double, group h
- * with w + h*ws. */
-static void ref_layer(const float *x, size_t width, size_t group, const float *w, size_t ws,
-                      long double eps, double *out)
+ * with w + h*ws and b + h*ws (b NULL: none). */
+static void ref_layer(const float *x, size_t width, size_t group, const float *w, const float *b,
+                      size_t ws, long double eps, double *out)
 {
     for (size_t h = 0; h < width / group; h++) {
         long double mean = 0, var = 0;
@@ -99,25 +100,30 @@ static void ref_layer(const float *x, size_t width, size_t group, const float *w
             var += (x[h * group + j] - mean) * (x[h * group + j] - mean);
         long double sd = sqrtl(var / group + eps);
         for (size_t j = 0; j < group; j++)
-            out[h * group + j] = (double)((x[h * group + j] - mean) / sd * w[h * ws + j]);
+            out[h * group + j] = (double)((x[h * group + j] - mean) / sd * w[h * ws + j] +
+                                          (b ? (long double)b[h * ws + j] : 0.0L));
     }
 }
 
 static void test_layer_norm(void)
 {
     uint64_t rng = 17;
-    float x[ROWS * STRIDE], orig[ROWS * STRIDE], w_heads[WIDTH];
+    float x[ROWS * STRIDE], orig[ROWS * STRIDE], w_heads[WIDTH], b_heads[WIDTH];
     double want[WIDTH];
 
     fill(orig, ROWS * STRIDE, &rng, -3.0, 5.0);
     fill(w_heads, WIDTH, &rng, -1.5, 1.5);
-    for (size_t ws = 0; ws <= HEAD_DIM; ws += HEAD_DIM) {
+    fill(b_heads, WIDTH, &rng, -0.5, 0.5);
+    for (size_t c = 0; c < 4; c++) {
+        size_t ws = c % 2 ? HEAD_DIM : 0;
+        const float *b = c >= 2 ? b_heads : NULL;
         memcpy(x, orig, sizeof x);
-        pe_group_layer_norm(ROWS, WIDTH, HEAD_DIM, w_heads, ws, 1e-5, x, STRIDE);
+        pe_group_layer_norm(ROWS, WIDTH, HEAD_DIM, w_heads, b, ws, 1e-5, x, STRIDE);
         for (size_t i = 0; i < ROWS; i++) {
-            ref_layer(orig + i * STRIDE, WIDTH, HEAD_DIM, w_heads, ws, 1e-5L, want);
+            ref_layer(orig + i * STRIDE, WIDTH, HEAD_DIM, w_heads, b, ws, 1e-5L, want);
             CHECK_CLOSE(x + i * STRIDE, want, WIDTH, 2e-6,
-                        ws ? "layernorm, a weight per head" : "layernorm, one shared weight");
+                        b ? (ws ? "layernorm + bias, per head" : "layernorm + bias, shared")
+                          : (ws ? "layernorm, a weight per head" : "layernorm, one shared weight"));
             CHECK(memcmp(x + i * STRIDE + WIDTH, orig + i * STRIDE + WIDTH, 4 * sizeof *x) == 0,
                   "channels past width are untouched");
         }
@@ -132,8 +138,14 @@ static void test_layer_norm(void)
                              2.0 / sqrt(1.0 + 0.25e-12),
                              0.0,
                              0.0};
-    pe_group_layer_norm(1, 6, 2, kw, 2, 1e-12, k, 6);
+    pe_group_layer_norm(1, 6, 2, kw, NULL, 2, 1e-12, k, 6);
     CHECK_CLOSE(k, kwant, 6, 1e-7, "layernorm known heads");
+    /* one shared [2] weight and bias (Phi): [1, 3] -> [-1, 1] * [2, 3] + [0.5, -4] */
+    float kb[4] = {1.0f, 3.0f, 10.0f, 30.0f};
+    const float bw[2] = {2.0f, 3.0f}, bb[2] = {0.5f, -4.0f};
+    const double bwant[4] = {-1.5, -1.0, -1.5, -1.0};
+    pe_group_layer_norm(1, 4, 2, bw, bb, 0, 1e-12, kb, 4);
+    CHECK_CLOSE(kb, bwant, 4, 1e-6, "layernorm known shared weight and bias");
 }
 
 static void test_softcap(void)
