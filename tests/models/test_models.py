@@ -35,6 +35,7 @@ import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
 import arch_options  # noqa: E402
+import arch_phi  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -1425,8 +1426,8 @@ def new_arch_malformed(root):
     case("gpt_neox: attention_bias not a boolean", neox, ["attention_bias"], attention_bias=1)
     case("gpt_neox: heads not dividing hidden_size", neox, ["hidden_size", "5"],
          num_attention_heads=5)
-    case("phi: qk_layernorm true", phi, ["qk_layernorm", "true", "not supported"],
-         qk_layernorm=True)
+    case("phi: qk_layernorm true without q_layernorm", phi,
+         ["no tensor", "model.layers.0.self_attn.q_layernorm.weight"], qk_layernorm=True)
     case("phi: odd rotary width", phi, ["rotary width", "5", "partial_rotary_factor"],
          partial_rotary_factor=0.5)
     case("phi: layer_norm_eps negative", phi, ["layer_norm_eps", "-1"], layer_norm_eps=-1.0)
@@ -1611,6 +1612,7 @@ def main():
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
         arch_options.option_checks(root, C)
+        arch_phi.phi_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
