@@ -1426,8 +1426,12 @@ def new_arch_malformed(root):
     case("gpt_neox: attention_bias not a boolean", neox, ["attention_bias"], attention_bias=1)
     case("gpt_neox: heads not dividing hidden_size", neox, ["hidden_size", "5"],
          num_attention_heads=5)
-    case("phi: qk_layernorm true without q_layernorm", phi,
-         ["no tensor", "model.layers.0.self_attn.q_layernorm.weight"], qk_layernorm=True)
+    # qk_layernorm true is served (arch_phi.py) and reads its weights: none here
+    d = os.path.join(root, "bad_phi_qk_layernorm_no_weights")
+    phi.write(d, config={kk: v for kk, v in dict(phi.config, qk_layernorm=True).items()
+                         if v is not None})
+    out.append(("phi: qk_layernorm true without q_layernorm", d,
+                ["model.safetensors", "no tensor", "model.layers.0.self_attn.q_layernorm.weight"]))
     case("phi: odd rotary width", phi, ["rotary width", "5", "partial_rotary_factor"],
          partial_rotary_factor=0.5)
     case("phi: layer_norm_eps negative", phi, ["layer_norm_eps", "-1"], layer_norm_eps=-1.0)
