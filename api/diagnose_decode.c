@@ -274,6 +274,11 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
         diag_claim_of_rope(rope, claim);
         return 0;
     case SCHEME_ALIBI:
+        if (s->alibi_rounding.bf16 || s->alibi_rounding.divisor) /* never ignored silently */
+            return api_fail(err, API_E_INVALID_REQUEST,
+                            s->alibi_rounding.bf16 ? "params.bf16" : "params.bias_divisor",
+                            "/diagnose compares alibi claims without Falcon's rounding: "
+                            "params.bf16 and params.bias_divisor are not diagnosed");
         claim->alibi_form = s->alibi_form;
         return 0;
     case SCHEME_T5: {

@@ -160,6 +160,7 @@ int relative_plan(const api_service *svc, const request *rq, size_t fixed_heads,
             return api_fail(err, API_E_INVALID_REQUEST, "params.heads",
                             "alibi needs params.heads (or a model)");
         plan->alibi_form = s->alibi_form;
+        plan->alibi_rounding = s->alibi_rounding;
     } else {
         if (t5_table_check(rq, err)) /* after it, the model and its table are there */
             return -1;
@@ -194,7 +195,8 @@ void relative_fill(const request *rq, const bias_plan *plan, float *bias)
     for (size_t b = 0; b < rq->batch; b++) {
         const int64_t *pos = rq->positions + b * t;
         if (plan->kind == SCHEME_ALIBI)
-            pe_alibi_bias(plan->heads, plan->alibi_form, pos, t, bias + b * plan->per_row);
+            pe_alibi_bias(plan->heads, plan->alibi_form, &plan->alibi_rounding, pos, t,
+                          bias + b * plan->per_row);
         else
             pe_t5_bias(&plan->t5, pos, t, bias + b * plan->per_row);
     }

@@ -48,6 +48,7 @@ typedef struct bias_plan {
     size_t heads;
     size_t per_row, total; /* floats per batch row ([heads][t][t]) and in all */
     pe_alibi_form alibi_form;
+    pe_alibi_rounding alibi_rounding;
     pe_t5 t5; /* its table borrowed from the model */
 } bias_plan;
 

@@ -1,11 +1,13 @@
 /*
  * alibi.c - ALiBi slopes (paper, BLOOM, ggml with max_bias 8, and MPT's
  * build_mpt_alibi_tensor, whose reordering gives the same slopes) and the
- * bias of one sequence in the symmetric, BLOOM or MPT form.
+ * bias of one sequence in the symmetric, BLOOM or MPT form, optionally
+ * rounded to bfloat16 and divided as Falcon's (pe_alibi_rounding).
  */
 #include <math.h>
 
 #include "internal.h"
+#include "pe_diagnose.h"
 
 /* Head h of `heads`: with c the largest power of two <= heads, the first c
  * heads get (2^(-8/c))^(h+1); the rest take every other slope of the
@@ -27,8 +29,23 @@ void pe_alibi_slopes(size_t heads, double *slopes)
         slopes[h] = alibi_slope(heads, h);
 }
 
-void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions, size_t t,
-                   float *bias)
+/* slope * n (negated for the symmetric form: 0.0 - x, so that distance 0
+ * gives +0, never -0), rounded and divided as r says (NULL: neither). */
+static float alibi_value(double slope, int64_t n, bool negate, const pe_alibi_rounding *r)
+{
+    double v;
+
+    if (r && r->bf16) /* build_alibi_tensor: slopes.bfloat16() * positions, in bfloat16 */
+        v = pe_dx_round(PE_DX_BFLOAT16, pe_dx_round(PE_DX_BFLOAT16, slope) *
+                                            pe_dx_round(PE_DX_BFLOAT16, (double)n));
+    else
+        v = slope * (double)n;
+    float f = (float)(negate ? 0.0 - v : v);
+    return r && r->divisor ? f / (float)r->divisor : f;
+}
+
+void pe_alibi_bias(size_t heads, pe_alibi_form form, const pe_alibi_rounding *rounding,
+                   const int64_t *positions, size_t t, float *bias)
 {
     size_t rows = heads * t; /* row (h, i) of bias[heads][t][t] */
 
@@ -38,22 +55,16 @@ void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions, s
         double slope = alibi_slope(heads, r / t);
         float *out = bias + r * t;
 
-        if (form == PE_ALIBI_BLOOM) {
-            for (size_t j = 0; j < t; j++)
-                out[j] = (float)(slope * (double)positions[j]);
-            continue;
-        }
-        if (form == PE_ALIBI_MPT) {
-            /* The integer difference first: exact for every position. */
-            for (size_t j = 0; j < t; j++)
-                out[j] = (float)(slope * (double)(positions[j] - positions[t - 1]));
-            continue;
-        }
         for (size_t j = 0; j < t; j++) {
-            int64_t dist = positions[i] - positions[j];
-            dist = dist < 0 ? -dist : dist;
-            /* 0.0 - x, not -x: distance 0 gives +0, never -0. */
-            out[j] = (float)(0.0 - slope * (double)dist);
+            /* The integer term first: exact for every position. */
+            int64_t n = positions[j];
+            if (form == PE_ALIBI_MPT) {
+                n = positions[j] - positions[t - 1];
+            } else if (form == PE_ALIBI_SYMMETRIC) {
+                n = positions[i] - positions[j];
+                n = n < 0 ? -n : n;
+            }
+            out[j] = alibi_value(slope, n, form == PE_ALIBI_SYMMETRIC, rounding);
         }
     }
 }

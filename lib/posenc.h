@@ -278,10 +278,22 @@ typedef enum pe_alibi_form {
  * including head counts that are not powers of two. heads >= 1. */
 void pe_alibi_slopes(size_t heads, double *slopes);
 
+/* How the bias is rounded and scaled after its form (both off: zeroed).
+ * bf16: Falcon's build_alibi_tensor, which builds it in bfloat16 whatever
+ * the model's dtype: the slope (float32) and the key position are rounded
+ * to bfloat16 and so is their product. divisor (0: none): the bias is
+ * then divided by (float)divisor in float32, as Falcon's sdpa mask
+ * alibi / sqrt(head_dim). */
+typedef struct pe_alibi_rounding {
+    bool bf16;
+    double divisor;
+} pe_alibi_rounding;
+
 /* bias[heads][t][t] for one sequence of t positions. The symmetric form is
- * computed as 0.0 - slope*|p_i - p_j| so that the diagonal is +0, never -0. */
-void pe_alibi_bias(size_t heads, pe_alibi_form form, const int64_t *positions, size_t t,
-                   float *bias);
+ * computed as 0.0 - slope*|p_i - p_j| so that the diagonal is +0, never -0.
+ * rounding: NULL for none. */
+void pe_alibi_bias(size_t heads, pe_alibi_form form, const pe_alibi_rounding *rounding,
+                   const int64_t *positions, size_t t, float *bias);
 
 /* T5 relative-position bucket for rel = key_pos - query_pos, as Hugging
  * Face's _relative_position_bucket (logarithmic part in float32).

@@ -175,6 +175,7 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err);
 
 /* ---- hooks (hf_<arch>.c) ---------------------------------------------------- */
 int hf_falcon_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_falcon_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_mpt_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_gpt2_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_gpt2_weights(hf_load *h, hf_plan *p, model_error *err);

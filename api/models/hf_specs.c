@@ -263,12 +263,6 @@ static const hf_refusal phi3_refusals[] = {{"attention_bias", HF_WARN_TRUE, NULL
                                             "attention_bias = true is ignored: Phi-3's qkv_proj "
                                             "has no bias"},
                                            {0}};
-static const hf_refusal falcon_refusals[] =
-    {{"alibi", HF_REFUSE_TRUE, NULL,
-      "alibi = true is not supported: Falcon rounds slope*position to bfloat16 and adds it to "
-      "q.k before the 1/sqrt(head_dim) scale, which posenc's alibi scheme (an unscaled float bias "
-      "after the scale) does not reproduce"},
-     {0}};
 /* Hugging Face's MPT drops the biases and always uses LayerNorm */
 static const hf_refusal mpt_refusals[] =
     {{"no_bias", HF_REFUSE_FALSE, NULL,
@@ -492,11 +486,11 @@ static const hf_spec specs[] = {
      .eps_key = "layer_norm_epsilon",
      .eps_default = 1e-5,
      .bias_key = "bias",
-     .refusals = falcon_refusals,
      .norm = PE_NORM_LAYER,
      .norm_bias = true,
      .scheme = SCHEME_ROPE,
-     .configure = hf_falcon_configure},
+     .configure = hf_falcon_configure,
+     .params = hf_falcon_params},
     {.model_types = HF_KEYS("mpt"),
      .shape = &mpt_shape,
      .names = &mpt_names,

@@ -24,7 +24,8 @@ static const char *const rope_keys[] = {"base",        "head_dim",
                                         "rotary_dim",  "partial_rotary_factor",
                                         "layout",      "scaling",
                                         "score_scale", NULL};
-static const char *const alibi_keys[] = {"heads", "form", "score_scale", NULL};
+static const char *const alibi_keys[] = {"heads",        "form",        "bf16",
+                                         "bias_divisor", "score_scale", NULL};
 static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
                                       NULL};
 static const char *const none_keys[] = {"score_scale", NULL};
@@ -279,6 +280,37 @@ static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, 
                      at.s, v, lo, hi);
 }
 
+/* heads, form, and the bias's bf16 rounding and divisor (Falcon's). */
+static int parse_alibi(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                       desc_error *err)
+{
+    /* indexed by pe_alibi_form */
+    static const char *const forms[] = {[PE_ALIBI_SYMMETRIC] = "symmetric",
+                                        [PE_ALIBI_BLOOM] = "bloom",
+                                        [PE_ALIBI_MPT] = "mpt",
+                                        NULL};
+    bool present;
+    int64_t n;
+    int which = (int)s->alibi_form;
+    double divisor;
+
+    if (desc_json(err,
+                  jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n, &err->json)))
+        return -1;
+    if (present)
+        s->heads = (size_t)n;
+    if (desc_json(err, jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)) ||
+        desc_json(err,
+                  jf_bool(params, path, "bf16", &present, &s->alibi_rounding.bf16, &err->json)) ||
+        desc_json(err, jf_number(doc, params, path, "bias_divisor", true, &present, &divisor,
+                                 &err->json)))
+        return -1;
+    s->alibi_form = (pe_alibi_form)which;
+    if (present)
+        s->alibi_rounding.divisor = divisor;
+    return 0;
+}
+
 /* num_buckets and max_distance bound each other: checked on the merged
  * values, whichever side (model or request) gave them. */
 static int parse_t5(const json_doc *doc, const json_t *params, const char *path, scheme *s,
@@ -364,7 +396,6 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, c
 {
     bool present;
     int which = 0;
-    int64_t n;
     json_t *empty = NULL;
     int rc = -1;
 
@@ -405,24 +436,10 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, c
         if (parse_rope(doc, params, path, out, err))
             goto out;
         break;
-    case SCHEME_ALIBI: {
-        /* indexed by pe_alibi_form */
-        static const char *const forms[] = {[PE_ALIBI_SYMMETRIC] = "symmetric",
-                                            [PE_ALIBI_BLOOM] = "bloom",
-                                            [PE_ALIBI_MPT] = "mpt",
-                                            NULL};
-        if (desc_json(err, jf_int(doc, params, path, "heads", 1, SCHEME_MAX_DIM, &present, &n,
-                                  &err->json)))
+    case SCHEME_ALIBI:
+        if (parse_alibi(doc, params, path, out, err))
             goto out;
-        if (present)
-            out->heads = (size_t)n;
-        which = (int)out->alibi_form;
-        if (desc_json(err,
-                      jf_choice(doc, params, path, "form", forms, &present, &which, &err->json)))
-            goto out;
-        out->alibi_form = (pe_alibi_form)which;
         break;
-    }
     case SCHEME_T5:
         if (parse_t5(doc, params, path, out, err))
             goto out;

@@ -50,6 +50,7 @@ typedef struct scheme {
     /* alibi: heads 0 means "not given" */
     size_t heads;
     pe_alibi_form alibi_form;
+    pe_alibi_rounding alibi_rounding; /* params bf16, bias_divisor (0: none) */
 
     /* t5; given_*: the value came from params (not a default), so that
      * the bounds they set on each other are checked on merged params */

@@ -51,12 +51,36 @@ def _cases():
     return {"mpt_clip": (f32, 0, "transformer."), "mpt_clip_bf16_l1": (bf16, 1, "")}
 
 
-def _close(C, what, got, want, keep=None):
+def close_kept(C, what, got, want, keep=None):
+    """C.close over the entries keep selects (None: all)."""
     got = np.array(got, np.float64)
     if keep is not None:
         keep = np.broadcast_to(keep, want.shape)
         got, want = got[keep], want[keep]
     C.close(what, got, want)
+
+
+def masked_batch(C, srv, name, ret, x, ref):
+    """/apply of the two rows x with row 0 left-padded by two, attention_mask
+    and causal; ref(row, mask_row) gives the reference dict of that row. q,
+    k, v in full; bias and scores where the key is visible (the masked keys'
+    entries carry the mask, checked by mask_models)."""
+    T = x.shape[1]
+    mask = np.array([[0, 0] + [1] * (T - 2), [1] * T])
+    st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                   "attention_mask": mask.tolist(), "causal": True,
+                                   "return": ret})
+    if not C.check(st == 200, f"{name} attention_mask + causal: status {st} {r}"):
+        return
+    slots = np.arange(T)
+    for row in range(2):
+        want = ref(row, mask[row])
+        for k in ("q", "k", "v"):
+            close_kept(C, f"{name} attention_mask row {row}: {k}", r[k][row], want[k])
+        keep = mask[row].astype(bool)[None, :] & (slots[None, :] <= slots[:, None])
+        for k in ("bias", "scores"):
+            close_kept(C, f"{name} attention_mask + causal row {row}: {k}", r[k][row], want[k],
+                       keep[None])
 
 
 def _requests(C, srv, name, case):
@@ -72,29 +96,16 @@ def _requests(C, srv, name, case):
             want = mpt_clip(cfg, w, table[ids].astype(np.float64), layer, prefix)
             C.check(want["clipped"] > 0, f"{name}: the clamp bites ({want['clipped']} values)")
             for k in ret:
-                _close(C, f"{name} token_ids: {k}", r[k], want[k])
+                close_kept(C, f"{name} token_ids: {k}", r[k], want[k])
     x = RNG.standard_normal((2, T, cfg["d_model"])).astype(np.float32)
     st, r = srv.request("/apply", {"model": name, "embeddings": x[0].tolist(), "return": ret})
     if C.check(st == 200, f"{name} embeddings: status {st} {r}"):
         want = mpt_clip(cfg, w, x[0].astype(np.float64), layer, prefix)
         C.check(want["clipped"] > 0, f"{name}: the clamp bites ({want['clipped']} values)")
         for k in ret:
-            _close(C, f"{name} embeddings: {k}", r[k], want[k])
-    mask = np.array([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
-    st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
-                                   "attention_mask": mask.tolist(), "causal": True,
-                                   "return": ret})
-    if C.check(st == 200, f"{name} attention_mask + causal: status {st} {r}"):
-        slots = np.arange(T)
-        for row in range(2):
-            want = mpt_clip(cfg, w, x[row].astype(np.float64), layer, prefix)
-            for k in ("q", "k", "v"):
-                _close(C, f"{name} attention_mask row {row}: {k}", r[k][row], want[k])
-            # the masked keys' entries carry the mask (checked by mask_models)
-            keep = mask[row].astype(bool)[None, :] & (slots[None, :] <= slots[:, None])
-            for k in ("bias", "scores"):
-                _close(C, f"{name} attention_mask + causal row {row}: {k}", r[k][row], want[k],
-                       keep[None])
+            close_kept(C, f"{name} embeddings: {k}", r[k], want[k])
+    masked_batch(C, srv, name, ret, x,
+                 lambda row, _: mpt_clip(cfg, w, x[row].astype(np.float64), layer, prefix))
 
 
 def option_checks(root, C):

@@ -36,6 +36,7 @@ import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
 import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
+import arch_falcon_alibi  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -411,7 +412,6 @@ def falcon_mpt_malformed(root):
 
     fal, fal40, mpt = ck.falcon(layers=1), ck.falcon(layers=1, new_arch=True, kv_heads=2), \
         ck.mpt(layers=1)
-    case("falcon: alibi true", fal, ["alibi = true", "not supported", "bfloat16"], alibi=True)
     case("falcon: alibi not a boolean", fal, ["alibi", "true or false"], alibi="no")
     case("falcon: multi_query not a boolean", fal, ["multi_query"], multi_query=1)
     case("falcon: bias not a boolean", fal, ["bias", "true or false"], bias="none")
@@ -1617,6 +1617,7 @@ def main():
         arch_2026.arch_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
+        arch_falcon_alibi.falcon_alibi_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,8 +1,11 @@
 /*
  * test_alibi.c - ALiBi slopes against known vectors and the paper's
- * recursive definition and MPT's ordering, and the three bias forms.
+ * recursive definition and MPT's ordering, the three bias forms, and
+ * Falcon's bfloat16 rounding and divisor.
  */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "check.h"
 #include "test_list.h"
@@ -62,10 +65,10 @@ static void bias_forms(void)
     /* Head 0 (slope 0.5): BLOOM keys 0..3, paper form at query 3. */
     static const double bloom_row[T] = {0, 0.5, 1.0, 1.5};
     static const double paper_row[T] = {-1.5, -1.0, -0.5, 0};
-    pe_alibi_bias(H, PE_ALIBI_BLOOM, pos, T, bias);
+    pe_alibi_bias(H, PE_ALIBI_BLOOM, NULL, pos, T, bias);
     for (size_t i = 0; i < T; i++)
         CHECK_CLOSE(bias + i * T, bloom_row, T, 0, "BLOOM bias, any query, 11.4");
-    pe_alibi_bias(H, PE_ALIBI_SYMMETRIC, pos, T, bias);
+    pe_alibi_bias(H, PE_ALIBI_SYMMETRIC, NULL, pos, T, bias);
     CHECK_CLOSE(bias + 3 * T, paper_row, T, 0, "paper bias query 3, 11.4");
 
     bool plus_zero = true;
@@ -80,13 +83,13 @@ static void bias_forms(void)
     float b6[H6 * T3 * T3];
     double s6[H6], want[H6 * T3 * T3];
     paper_slopes(H6, s6);
-    pe_alibi_bias(H6, PE_ALIBI_SYMMETRIC, p3, T3, b6);
+    pe_alibi_bias(H6, PE_ALIBI_SYMMETRIC, NULL, p3, T3, b6);
     for (size_t h = 0; h < H6; h++)
         for (size_t i = 0; i < T3; i++)
             for (size_t j = 0; j < T3; j++)
                 want[(h * T3 + i) * T3 + j] = -s6[h] * fabs((double)p3[i] - (double)p3[j]);
     CHECK_CLOSE(b6, want, H6 * T3 * T3, 1e-7 * 700000, "symmetric bias, 6 heads, all elements");
-    pe_alibi_bias(H6, PE_ALIBI_BLOOM, p3, T3, b6);
+    pe_alibi_bias(H6, PE_ALIBI_BLOOM, NULL, p3, T3, b6);
     for (size_t h = 0; h < H6; h++)
         for (size_t i = 0; i < T3; i++)
             for (size_t j = 0; j < T3; j++)
@@ -136,7 +139,7 @@ static void mpt_form(void)
     float bias[H * T * T];
     double s[H], w[H * T * T];
     mpt_slopes(H, s);
-    pe_alibi_bias(H, PE_ALIBI_MPT, pos, T, bias);
+    pe_alibi_bias(H, PE_ALIBI_MPT, NULL, pos, T, bias);
     for (size_t h = 0; h < H; h++)
         for (size_t i = 0; i < T; i++)
             for (size_t j = 0; j < T; j++)
@@ -145,9 +148,49 @@ static void mpt_form(void)
     CHECK(bias[T - 1] == 0.0f && !signbit(bias[T - 1]), "MPT bias: the last key is +0");
 }
 
+/* float32 to bfloat16 and back: keep the top 16 bits, rounding to
+ * nearest with ties to even (finite values). */
+static double bf16_bits(double x)
+{
+    float f = (float)x;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Falcon's build_alibi_tensor (slopes.bfloat16() * positions, a bfloat16
+ * product) divided by sqrt(head_dim) in float32, as its sdpa mask. */
+static void falcon_form(void)
+{
+    enum { H = 12, T = 6 };
+    static const int64_t pos[T] = {0, 1, 255, 257, 259, 300};
+    const pe_alibi_rounding r = {.bf16 = true, .divisor = sqrt(8.0)};
+    float bias[H * T * T], w[H * T * T];
+    double s[H];
+
+    paper_slopes(H, s);
+    pe_alibi_bias(H, PE_ALIBI_BLOOM, &r, pos, T, bias);
+    for (size_t h = 0; h < H; h++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++) {
+                double a = bf16_bits(bf16_bits(s[h]) * bf16_bits((double)pos[j]));
+                w[(h * T + i) * T + j] = (float)a / (float)sqrt(8.0);
+            }
+    CHECK(memcmp(bias, w, sizeof bias) == 0, "Falcon bias, 12 heads: bit-exact");
+    /* head 8: slope 2^-0.5 -> 0.70703125; 257 -> 256, 259 -> 260 (a tie, to even) */
+    const float *row = bias + 8 * T * T;
+    CHECK(row[3] == 181.0f / (float)sqrt(8.0), "Falcon bias: 0.70703125 * 256 at key 257 (%.9g)",
+          (double)row[3]);
+    CHECK(bias[4] == 260.0f * 0.5f / (float)sqrt(8.0), "Falcon bias: key 259 rounds to 260");
+    CHECK(bias[3] != (float)(0.5 * 257.0 / sqrt(8.0)), "Falcon bias differs from the unrounded");
+}
+
 void test_alibi(void)
 {
     slopes();
     bias_forms();
     mpt_form();
+    falcon_form();
 }

@@ -112,7 +112,7 @@ static void alibi(void)
          r.best.alibi_form == PE_ALIBI_BLOOM && r.best.alibi_sign == 1.0;
     CHECK(ok, "bloom bias: alibi_form bloom, sign 1");
     if (ok) { /* best through posenc's kernel */
-        pe_alibi_bias(H, PE_ALIBI_BLOOM, pos, T, again);
+        pe_alibi_bias(H, PE_ALIBI_BLOOM, NULL, pos, T, again);
         double d = 0;
         for (size_t e = 0; e < (size_t)H * T * T; e++)
             d = fmax(d, fabs((double)again[e] - bias[e]));
