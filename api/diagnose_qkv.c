@@ -25,6 +25,7 @@
 #include "diagnose_batch.h"
 #include "diagnose_compare.h"
 #include "diagnose_decode.h"
+#include "diagnose_transposed.h"
 #include "diagnose_write.h"
 #include "forward.h"
 #include "json/array_writer.h"
@@ -46,6 +47,7 @@ typedef struct qkv_work {
     bool off[DX_ARRAYS];   /* differs before any rotation: projection_mismatch */
     float *permuted_x;     /* scratch for the permuted trial */
     double budget_s;       /* each pe_diagnose's bound: half the request's (q, k) */
+    diag_transposed tr;    /* the x.W-for-x.W^T trial */
 } qkv_work;
 
 static void work_free(qkv_work *w)
@@ -280,6 +282,45 @@ static void mark_projection(const diag_request *dr, qkv_work *w, bool rotation)
     }
 }
 
+/* Arrays the transposed trial reproduces (explains), or whose error it
+ * cuts at least tenfold (the contract's significance rule). */
+static bool transposed_helps(const qkv_work *w, int i)
+{
+    return w->tr.flipped[i] &&
+           (w->tr.explains || 10 * w->tr.errors[i].max_abs <= w->claimed[i].max_abs);
+}
+
+static bool write_transposed(strbuf *sb, const qkv_work *w)
+{
+    static const char *const names[] = {"q", "k", "v"};
+    char message[400], outputs[32] = "";
+    bool any = false;
+    double before = 0, after = 0;
+
+    for (int i = 0; i < DX_ARRAYS; i++)
+        if (transposed_helps(w, i)) {
+            size_t used = strlen(outputs);
+            snprintf(outputs + used, sizeof outputs - used, "%s\"%s\"", any ? "," : "", names[i]);
+            before = before > w->claimed[i].max_abs ? before : w->claimed[i].max_abs;
+            after = after > w->tr.errors[i].max_abs ? after : w->tr.errors[i].max_abs;
+            any = true;
+        }
+    if (!any)
+        return false;
+    snprintf(message, sizeof message,
+             "%s computed as x.W with W stored [out][in] where x.W^T was meant (a transposed "
+             "projection matrix); with the transpose the maximum error drops from %.3g to %.3g",
+             outputs, before, after);
+    strbuf_puts(sb, "{\"code\":\"weights_transposed\",\"message\":");
+    strbuf_put_json_string(sb, message);
+    strbuf_printf(sb, ",\"evidence\":{\"outputs\":[%s],\"error_before\":", outputs);
+    diag_put_float(sb, before);
+    strbuf_puts(sb, ",\"error_after\":");
+    diag_put_float(sb, after);
+    strbuf_puts(sb, "}}");
+    return true;
+}
+
 static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w, bool rotation,
                            bool projection)
 {
@@ -288,6 +329,13 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
     const model *m = dr->rq.model;
 
     strbuf_puts(sb, ",\"findings\":[");
+    if (write_transposed(sb, w)) {
+        if (w->tr.explains) {
+            strbuf_putc(sb, ']');
+            return;
+        }
+        strbuf_putc(sb, ',');
+    }
     if (projection) {
         char message[600] = "";
         for (int i = 0; i < DX_ARRAYS; i++)
@@ -377,7 +425,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     scheme_kind kind = rq->scheme.kind;
     bool rotation = kind == SCHEME_ROPE;
     mark_projection(dr, w, rotation);
-    bool projection = w->off[Q] || w->off[K] || w->off[V];
+    bool projection = !w->tr.explains && (w->off[Q] || w->off[K] || w->off[V]);
     pe_dx_verdict verdict = PE_DX_MATCH;
     int worst = -1, from = w->diagnosed[Q] ? Q : K;
     double total = 0, bad = 0, best_abs = 0, best_rel = 0;
@@ -404,6 +452,15 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     }
     if (projection)
         verdict = PE_DX_UNEXPLAINED;
+    if (w->tr.explains) { /* the transposed pass reproduces every array */
+        verdict = PE_DX_EXPLAINED;
+        best_abs = best_rel = 0;
+        for (int i = 0; i < DX_ARRAYS; i++)
+            if (dr->arr[i].data) {
+                best_abs = fmax(best_abs, w->tr.errors[i].max_abs);
+                best_rel = fmax(best_rel, w->tr.errors[i].max_rel);
+            }
+    }
     pe_dx_errors all = w->claimed[worst];
     all.mismatched = total > 0 ? bad / total : 0;
     size_t index[3], ndim = dr->arr[worst].ndim;
@@ -503,8 +560,11 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
     for (int i = 0; i < DX_ARRAYS; i++)
         if (dr->arr[i].data)
             w.claimed[i] = diag_compare(dr->arr[i].data, w.want[i], w.rows * w.cols[i], dr->tol);
-    /* /apply's own answer is a match: the search runs only on a difference */
-    for (int i = Q; rq->scheme.kind == SCHEME_ROPE && i <= K; i++) {
+    if (diag_transposed_trial(dr, &plan, w.claimed, &w.tr, err))
+        goto done;
+    /* /apply's own answer is a match: the search runs only on a difference
+     * (and not when the transposed projection reproduces the subject) */
+    for (int i = Q; rq->scheme.kind == SCHEME_ROPE && !w.tr.explains && i <= K; i++) {
         if (!dr->arr[i].data || w.claimed[i].mismatched == 0)
             continue;
         if (rotated_views(dr, &plan, &w, i)) {

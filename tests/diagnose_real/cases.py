@@ -665,7 +665,44 @@ def more_rope_cases():
     return out
 
 
+def qkv_cases():
+    """q/k/v of a Llama-style attention layer: torch's nn.Linear keeps its
+    weight as [out][in] and computes x @ W.T; a port that stores the same
+    matrix and writes x @ W gets the transposed projection (only possible
+    when the projection is square). posenc's inline model takes wq as
+    [d_model][out] (q = x.wq), so the HF weight is wq.T."""
+    T, d, H, hd = 12, 16, 2, 8
+    rng = np.random.default_rng(77)
+    x = x_of(T, d, 78)
+    w_hf = {n: (rng.standard_normal((d, d)) / 4).astype(F32) for n in ("q", "k", "v")}
+    model = {"d_model": d, "heads": H, "scheme": "rope", "params": {"head_dim": hd},
+             "weights": {"w" + n: w_hf[n].T.tolist() for n in ("q", "k", "v")}}
+    pos = np.arange(T)
+
+    def subject(transposed):
+        proj = {n: (x @ (w_hf[n] if transposed else w_hf[n].T)).astype(F32) for n in "qkv"}
+        return {"q": flat(rope_hf(proj["q"], hd, hd, 10000.0, pos)).tolist(),
+                "k": flat(rope_hf(proj["k"], hd, hd, 10000.0, pos)).tolist(),
+                "v": proj["v"].tolist()}
+
+    def body(arrays, **extra):
+        return dict({"scheme": "rope", "model": model, "embeddings": x.tolist()}, **arrays, **extra)
+    right, wrong = subject(False), subject(True)
+    noise = {n: rng.standard_normal((T, d)).tolist() for n in "qkv"}
+    return [
+        Case("hf_linear_qkv", "HF LlamaAttention: q_proj/k_proj/v_proj (x @ W.T), rotate_half",
+             body(right), "match"),
+        Case("linear_weight_not_transposed", "a port computing x @ W with nn.Linear's [out][in] "
+             "weight (the bug of the issue: x.W for x.W^T)", body(wrong), "explained",
+             ["weights_transposed"]),
+        Case("linear_weight_not_transposed_k", "only k_proj written as x @ W",
+             body({"k": wrong["k"]}), "explained", ["weights_transposed"]),
+        Case("qkv_unrelated", "q, k, v of another layer entirely (random)", body(noise),
+             "unexplained", allowed=["projection_mismatch"]),
+    ]
+
+
 def all_cases():
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
             alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
-            more_rope_cases())
+            more_rope_cases() + qkv_cases())
