@@ -112,7 +112,7 @@ static int write_error_map(strbuf *sb, const diag_request *dr, const pe_dx_subje
 }
 
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
-                         const pe_dx_result *r, size_t heads)
+                         const pe_dx_result *r, size_t heads, const char *rows)
 {
     scheme_kind kind = dr->rq.scheme.kind;
     const tensor *main = &dr->arr[0];
@@ -133,7 +133,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     for (size_t i = 0; i < r->n_findings; i++) {
         if (i)
             strbuf_putc(sb, ',');
-        diag_write_finding(sb, r, i, kind, heads, "");
+        diag_write_finding(sb, r, i, kind, heads, "", rows);
     }
     strbuf_puts(sb, "],\"best\":{\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
@@ -165,6 +165,7 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     pe_dx_result r = {0};
     rope_plan rope = {0};
     pe_dx_kind kind = PE_DX_SUBJ_TABLE;
+    strbuf rows = {0}; /* evidence.rows of a batched subject */
     int rc = -1;
 
     if (rq->scheme.kind == SCHEME_LEARNED && (dr->kind == DX_TABLE || dr->kind == DX_ENCODED))
@@ -216,12 +217,17 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     diag_require_finite_best(&r);
-    write_answer(sb, dr, &claim, &r, heads);
+    if (r.n_findings && diag_rows_differing(&subj, &claim, dr->batch, dr->tol, &rows)) {
+        api_fail_oom(err);
+        goto done;
+    }
+    write_answer(sb, dr, &claim, &r, heads, rows.len ? rows.data : NULL);
     if (dr->return_map && write_error_map(sb, dr, &subj, &claim, n, err))
         goto done;
     strbuf_putc(sb, '}');
     rc = 0;
 done:
+    strbuf_free(&rows);
     pe_dx_result_free(&r);
     rope_plan_free(&rope);
     return rc;

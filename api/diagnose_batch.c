@@ -13,6 +13,7 @@
  * must have equal batch rows (one [heads][tokens][tokens] is read).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,4 +98,43 @@ void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t bat
         strbuf_putc(sb, ']');
     }
     strbuf_putc(sb, ']');
+}
+
+/* Whether values [from, to) of got differ from want beyond tol. */
+static bool span_differs(const float *got, const float *want, size_t from, size_t to,
+                         pe_dx_tolerance tol)
+{
+    for (size_t i = from; i < to; i++)
+        if (!(fabs((double)got[i] - want[i]) <= tol.atol + tol.rtol * fabs((double)want[i])))
+            return true;
+    return false;
+}
+
+int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
+                        pe_dx_tolerance tol, strbuf *rows)
+{
+    size_t n = pe_dx_subject_size(subj), per_row = batch ? subj->rows / batch * subj->cols : 0;
+    size_t half = subj->b ? n / 2 : n; /* cos + sin: two arrays of n / 2 */
+    float *want = NULL;
+    bool first = true;
+
+    if (batch <= 1 || subj->cols == 0)
+        return 0;
+    if (!(want = malloc(n * sizeof *want)) || pe_dx_render(subj, claim, want) != PE_OK) {
+        free(want);
+        return -1;
+    }
+    strbuf_putc(rows, '[');
+    for (size_t b = 0; b < batch; b++) {
+        size_t from = b * per_row, to = from + per_row;
+        if (span_differs(subj->a, want, from, to, tol) ||
+            (subj->b && span_differs(subj->b, want + half, from, to, tol))) {
+            strbuf_printf(rows, "%s%zu", first ? "" : ",", b);
+            first = false;
+        }
+    }
+    strbuf_putc(rows, ']');
+    strbuf_putc(rows, '\0'); /* rows->data is then a C string */
+    free(want);
+    return rows->failed ? -1 : 0;
 }

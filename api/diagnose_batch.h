@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "api_error.h"
+#include "pe_diagnose.h"
 #include "json/strbuf.h"
 #include "json/tensor.h"
 
@@ -26,5 +27,12 @@ int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool p
  * (diagnose_batch.c). */
 void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,
                                 int64_t shift);
+
+/* For a subject of `batch` rows stacked on the token axis (batch > 1),
+ * the rows in which the claim's prediction differs from the subject beyond
+ * tol, as a JSON array into *rows, NUL-terminated (evidence.rows: the rows
+ * the findings concern); *rows stays empty for batch 1. -1 when out of memory. */
+int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
+                        pe_dx_tolerance tol, strbuf *rows);
 
 #endif /* DIAGNOSE_BATCH_H */

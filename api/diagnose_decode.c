@@ -112,11 +112,22 @@ static int read_tolerance(diag_request *dr, api_error *err)
     return 0;
 }
 
-/* Whether the claim's positions or attention_mask are per batch row. */
-static bool claim_per_row(const json_t *root)
+/* Whether an array of the claim is [batch][tokens]: a numeric array is a
+ * span of the doc (its `[]` stand-in holds nothing), else a jansson array. */
+static bool rows_of_rows(const json_doc *doc, const json_t *v)
 {
-    const json_t *p = jf_get(root, "positions"), *m = jf_get(root, "attention_mask");
-    return (p && json_is_array(json_array_get(p, 0))) || (m && json_is_array(json_array_get(m, 0)));
+    const json_span *span = json_doc_array(doc, v);
+
+    if (span)
+        return span->ndim >= 2;
+    return v && json_is_array(json_array_get(v, 0));
+}
+
+/* Whether the claim's positions or attention_mask are per batch row. */
+static bool claim_per_row(const json_doc *doc)
+{
+    return rows_of_rows(doc, jf_get(doc->root, RF(positions))) ||
+           rows_of_rows(doc, jf_get(doc->root, RF(attention_mask)));
 }
 
 /* The subject's arrays, and the rows and width the claim reads. */
@@ -124,7 +135,7 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
                         api_error *err)
 {
     request *rq = &dr->rq;
-    bool per_row = claim_per_row(rq->doc.root);
+    bool per_row = claim_per_row(&rq->doc);
 
     switch (dr->kind) {
     case DX_TABLE:

@@ -391,7 +391,7 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
                 continue;
             seen[code] = true;
             strbuf_puts(sb, first ? "" : ",");
-            diag_write_finding(sb, &w->res[i], f, SCHEME_ROPE, 0, prefix);
+            diag_write_finding(sb, &w->res[i], f, SCHEME_ROPE, 0, prefix, NULL);
             first = false;
         }
     }

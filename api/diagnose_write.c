@@ -262,7 +262,7 @@ static void write_slopes_evidence(strbuf *sb, const pe_dx_result *r, size_t n_he
 
 /* The evidence of one code, read off best as pe_diagnose.h documents. */
 static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, scheme_kind kind,
-                           size_t n_heads)
+                           size_t n_heads, const char *rows)
 {
     const pe_dx_variant *b = &r->best;
     bool first = true;
@@ -307,11 +307,15 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         put_key(sb, &first, "truncated");
         strbuf_puts(sb, "true");
     }
+    if (rows) { /* a batched subject: the rows the claim gets wrong */
+        put_key(sb, &first, "rows");
+        strbuf_puts(sb, rows);
+    }
     strbuf_putc(sb, '}');
 }
 
 void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
-                        const char *prefix)
+                        const char *prefix, const char *rows)
 {
     const pe_dx_finding *f = &r->findings[i];
     char message[400];
@@ -322,7 +326,7 @@ void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind
     strbuf_puts(sb, ",\"message\":");
     strbuf_put_json_string(sb, message);
     strbuf_puts(sb, ",\"evidence\":");
-    write_evidence(sb, r, f->code, kind, heads);
+    write_evidence(sb, r, f->code, kind, heads, rows);
     strbuf_putc(sb, '}');
 }
 

@@ -31,9 +31,10 @@ void diag_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim
 
 /* One finding of a result, with its evidence (read off r->best), as a JSON
  * object; heads: the subject's (alibi slopes); prefix (may be "") goes
- * before the message. */
+ * before the message; rows (NULL: none) is a JSON array written as
+ * evidence.rows (the batch rows the finding concerns). */
 void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
-                        const char *prefix);
+                        const char *prefix, const char *rows);
 
 /* The position fields of `best` ("offset" or "positions") for the claim's
  * positions shifted by `shift`. */

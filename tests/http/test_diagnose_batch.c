@@ -131,6 +131,42 @@ static void per_row_positions(const server *s, bool claimed)
             last = json_array_get(last, json_array_size(last) - 1);
         CHECK(json_integer_value(last) == T - 6, label, "last position found %lld, want %d",
               (long long)json_integer_value(last), T - 6);
+        /* row 0 is right under the claim: only row 1 is the finding's */
+        const json_t *rows = json_object_get(json_object_get(f, "evidence"), "rows");
+        CHECK(json_array_size(rows) == 1 && json_integer_value(json_array_get(rows, 0)) == 1, label,
+              "evidence.rows [1]: %.500s", r.body);
+    }
+    http_resp_free(&r);
+}
+
+/* Two equal rows of a cos/sin cache at 0..T-1, the claim's positions per
+ * row with row 1 shifted: the rows are read one by one (not folded), and
+ * only row 1 is wrong (evidence.rows [1]). */
+static void equal_rows_per_row_claim(const server *s)
+{
+    static float c[B * T * HD], sn[B * T * HD];
+    double pos[T];
+    for (size_t t = 0; t < T; t++)
+        pos[t] = (double)t;
+    for (size_t r = 0; r < B; r++)
+        cache_rows(pos, false, c + r * T * HD, sn + r * T * HD);
+    const char *label = "batch: equal cos/sin rows, positions [2][seq] with row 1 claimed +3";
+    size_t shape[] = {B, T, HD};
+    sbuf b;
+    put_cache(&b, c, sn, 3, shape);
+    sb_puts(&b, ",\"positions\":[[");
+    for (size_t t = 0; t < T; t++)
+        sb_printf(&b, "%s%zu", t ? "," : "", t);
+    sb_puts(&b, "],[");
+    for (size_t t = 0; t < T; t++)
+        sb_printf(&b, "%s%zu", t ? "," : "", t + 3);
+    sb_puts(&b, "]]}");
+    http_resp r;
+    if (post_body(s, label, &b, "explained", &r)) {
+        const json_t *f = json_array_get(json_object_get(r.json, "findings"), 0);
+        const json_t *rows = json_object_get(json_object_get(f, "evidence"), "rows");
+        CHECK(json_array_size(rows) == 1 && json_integer_value(json_array_get(rows, 0)) == 1, label,
+              "evidence.rows [1]: %.500s", r.body);
     }
     http_resp_free(&r);
 }
@@ -212,6 +248,7 @@ void test_diagnose_batch(const server *s)
     fp16_cache_1_1(s);
     per_row_positions(s, true);
     per_row_positions(s, false);
+    equal_rows_per_row_claim(s);
     bhtd(s);
     refused(s);
 }
