@@ -231,7 +231,7 @@ void api_diagnose(const api_service *svc, const api_budget *budget, const char *
     strbuf sb = {0};
 
     memset(out, 0, sizeof *out);
-    if (diag_decode(svc, body, len, &dr, &err))
+    if (diag_decode(svc, budget, body, len, &dr, &err))
         goto fail;
     if (dr.kind == DX_QKV ? diag_diagnose_qkv(svc, &dr, &sb, &err)
                           : diagnose_arrays(svc, &dr, &sb, &err))
