@@ -77,9 +77,8 @@ static bool table_streams(const api_service *svc, const request *rq, const rope_
 
 /* Write the answer of a streamed bare table: rows are made a window at a
  * time, so the request holds its positions and a window, not the table. */
-static int respond_table(const api_service *svc, request *rq,
-                         const pe_absolute *pe, rope_plan *plan, const array_view *view,
-                         api_response *out, api_error *err)
+static int respond_table(const api_service *svc, request *rq, const pe_absolute *pe,
+                         rope_plan *plan, const array_view *view, api_response *out, api_error *err)
 {
     answer ans;
     table_rows *t;

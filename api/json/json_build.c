@@ -169,8 +169,11 @@ static json_t *numeric_array(json_builder *b, bool *taken)
     size_t start = b->sc.tok_start;
     json_span span = {.start = start};
     json_rows_result big;
-    shape_scan a = {
-        .t = b->sc.text, .len = b->sc.len, .pos = start, .keep = true, .charge = &b->charge};
+    shape_scan a = {.t = b->sc.text,
+                    .len = b->sc.len,
+                    .pos = start,
+                    .keep = true,
+                    .charge = &b->charge};
 
     *taken = false;
     big.refused = false;
