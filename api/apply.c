@@ -127,10 +127,10 @@ void api_apply(const api_service *svc, const api_budget *budget, const char *bod
 
     memset(out, 0, sizeof *out);
     answer_init(&ans);
-    if (request_decode(svc, REQUEST_APPLY, body, len, &rq, &err) ||
+    if (request_decode(svc, budget, REQUEST_APPLY, body, len, &rq, &err) ||
         forward_plan_init(svc, &rq, rq.outputs.wanted[OUT_BIAS], rq.outputs.wanted[OUT_SCORES],
                           &plan, &err) ||
-        reservation_take(&held, budget, held_bytes(svc, &rq, &plan), &err) ||
+        request_reserve(&rq, held_bytes(svc, &rq, &plan), &held, &err) ||
         forward_run(&rq, &plan, false, &r, &err) || write_answer(&rq, &plan, &r, &ans, &err))
         goto fail;
     ans.held = held;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "diagnose_batch.h"
 #include "diagnose_compare.h"
 #include "diagnose_decode.h"
@@ -20,7 +21,6 @@
 #include "diagnose_qkv.h"
 #include "diagnose_write.h"
 #include "json/array_writer.h"
-#include "respond.h"
 
 /* Which claim schemes each subject can be read under. */
 static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err)
@@ -233,26 +233,53 @@ done:
     return rc;
 }
 
+/* What a /diagnose holds of the memory budget, estimated from its plan
+ * before the search (issue 21 item 1): the decoded claim and subject, the
+ * search's working copies of the subject, and the answer's text, which is
+ * built whole and held until it is sent. */
+#define DIAG_WORK_COPIES                                                                           \
+    6                              /* the claim rendered, its phases, the
+                                       predictions and their slack; for
+                                       q/k/v the pass and its rotated views */
+#define DIAG_TEXT_BYTES (64 << 10) /* the verdict, findings and best fit */
+#define DIAG_MAP_VALUE_BYTES 20    /* one error_map value as text, at most */
+static size_t held_bytes(const diag_request *dr)
+{
+    size_t subject = 0;
+
+    for (int i = 0; i < DX_ARRAYS; i++)
+        if (dr->arr[i].data)
+            subject += tensor_count(&dr->arr[i]);
+    size_t text = DIAG_TEXT_BYTES + (dr->return_map ? subject * DIAG_MAP_VALUE_BYTES : 0);
+    return request_held_bytes(&dr->rq) + subject * sizeof(float) * (1 + DIAG_WORK_COPIES) + text;
+}
+
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                   api_response *out)
 {
-    (void)budget; /* not charged yet, as /encode and /apply */
     diag_request dr;
     api_error err;
-    strbuf sb = {0};
+    answer ans;
+    reservation held = {0};
 
     memset(out, 0, sizeof *out);
-    if (diag_decode(svc, body, len, &dr, &err))
+    answer_init(&ans);
+    if (diag_decode(svc, budget, body, len, &dr, &err) ||
+        request_reserve(&dr.rq, held_bytes(&dr), &held, &err))
         goto fail;
-    if (dr.kind == DX_QKV ? diag_diagnose_qkv(svc, &dr, &sb, &err)
-                          : diagnose_arrays(svc, &dr, &sb, &err))
+    strbuf *sb = answer_text(&ans); /* the answer's one text segment */
+    if (dr.kind == DX_QKV ? diag_diagnose_qkv(svc, &dr, sb, &err)
+                          : diagnose_arrays(svc, &dr, sb, &err))
         goto fail;
-    if (respond_json(out, &sb, dr.rq.tokens, &err))
+    ans.held = held; /* released when the answer is sent (or written whole) */
+    held = (reservation){0};
+    if (answer_respond(&ans, out, dr.rq.tokens, stream_min_bytes(svc), &err))
         goto fail;
     goto done;
 fail:
-    strbuf_free(&sb);
     api_respond_error(out, &err);
 done:
+    answer_free(&ans);
+    reservation_release(&held);
     diag_request_free(&dr);
 }

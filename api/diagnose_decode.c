@@ -209,8 +209,8 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     return 0;
 }
 
-int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
-                api_error *err)
+int diag_decode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                diag_request *dr, api_error *err)
 {
     size_t tokens = 0, d = 0;
     int rc;
@@ -218,7 +218,7 @@ int diag_decode(const api_service *svc, const char *body, size_t len, diag_reque
     memset(dr, 0, sizeof *dr);
     dr->batch = 1;
     /* a q/k/v subject projects with a model: the default one unless named */
-    rc = request_open(svc, body, len, RF_DIAGNOSE, false, &dr->rq, err) ||
+    rc = request_open(svc, budget, body, len, RF_DIAGNOSE, false, &dr->rq, err) ||
          subject_kind(dr->rq.doc.root, &dr->kind, err) || read_tolerance(dr, err) ||
          read_axes(dr, err);
     if (!rc && dr->kind == DX_QKV) {

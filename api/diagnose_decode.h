@@ -44,8 +44,8 @@ typedef struct diag_request {
 
 /* Decode the body: exactly one subject, its arrays, the claim. On failure
  * *err says why; diag_request_free(dr) is due either way. */
-int diag_decode(const api_service *svc, const char *body, size_t len, diag_request *dr,
-                api_error *err);
+int diag_decode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                diag_request *dr, api_error *err);
 void diag_request_free(diag_request *dr);
 
 /* The claim as pe_diagnose reads it, for a rope claim of `width` columns

@@ -77,19 +77,18 @@ static bool table_streams(const api_service *svc, const request *rq, const rope_
 
 /* Write the answer of a streamed bare table: rows are made a window at a
  * time, so the request holds its positions and a window, not the table. */
-static int respond_table(const api_service *svc, const api_budget *budget, request *rq,
-                         const pe_absolute *pe, rope_plan *plan, const array_view *view,
-                         api_response *out, api_error *err)
+static int respond_table(const api_service *svc, request *rq, const pe_absolute *pe,
+                         rope_plan *plan, const array_view *view, api_response *out, api_error *err)
 {
     answer ans;
     table_rows *t;
     size_t bound = array_text_bound(view, rq->base64);
     reservation held;
 
-    if (reservation_take(&held, budget,
-                         request_held_bytes(rq) + answer_held_bytes(svc, bound) +
-                             ANSWER_WINDOW_BYTES,
-                         err))
+    if (request_reserve(rq,
+                        request_held_bytes(rq) + answer_held_bytes(svc, bound) +
+                            ANSWER_WINDOW_BYTES,
+                        &held, err))
         return -1;
     answer_init(&ans);
     ans.held = held;
@@ -136,7 +135,7 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
 
     memset(out, 0, sizeof *out);
     answer_init(&ans);
-    if (request_decode(svc, REQUEST_ENCODE, body, len, &rq, &err))
+    if (request_decode(svc, budget, REQUEST_ENCODE, body, len, &rq, &err))
         goto fail;
     /* plan: every check before any arithmetic */
     size_t rows = request_rows(&rq), n = 0;
@@ -158,16 +157,16 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
     view = array_dense(NULL, n, dim);
     size_t count = array_count(&view);
     if (table_streams(svc, &rq, &plan, &view)) {
-        if (respond_table(svc, budget, &rq, &pe, &plan, &view, out, &err))
+        if (respond_table(svc, &rq, &pe, &plan, &view, out, &err))
             goto fail;
         goto done;
     }
     /* what the request holds until its answer is sent: input, positions,
      * the result and the answer's text (a window when streamed) */
-    if (reservation_take(&held, budget,
-                         request_held_bytes(&rq) + count * sizeof(float) +
-                             answer_held_bytes(svc, array_text_bound(&view, rq.base64)),
-                         &err))
+    if (request_reserve(&rq,
+                        request_held_bytes(&rq) + count * sizeof(float) +
+                            answer_held_bytes(svc, array_text_bound(&view, rq.base64)),
+                        &held, &err))
         goto fail;
     /* compute: can fail only for memory or a non-finite result */
     values = malloc(count * sizeof *values);

@@ -40,22 +40,41 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
     return api_mapped(err, -1, kind, message, NULL);
 }
 
+/* The codec's json_charge: grow what decoding holds of the budget by
+ * `bytes` (released and taken again as one, so that a total past the whole
+ * budget is told apart from a busy one). */
+static bool charge_decoded(void *ctx, size_t bytes)
+{
+    request *rq = ctx;
+    size_t total = rq->decoded.bytes + bytes;
+
+    reservation_release(&rq->decoded);
+    return reservation_take(&rq->decoded, rq->budget, total, &rq->refusal) == 0;
+}
+
 /* Parse the body as a JSON object whose keys are fields of `endpoint`
  * (request_fields.h), nested no deeper than the service's max_json_depth
- * (else 422 too_large), with every array's shape named once. */
-static int request_parse(const api_service *svc, const char *body, size_t len, unsigned endpoint,
-                         request *rq, api_error *err)
+ * (else 422 too_large), with every array's shape named once. The numeric
+ * arrays are charged to budget before their values are allocated. */
+static int request_parse(const api_service *svc, const api_budget *budget, const char *body,
+                         size_t len, unsigned endpoint, request *rq, api_error *err)
 {
     const char *allowed[RF_COUNT + 1];
     json_codec_error ce;
     json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
                               .max_values = svc->limits.max_json_values,
-                              .string_span_min = svc->limits.string_span_min};
+                              .string_span_min = svc->limits.string_span_min,
+                              .charge = {.take = budget ? charge_decoded : NULL, .ctx = rq}};
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
-    if (json_doc_load(&rq->doc, body, len, &limits, &ce))
-        return codec_fail(svc, &ce, err);
+    rq->budget = budget;
+    if (json_doc_load(&rq->doc, body, len, &limits, &ce)) {
+        if (ce.kind != JSON_CODEC_REFUSED)
+            return codec_fail(svc, &ce, err);
+        *err = rq->refusal;
+        return -1;
+    }
     request_field_keys(endpoint, allowed);
     if (api_json(err, jf_check_object(rq->doc.root, "", allowed, &err->json)))
         return -1;
@@ -551,10 +570,10 @@ static int decode_input(const api_service *svc, request *rq, const input_words *
 
 /* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
 
-int request_open(const api_service *svc, const char *body, size_t len, unsigned endpoint,
-                 bool default_model, request *rq, api_error *err)
+int request_open(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                 unsigned endpoint, bool default_model, request *rq, api_error *err)
 {
-    return request_parse(svc, body, len, endpoint, rq, err) ||
+    return request_parse(svc, budget, body, len, endpoint, rq, err) ||
                    request_model(svc, rq, default_model ? "default" : NULL, err)
                ? -1
                : 0;
@@ -583,18 +602,18 @@ int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t
     return decode_output_options(rq, err) ? -1 : decode_positions(rq, err);
 }
 
-int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
-                   request *rq, api_error *err)
+int request_decode(const api_service *svc, const api_budget *budget, request_endpoint which,
+                   const char *body, size_t len, request *rq, api_error *err)
 {
     static const input_words apply = {"/apply needs", "give embeddings or token_ids"};
     int rc;
 
     if (which == REQUEST_APPLY)
-        rc = request_parse(svc, body, len, RF_APPLY, rq, err) ||
+        rc = request_parse(svc, budget, body, len, RF_APPLY, rq, err) ||
              request_model(svc, rq, "default", err) || decode_input(svc, rq, &apply, err) ||
              parse_outputs(&rq->doc, &rq->outputs, err);
     else
-        rc = request_parse(svc, body, len, RF_ENCODE, rq, err) ||
+        rc = request_parse(svc, budget, body, len, RF_ENCODE, rq, err) ||
              request_model(svc, rq, NULL, err) || request_common(svc, rq, err);
     /* decoded: no JSON survives this point (arrays were moved out) */
     json_doc_free(&rq->doc);
@@ -609,10 +628,17 @@ size_t request_held_bytes(const request *rq)
            (rq->token_ids ? rows * sizeof *rq->token_ids : 0);
 }
 
+int request_reserve(request *rq, size_t bytes, reservation *held, api_error *err)
+{
+    reservation_release(&rq->decoded);
+    return reservation_take(held, rq->budget, bytes, err);
+}
+
 void request_free(request *rq)
 {
     if (!rq)
         return;
+    reservation_release(&rq->decoded);
     json_doc_free(&rq->doc);
     model_free(rq->owned_model);
     scheme_free(&rq->scheme);

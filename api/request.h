@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "answer.h"
 #include "api_error.h"
 #include "models/model.h"
 #include "models/scheme.h"
@@ -59,14 +60,21 @@ typedef struct request {
     double embed_scale;
     bool base64;
     request_outputs outputs; /* /apply's `return` */
+    /* The memory budget (NULL: none) and what decoding holds of it: the
+     * numeric arrays' values are charged by the codec while it scans, before
+     * it allocates them (issue 21 item 10); request_reserve turns it into the
+     * request's whole reservation. */
+    const api_budget *budget;
+    reservation decoded;
+    api_error refusal; /* why the codec's charge was refused */
 } request;
 
 /* Decode the body of /encode or /apply into *rq, once: every field the
  * endpoint reads becomes a typed member (the input moved out of the body's
  * parse, not copied), and no JSON is left when it returns. On failure *err
  * says why; request_free(rq) is due either way. */
-int request_decode(const api_service *svc, request_endpoint which, const char *body, size_t len,
-                   request *rq, api_error *err);
+int request_decode(const api_service *svc, const api_budget *budget, request_endpoint which,
+                   const char *body, size_t len, request *rq, api_error *err);
 
 /* /diagnose decodes its subject itself, between these steps, while the
  * body's parse (rq->doc) is alive; it frees the parse with json_doc_free
@@ -79,8 +87,8 @@ int request_decode(const api_service *svc, request_endpoint which, const char *b
  * `tokens` tokens of width d that has no input (positions and
  * attention_mask [tokens] or [batch][tokens]). request_free(rq) is due
  * either way. */
-int request_open(const api_service *svc, const char *body, size_t len, unsigned endpoint,
-                 bool default_model, request *rq, api_error *err);
+int request_open(const api_service *svc, const api_budget *budget, const char *body, size_t len,
+                 unsigned endpoint, bool default_model, request *rq, api_error *err);
 int request_open_input(const api_service *svc, request *rq, api_error *err);
 int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
                        api_error *err);
@@ -111,6 +119,11 @@ static inline bool request_key_visible(const uint8_t *mask, bool causal, size_t 
 
 /* Bytes the decoded request holds (input and positions), for the budget. */
 size_t request_held_bytes(const request *rq);
+
+/* Reserve the request's whole share of its budget, `bytes` (which counts
+ * the decoded input again), in place of what decoding holds: 0, or -1 with
+ * *err as reservation_take words it. *held is then due a release. */
+int request_reserve(request *rq, size_t bytes, reservation *held, api_error *err);
 
 /* Rows of the flattened input: batch * tokens. */
 static inline size_t request_rows(const request *rq)

@@ -57,7 +57,9 @@ typedef struct shape_scan {
     size_t count;
     float *floats; /* owned: the values parsed on the way, while `keep` */
     size_t cap;
-    bool keep; /* all finite so far and no allocation failed */
+    bool keep;                 /* all finite so far and no allocation failed */
+    const json_charge *charge; /* asked before floats grows */
+    bool refused;              /* charge refused: the body is refused */
 } shape_scan;
 
 static void skip_ws(shape_scan *a)
@@ -73,10 +75,21 @@ static void keep_float(shape_scan *a, float v)
 {
     if (!a->keep)
         return;
-    if (!isfinite(v) || (a->count > a->cap &&
-                         !grow((void **)&a->floats, &a->cap, a->count - 1, sizeof *a->floats))) {
+    if (!isfinite(v)) {
         a->keep = false;
         return;
+    }
+    if (a->count > a->cap) {
+        size_t more = (a->cap ? a->cap : 16) * sizeof *a->floats; /* what grow() adds */
+        if (a->charge->take && !a->charge->take(a->charge->ctx, more)) {
+            a->refused = true;
+            a->keep = false;
+            return;
+        }
+        if (!grow((void **)&a->floats, &a->cap, a->count - 1, sizeof *a->floats)) {
+            a->keep = false;
+            return;
+        }
     }
     a->floats[a->count - 1] = v;
 }
@@ -96,6 +109,8 @@ static bool leaf_row(shape_scan *a, size_t *n)
         if (++a->count > JSON_ARRAY_MAX_ELEMENTS)
             return false;
         keep_float(a, v);
+        if (a->refused)
+            return false;
         skip_ws(a);
         if (a->pos >= a->len)
             return false;
@@ -154,17 +169,22 @@ static json_t *numeric_array(json_builder *b, bool *taken)
     size_t start = b->sc.tok_start;
     json_span span = {.start = start};
     json_rows_result big;
-    shape_scan a = {.t = b->sc.text, .len = b->sc.len, .pos = start, .keep = true};
+    shape_scan a = {.t = b->sc.text,
+                    .len = b->sc.len,
+                    .pos = start,
+                    .keep = true,
+                    .charge = &b->charge};
 
     *taken = false;
+    big.refused = false;
     if (b->sc.len - start >= PARALLEL_MIN_BYTES &&
-        json_rows_parse(b->sc.text, b->sc.len, start, 0, &big)) {
+        json_rows_parse(b->sc.text, b->sc.len, start, 0, &b->charge, &big)) {
         span.ndim = big.ndim;
         memcpy(span.dim, big.dim, sizeof span.dim);
         span.count = big.count;
         span.floats = (float *)(void *)big.block;
         span.end = big.end;
-    } else if (numeric_rows(&a, 0)) {
+    } else if (!big.refused && numeric_rows(&a, 0)) {
         span.ndim = a.ndim;
         memcpy(span.dim, a.dim, sizeof span.dim);
         span.count = a.count;
@@ -175,6 +195,10 @@ static json_t *numeric_array(json_builder *b, bool *taken)
             free(a.floats);
     } else {
         free(a.floats);
+        if (big.refused || a.refused) {
+            *taken = true; /* nothing more is built */
+            stop(b, JSON_CODEC_REFUSED);
+        }
         return NULL;
     }
     *taken = true;

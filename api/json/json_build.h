@@ -20,6 +20,7 @@ typedef struct json_builder {
     json_string_span *strings; /* owned until handed to the doc */
     size_t n_strings, cap_strings;
     json_codec_kind stop; /* a stop that is not the scanner's */
+    json_charge charge;   /* asked before decoded values are allocated */
 } json_builder;
 
 /* The whole body as one value (new reference), or NULL: then b->stop or

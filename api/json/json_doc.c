@@ -81,6 +81,7 @@ int json_doc_load(json_doc *doc, const char *body, size_t len, const json_doc_li
                   json_codec_error *err)
 {
     json_builder b = {.max_values = limits->max_values,
+                      .charge = limits->charge,
                       .string_span_min = limits->string_span_min ? limits->string_span_min
                                                                  : JSON_STRING_SPAN_MIN};
     int rc = -1;

@@ -48,6 +48,7 @@ typedef struct json_doc_limits {
     size_t max_values;      /* values (and object members) outside numeric arrays */
     size_t string_span_min; /* strings this long are read from the body's text
                                (0: JSON_STRING_SPAN_MIN; SIZE_MAX: never) */
+    json_charge charge;     /* asked before decoded values are allocated */
 } json_doc_limits;
 
 /* Only speed depends on it: below this, jansson's copy costs less than the

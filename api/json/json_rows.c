@@ -122,12 +122,13 @@ static size_t parse_row(const char *text, size_t start, size_t end, float *out, 
 }
 
 bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
-                     json_rows_result *out)
+                     const json_charge *charge, json_rows_result *out)
 {
     row_map m = {.text = text, .len = len, .pos = start};
     char *block = NULL;
     bool ok = false;
 
+    out->refused = false;
     if (!map_array(&m, 0) || m.n_rows == 0)
         goto done;
     /* The first row gives the row length: its commas (numbers hold none)
@@ -140,6 +141,10 @@ bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
     if (cols > JSON_ARRAY_MAX_ELEMENTS / m.n_rows)
         goto done;
     count = cols * m.n_rows;
+    if (charge && charge->take && !charge->take(charge->ctx, header + count * sizeof(float))) {
+        out->refused = true;
+        goto done;
+    }
     block = malloc(header + count * sizeof(float));
     if (!block)
         goto done;

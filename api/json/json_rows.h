@@ -22,7 +22,8 @@ typedef struct json_rows_result {
     size_t dim[JSON_ARRAY_MAX_NDIM];
     char *block; /* new: `header` bytes left free, then the float32 values */
     size_t count;
-    size_t end; /* offset just past the closing ']' */
+    size_t end;   /* offset just past the closing ']' */
+    bool refused; /* false returned because charge refused the values */
 } json_rows_result;
 
 /* Parse the array at text[start] ('['), text being len bytes long. The
@@ -30,8 +31,9 @@ typedef struct json_rows_result {
  * allocation (0 for a plain float array), so that no copy is needed. All
  * values must be finite float32. Returns false, with nothing allocated,
  * for anything but a rectangular array of 1 to JSON_ARRAY_MAX_NDIM dimensions
- * of JSON numbers. */
+ * of JSON numbers, or when charge (may be NULL) refuses the block's bytes,
+ * asked once the shape is known and before the block is allocated. */
 bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
-                     json_rows_result *out);
+                     const json_charge *charge, json_rows_result *out);
 
 #endif /* JSON_ROWS_H */

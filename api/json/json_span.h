@@ -23,7 +23,8 @@ typedef enum json_codec_kind {
     JSON_CODEC_NON_FINITE,      /* a number (not in a numeric array) past double's range */
     JSON_CODEC_INTEGER_RANGE,   /* an integer (not in a numeric array) past int64 */
     JSON_CODEC_NO_MEMORY,
-    JSON_CODEC_INTERNAL /* a bug */
+    JSON_CODEC_INTERNAL, /* a bug */
+    JSON_CODEC_REFUSED   /* the caller's json_charge refused the decoded values */
 } json_codec_kind;
 
 /* One numeric array taken out of the body. */
