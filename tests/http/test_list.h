@@ -41,6 +41,7 @@
     XX(framing, test_framing, OWN)             /* test_framing.c: issue 21, RFC 9112 framing */    \
     XX(determinism, test_determinism, OWN)     /* test_determinism.c: same bits under load */      \
     XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */  \
-    XX(intake, test_intake, OWN)               /* test_intake.c: issue 21 item 3, slow bodies */
+    XX(intake, test_intake, OWN)               /* test_intake.c: issue 21 item 3, slow bodies */   \
+    XX(lanes, test_lanes, OWN)                 /* test_lanes.c: issue 21 items 2, 11, by cost */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */
