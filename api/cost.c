@@ -116,9 +116,116 @@ static int after_member(scan *s, char close)
     return -1;
 }
 
-/* An array at s->p; merges its elements' dims one level down. */
+/* Bytes that may continue a number or a literal (true, false, null). */
+static bool scalar_byte(char c)
+{
+    return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || (c >= 'a' && c <= 'z') ||
+           c == 'E';
+}
+
+/* A scalar other than a string, at s->p: a number (its integer part in
+ * *n) or a literal. */
+static bool scan_scalar(scan *s, int64_t *n)
+{
+    const char *start = s->p;
+    int64_t v = 0;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
+        if (v < INT64_MAX / 16)
+            v = v * 10 + (*s->p - '0');
+        s->p++;
+    }
+    while (s->p < s->end && scalar_byte(*s->p))
+        s->p++;
+    *n = v;
+    if (s->p == start)
+        return !(s->bad = true);
+    return true;
+}
+
+/* The open arrays of scan_numbers, one per level. */
+typedef struct open_array {
+    uint64_t elems; /* commas so far (+1 at the end when not empty) */
+    bool any;       /* not empty */
+    bool nested;    /* holds arrays, not numbers */
+} open_array;
+
+/* The integer whose first digit is at *p, for a shape's first members;
+ * *p is left on its last digit. */
+static int64_t read_int(const char **p, const char *end)
+{
+    int64_t v = **p - '0';
+    while (*p + 1 < end && (*p)[1] >= '0' && (*p)[1] <= '9' && v < INT64_MAX / 16)
+        v = v * 10 + (*++*p - '0');
+    return v;
+}
+
+/* Byte classes of scan_numbers: 0 for what a number, a literal or white
+ * space holds (skipped), else the structure. */
+enum { B_SKIP, B_OPEN, B_CLOSE, B_COMMA, B_OTHER };
+static const unsigned char byte_class[256] = {
+    ['['] = B_OPEN,  [']'] = B_CLOSE, [','] = B_COMMA, ['"'] = B_OTHER,
+    ['{'] = B_OTHER, ['}'] = B_OTHER, [':'] = B_OTHER,
+};
+
+/* The fast path of an array of numbers, nested or not (the bulk of a
+ * body): one pass that classifies each byte by a table and looks at
+ * brackets and commas only. False, s->p unmoved, at a string or an object
+ * inside: scan_array reads those. */
+static bool scan_numbers(scan *s, int depth, value_info *v)
+{
+    open_array open[COST_MAX_DEPTH + 1];
+    int d = 0;
+    for (const char *p = s->p; p < s->end; p++) {
+        const char *run = p;
+        while (p < s->end && byte_class[(unsigned char)*p] == B_SKIP)
+            p++;
+        if (p > run && d > 0) {
+            open[d].any = true;
+            while (run < p && (*run == ' ' || *run == '\n' || *run == '\r' || *run == '\t'))
+                run++;
+            if (d == 1 && open[1].elems < 4 && run < p && *run >= '0' && *run <= '9')
+                v->ints[open[1].elems] = read_int(&run, s->end);
+        }
+        if (p >= s->end)
+            break;
+        switch (byte_class[(unsigned char)*p]) {
+        case B_OPEN:
+            if (d > 0)
+                open[d].any = open[d].nested = true;
+            if (depth + ++d > COST_MAX_DEPTH) {
+                s->unsure = s->bad = true;
+                return true;
+            }
+            open[d] = (open_array){0, false, false};
+            v->depth = d > v->depth ? d : v->depth;
+            break;
+        case B_CLOSE: {
+            uint64_t n = open[d].elems + open[d].any;
+            v->dims[d - 1] = n > v->dims[d - 1] ? n : v->dims[d - 1];
+            v->leaves += open[d].nested ? 0 : n;
+            if (--d == 0) {
+                s->p = p + 1;
+                return true;
+            }
+            break;
+        }
+        case B_COMMA:
+            open[d].elems++;
+            break;
+        default:
+            return false;
+        }
+    }
+    s->bad = true; /* never closed */
+    return true;
+}
+
+/* An array at s->p; merges its elements' dims one level down. Numbers,
+ * the bulk of a body, are read without a value_info of their own. */
 static bool scan_array(scan *s, int depth, value_info *v)
 {
+    if (scan_numbers(s, depth, v))
+        return !s->bad;
     s->p++;
     skip_ws(s);
     if (s->p < s->end && *s->p == ']') {
@@ -127,9 +234,17 @@ static bool scan_array(scan *s, int depth, value_info *v)
     }
     for (uint64_t n = 0;; n++) {
         value_info e;
-        if (!scan_value(s, depth + 1, &e))
+        skip_ws(s);
+        if (s->p < s->end && *s->p != '[' && *s->p != '{' && *s->p != '"') {
+            int64_t num;
+            if (!scan_scalar(s, &num))
+                return false;
+            v->leaves++;
+            if (n < 4)
+                v->ints[n] = num;
+        } else if (!scan_value(s, depth + 1, &e)) {
             return false;
-        if (e.kind == '[') {
+        } else if (e.kind == '[') {
             for (int k = 0; k < e.depth && k + 1 < COST_MAX_DEPTH; k++)
                 if (e.dims[k] > v->dims[k + 1])
                     v->dims[k + 1] = e.dims[k];
@@ -138,33 +253,12 @@ static bool scan_array(scan *s, int depth, value_info *v)
             v->leaves += e.leaves;
         } else {
             v->leaves++;
-            if (n < 4 && e.kind == 's')
-                v->ints[n] = e.ints[0];
         }
         v->dims[0] = n + 1;
         int next = after_member(s, ']');
         if (next <= 0)
             return next == 0;
     }
-}
-
-/* A scalar other than a string: a number (its integer part in ints[0]) or
- * a literal. */
-static bool scan_scalar(scan *s, value_info *v)
-{
-    const char *start = s->p;
-    int64_t n = 0;
-    while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
-        if (n < INT64_MAX / 16)
-            n = n * 10 + (*s->p - '0');
-        s->p++;
-    }
-    while (s->p < s->end && strchr("+-.eEtrufalsn0123456789", *s->p) != NULL && *s->p != '\0')
-        s->p++;
-    v->ints[0] = n;
-    if (s->p == start)
-        return !(s->bad = true);
-    return true;
 }
 
 typedef void member_fn(scan *s, void *ctx, const char *key, size_t klen, const value_info *v);
@@ -191,7 +285,7 @@ static bool scan_value(scan *s, int depth, value_info *v)
         return scan_object(s, depth, NULL, NULL);
     if (v->kind == '"')
         return scan_string(s, &v->str, &v->str_len);
-    return scan_scalar(s, v);
+    return scan_scalar(s, &v->ints[0]);
 }
 
 /* An object at s->p: fn(ctx, key, value) for each member whose value is

@@ -48,6 +48,11 @@ void test_cost(void)
     uint64_t table = cost(svc, API_ENDPOINT_ENCODE, "{\"shape\":[4096,512]}");
     uint64_t alibi = cost(svc, API_ENDPOINT_ENCODE,
                           "{\"shape\":[1024,64],\"scheme\":\"alibi\",\"params\":{\"heads\":8}}");
+    /* json.dumps' spacing reads the same */
+    uint64_t spaced = cost(svc, API_ENDPOINT_ENCODE, "{\"shape\": [ 4096, 512 ]}");
+    CHECK(spaced > table - 1000 && spaced < table + 1000,
+          "cost: shape [ 4096, 512 ] with blanks: %llu ns, not about %llu",
+          (unsigned long long)spaced, (unsigned long long)table);
     CHECK(tiny < MS / 10, "cost: /encode of 4x8: %llu ns, not < 0.1 ms", (unsigned long long)tiny);
     CHECK(table > 10 * MS, "cost: /encode table 4096x512 (2M values): %llu ns, not > 10 ms",
           (unsigned long long)table);
