@@ -167,6 +167,27 @@ static const unsigned char byte_class[256] = {
     ['{'] = B_OTHER, ['}'] = B_OTHER, [':'] = B_OTHER,
 };
 
+/* 16 bytes at a time (GCC vector extensions, any target): the commas in
+ * p[0..16), or NOT_PLAIN when the block holds a bracket, a quote, a brace
+ * or a colon. */
+#define NOT_PLAIN 255u
+typedef unsigned char bytes16 __attribute__((vector_size(16)));
+
+static unsigned plain_commas(const char *p)
+{
+    bytes16 b, z = {0};
+    memcpy(&b, p, sizeof b);
+    bytes16 structure = (bytes16)((b == z + '[') | (b == z + ']') | (b == z + '"') |
+                                  (b == z + '{') | (b == z + '}') | (b == z + ':'));
+    uint64_t w[2];
+    memcpy(w, &structure, sizeof w);
+    if ((w[0] | w[1]) != 0)
+        return NOT_PLAIN;
+    bytes16 commas = (bytes16)(b == z + ',');
+    memcpy(w, &commas, sizeof w);
+    return (unsigned)(__builtin_popcountll(w[0]) + __builtin_popcountll(w[1])) / 8;
+}
+
 /* The fast path of an array of numbers, nested or not (the bulk of a
  * body): one pass that classifies each byte by a table and looks at
  * brackets and commas only. False, s->p unmoved, at a string or an object
@@ -176,6 +197,16 @@ static bool scan_numbers(scan *s, int depth, value_info *v)
     open_array open[COST_MAX_DEPTH + 1];
     int d = 0;
     for (const char *p = s->p; p < s->end; p++) {
+        /* Inside rows of numbers (not a shape's first members), 16 bytes
+         * at a time. */
+        while (d > 0 && (d > 1 || open[1].elems >= 4) && s->end - p >= 16) {
+            unsigned n = plain_commas(p);
+            if (n == NOT_PLAIN)
+                break;
+            open[d].elems += n;
+            open[d].any = true;
+            p += 16;
+        }
         const char *run = p;
         while (p < s->end && byte_class[(unsigned char)*p] == B_SKIP)
             p++;

@@ -17,10 +17,11 @@
  *   light  below 10 ms of work;
  *   heavy  the rest (big /diagnose, /apply with scores on many tokens...).
  * Each lane holds at most --workers computations at once (inline ones
- * count as light), and there are --workers + 1 worker threads: a heavy
- * request never waits for a light one to finish, nor a light for a heavy
- * one, so however many long requests are queued, a small one waits at
- * most for the light requests ahead of it. A lane's jobs run in arrival
+ * count as light), and there are --workers + 1 worker threads: a light
+ * request never waits for a heavy one to finish, so however many long
+ * requests are queued or running, a small one waits at most for the light
+ * requests ahead of it (a pure load of either kind runs as before:
+ * --workers at once). A lane's jobs run in arrival
  * order; each goes to the pool (work_pool.h) as a token that runs the
  * lane's oldest job, queued behind the pool's earlier tokens.
  *
