@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api_error.h"
 
@@ -152,6 +153,23 @@ void api_apply(const api_service *svc, const api_budget *budget, const char *bod
  * Same conventions as api_encode. */
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                   api_response *out);
+
+/* What a request to a compute endpoint will cost, estimated from its body
+ * in one pass that decodes and allocates nothing (api/cost.c): about the
+ * nanoseconds it computes for when alone, from its tokens, d, the model's
+ * heads, the outputs it asks for (scores: heads x tokens^2) and, for
+ * /diagnose, its subject's size times the search's variants. Only good
+ * within a few times; the server uses it to choose where a request
+ * computes (server/compute_gate.h). A body the estimate cannot read with
+ * certainty (an escape in a key it reads, deep nesting) is
+ * API_COST_UNKNOWN, which counts as the most expensive. Thread-safe. */
+typedef enum api_endpoint {
+    API_ENDPOINT_ENCODE,
+    API_ENDPOINT_APPLY,
+    API_ENDPOINT_DIAGNOSE
+} api_endpoint;
+#define API_COST_UNKNOWN UINT64_MAX
+uint64_t api_request_cost(const api_service *svc, api_endpoint ep, const char *body, size_t len);
 
 /* What the server knows about itself, for GET /info. Strings borrowed. */
 typedef struct api_server_facts {

@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 
 #include "compute_gate.h"
+#include "handlers.h"
 #include "reply.h"
 
 /* Runs the route's handler on the body into req->reply, then frees the
@@ -57,6 +58,19 @@ static void compute_here(void *arg)
     compute_reply(arg);
 }
 
+/* What req will cost (api.h's estimate, from the body not yet decoded):
+ * where it computes and in which lane (compute_gate.h). */
+static uint64_t request_cost(const request *req)
+{
+    handler_fn *h = req->route->handler;
+    api_endpoint ep = h == handle_encode  ? API_ENDPOINT_ENCODE
+                      : h == handle_apply ? API_ENDPOINT_APPLY
+                                          : API_ENDPOINT_DIAGNOSE;
+    if (h != handle_encode && h != handle_apply && h != handle_diagnose)
+        return API_COST_UNKNOWN; /* a compute route this does not know */
+    return api_request_cost(req->srv->svc, ep, req->body ? req->body : "", req->body_len);
+}
+
 /* The one place compute requests meet the gate: computed here when the
  * gate allows (compute_gate.h), else queued for a worker while the
  * connection is suspended. */
@@ -64,7 +78,8 @@ static int dispatch_to_gate(request *req)
 {
     compute_gate *gate = req->srv->gate;
     const work_job here = {compute_here, NULL, req};
-    if (compute_gate_run_inline(gate, req->body_len, &here))
+    uint64_t cost = request_cost(req);
+    if (compute_gate_run_inline(gate, cost, &here))
         return reply_send(req, false);
 
     const work_job job = {job_run, job_cancel, req};
@@ -73,7 +88,7 @@ static int dispatch_to_gate(request *req)
      * sent the same way as a computed one. */
     MHD_suspend_connection(req->conn);
     req_set_state(req, REQ_QUEUED);
-    if (!compute_gate_queue(gate, &job))
+    if (!compute_gate_queue(gate, cost, &job))
         job_cancel(req);
     return MHD_YES;
 }

@@ -4,9 +4,10 @@
  * suspended.
  *
  * /encode, /apply and /diagnose go through the compute gate
- * (compute_gate.h): small requests on the HTTP thread itself when a permit
- * is free and another HTTP thread stays idle, the others on a worker
- * thread. The other routes answer on the HTTP thread at once.
+ * (compute_gate.h) with their estimated cost (api_request_cost): cheap
+ * requests on the HTTP thread itself when a permit is free and another
+ * HTTP thread stays idle, the others on a worker thread of their lane
+ * (light or heavy). The other routes answer on the HTTP thread at once.
  */
 #ifndef SERVER_COMPUTE_DISPATCH_H
 #define SERVER_COMPUTE_DISPATCH_H

@@ -8,24 +8,38 @@
 #include <stdlib.h>
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
 
-/* A compute request with a body up to this size may compute on the HTTP
- * thread that read it (saving the hand-over to a worker, about 50 us).
- * Bigger bodies mean long computations: they always go to the workers. */
-#define INLINE_MAX_BODY ((size_t)64 * 1024)
-/* A body up to this size computes on any HTTP thread, the last idle one
- * included: its work is tens of microseconds (S1 of the benchmark, 16x64
- * numbers, is 11 KiB and ~50 us), less than handing it to a worker and
- * back costs (a suspend, a wake-up, a resume through libmicrohttpd's
- * event pipe), and a probe arriving meanwhile waits no longer than that.
- * Measured: S1 +20-30% req/s on 2 cores. The worst case such a body can
- * ask for is /apply with ~3000 token_ids on the default model (tens of ms),
- * which then delays a probe on that thread by as much. */
-#define ANY_THREAD_MAX_BODY ((size_t)16 * 1024)
+/* Where a request computes, by its estimated cost (api_request_cost, in
+ * nanoseconds of computing alone). Up to INLINE_ANY_COST it computes on any
+ * HTTP thread, the last idle one included: less than handing it to a
+ * worker and back costs (a suspend, a wake-up, a resume through
+ * libmicrohttpd's event pipe, ~50 us), and a probe arriving meanwhile
+ * waits no longer than that (S1 of the benchmark, 16x64 numbers, is ~0.1
+ * ms). Up to INLINE_MAX_COST it computes on an HTTP thread while another
+ * stays idle. From HEAVY_COST on it is heavy: it goes to the heavy lane. */
+#define INLINE_ANY_COST ((uint64_t)200 * 1000)
+#define INLINE_MAX_COST ((uint64_t)1000 * 1000)
+#define HEAVY_COST ((uint64_t)10 * 1000 * 1000)
+
+/* One lane: its jobs waiting for a worker, FIFO, and how many of its
+ * tokens (work_pool jobs that each run the lane's next job) are out. */
+typedef struct lane {
+    work_job *ring; /* owned, capacity slots */
+    unsigned head, count;
+    unsigned slots;  /* tokens queued in the pool or running, <= cap */
+    unsigned queued; /* of them, not started yet (each will take a job) */
+    unsigned cap;
+    struct compute_gate *gate;
+} lane;
 
 struct compute_gate {
     compute_gate_config cfg;
-    work_pool *pool;            /* owned */
+    work_pool *pool;      /* owned: cfg.workers + 1 threads */
+    pthread_mutex_t lock; /* the lanes */
+    lane lanes[2];        /* LANE_LIGHT, LANE_HEAVY */
+    bool stopping;
     atomic_uint admitted;       /* admission slots taken */
     atomic_uint inline_running; /* HTTP threads computing a request */
 };
@@ -43,6 +57,72 @@ static void worker_init(unsigned index, const void *arg)
     omp_set_num_threads((int)team_of_rank(g->cfg.omp_threads, index));
 }
 
+enum { LANE_LIGHT, LANE_HEAVY };
+
+static void token_run(void *arg);
+static void token_cancel(void *arg);
+
+/* Under the lock: a token to the pool for each job of l that no token will
+ * take, while l has a free slot. The pool's queue never fills: it holds
+ * tokens only, at most both caps. */
+static void lane_top_up(lane *l)
+{
+    while (!l->gate->stopping && l->count > l->queued && l->slots < l->cap) {
+        const work_job token = {token_run, token_cancel, l};
+        if (!work_pool_submit(l->gate->pool, &token))
+            return;
+        l->slots++;
+        l->queued++;
+    }
+}
+
+/* Under the lock: l's oldest job (l->count > 0). */
+static work_job lane_pop(lane *l)
+{
+    work_job job = l->ring[l->head];
+    l->head = (l->head + 1) % l->gate->cfg.max_inflight;
+    l->count--;
+    return job;
+}
+
+/* Under the lock: a slot of l given back (its job done, or a claim that
+ * computed nothing); the next job of l, if any, gets a token. */
+static void lane_done(lane *l)
+{
+    l->slots--;
+    lane_top_up(l);
+}
+
+/* A token on a worker: runs its lane's oldest job. Every job waiting has
+ * its token queued behind the pool's earlier work, so the lanes share the
+ * workers in arrival order within their caps. */
+static void token_run(void *arg)
+{
+    lane *l = arg;
+    compute_gate *g = l->gate;
+    pthread_mutex_lock(&g->lock);
+    l->queued--;
+    work_job job = lane_pop(l); /* a token is sent only for a job */
+    pthread_mutex_unlock(&g->lock);
+    job.run(job.arg);
+    pthread_mutex_lock(&g->lock);
+    lane_done(l);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* The pool stopped before the token ran: its job is cancelled instead. */
+static void token_cancel(void *arg)
+{
+    lane *l = arg;
+    compute_gate *g = l->gate;
+    pthread_mutex_lock(&g->lock);
+    l->queued--;
+    l->slots--;
+    work_job job = lane_pop(l);
+    pthread_mutex_unlock(&g->lock);
+    job.cancel(job.arg);
+}
+
 compute_gate *compute_gate_new(const compute_gate_config *cfg)
 {
     compute_gate *g = calloc(1, sizeof *g);
@@ -51,12 +131,27 @@ compute_gate *compute_gate_new(const compute_gate_config *cfg)
     g->cfg = *cfg;
     if (g->cfg.omp_threads == 0)
         g->cfg.omp_threads = 1;
+    if (g->cfg.workers == 0)
+        g->cfg.workers = 1;
+    if (g->cfg.max_inflight == 0)
+        g->cfg.max_inflight = 1;
     atomic_init(&g->admitted, 0);
     atomic_init(&g->inline_running, 0);
-    /* The queue never holds more than the requests admitted at once. */
-    g->pool = work_pool_new(cfg->workers, cfg->max_inflight, worker_init, g);
+    pthread_mutex_init(&g->lock, NULL);
+    for (int i = 0; i < 2; i++) {
+        lane *l = &g->lanes[i];
+        l->gate = g;
+        l->cap = g->cfg.workers;
+        /* A lane never holds more than the requests admitted at once. */
+        l->ring = calloc(g->cfg.max_inflight, sizeof *l->ring); /* owned */
+    }
+    /* One thread more than either lane may hold: a light request always
+     * finds one that no heavy request holds. The pool's queue holds
+     * tokens only, at most one per slot of both lanes. */
+    if (g->lanes[0].ring != NULL && g->lanes[1].ring != NULL)
+        g->pool = work_pool_new(g->cfg.workers + 1, 2 * g->cfg.workers, worker_init, g);
     if (g->pool == NULL) {
-        free(g);
+        compute_gate_free(g);
         return NULL;
     }
     return g;
@@ -66,7 +161,12 @@ void compute_gate_free(compute_gate *g)
 {
     if (g == NULL)
         return;
+    if (g->pool != NULL)
+        compute_gate_stop(g);
     work_pool_free(g->pool);
+    pthread_mutex_destroy(&g->lock);
+    free(g->lanes[0].ring);
+    free(g->lanes[1].ring);
     free(g);
 }
 
@@ -101,41 +201,92 @@ static void set_http_thread_team(const compute_gate *g)
     }
 }
 
-bool compute_gate_run_inline(compute_gate *g, size_t body_len, const work_job *job)
+/* A light slot for the calling HTTP thread, when its lane has one free
+ * and no job waiting (queued work is never overtaken). */
+static bool claim_light_slot(compute_gate *g)
 {
-    if (body_len > INLINE_MAX_BODY)
+    lane *l = &g->lanes[LANE_LIGHT];
+    pthread_mutex_lock(&g->lock);
+    bool ok = !g->stopping && l->count == 0 && l->slots < l->cap;
+    if (ok)
+        l->slots++;
+    pthread_mutex_unlock(&g->lock);
+    return ok;
+}
+
+static void release_light_slot(compute_gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    lane_done(&g->lanes[LANE_LIGHT]);
+    pthread_mutex_unlock(&g->lock);
+}
+
+bool compute_gate_run_inline(compute_gate *g, uint64_t cost, const work_job *job)
+{
+    if (cost > INLINE_MAX_COST)
         return false;
     /* At least one other HTTP thread stays free for probes and 503s,
      * unless the work is too small to matter. */
-    unsigned keep_free = body_len <= ANY_THREAD_MAX_BODY ? 0 : 1;
+    unsigned keep_free = cost <= INLINE_ANY_COST ? 0 : 1;
     unsigned n = atomic_load(&g->inline_running);
     do {
         if (n + keep_free >= g->cfg.http_threads)
             return false;
     } while (!atomic_compare_exchange_weak(&g->inline_running, &n, n + 1));
-    bool claimed = work_pool_try_claim(g->pool);
+    bool claimed = claim_light_slot(g);
+    if (claimed && !work_pool_try_claim(g->pool)) {
+        release_light_slot(g);
+        claimed = false;
+    }
     if (claimed) {
         set_http_thread_team(g);
         job->run(job->arg);
         work_pool_release(g->pool);
+        release_light_slot(g);
     }
     atomic_fetch_sub(&g->inline_running, 1);
     return claimed;
 }
 
-bool compute_gate_queue(compute_gate *g, const work_job *job)
+bool compute_gate_queue(compute_gate *g, uint64_t cost, const work_job *job)
 {
-    return work_pool_submit(g->pool, job);
+    lane *l = &g->lanes[cost >= HEAVY_COST ? LANE_HEAVY : LANE_LIGHT];
+    pthread_mutex_lock(&g->lock);
+    bool ok = !g->stopping && l->count < g->cfg.max_inflight;
+    if (ok) {
+        l->ring[(l->head + l->count) % g->cfg.max_inflight] = *job;
+        l->count++;
+        lane_top_up(l);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return ok;
 }
 
 void compute_gate_stop(compute_gate *g)
 {
+    pthread_mutex_lock(&g->lock);
+    g->stopping = true;
+    pthread_mutex_unlock(&g->lock);
+    /* Queued tokens cancel their jobs; running ones finish and send no
+     * more. Then the jobs no token was sent for are cancelled here. */
     work_pool_stop(g->pool);
+    for (int i = 0; i < 2; i++)
+        for (;;) {
+            pthread_mutex_lock(&g->lock);
+            bool any = g->lanes[i].count > 0;
+            work_job job = any ? lane_pop(&g->lanes[i]) : (work_job){0};
+            pthread_mutex_unlock(&g->lock);
+            if (!any)
+                break;
+            job.cancel(job.arg);
+        }
 }
 
 void compute_gate_get_stats(compute_gate *g, compute_gate_stats *out)
 {
     out->admitted = atomic_load(&g->admitted);
-    out->queued = work_pool_queued(g->pool);
+    pthread_mutex_lock(&g->lock);
+    out->queued = g->lanes[LANE_LIGHT].count + g->lanes[LANE_HEAVY].count;
+    pthread_mutex_unlock(&g->lock);
     out->running = work_pool_running(g->pool);
 }

@@ -4,13 +4,26 @@
  *
  * A compute request takes an admission slot once its body is in
  * (compute_gate_admit; its headers only check that one is free,
- * compute_gate_has_room, so that a slow body holds none) and gives it back once its answer is queued or the
- * request ends (compute_gate_leave). Its computation then runs under one of
- * --workers permits (work_pool.h): on the HTTP thread that read it when the
- * body is small, a permit is free, nothing is queued and another HTTP
- * thread stays idle (or the body is tiny: then any HTTP thread computes it,
- * see compute_gate.c) (compute_gate_run_inline), else on a worker thread
- * (compute_gate_queue).
+ * compute_gate_has_room, so that a slow body holds none) and gives it back
+ * once its answer is queued or the request ends (compute_gate_leave).
+ *
+ * Where it computes depends on its estimated cost (api_request_cost, from
+ * the body, before it is decoded; thresholds in compute_gate.c), never on
+ * its body's size alone: a cheap request computes on the HTTP thread that
+ * read it when a permit is free, nothing is queued and another HTTP thread
+ * stays idle (or it is tiny: then any HTTP thread computes it)
+ * (compute_gate_run_inline); the others go to a worker thread
+ * (compute_gate_queue), in one of two lanes:
+ *   light  below 10 ms of work;
+ *   heavy  the rest (big /diagnose, /apply with scores on many tokens...).
+ * Each lane holds at most --workers computations at once (inline ones
+ * count as light), and there are --workers + 1 worker threads: a light
+ * request never waits for a heavy one to finish, so however many long
+ * requests are queued or running, a small one waits at most for the light
+ * requests ahead of it (a pure load of either kind runs as before:
+ * --workers at once). A lane's jobs run in arrival
+ * order; each goes to the pool (work_pool.h) as a token that runs the
+ * lane's oldest job, queued behind the pool's earlier tokens.
  *
  * OpenMP teams are set once per thread, never per request. libgomp keeps
  * the team size per thread, and the pool hands a job to its idle worker of
@@ -28,6 +41,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "work_pool.h"
 
@@ -35,7 +49,8 @@ typedef struct compute_gate compute_gate;
 
 typedef struct compute_gate_config {
     unsigned max_inflight; /* requests admitted at once */
-    unsigned workers;      /* compute permits and worker threads */
+    unsigned workers;      /* computations of each lane at once; the
+                              pool has one thread more */
     unsigned http_threads; /* libmicrohttpd threads (one stays free, but
                               for tiny bodies) */
     unsigned omp_threads;  /* team of a request computing alone (>= 1) */
@@ -66,15 +81,16 @@ bool compute_gate_has_room(compute_gate *g);
 /* Gives back a slot taken by compute_gate_admit. */
 void compute_gate_leave(compute_gate *g);
 
-/* Runs job->run(job->arg) on the calling HTTP thread when a request with a
- * body of body_len bytes may compute here (see above); false, having run
- * nothing, otherwise. */
-bool compute_gate_run_inline(compute_gate *g, size_t body_len, const work_job *job);
+/* Runs job->run(job->arg) on the calling HTTP thread when a request of
+ * this cost (api_request_cost) may compute here (see above); false,
+ * having run nothing, otherwise. */
+bool compute_gate_run_inline(compute_gate *g, uint64_t cost, const work_job *job);
 
-/* Queues job for a worker. False when the pool is stopping: neither
+/* Queues job for a worker, in the lane of its cost. False when the gate
+ * is stopping (or, never with admission, its lane is full): neither
  * callback runs then. Suspend the connection before calling: a worker may
  * finish at once. */
-bool compute_gate_queue(compute_gate *g, const work_job *job);
+bool compute_gate_queue(compute_gate *g, uint64_t cost, const work_job *job);
 
 /* Refuses new jobs, cancels the queued ones and waits for the running
  * ones. Idempotent. */

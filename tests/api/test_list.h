@@ -25,7 +25,8 @@
     XX(string_spans, test_string_spans)               /* test_string_spans.c */                    \
     XX(request_path, test_request_path)               /* test_request_path.c */                    \
     XX(layers, test_layers)                           /* test_layers.c */                          \
-    XX(decoder_diff, test_decoder_diff)               /* test_decoder_diff.c: vs jansson */
+    XX(decoder_diff, test_decoder_diff)               /* test_decoder_diff.c: vs jansson */        \
+    XX(cost, test_cost)                               /* test_cost.c: the estimate of work */
 
 #define API_GROUP_DECLARE(name, function) void function(void);
 API_GROUPS(API_GROUP_DECLARE)

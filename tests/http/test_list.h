@@ -42,6 +42,7 @@
     XX(determinism, test_determinism, OWN)     /* test_determinism.c: same bits under load */      \
     XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */  \
     XX(intake, test_intake, OWN)               /* test_intake.c: issue 21 item 3, slow bodies */   \
-    XX(budget, test_budget, OWN)               /* test_budget.c: issue 21 items 10, 1 */
+    XX(budget, test_budget, OWN)               /* test_budget.c: issue 21 items 10, 1 */           \
+    XX(lanes, test_lanes, OWN)                 /* test_lanes.c: issue 21 items 2, 11, by cost */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */
