@@ -40,7 +40,7 @@ static bool is_json_media_type(const char *value)
 
 /* The declared body size, or -1 when none is declared (chunked) or it does
  * not parse (MHD refuses such requests itself). */
-static long long declared_length(const request *req)
+static long long declared_length(const http_request *req)
 {
     const char *v = req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (v == NULL || *v < '0' || *v > '9')
@@ -53,7 +53,7 @@ static long long declared_length(const request *req)
     return (long long)n;
 }
 
-int admission_refuse(request *req, const char *fmt, ...)
+int admission_refuse(http_request *req, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -73,7 +73,7 @@ int admission_refuse(request *req, const char *fmt, ...)
 #define ADMIT_GO_ON (-1)
 
 /* What is wrong whatever the route: the API key, the framing, a NUL. */
-static int check_message(request *req)
+static int check_message(http_request *req)
 {
     server_ctx *srv = req->srv;
     const route *r = req->route;
@@ -124,7 +124,7 @@ static int check_message(request *req)
 }
 
 /* Route, method, declared size and media type. */
-static int check_route(request *req, const char *url, const char *method, long long declared)
+static int check_route(http_request *req, const char *url, const char *method, long long declared)
 {
     const route *r = req->route;
     const bool early = req->has_body;
@@ -163,7 +163,7 @@ static int check_route(request *req, const char *url, const char *method, long l
 
 /* The connection limit, draining and --max-inflight (a free slot now; it
  * is taken once the body is in, see request.h). */
-static int check_capacity(request *req)
+static int check_capacity(http_request *req)
 {
     server_ctx *srv = req->srv;
     const route *r = req->route;
@@ -187,7 +187,7 @@ static int check_capacity(request *req)
 /* A declared body against the whole memory budget. Nothing is reserved
  * yet: the body is charged as its bytes arrive (body_intake.h), so that a
  * length declared and never sent holds nothing. */
-static int check_declared(request *req, long long declared)
+static int check_declared(http_request *req, long long declared)
 {
     server_ctx *srv = req->srv;
     if ((unsigned long long)declared > srv->budget.total)
@@ -198,7 +198,7 @@ static int check_declared(request *req, long long declared)
     return MHD_YES;
 }
 
-int admission_check(request *req, const char *url, const char *method)
+int admission_check(http_request *req, const char *url, const char *method)
 {
     long long declared = declared_length(req);
     int v = check_message(req);

@@ -32,10 +32,10 @@
  * (admitted: a compute route now holds a --max-inflight slot, and a
  * declared body has its buffer). Returns libmicrohttpd's MHD_YES or
  * MHD_NO. */
-int admission_check(request *req, const char *url, const char *method);
+int admission_check(http_request *req, const char *url, const char *method);
 
 /* Refuses req with 503 and the message fmt: at once without a body to
  * wait for, else REQ_REFUSED. Returns as admission_check. */
-int admission_refuse(request *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int admission_refuse(http_request *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* SERVER_ADMISSION_H */

@@ -32,7 +32,7 @@ static uint64_t discard_allowance(size_t max)
  * the body is dropped and answered 503 once it ends (mid-body is too late
  * for any answer: libmicrohttpd 0.9.75 can only answer before or after a
  * body). Returns whether the body may grow. */
-static bool charge_growth(request *req, size_t cap)
+static bool charge_growth(http_request *req, size_t cap)
 {
     if (cap <= req->body_charged)
         return true;
@@ -51,7 +51,7 @@ static bool charge_growth(request *req, size_t cap)
 }
 
 /* Gives up on the body: the connection is closed, logged with status. */
-static int give_up(request *req, int status, const char *code)
+static int give_up(http_request *req, int status, const char *code)
 {
     req->status = status; /* for the log */
     req->error_code = code;
@@ -62,7 +62,7 @@ static int give_up(request *req, int status, const char *code)
 /* Makes room for n more bytes: MHD_YES with room, MHD_YES without it when
  * the budget refused (now REQ_REFUSED), or MHD_NO when out of memory. The
  * buffer grows by doubling, up to the declared length (else max). */
-static int make_room(request *req, size_t n, size_t max)
+static int make_room(http_request *req, size_t n, size_t max)
 {
     if (n <= req->body_cap - req->body_len)
         return MHD_YES;
@@ -85,7 +85,7 @@ static int make_room(request *req, size_t n, size_t max)
     return MHD_YES;
 }
 
-int body_intake_receive(request *req, const char *data, size_t n)
+int body_intake_receive(http_request *req, const char *data, size_t n)
 {
     size_t max = req->srv->cfg.max_body_bytes;
     request_state st = req_get_state(req);

@@ -19,6 +19,6 @@
  * libmicrohttpd's MHD_YES (1), or MHD_NO (0) to close the connection (a
  * body past what may be dropped, or out of memory; req->status and
  * req->error_code then say why, for the log). */
-int body_intake_receive(request *req, const char *data, size_t n);
+int body_intake_receive(http_request *req, const char *data, size_t n);
 
 #endif /* SERVER_BODY_INTAKE_H */

@@ -13,7 +13,7 @@
 
 /* Runs the route's handler on the body into req->reply, then frees the
  * body (not needed while sending). */
-static void compute_reply(request *req)
+static void compute_reply(http_request *req)
 {
     handler_reply *rep = &req->reply;
     memset(rep, 0, sizeof *rep);
@@ -34,7 +34,7 @@ static void compute_reply(request *req)
  * it. */
 static void job_run(void *arg)
 {
-    request *req = arg;
+    http_request *req = arg;
     struct MHD_Connection *conn = req->conn;
     compute_reply(req);
     req_set_state(req, REQ_COMPUTED);
@@ -44,7 +44,7 @@ static void job_run(void *arg)
 /* The pool stopped before this job ran (drain timeout): answer 503. */
 static void job_cancel(void *arg)
 {
-    request *req = arg;
+    http_request *req = arg;
     struct MHD_Connection *conn = req->conn;
     memset(&req->reply, 0, sizeof req->reply);
     api_respond_errorf(&req->reply.api, API_E_UNAVAILABLE, NULL, "the server is shutting down");
@@ -60,7 +60,7 @@ static void compute_here(void *arg)
 
 /* What req will cost (api.h's estimate, from the body not yet decoded):
  * where it computes and in which lane (compute_gate.h). */
-static uint64_t request_cost(const request *req)
+static uint64_t request_cost(const http_request *req)
 {
     handler_fn *h = req->route->handler;
     api_endpoint ep = h == handle_encode  ? API_ENDPOINT_ENCODE
@@ -74,7 +74,7 @@ static uint64_t request_cost(const request *req)
 /* The one place compute requests meet the gate: computed here when the
  * gate allows (compute_gate.h), else queued for a worker while the
  * connection is suspended. */
-static int dispatch_to_gate(request *req)
+static int dispatch_to_gate(http_request *req)
 {
     compute_gate *gate = req->srv->gate;
     const work_job here = {compute_here, NULL, req};
@@ -93,7 +93,7 @@ static int dispatch_to_gate(request *req)
     return MHD_YES;
 }
 
-int compute_dispatch(request *req)
+int compute_dispatch(http_request *req)
 {
     if (req->route->compute)
         return dispatch_to_gate(req);

@@ -18,6 +18,6 @@
  * worker (REQ_QUEUED; the worker resumes the connection once req is
  * REQ_COMPUTED, and the access handler then sends req->reply). Returns
  * libmicrohttpd's MHD_YES or MHD_NO. */
-int compute_dispatch(request *req);
+int compute_dispatch(http_request *req);
 
 #endif /* SERVER_COMPUTE_DISPATCH_H */

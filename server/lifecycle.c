@@ -19,7 +19,7 @@
 _Static_assert(ROUTE_COUNT <= METRICS_MAX_ROUTES, "raise METRICS_MAX_ROUTES to label every route");
 
 /* Last call: the whole body is in (kept, or dropped for a refusal). */
-static enum MHD_Result finish(request *req)
+static enum MHD_Result finish(http_request *req)
 {
     conn_guard_await_body(req->ce, false);
     conn_guard_disarm(req->ce); /* the server's turn to work */
@@ -65,7 +65,7 @@ void *lifecycle_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static enum MHD_Result begin(server_ctx *srv, struct MHD_Connection *conn, const char *url,
                              const char *method, const char *version, void **req_cls)
 {
-    request *req = req_new(srv, conn, url, method, version, *req_cls == PATH_NUL_MARK);
+    http_request *req = req_new(srv, conn, url, method, version, *req_cls == PATH_NUL_MARK);
     if (req == NULL)
         return MHD_NO;
     *req_cls = req;
@@ -77,7 +77,7 @@ enum MHD_Result lifecycle_on_access(void *cls, struct MHD_Connection *conn, cons
                                     const char *upload_data, size_t *upload_data_size,
                                     void **req_cls)
 {
-    request *req = *req_cls;
+    http_request *req = *req_cls;
 
     if (req == NULL || *req_cls == PATH_NUL_MARK)
         return begin(cls, conn, url, method, version, req_cls);
@@ -118,7 +118,7 @@ static int unanswered_status(enum MHD_RequestTerminationCode toe)
 
 /* The status the client saw: ours when the response went out (or when we
  * closed the connection on purpose), else why it ended. */
-static int final_status(const request *req, bool answered, enum MHD_RequestTerminationCode toe)
+static int final_status(const http_request *req, bool answered, enum MHD_RequestTerminationCode toe)
 {
     bool delivered = answered && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
     int status = delivered || (!answered && req->status != 0) ? req->status
@@ -132,7 +132,7 @@ void lifecycle_on_completed(void *cls, struct MHD_Connection *conn, void **req_c
                             enum MHD_RequestTerminationCode toe)
 {
     server_ctx *srv = cls;
-    request *req = *req_cls;
+    http_request *req = *req_cls;
     (void)conn;
 
     *req_cls = NULL;

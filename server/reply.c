@@ -12,7 +12,7 @@
  * counts what the reader hands out) or its buffer, whose ownership passes
  * to the response. *len is the body's size (0 for a stream). NULL when out
  * of memory (the body is freed). */
-static struct MHD_Response *new_response(request *req, handler_reply *rep, size_t *len)
+static struct MHD_Response *new_response(http_request *req, handler_reply *rep, size_t *len)
 {
     api_response *a = &rep->api;
     struct MHD_Response *resp;
@@ -43,7 +43,7 @@ static struct MHD_Response *new_response(request *req, handler_reply *rep, size_
 }
 
 /* The headers of every response, and those of its status. */
-static bool add_headers(const request *req, struct MHD_Response *resp, const api_response *a,
+static bool add_headers(const http_request *req, struct MHD_Response *resp, const api_response *a,
                         bool close)
 {
     server_ctx *srv = req->srv;
@@ -67,7 +67,7 @@ static bool add_headers(const request *req, struct MHD_Response *resp, const api
     return ok;
 }
 
-int reply_send(request *req, bool close)
+int reply_send(http_request *req, bool close)
 {
     server_ctx *srv = req->srv;
     api_response *a = &req->reply.api;

@@ -16,7 +16,7 @@
  * then REQ_ANSWERED. close adds `Connection: close` (as do draining and a
  * connection over --max-connections). Returns libmicrohttpd's MHD_YES, or
  * MHD_NO (the connection is then closed). */
-int reply_send(request *req, bool close);
+int reply_send(http_request *req, bool close);
 
 /* Answers with one of api_error.h's errors, built the one way errors are
  * built (api_respond_errorf) into req->reply, which holds nothing yet

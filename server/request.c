@@ -17,7 +17,7 @@
 #include "mono_clock.h"
 #include "printable.h"
 
-const char *req_header(const request *req, const char *name)
+const char *req_header(const http_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
@@ -39,7 +39,7 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
 }
 
 /* Writes why the headers break RFC 9112 into req->malformed, if they do. */
-static void check_syntax(request *req, const header_list *l, bool http11)
+static void check_syntax(http_request *req, const header_list *l, bool http11)
 {
     size_t at;
     header_verdict v = header_syntax_check(l->items, l->n, http11, &at);
@@ -64,7 +64,7 @@ typedef struct header_block {
 
 /* Looks at how the header block ends (framing_check_tail), after the
  * last header's value or, with no header, after the version. */
-static void check_tail(request *req, const header_list *l, const header_block *b)
+static void check_tail(http_request *req, const header_list *l, const header_block *b)
 {
     if (b->start == NULL)
         return;
@@ -93,7 +93,7 @@ static void check_tail(request *req, const header_list *l, const header_block *b
 /* Looks at the received headers: framing (framing_check), syntax
  * (header_syntax_check) and NUL bytes (framing_find_nul, check_tail).
  * False when out of memory. */
-static bool inspect_headers(request *req, const header_block *b)
+static bool inspect_headers(http_request *req, const header_block *b)
 {
     int count = MHD_get_connection_values(req->conn, MHD_HEADER_KIND, NULL, NULL);
     header_list l = {NULL, 0, 0};
@@ -143,7 +143,7 @@ static bool on_probe_port(const server_ctx *srv, struct MHD_Connection *conn)
 }
 
 /* The method as it may be logged: visible ASCII, cut to fit. */
-static void copy_method(request *req, const char *method)
+static void copy_method(http_request *req, const char *method)
 {
     size_t i = 0;
     for (; method[i] != '\0' && i + 1 < sizeof req->method; i++) {
@@ -154,7 +154,7 @@ static void copy_method(request *req, const char *method)
 }
 
 /* The client's X-Request-Id when it may be echoed, else a new one. */
-static void set_id(request *req)
+static void set_id(http_request *req)
 {
     const char *id = req_header(req, "X-Request-Id");
     if (request_id_is_sane(id)) {
@@ -166,10 +166,10 @@ static void set_id(request *req)
     }
 }
 
-request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method,
-                 const char *version, bool path_nul)
+http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
+                      const char *method, const char *version, bool path_nul)
 {
-    request *req = calloc(1, sizeof *req);
+    http_request *req = calloc(1, sizeof *req);
     if (req == NULL)
         return NULL;
     req->srv = srv;
@@ -204,24 +204,24 @@ static bool state_holds_slot(request_state s)
     return s == REQ_COMPLETE || s == REQ_QUEUED || s == REQ_COMPUTED;
 }
 
-request_state req_get_state(const request *req)
+request_state req_get_state(const http_request *req)
 {
     return atomic_load_explicit(&req->state, memory_order_acquire);
 }
 
-bool req_holds_slot(const request *req)
+bool req_holds_slot(const http_request *req)
 {
     return req->route != NULL && req->route->compute && state_holds_slot(req_get_state(req));
 }
 
-void req_set_state(request *req, request_state next)
+void req_set_state(http_request *req, request_state next)
 {
     if (req_holds_slot(req) && !state_holds_slot(next))
         compute_gate_leave(req->srv->gate);
     atomic_store_explicit(&req->state, next, memory_order_release);
 }
 
-void req_drop_body(request *req)
+void req_drop_body(http_request *req)
 {
     free(req->body);
     req->body = NULL;
@@ -230,7 +230,7 @@ void req_drop_body(request *req)
     req->body_charged = 0;
 }
 
-void req_free(request *req)
+void req_free(http_request *req)
 {
     if (req == NULL)
         return;

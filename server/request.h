@@ -74,7 +74,7 @@ typedef enum request_state {
     REQ_ANSWERED
 } request_state;
 
-typedef struct request {
+typedef struct http_request {
     server_ctx *srv;             /* borrowed: outlives every request */
     struct MHD_Connection *conn; /* borrowed from libmicrohttpd */
     conn_entry *ce;              /* borrowed: the connection's guard entry, or NULL */
@@ -102,33 +102,33 @@ typedef struct request {
     uint64_t bytes_out;
     const char *error_code; /* static */
     size_t tokens;
-} request;
+} http_request;
 
 /* New request for the headers just received on conn (url, method and
  * version as libmicrohttpd gives them; path_nul: the raw path held %00, so
  * url was cut at it), counted in flight. NULL when out of memory. */
-request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url, const char *method,
-                 const char *version, bool path_nul);
+http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
+                      const char *method, const char *version, bool path_nul);
 
 /* Gives back what req holds (slot, body, reply), uncounts it and frees it;
  * accepts NULL. */
-void req_free(request *req);
+void req_free(http_request *req);
 
 /* The request's state (acquire: a worker's reply is visible once COMPUTED
  * is seen). */
-request_state req_get_state(const request *req);
+request_state req_get_state(const http_request *req);
 
 /* Moves req to state next, giving back its --max-inflight slot when it
  * leaves the states that hold one (see above). */
-void req_set_state(request *req, request_state next);
+void req_set_state(http_request *req, request_state next);
 
 /* Whether req holds a --max-inflight slot now. */
-bool req_holds_slot(const request *req);
+bool req_holds_slot(const http_request *req);
 
 /* Frees req's body and gives its charge back to the memory budget. */
-void req_drop_body(request *req);
+void req_drop_body(http_request *req);
 
 /* A request header's value (the first of that name), or NULL. */
-const char *req_header(const request *req, const char *name);
+const char *req_header(const http_request *req, const char *name);
 
 #endif /* SERVER_REQUEST_H */
