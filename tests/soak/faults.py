@@ -10,7 +10,9 @@ declared body, chunked bodies over the limit or with bad chunk sizes, header
 blocks past the per-connection memory, pipelined requests, slow senders
 (slowloris), clients that vanish before reading their answer, bursts of
 cut uploads (then the service must answer at once), clients that leave
-big answers unread and slow-body holders (64 bodies declared, barely sent). Where the
+big answers unread, slow-body holders (64 bodies declared, barely sent),
+stalled /diagnose readers, floods of idle connections (then /healthz) and
+the same /apply again and again (the same bytes each time). Where the
 server's answer is defined it is checked (413, 431, 400, three answers to
 three pipelined requests...). The server runs with --max-body-bytes 1 MiB
 and --request-timeout 4 (see run.sh).
@@ -378,7 +380,86 @@ def f_slow_body_holders():
     record("64 slow bodies held, then /encode", status_of(data) == 200, f"status {status_of(data)}")
 
 
-FAULTS = [f_slow_body_holders, f_aborted_upload_burst, f_big_answer_unread, f_truncated_body, f_abort_headers, f_reset_mid_body, f_garbage, f_huge_declared,
+def post_to(route, body):
+    """One request on its own connection (Connection: close): the raw answer."""
+    s = connect()
+    s.sendall(b"POST " + route + b" HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\n"
+              b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+              + body)
+    data = read_all(s, timeout=20)
+    s.close()
+    return data
+
+
+def f_stalled_diagnose_readers():
+    """Issue 21 item 1: clients that send a /diagnose with return_map (an
+    answer of about 1 MB, streamed and charged to the budget) and stop
+    reading: the service goes on meanwhile."""
+    body = b'{"scheme":"sinusoidal","return_map":true,"table":[' + b",".join(
+        [b"[" + b",".join([b"0.5"] * 256) + b"]"] * 256) + b"]}"
+    socks = []
+    for _ in range(3):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", PORT))
+        s.sendall(b"POST /diagnose HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        socks.append(s)
+    time.sleep(1.0)
+    data = post_to(b"/encode", GOOD)
+    for s in socks:
+        s.close()
+    record("3 /diagnose answers left unread, then /encode", status_of(data) in (200, 503),
+           f"status {status_of(data)}")
+
+
+def f_idle_flood():
+    """Issue 21 item 9: TCP connections that send nothing must not blind
+    the probes."""
+    socks = []
+    try:
+        for _ in range(200):
+            socks.append(connect())
+        s = connect()
+        t0 = time.time()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: soak\r\nConnection: close\r\n\r\n")
+        data = read_all(s, timeout=8)
+        took = time.time() - t0
+        s.close()
+    finally:
+        for h in socks:
+            h.close()
+    record("200 idle connections, then /healthz", status_of(data) == 200 and took < 5,
+           f"status {status_of(data)} after {took:.2f} s")
+
+
+SAME_APPLY = (b'{"embeddings":[' + b",".join(  # the default model: d_model 512
+    b"[" + b",".join(str(((t * 512 + j) % 7 - 3) / 4).encode() for j in range(512)) + b"]"
+    for t in range(4)) + b'],"positions":[3,1,4,1]}')
+first_answer = []
+
+
+def answer_body(data):
+    return data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
+
+
+def f_same_bits():
+    """Issue 21 item 8: the same /apply, sent while everything else runs,
+    has the same bytes every time."""
+    data = post_to(b"/apply", SAME_APPLY)
+    if status_of(data) == 503:  # the budget or the queue was full: no answer to compare
+        record("same /apply, same bytes under load (503 skipped)", True)
+        return
+    body = answer_body(data)
+    with lock:
+        if not first_answer:
+            first_answer.append(body)
+        want = first_answer[0]
+    record("same /apply, same bytes under load", status_of(data) == 200 and body == want,
+           f"status {status_of(data)}, {len(body)} bytes, equal {body == want}")
+
+
+FAULTS = [f_stalled_diagnose_readers, f_idle_flood, f_same_bits, f_same_bits, f_slow_body_holders, f_aborted_upload_burst, f_big_answer_unread, f_truncated_body, f_abort_headers, f_reset_mid_body, f_garbage, f_huge_declared,
           f_chunked_over_limit, f_chunked_just_over, f_bad_chunk, f_big_headers, f_pipelined,
           f_http10, f_nul_header, f_expect_continue, f_connect_close, f_smuggle, f_bad_method,
           f_vanish_before_answer, f_slow_reader]
