@@ -65,6 +65,8 @@ int api_json(api_error *err, int rc)
         [JSON_E_NON_FINITE] = API_E_NON_FINITE, [JSON_E_TOO_LARGE] = API_E_TOO_LARGE,
         [JSON_E_NO_MEMORY] = API_E_UNAVAILABLE,
     };
+    if (!rc) /* err->json is written only on failure */
+        return 0;
     const json_error *je = &err->json;
     api_error_kind kind = (unsigned)je->kind < sizeof kinds / sizeof kinds[0] ? kinds[je->kind]
                                                                               : API_E_INTERNAL;

@@ -16,7 +16,9 @@ int api_desc(api_error *err, int rc, const desc_error *de)
         [DESC_E_NO_MEMORY] = API_E_UNAVAILABLE, /* the API's own 503 text */
     };
 
-    if (rc && de->kind == DESC_E_JSON) { /* the codec's kind, mapped where all of them are */
+    if (!rc) /* *de is written only on failure */
+        return 0;
+    if (de->kind == DESC_E_JSON) { /* the codec's kind, mapped where all of them are */
         err->json = de->json;
         return api_json(err, rc);
     }
