@@ -22,23 +22,10 @@ static void write_norm(strbuf *sb, const char *key, pe_norm_kind kind, double ep
         strbuf_printf(sb, ",\"%s\":{\"type\":\"%s\",\"eps\":%.17g}", key, norm_names[kind], eps);
 }
 
-static void write_model(strbuf *sb, const model *m)
+/* The norms and the steps around the projection and rotation that the
+ * model has (loaded checkpoints only, but for the pre-attention norm). */
+static void write_steps(strbuf *sb, const model *m)
 {
-    strbuf_puts(sb, "{\"name\":");
-    strbuf_put_json_string(sb, m->name);
-    strbuf_puts(sb, ",\"architecture\":");
-    strbuf_put_json_string(sb, m->architecture);
-    strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
-    strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
-    strbuf_printf(sb,
-                  ",\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,"
-                  "\"scheme\":",
-                  m->d_model, m->heads, m->kv_heads, m->head_dim);
-    strbuf_put_json_string(sb, scheme_names[m->scheme]);
-    char *params = json_dumps(m->params, JSON_COMPACT | JSON_ENCODE_ANY);
-    strbuf_puts(sb, ",\"params\":");
-    strbuf_puts(sb, params ? params : "{}");
-    free(params);
     write_norm(sb, "norm", m->norm, m->norm_eps);
     /* Only loaded checkpoints have an input stage beyond the contract's. */
     if (m->embed_norm != PE_NORM_NONE)
@@ -65,7 +52,11 @@ static void write_model(strbuf *sb, const model *m)
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
                       m->attn_floor_scale, m->attn_temperature_scale);
-    /* How positions come from attention_mask / token_ids (contract v1.1) */
+}
+
+/* How positions come from attention_mask / token_ids (contract v1.1). */
+static void write_positions(strbuf *sb, const model *m)
+{
     static const char *const position_rules[] = {[MODEL_POSITIONS_CUMSUM] = "cumsum(mask)-1",
                                                  [MODEL_POSITIONS_BLOOM] = "bloom",
                                                  [MODEL_POSITIONS_SLOT] = "slot",
@@ -77,6 +68,11 @@ static void write_model(strbuf *sb, const model *m)
     if (m->table_offset)
         strbuf_printf(sb, ",\"table_offset\":%" PRId64, m->table_offset);
     strbuf_putc(sb, '}');
+}
+
+/* MLA's ranks and gpt_oss's sink logits, when the model has them. */
+static void write_attention_extras(strbuf *sb, const model *m)
+{
     if (m->mla) /* DeepSeek's multi-head latent attention */
         strbuf_printf(sb,
                       ",\"mla\":{\"q_lora_rank\":%zu,\"kv_lora_rank\":%zu,"
@@ -94,8 +90,11 @@ static void write_model(strbuf *sb, const model *m)
         }
         strbuf_putc(sb, ']');
     }
-    strbuf_puts(sb, ",\"source\":");
-    strbuf_put_json_string(sb, m->source);
+}
+
+/* The shape and the dtype on disk of every weight the model has. */
+static void write_weights(strbuf *sb, const model *m)
+{
     strbuf_puts(sb, ",\"weights\":{");
     bool first = true;
     for (int w = 0; w < W_COUNT; w++) {
@@ -117,7 +116,33 @@ static void write_model(strbuf *sb, const model *m)
         strbuf_put_json_string(sb, m->weight_dtype[w] ? m->weight_dtype[w] : "F32");
         first = false;
     }
-    strbuf_puts(sb, "}}");
+    strbuf_putc(sb, '}');
+}
+
+static void write_model(strbuf *sb, const model *m)
+{
+    strbuf_puts(sb, "{\"name\":");
+    strbuf_put_json_string(sb, m->name);
+    strbuf_puts(sb, ",\"architecture\":");
+    strbuf_put_json_string(sb, m->architecture);
+    strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
+    strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
+    strbuf_printf(sb,
+                  ",\"d_model\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"head_dim\":%zu,"
+                  "\"scheme\":",
+                  m->d_model, m->heads, m->kv_heads, m->head_dim);
+    strbuf_put_json_string(sb, scheme_names[m->scheme]);
+    char *params = json_dumps(m->params, JSON_COMPACT | JSON_ENCODE_ANY);
+    strbuf_puts(sb, ",\"params\":");
+    strbuf_puts(sb, params ? params : "{}");
+    free(params);
+    write_steps(sb, m);
+    write_positions(sb, m);
+    write_attention_extras(sb, m);
+    strbuf_puts(sb, ",\"source\":");
+    strbuf_put_json_string(sb, m->source);
+    write_weights(sb, m);
+    strbuf_putc(sb, '}');
 }
 
 void api_info(const api_service *svc, const api_server_facts *facts, api_response *out)
