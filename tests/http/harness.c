@@ -685,6 +685,22 @@ bool expect_ok(const char *label, const http_resp *r)
     return CHECK(json_is_object(r->json), label, "200 body is not a JSON object: %s", ex);
 }
 
+void valgrind_functional(const char *name, const char *const *args)
+{
+    server s;
+    http_resp r;
+
+    if (!server_start(&s, name, args, NULL))
+        return;
+    http_post_json(&s, "/encode", "{\"shape\":[2,4]}", &r);
+    expect_ok("POST /encode under valgrind", &r);
+    http_resp_free(&r);
+    http_post_json(&s, "/diagnose", "{\"scheme\":\"alibi\",\"slopes\":[0.5,0.25]}", &r);
+    expect_ok("POST /diagnose under valgrind", &r);
+    http_resp_free(&r);
+    server_stop(&s);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Float arrays in responses                                                */
 /* ---------------------------------------------------------------------- */

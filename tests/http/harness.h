@@ -125,6 +125,11 @@ bool expect_error(const char *label, const http_resp *r, long status, const char
 /* The response is a 200 with a JSON object body. */
 bool expect_ok(const char *label, const http_resp *r);
 
+/* What a timing group still checks under valgrind, where its latencies
+ * mean nothing: a server started with its flags answers a small /encode
+ * and a small /diagnose, and stops clean (no valgrind error or leak). */
+void valgrind_functional(const char *name, const char *const *args);
+
 /* ---------------------------------------------------------------------- */
 /* Float arrays in responses, read exactly                                  */
 /* ---------------------------------------------------------------------- */
