@@ -406,6 +406,19 @@ static size_t digits(json_scanner *s, size_t q, int *c)
     return q;
 }
 
+/* At least one digit at *q, else the number is invalid there (the error
+ * at *q unless the body ended): *q goes past the digits, *c after them. */
+static bool required_digits(json_scanner *s, size_t *q, int *c)
+{
+    if (!is_digit(*c)) {
+        if (*c != PEEK_FAULT)
+            s->pos = *q;
+        return false;
+    }
+    *q = digits(s, *q, c);
+    return true;
+}
+
 static void scan_number(json_scanner *s)
 {
     size_t q = s->pos;
@@ -432,23 +445,15 @@ static void scan_number(json_scanner *s)
     bool real = c == '.' || c == 'e' || c == 'E';
     if (c == '.') {
         c = peek(s, ++q);
-        if (!is_digit(c)) {
-            if (c != PEEK_FAULT)
-                s->pos = q;
+        if (!required_digits(s, &q, &c))
             return;
-        }
-        q = digits(s, q, &c);
     }
     if (c == 'e' || c == 'E') {
         c = peek(s, ++q);
         if (c == '+' || c == '-')
             c = peek(s, ++q);
-        if (!is_digit(c)) {
-            if (c != PEEK_FAULT)
-                s->pos = q;
+        if (!required_digits(s, &q, &c))
             return;
-        }
-        q = digits(s, q, &c);
     }
     if (c == PEEK_FAULT)
         return;
