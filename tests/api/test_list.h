@@ -26,7 +26,8 @@
     XX(request_path, test_request_path)               /* test_request_path.c */                    \
     XX(layers, test_layers)                           /* test_layers.c */                          \
     XX(decoder_diff, test_decoder_diff)               /* test_decoder_diff.c: vs jansson */        \
-    XX(cost, test_cost)                               /* test_cost.c: the estimate of work */
+    XX(cost, test_cost)                               /* test_cost.c: the estimate of work */      \
+    XX(finite_check, test_finite_check)               /* test_finite.c: non-finite results */
 
 #define API_GROUP_DECLARE(name, function) void function(void);
 API_GROUPS(API_GROUP_DECLARE)
