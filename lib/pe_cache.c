@@ -28,14 +28,15 @@
 #include <string.h>
 
 /* How many positions a table holds and the most memory one table may take
- * (rows shrink for wide tables to stay within it: 2048 rows x 256 dims,
- * 512 x 1024, 128 x 4096; narrower than CACHE_MIN_ROWS rows is not worth
+ * (rows shrink for wide tables to stay within it: 4096 rows x 256 dims,
+ * 2048 x 512 (the default model at S3's 2048 tokens), 1024 x 1024, 256 x
+ * 4096; narrower than CACHE_MIN_ROWS rows is not worth
  * caching). At most CACHE_MAX_TABLES tables, so that a lookup scans a short
  * array. */
 #define CACHE_MAX_TABLES 64
 #define CACHE_MAX_ROWS 4096
 #define CACHE_MIN_ROWS 64
-#define CACHE_TABLE_BYTES ((size_t)4 << 20)
+#define CACHE_TABLE_BYTES ((size_t)8 << 20)
 
 /* Frequencies: a direct-mapped history of tables missed recently (a key
  * hash and how often it was asked for), and per table a use count capped

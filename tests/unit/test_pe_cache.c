@@ -16,8 +16,8 @@
 #include "pe_cache.h"
 #include "posenc.h"
 
-/* Tables of d = 16 hold 4096 rows (512 KiB); of d = 512, 1024 rows (4 MiB). */
-enum { SMALL_D = 16, SMALL_ROWS = 4096, WIDE_D = 512, WIDE_ROWS = 1024 };
+/* Tables of d = 16 hold 4096 rows (512 KiB); of d = 512, 2048 rows (8 MiB). */
+enum { SMALL_D = 16, SMALL_ROWS = 4096, WIDE_D = 512, WIDE_ROWS = 2048 };
 
 /* A budget with room for n tables of d doubles per row but not n + 1 (the
  * cache adds a header of well under 64 KiB to each). */
