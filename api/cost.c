@@ -185,7 +185,11 @@ static unsigned plain_commas(const char *p)
         return NOT_PLAIN;
     bytes16 commas = (bytes16)(b == z + ',');
     memcpy(w, &commas, sizeof w);
-    return (unsigned)(__builtin_popcountll(w[0]) + __builtin_popcountll(w[1])) / 8;
+    /* A comma is a 0xff byte: keep one bit of each and add the eight bytes
+     * of a word up with one multiply (at most 8, so no byte carries).
+     * __builtin_popcountll is a libgcc call on x86-64's baseline: 3% of S1. */
+    const uint64_t ones = 0x0101010101010101u;
+    return (unsigned)(((w[0] & ones) * ones) >> 56) + (unsigned)(((w[1] & ones) * ones) >> 56);
 }
 
 /* The fast path of an array of numbers, nested or not (the bulk of a
