@@ -84,8 +84,12 @@ void answer_own(answer *a, void *p);
 /* An upper bound of the answer's bytes. */
 size_t answer_bound(const answer *a);
 
-/* Bytes of text the answer holds at once when streamed. */
+/* Bytes of text the answer holds at once when streamed: a window, written
+ * by the calling thread alone, or by the OpenMP team of the thread that
+ * computed the request when it has more than one thread (a bigger window,
+ * so that each thread gets a useful share of it). */
 #define ANSWER_WINDOW_BYTES ((size_t)64 << 10)
+#define ANSWER_TEAM_WINDOW_BYTES ((size_t)1 << 20)
 
 /* The service's streaming threshold. */
 size_t stream_min_bytes(const api_service *svc);

@@ -168,37 +168,33 @@ static void write_rows_at(strbuf *sb, const array_view *a, size_t r0, size_t r1,
     }
 }
 
-static void write_rows(strbuf *sb, const array_view *a, size_t r0, size_t r1)
-{
-    write_rows_at(sb, a, r0, r1, a->data + r0 * a->row_stride);
-}
-
-/* Big arrays are written by the OpenMP team, one chunk of rows each, then
+/* Big ranges are written by the OpenMP team, one chunk of rows each, then
  * joined; number text is most of the time of a large JSON answer. */
-#define PARALLEL_MIN_ELEMENTS ((size_t)1 << 16)
+#define PARALLEL_MIN_ELEMENTS ((size_t)1 << 14)
 
-static void write_nested(strbuf *sb, const array_view *a)
+/* Rows [r0, r1) of nested text (row r0 at first) by up to `team` threads:
+ * chunks of rows into buffers of their own, joined in order. Each row
+ * writes its own commas and brackets (write_rows_at), so the text is that
+ * of one thread. */
+static void write_rows_team(strbuf *sb, const array_view *a, size_t r0, size_t r1,
+                            const float *first, int team)
 {
-    size_t rows = row_count(a);
-    int team = array_count(a) >= PARALLEL_MIN_ELEMENTS ? omp_get_max_threads() : 1;
-
-    if (a->ndim == 1) {
-        write_row(sb, a->data, a->dim[0]);
-        return;
-    }
+    size_t rows = r1 - r0;
     if (team <= 1 || rows < 2) {
-        write_rows(sb, a, 0, rows);
+        write_rows_at(sb, a, r0, r1, first);
         return;
     }
     size_t chunks = (size_t)team * 4 < rows ? (size_t)team * 4 : rows;
     strbuf *parts = calloc(chunks, sizeof *parts);
     if (!parts) {
-        write_rows(sb, a, 0, rows); /* no memory for parts: one buffer */
+        write_rows_at(sb, a, r0, r1, first); /* no memory for parts: one buffer */
         return;
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-    for (size_t c = 0; c < chunks; c++)
-        write_rows(&parts[c], a, rows * c / chunks, rows * (c + 1) / chunks);
+    for (size_t c = 0; c < chunks; c++) {
+        size_t c0 = r0 + rows * c / chunks, c1 = r0 + rows * (c + 1) / chunks;
+        write_rows_at(&parts[c], a, c0, c1, first + (c0 - r0) * a->row_stride);
+    }
     for (size_t c = 0; c < chunks; c++) {
         if (parts[c].failed)
             sb->failed = true;
@@ -207,6 +203,22 @@ static void write_nested(strbuf *sb, const array_view *a)
         strbuf_free(&parts[c]);
     }
     free(parts);
+}
+
+/* The team for n values: the caller's when they are many, else 1. */
+static int team_for(size_t n, int team)
+{
+    return n >= PARALLEL_MIN_ELEMENTS && team > 1 ? team : 1;
+}
+
+static void write_nested(strbuf *sb, const array_view *a)
+{
+    if (a->ndim == 1) {
+        write_row(sb, a->data, a->dim[0]);
+        return;
+    }
+    write_rows_team(sb, a, 0, row_count(a), a->data,
+                    team_for(array_count(a), omp_get_max_threads()));
 }
 
 void json_write_float_field(strbuf *sb, const char *name, double value)
@@ -236,15 +248,26 @@ static void encode_rows_at(char *dst, const array_view *a, size_t r0, size_t r1,
     base64_finish(&w);
 }
 
-static void encode_rows(char *dst, const array_view *a, size_t r0, size_t r1)
+/* Rows [r0, r1) (row r0 at first) as base64 at dst by up to `team`
+ * threads, in chunks of a multiple of 3 rows (so of 3 bytes: 12*cols),
+ * which makes every chunk's text independent and its place known. r0 is a
+ * multiple of 3 (or the range is one chunk). */
+static void encode_rows_team(char *dst, const array_view *a, size_t r0, size_t r1,
+                             const float *first, int team)
 {
-    encode_rows_at(dst, a, r0, r1, a->data + r0 * a->row_stride);
+    size_t rows = r1 - r0, cols = a->dim[a->ndim - 1];
+    size_t per = team > 1 ? 3 * (rows / (3 * (size_t)team * 4) + 1) : rows;
+    size_t chunks = per ? (rows + per - 1) / per : 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (chunks > 1)
+    for (size_t c = 0; c < chunks; c++) {
+        size_t c0 = c * per, c1 = c0 + per < rows ? c0 + per : rows;
+        encode_rows_at(dst + c0 * cols * sizeof(float) / 3 * 4, a, r0 + c0, r0 + c1,
+                       first + c0 * a->row_stride);
+    }
 }
 
-/* The array as one base64 string, sized exactly up front. Big arrays are
- * encoded by the OpenMP team in chunks of whole rows, each a multiple of 3
- * rows long (so of 3 bytes: 12*cols), which makes every chunk's text
- * independent and its place in the output known. */
+/* The array as one base64 string, sized exactly up front; big arrays by
+ * the OpenMP team. */
 static void write_base64(strbuf *sb, const array_view *a)
 {
     size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
@@ -254,14 +277,7 @@ static void write_base64(strbuf *sb, const array_view *a)
     if (!dst)
         return;
     dst[0] = '"';
-    int team = rows * cols >= PARALLEL_MIN_ELEMENTS ? omp_get_max_threads() : 1;
-    size_t per = team > 1 ? 3 * (rows / (3 * (size_t)team * 4) + 1) : rows;
-    size_t chunks = (rows + per - 1) / per;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (chunks > 1)
-    for (size_t c = 0; c < chunks; c++) {
-        size_t r0 = c * per, r1 = r0 + per < rows ? r0 + per : rows;
-        encode_rows(dst + 1 + r0 * cols * sizeof(float) / 3 * 4, a, r0, r1);
-    }
+    encode_rows_team(dst + 1, a, 0, rows, a->data, team_for(rows * cols, omp_get_max_threads()));
     dst[len + 1] = '"';
     strbuf_advance(sb, len + 2);
 }
@@ -289,21 +305,22 @@ size_t array_text_bound(const array_view *a, bool base64)
     return rows * (cols * (FLOAT_TEXT_MAX / 2 + 1) + 2 * a->ndim + 1) + 2 * a->ndim;
 }
 
-void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1)
+void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1, int team)
 {
-    array_write_rows_at(sb, a, base64, r0, r1, a->data + r0 * a->row_stride);
+    array_write_rows_at(sb, a, base64, r0, r1, a->data + r0 * a->row_stride, team);
 }
 
 void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1,
-                         const float *first)
+                         const float *first, int team)
 {
     size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
 
+    team = team_for((r1 - r0) * cols, team);
     if (!base64) {
         if (a->ndim == 1)
             write_row(sb, first, cols);
         else
-            write_rows_at(sb, a, r0, r1, first);
+            write_rows_team(sb, a, r0, r1, first, team);
         return;
     }
     size_t len = base64_encoded_len((r1 - r0) * cols * sizeof(float));
@@ -313,7 +330,7 @@ void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0
     size_t n = 0;
     if (r0 == 0)
         dst[n++] = '"';
-    encode_rows_at(dst + n, a, r0, r1, first);
+    encode_rows_team(dst + n, a, r0, r1, first, team);
     n += len;
     if (r1 == rows)
         dst[n++] = '"';

@@ -56,12 +56,13 @@ size_t array_text_bound(const array_view *a, bool base64);
  * array array_write_value() writes (so an answer can be sent while it is
  * written). For base64, r0 and r1 are multiples of 3 but for the last r1;
  * the quotes come with the first and the last range. A 1-D array is one
- * row. */
-void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1);
+ * row. A range of 2^14 values or more is written by up to `team` OpenMP
+ * threads (1: the calling thread alone); the bytes are the same. */
+void array_write_rows(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1, int team);
 
 /* array_write_rows() with row r0's data at `first` (rows a->row_stride
  * apart): for rows made just before they are written (a->data unused). */
 void array_write_rows_at(strbuf *sb, const array_view *a, bool base64, size_t r0, size_t r1,
-                         const float *first);
+                         const float *first, int team);
 
 #endif /* ARRAY_WRITER_H */

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -450,10 +451,15 @@ static void test_streamed_answers(void)
         {false, "{\"shape\":[64,16],\"scheme\":\"alibi\",\"params\":{\"heads\":4}}"},
         {false, "{\"shape\":[40,64],\"scheme\":\"rope\",\"params\":{\"scaling\":{"
                 "\"type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":16}}}"},
-        {true, NULL}, /* built below: q, v, scores of the default model */
-        {true, NULL}, /* the same in base64 */
+        /* past 2^14 values a window: written by a team of two below */
+        {false, "{\"shape\":[2000,40]}"},
+        {false, "{\"shape\":[2001,40],\"encoding\":\"base64\"}"},
+        {false, "{\"shape\":[4,500,40],\"offset\":3}"},
+        {false, NULL}, /* built below: 700 x 64 embeddings */
+        {true, NULL},  /* built below: q, v, scores of the default model */
+        {true, NULL},  /* the same in base64 */
     };
-    strbuf apply_body = {0};
+    strbuf apply_body = {0}, encode_body = {0};
 
     CHECK(whole && streamer, "services");
     if (!whole || !streamer)
@@ -470,10 +476,26 @@ static void test_streamed_answers(void)
         strbuf_putc(&apply_body, '\0');
     }
     const char *apply_bodies[2] = {apply_body.data, apply_body.data + strlen(apply_body.data) + 1};
+    strbuf_puts(&encode_body, "{\"embeddings\":[");
+    for (size_t t = 0; t < 700; t++) {
+        strbuf_puts(&encode_body, t ? ",[" : "[");
+        for (size_t j = 0; j < 64; j++)
+            strbuf_printf(&encode_body, "%s%d.%d", j ? "," : "", (int)((t * 3 + j) % 7) - 3,
+                          (int)(t + j) % 10);
+        strbuf_putc(&encode_body, ']');
+    }
+    strbuf_puts(&encode_body, "]}");
+    int threads = omp_get_max_threads();
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        const char *body = cases[i].body ? cases[i].body : apply_bodies[i + 2 - ARRAY_LEN(cases)];
+        const char *body = cases[i].body               ? cases[i].body
+                           : i + 2 >= ARRAY_LEN(cases) ? apply_bodies[i + 2 - ARRAY_LEN(cases)]
+                                                       : encode_body.data;
         bool streamed = false;
+        /* the reference: the whole text by one thread; the streams below
+         * have two (a window past 2^14 values is then written by both) */
+        omp_set_num_threads(1);
         answer want = ask_budget(whole, NULL, cases[i].apply, body, 4096, &streamed);
+        omp_set_num_threads(2);
         CHECK(want.status == 200 && !streamed, "case %zu written whole: %d", i, want.status);
         static const size_t chunks[] = {1, 997, 65536};
         for (size_t c = 0; c < ARRAY_LEN(chunks); c++) {
@@ -486,8 +508,10 @@ static void test_streamed_answers(void)
         }
         free(want.body);
     }
+    omp_set_num_threads(threads);
 out:
     strbuf_free(&apply_body);
+    strbuf_free(&encode_body);
     api_service_free(whole);
     api_service_free(streamer);
 }
