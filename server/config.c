@@ -95,8 +95,9 @@ static const opt_spec OPTIONS[] = {
      "cap on nested arrays and objects in a body; deeper gets 422\n"
      "(requests need at most 5)"},
     {"--max-inflight", "POSENC_MAX_INFLIGHT", "N", T_UINT, FIELD(max_inflight), 1, 1000000,
-     "/encode and /apply requests admitted at once (receiving, queued\n"
-     "or computing); more get 503 with Retry-After at once"},
+     "/encode, /apply and /diagnose requests admitted at once, queued\n"
+     "or computing (a body still arriving holds no slot); more get 503\n"
+     "with Retry-After"},
     {"--max-connections", "POSENC_MAX_CONNECTIONS", "N", T_UINT, FIELD(max_connections), 1, 1000000,
      "open connections; a few more are accepted only to be answered\n"
      "503 (probes are still served) and closed"},
