@@ -14,5 +14,19 @@ done
 /usr/bin/python3 "$here/bench.py" "$@"
 # /diagnose: per-case medians of the big subjects and the mix's median and
 # 90th percentile per request (issues 19, 20)
-echo "## /diagnose"
-/usr/bin/python3 "$here/diagnose.py" --runs "${BENCH_DIAGNOSE_RUNS:-5}"
+# The same section goes to the end of the report (not for BENCH_QUICK runs,
+# which never overwrite the kept results).
+out=${BENCH_OUT:-$here/results}
+section=$(mktemp)
+trap 'rm -f "$section"' EXIT
+{
+    echo
+    echo "## /diagnose"
+    echo
+    echo "tests/bench/diagnose.py --runs ${BENCH_DIAGNOSE_RUNS:-5}: wall time per request over loopback, base64 bodies; same machine and run."
+    echo
+    /usr/bin/python3 "$here/diagnose.py" --runs "${BENCH_DIAGNOSE_RUNS:-5}"
+} | tee "$section"
+if [ "${BENCH_QUICK:-0}" != 1 ] && [ -f "$out/latest.md" ]; then
+    cat "$section" >>"$out/latest.md"
+fi
