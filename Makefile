@@ -216,11 +216,19 @@ fuzz:
 # Benchmark suite (tests/bench/README.md): starts posenc, the FastAPI peer
 # and a libmicrohttpd "ceiling" on free loopback ports, drives them with wrk
 # and writes tests/bench/results/. Not part of make test; takes ~5 minutes.
-BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jansson_bench
+BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jansson_bench \
+            $(BUILD)/bench/number_bench
 
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+# Number text against fast_float and Dragonbox's to_chars (its static
+# library comes with Debian's libdragonbox-dev).
+$(BUILD)/bench/number_bench: tests/bench/number_bench.cc $(LIBAPI) $(LIBPOSENC)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(LIBAPI) $(LIBPOSENC) $(LDFLAGS) \
+	    -ldragonbox_to_chars $(LDLIBS) -o $@
 
 # float_to_text() against the Dragonbox writer for all 2^32 float32 bit
 # patterns, with the strtof round trip (minutes; make test runs a sample).
