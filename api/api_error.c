@@ -63,7 +63,7 @@ int api_json(api_error *err, int rc)
         [JSON_E_NONE] = API_E_INTERNAL,         [JSON_E_INVALID] = API_E_INVALID_REQUEST,
         [JSON_E_SHAPE] = API_E_INVALID_SHAPE,   [JSON_E_RANGE] = API_E_OUT_OF_RANGE,
         [JSON_E_NON_FINITE] = API_E_NON_FINITE, [JSON_E_TOO_LARGE] = API_E_TOO_LARGE,
-        [JSON_E_NO_MEMORY] = API_E_UNAVAILABLE,
+        [JSON_E_NO_MEMORY] = API_E_UNAVAILABLE, [JSON_E_REFUSED] = API_E_UNAVAILABLE,
     };
     if (!rc) /* err->json is written only on failure */
         return 0;

@@ -243,6 +243,8 @@ int diag_decode(const api_service *svc, const api_budget *budget, const char *bo
         rc = api_fail(err, API_E_INVALID_REQUEST, "causal",
                       "a bias subject is diagnosed unmasked: send the bias before masking, "
                       "without causal");
+    if (rc && dr->rq.refused) /* the budget's answer (503 or 422), not the reader's */
+        *err = dr->rq.refusal;
     json_doc_free(&dr->rq.doc);
     return rc ? -1 : 0;
 }

@@ -49,7 +49,10 @@ static bool charge_decoded(void *ctx, size_t bytes)
     size_t total = rq->decoded.bytes + bytes;
 
     reservation_release(&rq->decoded);
-    return reservation_take(&rq->decoded, rq->budget, total, &rq->refusal) == 0;
+    if (reservation_take(&rq->decoded, rq->budget, total, &rq->refusal) == 0)
+        return true;
+    rq->refused = true;
+    return false;
 }
 
 /* Parse the body as a JSON object whose keys are fields of `endpoint`
@@ -615,6 +618,8 @@ int request_decode(const api_service *svc, const api_budget *budget, request_end
     else
         rc = request_parse(svc, budget, body, len, RF_ENCODE, rq, err) ||
              request_model(svc, rq, NULL, err) || request_common(svc, rq, err);
+    if (rc && rq->refused) /* the budget's answer (503 or 422), not the reader's */
+        *err = rq->refusal;
     /* decoded: no JSON survives this point (arrays were moved out) */
     json_doc_free(&rq->doc);
     return rc ? -1 : 0;

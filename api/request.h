@@ -67,6 +67,8 @@ typedef struct request {
     const api_budget *budget;
     reservation decoded;
     api_error refusal; /* why the codec's charge was refused */
+    bool refused;      /* it was: the request's error is refusal, whatever
+                          reader met it (a numeric array, a base64 string) */
 } request;
 
 /* Decode the body of /encode or /apply into *rq, once: every field the

@@ -185,6 +185,14 @@ const base64_kernels *base64_kernels_for_cpu(void)
 #define DECODE_CHUNK_GROUPS ((size_t)1 << 16)
 #define DECODE_PARALLEL_MIN_GROUPS ((size_t)1 << 18)
 
+size_t base64_decoded_len(const char *text, size_t len)
+{
+    if (len % 4 != 0)
+        return SIZE_MAX;
+    size_t pad = (len >= 1 && text[len - 1] == '=') + (len >= 2 && text[len - 2] == '=');
+    return len / 4 * 3 - pad;
+}
+
 uint8_t *base64_decode_with(const base64_kernels *kernels, const char *text, size_t len,
                             size_t *out_len, const char **why)
 {
@@ -194,12 +202,7 @@ uint8_t *base64_decode_with(const base64_kernels *kernels, const char *text, siz
         *why = "length is not a multiple of 4";
         return NULL;
     }
-    size_t pad = 0;
-    if (len >= 1 && in[len - 1] == '=')
-        pad++;
-    if (len >= 2 && in[len - 2] == '=')
-        pad++;
-    size_t n = len / 4 * 3 - pad;
+    size_t n = base64_decoded_len(text, len), pad = len / 4 * 3 - n;
     uint8_t *out = malloc(n ? n : 1); /* owned: returned to the caller */
     if (!out) {
         *why = NULL;

@@ -15,6 +15,11 @@
  * allocation failure with *why = NULL. */
 uint8_t *base64_decode(const char *text, size_t len, size_t *out_len, const char **why);
 
+/* The bytes base64_decode() gives for these `len` characters (from the
+ * length and the padding alone, before any is decoded), or SIZE_MAX when
+ * len is not a multiple of 4. */
+size_t base64_decoded_len(const char *text, size_t len);
+
 /* Length of the base64 text of n bytes (with padding). */
 size_t base64_encoded_len(size_t n);
 

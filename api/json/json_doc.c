@@ -108,6 +108,7 @@ int json_doc_load(json_doc *doc, const char *body, size_t len, const json_doc_li
         qsort(b.strings, b.n_strings, sizeof *b.strings, by_string_stand_in);
     doc->text = body;
     doc->len = len;
+    doc->charge = limits->charge;
     doc->spans = b.spans;
     doc->n_spans = b.n_spans;
     doc->strings = b.strings;

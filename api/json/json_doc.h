@@ -63,6 +63,7 @@ typedef struct json_doc {
     size_t n_spans;
     json_string_span *strings; /* owned, n_strings, sorted by stand_in */
     size_t n_strings;
+    json_charge charge; /* the limits' charge: typed readers ask it too */
 } json_doc;
 
 /* Route jansson's allocations through the codec's allocator. Process-wide

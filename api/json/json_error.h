@@ -18,7 +18,8 @@ typedef enum json_error_kind {
     JSON_E_RANGE,      /* a number outside its allowed range */
     JSON_E_NON_FINITE, /* not representable finitely in its type */
     JSON_E_TOO_LARGE,  /* past a size limit */
-    JSON_E_NO_MEMORY
+    JSON_E_NO_MEMORY,
+    JSON_E_REFUSED /* the doc's charge refused the decoded values (its owner knows why) */
 } json_error_kind;
 
 typedef struct json_error {
