@@ -1,7 +1,9 @@
 /*
- * number_shim.h - the two number conversions posenc takes from C++ header
+ * number_shim.h - the number conversions posenc takes from C++ header
  * libraries (Debian's libdragonbox-dev and libfast-float-dev), behind a C
- * interface. Both are pure functions, thread-safe, allocation-free.
+ * interface: parse_f32 here, and float_to_text (json/float_text.h), which
+ * number_shim.cc defines with Dragonbox's digits. Pure functions,
+ * thread-safe, allocation-free.
  */
 #ifndef NUMBER_SHIM_H
 #define NUMBER_SHIM_H
@@ -11,10 +13,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Dragonbox: the shortest decimal significand * 10^exponent that reads back
- * as |v| (ties to even), trailing zeros removed. v finite and non-zero. */
-void shortest_decimal_f32(float v, uint32_t *significand, int *exponent);
 
 /* fast_float: parse a number at [first, last) correctly rounded to float32.
  * Returns the end of the number, or NULL if no number starts at first.

@@ -8,9 +8,10 @@
  * text, and every padding case. The portable kernels themselves are
  * pinned by the RFC 4648 vectors in test_api.c.
  *
- * float text: float_to_text() (the binary32 formatter of f32_shortest.h)
- * must write the same bytes as the Dragonbox writer it replaced, and its
- * text must read back (strtof) as the value.
+ * float text: float_to_text() (Dragonbox's digits, number_shim.cc) must
+ * write the same bytes as the reference with Schubfach's digits
+ * (f32_shortest.h, float_text.c), and its text must read back (strtof) as
+ * the value.
  */
 #include "test_codecs.h"
 #include "test_list.h"
@@ -228,12 +229,12 @@ uint64_t codecs_float_text_range(uint32_t first, uint32_t last)
         if (!isfinite(v))
             continue;
         char got[FLOAT_TEXT_MAX], want[FLOAT_TEXT_MAX];
-        size_t got_len = float_to_text(v, got), want_len = float_to_text_dragonbox(v, want);
+        size_t got_len = float_to_text(v, got), want_len = float_to_text_schubfach(v, want);
         float back = strtof(got, NULL);
         if (got_len != want_len || strcmp(got, want) != 0 || strlen(got) != got_len ||
             !same_float(back, v)) {
             if (mismatches < 5)
-                printf("float bits 0x%08x: float_to_text \"%s\" (%zu), Dragonbox \"%s\", reads "
+                printf("float bits 0x%08x: float_to_text \"%s\" (%zu), Schubfach \"%s\", reads "
                        "back as %.9g\n",
                        (unsigned)bits, got, got_len, want, (double)back);
             mismatches++;
@@ -268,7 +269,7 @@ static void test_float_text_sampled(void)
         bad += codecs_float_text_range(bits, bits);
     }
     CHECK(bad == 0,
-          "float_to_text differs from the Dragonbox writer (or fails the round trip) "
+          "float_to_text differs from the Schubfach writer (or fails the round trip) "
           "for %llu sampled float32 patterns",
           (unsigned long long)bad);
 }

@@ -1,6 +1,7 @@
 /*
- * float_text_all.c - float_to_text() against the Dragonbox writer it
- * replaced, and the strtof round trip, for all 2^32 float32 bit patterns
+ * float_text_all.c - float_to_text() (Dragonbox's digits) against the
+ * reference with Schubfach's (float_text.c), and the strtof round trip,
+ * for all 2^32 float32 bit patterns
  * (NaN and infinity skipped). Run by `make test-float-text`, not by
  * `make test` (it takes minutes; test_codecs.c runs a sample of it).
  * Prints "N passed, M failed" like the other suites: one check per block
