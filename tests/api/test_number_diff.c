@@ -142,7 +142,15 @@ static const char *const after[] = {
     "x0.1234567890123456789012345678901234567890123456",
     ".e-+0.5e+1E-2.3e.e..+-+-0000000000000000000000000",
     "e-0000000000000000000000000000000000000000000000001",
+    "/:/:9:0/\x80\xb9\xba\xff 5                                    ",
+    ":1234567890123456789/0123456789\xb0\xb9                      ",
 };
+
+/* What lies past end in "digits past end": a digit or two more change the
+ * value if they are read, more than 15 send the text to the byte reader. */
+static const char *const past[] = {"5,0000000000000000", "0123456789.5e5000", "9]00000000000000",
+                                   "e5,0000000000000",   ".5,0000000000000",  "55555,0000000000",
+                                   "1e+1,00000000000"};
 
 /* Text s (n bytes) in every setting of the top of the file. */
 static void compare_text(diff_run *r, const char *s, size_t n, bool prefixes)
@@ -162,7 +170,7 @@ static void compare_text(diff_run *r, const char *s, size_t n, bool prefixes)
         memcpy(at, s, len);
         compare(r, at, at + len, "at the end of a block");
         memcpy(buf, s, len);
-        memcpy(buf + len, "0123456789.5e5", 14);
+        memcpy(buf + len, past[(len + n) % ARRAY_LEN(past)], 16);
         compare(r, buf, buf + len, "digits past end");
         if (len < n)
             r->texts++;
@@ -178,6 +186,29 @@ static size_t put(char *out, size_t n, char c, size_t times)
     while (times-- > 0 && n < TEXT_MAX - 1)
         out[n++] = c;
     return n;
+}
+
+/* digits[0..nd) * 10^e10 in plain notation, as posenc's clients write
+ * numbers, or 0 when that needs more than a few zeros. */
+static size_t plain(bool neg, const char *digits, int nd, long e10, char *out)
+{
+    size_t n = neg;
+    out[0] = '-';
+    if (e10 > 0 || e10 < -nd - 3)
+        return 0;
+    if (-e10 < nd) {
+        size_t whole = (size_t)(nd + e10);
+        memcpy(out + n, digits, whole);
+        n += whole;
+        if (e10 < 0)
+            out[n++] = '.';
+        memcpy(out + n, digits + whole, (size_t)-e10);
+        return n + (size_t)-e10;
+    }
+    memcpy(out + n, "0.000", 2 + (size_t)(-e10 - nd));
+    n += 2 + (size_t)(-e10 - nd);
+    memcpy(out + n, digits, (size_t)nd);
+    return n + (size_t)nd;
 }
 
 /* The number digits[0..nd) * 10^e10 written again in one of the many ways
@@ -307,7 +338,10 @@ static void float_texts(diff_run *r, long count)
  * parts: leading zeros, empty parts, signs where they may and may not be. */
 static void random_texts(diff_run *r, long count)
 {
-    static const char alphabet[] = "0123456789012345678901234567890123456789..eE-+-+ ,x";
+    /* with the bytes next to the digits ('/', ':') and bytes past 0x7f,
+     * the edges of a word-at-a-time digit test */
+    static const char alphabet[] = "0123456789012345678901234567890123456789..eE-+-+ ,x/:"
+                                   "\x80\xb0\xb9\xba\xff";
     char text[TEXT_MAX];
     for (long i = 0; i < count; i++) {
         size_t n = 0;
@@ -399,6 +433,13 @@ static void midpoint_texts(diff_run *r, long count)
         if (nd > 1) { /* just below: the last digit dropped */
             int keep = 1 + below(r, nd - 1);
             compare_text(r, text, lay_out(r, neg, digits, keep, e10 + nd - keep, text), false);
+        }
+        if (nd > 17) { /* 14 to 17 digits, in plain notation: the parser's 15-digit limit */
+            int keep = 14 + below(r, 4);
+            digits[keep - 1] = (char)(digits[keep - 1] + (digits[keep - 1] < '9' && below(r, 2)));
+            size_t n = plain(neg, digits, keep, e10 + nd - keep, text);
+            if (n)
+                compare_text(r, text, n, false);
         }
     }
 }
