@@ -6,8 +6,9 @@
  * "1.0399841", "-2.3e-05"): one to seven integer digits, up to fifteen
  * after the point, 9 to 11 bytes. fast_number reads them a word at a time
  * without a branch on the count of digits (what varies from one number to
- * the next): the integer digits as one 8-byte word, the fraction as two,
- * then one double division.
+ * the next): the integer digits as one 8-byte word, the fraction as one
+ * 16-byte SSE2 block (two words without SSE2, and near end), then one
+ * double division.
  * Any other shape (a 0 before another digit, eight or more integer digits,
  * more than 15 digits in all) goes to plain_number, one byte at a time,
  * which accepts the same grammar and hands what needs it to fast_float.
@@ -20,6 +21,15 @@
 #include <string.h>
 
 #include "json/number_shim.h"
+
+/* JSON_NUMBER_NO_SSE2 builds the portable fraction reader on x86 too (to
+ * test it). */
+#if defined(__SSE2__) && !defined(JSON_NUMBER_NO_SSE2)
+#define JSON_NUMBER_SSE2 1
+#include <emmintrin.h>
+#else
+#define JSON_NUMBER_SSE2 0
+#endif
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the digit runs are read as little-endian words (the first byte lowest)"
@@ -229,10 +239,66 @@ static inline uint64_t digits_value(uint64_t w, int n)
     return (v * 10000 + (v >> 32)) & 0xFFFFFFFFu;
 }
 
+#if JSON_NUMBER_SSE2
+/* Inverses of 5^k modulo 2^64 (5^k * x = 1 mod 2^64): a multiple of 5^k
+ * times the inverse is the exact quotient. */
+static const uint64_t inverse_powers_5[16] = {0x1,
+                                              0xcccccccccccccccd,
+                                              0x8f5c28f5c28f5c29,
+                                              0x1cac083126e978d5,
+                                              0xd288ce703afb7e91,
+                                              0x5d4e8fb00bcbe61d,
+                                              0x790fb65668c26139,
+                                              0xe5032477ae8d46a5,
+                                              0xc767074b22e90e21,
+                                              0x8e47ce423a2e9c6d,
+                                              0x4fa7f60d3ed61f49,
+                                              0x0fee64690c913975,
+                                              0x3662e0e1cf503eb1,
+                                              0xa47a2cf9f6433fbd,
+                                              0x54186f653140a659,
+                                              0x7738164770402145};
+
+/* How many of b's bytes, from the first, are digits (0 to 16), and into
+ * *value the number they make when there are at most 15. Less '0', a
+ * digit is a byte <= 9; the bytes from the first other one on are cleared,
+ * so the 16 bytes read as value * 10^(16-n). They are joined as in
+ * digits_value (pairs with a 16-bit multiply, then 4 and 8 digits with
+ * pmaddwd's multiply-and-add of neighbours), the two halves of 8 digits
+ * into one number below 10^16; dividing out 10^k = 2^k 5^k is exact, so
+ * it is a shift and a multiply by the inverse of 5^k. */
+static inline int digit_run(__m128i b, uint64_t *value)
+{
+    /* from keep + 16 - n, 16 bytes that keep the first n */
+    static const signed char keep[32] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                         -1, -1, -1, -1, -1, -1, -1, -1};
+    __m128i x = _mm_sub_epi8(b, _mm_set1_epi8('0'));
+    __m128i is_digit = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(9)), x);
+    int n = __builtin_ctz(~(unsigned)_mm_movemask_epi8(is_digit));
+    x = _mm_and_si128(x, _mm_loadu_si128((const __m128i *)(const void *)(keep + 16 - n)));
+    __m128i two = _mm_add_epi16(_mm_mullo_epi16(_mm_and_si128(x, _mm_set1_epi16(0xFF)),
+                                                _mm_set1_epi16(10)),
+                                _mm_srli_epi16(x, 8));
+    __m128i four = _mm_madd_epi16(two, _mm_set1_epi32(100 | 1 << 16));
+    __m128i eight = _mm_madd_epi16(_mm_packs_epi32(four, four), _mm_set1_epi32(10000 | 1 << 16));
+    uint64_t both = (uint64_t)_mm_cvtsi128_si64(eight);
+    uint64_t scaled = (both & 0xFFFFFFFFu) * 100000000 + (both >> 32); /* value * 10^(16-n) */
+    int k = (16 - n) & 15; /* 16 digits: no value to give (and k stays in the table) */
+    *value = (scaled >> k) * inverse_powers_5[k];
+    return n;
+}
+
+#endif
+
 /* The digits at p (right after a '.'): how many (0 to 16) and, when at
- * most 15, into *value the number they make, from two words. */
+ * most 15, into *value the number they make. With room and SSE2 one
+ * 16-byte block, else two words. */
 static inline int fraction_digits(const char *p, const char *end, bool room, uint64_t *value)
 {
+#if JSON_NUMBER_SSE2
+    if (room)
+        return digit_run(_mm_loadu_si128((const __m128i *)(const void *)p), value);
+#endif
     uint64_t w1 = word_at(p, 0, end, room), w2 = word_at(p, 8, end, room);
     int n1 = leading_digits(w1);
     int n2 = leading_digits(w2) & -(n1 >> 3); /* w2 counts when w1 is all digits */
@@ -257,8 +323,8 @@ static __attribute__((noinline)) const char *with_exponent(const char *start, co
  * first digit not a 0 before another one and 15 digits at most; any other
  * text goes to plain_number. room: at least 32 bytes lie before end (this
  * reads at most 25 before an exponent part, which reads byte by byte);
- * without it every read is checked against end (word_at, byte_at):
- * nothing at or past end is read. */
+ * without it every read is checked against end (word_at, byte_at; the
+ * 16-byte block is read only with room): nothing at or past end is read. */
 static inline __attribute__((always_inline)) const char *fast_number(const char *p, const char *end,
                                                                      float *out, bool room)
 {
