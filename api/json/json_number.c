@@ -61,6 +61,21 @@ static const uint64_t powers_u[] = {1,
                                     100000000000000,
                                     1000000000000000};
 
+/* The doubles nearest 10^-k. */
+static const double inverse_powers_d[] = {1e0,  1e-1, 1e-2,  1e-3,  1e-4,  1e-5,  1e-6,  1e-7,
+                                          1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15};
+
+/* (float)d, d >= 0, with the sign: without a branch, as signs of real
+ * data are random. */
+static inline void store_float(double d, bool negative, float *out)
+{
+    float v = (float)d;
+    uint32_t v_bits;
+    memcpy(&v_bits, &v, sizeof v_bits);
+    v_bits |= (uint32_t)negative << 31;
+    memcpy(out, &v_bits, sizeof v_bits);
+}
+
 /* d, the correctly rounded double of a decimal, to float32 with the sign
  * (or false when d lies exactly on a float midpoint: see below). */
 static inline bool double_to_float(double d, bool negative, float *out)
@@ -69,12 +84,7 @@ static inline bool double_to_float(double d, bool negative, float *out)
     memcpy(&bits, &d, sizeof bits);
     if ((bits & 0x1FFFFFFFu) == 0x10000000u)
         return false; /* exactly on a float midpoint: decide exactly */
-    /* the sign without a branch: signs of real data are random */
-    float v = (float)d;
-    uint32_t v_bits;
-    memcpy(&v_bits, &v, sizeof v_bits);
-    v_bits |= (uint32_t)negative << 31;
-    memcpy(out, &v_bits, sizeof v_bits);
+    store_float(d, negative, out);
     return true;
 }
 
@@ -357,9 +367,22 @@ static inline __attribute__((always_inline)) const char *fast_number(const char 
     if ((byte_at(p, end, room) | 0x20) == 'e')
         return with_exponent(start, p, end, m, exp10, negative, out);
 
-    /* m < 10^15 and -15 <= exp10 <= 0: decimal_to_float without its checks
-     * (m = 0 gives a zero of the right sign) */
-    if (double_to_float((double)(int64_t)m / exact_powers_d[-exp10], negative, out))
+    /* m < 10^15 and -15 <= exp10 <= 0 (m = 0 gives a zero of the right
+     * sign). A multiplication by the double nearest 10^exp10, not the
+     * division: two roundings put d within 2 of its ulps of m * 10^exp10
+     * (1.24 the most in 300000 random cases). A float midpoint between the
+     * two would lie in d's binade (none is a power of two), so d's bits
+     * below float precision would be within 2 of 0x10000000; more than 4
+     * away, d rounds to the float that the exact value rounds to. Nearer,
+     * the division, exact as in decimal_to_float. */
+    double dm = (double)(int64_t)m, d = dm * inverse_powers_d[-exp10];
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    if (((bits & 0x1FFFFFFFu) - 0x10000000u + 4) > 8) {
+        store_float(d, negative, out);
+        return p;
+    }
+    if (double_to_float(dm / exact_powers_d[-exp10], negative, out))
         return p;
     return exact(start, p, out);
 }
