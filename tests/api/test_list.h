@@ -26,6 +26,7 @@
     XX(request_path, test_request_path)               /* test_request_path.c */                    \
     XX(layers, test_layers)                           /* test_layers.c */                          \
     XX(decoder_diff, test_decoder_diff)               /* test_decoder_diff.c: vs jansson */        \
+    XX(number_diff, test_number_diff)                 /* test_number_diff.c: vs strtof */          \
     XX(cost, test_cost)                               /* test_cost.c: the estimate of work */      \
     XX(finite_check, test_finite_check)               /* test_finite.c: non-finite results */
 
