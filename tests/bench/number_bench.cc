@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -105,8 +106,9 @@ int main(int argc, char **argv)
         differ += ours[i] != theirs[i];
     double po = median(parse_ours) / n * 1e9, pf = median(parse_ff) / n * 1e9;
     double wo = median(write_ours) / n * 1e9, wd = median(write_db) / n * 1e9;
-    std::printf("%s: %zu numbers, %.1f bytes each in; medians of %d rounds, one thread\n", argv[1],
-                n, (double)text.size() / n, rounds);
+    const char *slash = std::strrchr(argv[1], '/'), *name = slash ? slash + 1 : argv[1];
+    std::printf("%s: %zu numbers, %.1f bytes each in; medians of %d rounds, one thread\n", name, n,
+                (double)text.size() / n, rounds);
     std::printf("| step | posenc ns/number | library ns/number | posenc / library |\n");
     std::printf("| --- | --- | --- | --- |\n");
     std::printf("| parse | %.1f | fast_float %.1f | %.2f |\n", po, pf, po / pf);
