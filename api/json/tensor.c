@@ -185,30 +185,30 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     /* a long string straight from the body: jansson never copied it */
     size_t text_len = 0;
     const char *text = json_doc_string_text(doc, value, &text_len);
-    /* The size from the text's length, checked against the shape and
-     * charged before anything is decoded (issue 21 item 10, as for a
-     * numeric array); a length that is no base64's is base64_decode's to
-     * report. */
-    bytes_len = base64_decoded_len(text, text_len);
-    if (bytes_len != SIZE_MAX) {
-        if (bytes_len % 4 != 0)
-            return json_fail(err, JSON_E_INVALID, field,
-                             "%s: invalid base64 (%zu bytes is not a whole number of float32)",
-                             field, bytes_len);
-        if (bytes_len / 4 != count) {
-            shape_text(dim, ndim, want_text, sizeof want_text);
-            return json_fail(err, JSON_E_SHAPE, field, "%s holds %zu float32 but %s %s needs %zu",
-                             field, bytes_len / 4, shape_field, want_text, count);
-        }
-        if (doc->charge.take && !doc->charge.take(doc->charge.ctx, bytes_len))
-            return json_fail(err, JSON_E_REFUSED, field,
-                             "%s: its decoded values do not fit the memory budget", field);
-    }
+    /* Charged before it is decoded (issue 21 item 10, as a numeric array
+     * is): the size follows from the text's length and padding. A length
+     * that is no base64's is base64_decode's to report. */
+    size_t want = base64_decoded_len(text, text_len);
+    if (want != SIZE_MAX && doc->charge.take && !doc->charge.take(doc->charge.ctx, want))
+        return json_fail(err, JSON_E_REFUSED, field,
+                         "%s: its decoded values do not fit the memory budget", field);
     decoded = base64_decode(text, text_len, &bytes_len, &why);
     if (!decoded) {
         if (!why)
             return json_fail_oom(err);
         return json_fail(err, JSON_E_INVALID, field, "%s: invalid base64 (%s)", field, why);
+    }
+    if (bytes_len % 4 != 0) {
+        free(decoded);
+        return json_fail(err, JSON_E_INVALID, field,
+                         "%s: invalid base64 (%zu bytes is not a whole number of float32)", field,
+                         bytes_len);
+    }
+    if (bytes_len / 4 != count) {
+        free(decoded);
+        shape_text(dim, ndim, want_text, sizeof want_text);
+        return json_fail(err, JSON_E_SHAPE, field, "%s holds %zu float32 but %s %s needs %zu",
+                         field, bytes_len / 4, shape_field, want_text, count);
     }
     out->data = (float *)(void *)decoded; /* malloc'd: suitably aligned */
     out->ndim = ndim;
