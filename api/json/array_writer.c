@@ -10,11 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "json/base64.h"
+#include "json/finite.h"
 #include "json/float_text.h"
 
 array_view array_dense(const float *data, size_t ndim, const size_t *dim)
@@ -41,66 +38,25 @@ static size_t row_count(const array_view *a)
     return n;
 }
 
-/* Whether a row holds a NaN or an infinity: all exponent bits set. On the
- * bit patterns; 8 lanes at a time where AVX2 is there (GCC 12 at -O2 does
- * not vectorise the plain loop, and S3's 3 M results took 3.7 ms). */
-static bool row_has_non_finite_scalar(const float *row, size_t cols)
-{
-    uint32_t any = 0;
-    for (size_t c = 0; c < cols; c++) {
-        uint32_t bits;
-        memcpy(&bits, &row[c], sizeof bits);
-        any |= (bits & 0x7f800000u) == 0x7f800000u;
-    }
-    return any != 0;
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) static bool row_has_non_finite_avx2(const float *row, size_t cols)
-{
-    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
-    __m256i any = _mm256_setzero_si256();
-    size_t c = 0;
-
-    for (; c + 8 <= cols; c += 8) {
-        __m256i bits = _mm256_loadu_si256((const __m256i *)(const void *)(row + c));
-        any = _mm256_or_si256(any, _mm256_cmpeq_epi32(_mm256_and_si256(bits, exponent), exponent));
-    }
-    return !_mm256_testz_si256(any, any) || row_has_non_finite_scalar(row + c, cols - c);
-}
-#endif
-
-typedef bool row_check_fn(const float *row, size_t cols);
-
-static row_check_fn *pick_row_check(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    if (__builtin_cpu_supports("avx2"))
-        return row_has_non_finite_avx2;
-#endif
-    return row_has_non_finite_scalar;
-}
-
 /* Results this big are checked by the OpenMP team (the index of the first
  * bad value, for the message, is then looked for on one thread). */
-#define PARALLEL_CHECK_MIN_ELEMENTS ((size_t)1 << 18)
+#define PARALLEL_CHECK_MIN_ELEMENTS FLOATS_PARALLEL_MIN
 
 int array_check_finite(const array_view *a, const char *name, json_error *err)
 {
     size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
-    row_check_fn *row_has_non_finite = pick_row_check();
 
     if (rows * cols >= PARALLEL_CHECK_MIN_ELEMENTS && omp_get_max_threads() > 1) {
         int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad)
         for (size_t r = 0; r < rows; r++)
-            bad |= row_has_non_finite(a->data + r * a->row_stride, cols);
+            bad |= floats_have_non_finite(a->data + r * a->row_stride, cols);
         if (!bad)
             return 0;
     }
     for (size_t r = 0; r < rows; r++) {
         const float *row = a->data + r * a->row_stride;
-        if (!row_has_non_finite(row, cols))
+        if (!floats_have_non_finite(row, cols))
             continue;
         for (size_t c = 0; c < cols; c++)
             if (!isfinite(row[c])) {

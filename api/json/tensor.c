@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json/base64.h"
+#include "json/finite.h"
 #include "json/json_fields.h"
 
 int mul_size(size_t a, size_t b, size_t *out)
@@ -213,13 +214,13 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     out->data = (float *)(void *)decoded; /* malloc'd: suitably aligned */
     out->ndim = ndim;
     memcpy(out->dim, dim, sizeof dim);
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(out->data[i])) {
-            char at[JSON_FIELD_MAX];
-            flat_index_path(field, i, ndim, dim, at, sizeof at);
-            tensor_free(out);
-            return json_fail(err, JSON_E_NON_FINITE, field, "%s is not a finite float32", at);
-        }
+    size_t bad = floats_first_non_finite(out->data, count);
+    if (bad < count) {
+        char at[JSON_FIELD_MAX];
+        flat_index_path(field, bad, ndim, dim, at, sizeof at);
+        tensor_free(out);
+        return json_fail(err, JSON_E_NON_FINITE, field, "%s is not a finite float32", at);
+    }
     return 0;
 }
 
