@@ -143,12 +143,23 @@ pe_status pe_encode_input(const pe_input *in, const float *x, const int64_t *pos
     /* Every row is computed even after a failure so that the reported index
      * is the smallest one, whatever the schedule. */
     size_t first_bad = SIZE_MAX;
+    if (team == 1) {
+        /* No parallel region for one thread: even an empty team costs
+         * libgomp a team allocation and a futex wake at its barrier, which
+         * under S1 was most of the server's futex calls. */
+        for (size_t r = 0; r < n; r++) {
+            size_t j = encode_row(&job, r, rows);
+            if (j != SIZE_MAX && r * d + j < first_bad)
+                first_bad = r * d + j;
+        }
+    } else {
 #pragma omp parallel for num_threads(team) schedule(static) reduction(min : first_bad)
-    for (size_t r = 0; r < n; r++) {
-        double *z = rows + (size_t)omp_get_thread_num() * d;
-        size_t j = encode_row(&job, r, z);
-        if (j != SIZE_MAX && r * d + j < first_bad)
-            first_bad = r * d + j;
+        for (size_t r = 0; r < n; r++) {
+            double *z = rows + (size_t)omp_get_thread_num() * d;
+            size_t j = encode_row(&job, r, z);
+            if (j != SIZE_MAX && r * d + j < first_bad)
+                first_bad = r * d + j;
+        }
     }
 
     if (first_bad != SIZE_MAX) {

@@ -28,11 +28,12 @@ static bool stop(json_builder *b, json_codec_kind kind)
     return false;
 }
 
-static bool grow(void **items, size_t *cap, size_t used, size_t size)
+/* Room for items[used]: the capacity doubles, from `first`. */
+static bool grow(void **items, size_t *cap, size_t used, size_t size, size_t first)
 {
     if (used < *cap)
         return true;
-    size_t n = *cap ? 2 * *cap : 16;
+    size_t n = *cap ? 2 * *cap : first;
     void *grown = realloc(*items, n * size);
     if (!grown)
         return false;
@@ -42,6 +43,11 @@ static bool grow(void **items, size_t *cap, size_t used, size_t size)
 }
 
 /* ---- numeric arrays --------------------------------------------------- */
+
+/* The first room for an array's floats (1 KiB): from 16, S1's 1024 numbers
+ * took six reallocs, each a copy and a turn of the one malloc arena's
+ * lock that both HTTP threads queue on (heap_policy.h). */
+#define FLOATS_FIRST ((size_t)256)
 
 static bool is_space(char c)
 {
@@ -80,13 +86,13 @@ static void keep_float(shape_scan *a, float v)
         return;
     }
     if (a->count > a->cap) {
-        size_t more = (a->cap ? a->cap : 16) * sizeof *a->floats; /* what grow() adds */
+        size_t more = (a->cap ? a->cap : FLOATS_FIRST) * sizeof *a->floats; /* what grow() adds */
         if (a->charge->take && !a->charge->take(a->charge->ctx, more)) {
             a->refused = true;
             a->keep = false;
             return;
         }
-        if (!grow((void **)&a->floats, &a->cap, a->count - 1, sizeof *a->floats)) {
+        if (!grow((void **)&a->floats, &a->cap, a->count - 1, sizeof *a->floats, FLOATS_FIRST)) {
             a->keep = false;
             return;
         }
@@ -203,7 +209,7 @@ static json_t *numeric_array(json_builder *b, bool *taken)
     }
     *taken = true;
     json_t *stand_in = json_array();
-    if (!stand_in || !grow((void **)&b->spans, &b->cap_spans, b->n_spans, sizeof *b->spans)) {
+    if (!stand_in || !grow((void **)&b->spans, &b->cap_spans, b->n_spans, sizeof *b->spans, 16)) {
         free(span.floats);
         json_decref(stand_in);
         stop(b, JSON_CODEC_NO_MEMORY);
@@ -353,7 +359,7 @@ static json_t *string_value(json_builder *b)
         return json_stringn_nocheck(sc->str_val, sc->str_len);
     json_t *stand_in = json_string("");
     if (!stand_in ||
-        !grow((void **)&b->strings, &b->cap_strings, b->n_strings, sizeof *b->strings)) {
+        !grow((void **)&b->strings, &b->cap_strings, b->n_strings, sizeof *b->strings, 16)) {
         json_decref(stand_in);
         return NULL;
     }
