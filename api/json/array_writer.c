@@ -79,8 +79,12 @@ int array_check_finite(const array_view *a, const char *name, json_error *err)
 
 static void write_row(strbuf *sb, const float *row, size_t cols)
 {
-    /* Reserve the worst case once per row, then format in place. */
-    char *at = strbuf_reserve(sb, cols * FLOAT_TEXT_MAX + 2);
+    /* Reserve the worst case once per row, then format in place: each
+     * number advances at most its longest text and a comma, and the last
+     * one may use FLOAT_TEXT_MAX bytes of scratch from where it starts.
+     * (Reserving FLOAT_TEXT_MAX a number overran array_text_bound, so even
+     * an answer reserved at its bound was copied once more at its end.) */
+    char *at = strbuf_reserve(sb, cols * (FLOAT_TEXT_LONGEST + 1) + FLOAT_TEXT_MAX + 2);
     if (!at)
         return;
     char *p = at;

@@ -232,7 +232,7 @@ uint64_t codecs_float_text_range(uint32_t first, uint32_t last)
         size_t got_len = float_to_text(v, got), want_len = float_to_text_schubfach(v, want);
         float back = strtof(got, NULL);
         if (got_len != want_len || strcmp(got, want) != 0 || strlen(got) != got_len ||
-            !same_float(back, v)) {
+            got_len > FLOAT_TEXT_LONGEST || !same_float(back, v)) {
             if (mismatches < 5)
                 printf("float bits 0x%08x: float_to_text \"%s\" (%zu), Schubfach \"%s\", reads "
                        "back as %.9g\n",
