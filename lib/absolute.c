@@ -72,6 +72,19 @@ static size_t encode_row(const abs_job *job, size_t r, double *z)
     return bad;
 }
 
+/* encode_row, its first non-finite value as an index into the whole
+ * output (r * d + column), or SIZE_MAX. */
+static size_t encode_row_flat(const abs_job *job, size_t r, double *z)
+{
+    size_t j = encode_row(job, r, z);
+    return j == SIZE_MAX ? SIZE_MAX : r * job->d + j;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
 /* The first row whose position is past the learned table, or SIZE_MAX. */
 static size_t first_out_of_table(const pe_absolute *pe, const int64_t *positions, size_t n)
 {
@@ -144,22 +157,16 @@ pe_status pe_encode_input(const pe_input *in, const float *x, const int64_t *pos
      * is the smallest one, whatever the schedule. */
     size_t first_bad = SIZE_MAX;
     if (team == 1) {
-        /* No parallel region for one thread: even an empty team costs
+        /* No parallel region for one thread: even a team of one costs
          * libgomp a team allocation and a futex wake at its barrier, which
          * under S1 was most of the server's futex calls. */
-        for (size_t r = 0; r < n; r++) {
-            size_t j = encode_row(&job, r, rows);
-            if (j != SIZE_MAX && r * d + j < first_bad)
-                first_bad = r * d + j;
-        }
+        for (size_t r = 0; r < n; r++)
+            first_bad = min_size(first_bad, encode_row_flat(&job, r, rows));
     } else {
 #pragma omp parallel for num_threads(team) schedule(static) reduction(min : first_bad)
-        for (size_t r = 0; r < n; r++) {
-            double *z = rows + (size_t)omp_get_thread_num() * d;
-            size_t j = encode_row(&job, r, z);
-            if (j != SIZE_MAX && r * d + j < first_bad)
-                first_bad = r * d + j;
-        }
+        for (size_t r = 0; r < n; r++)
+            first_bad = min_size(first_bad,
+                                 encode_row_flat(&job, r, rows + (size_t)omp_get_thread_num() * d));
     }
 
     if (first_bad != SIZE_MAX) {

@@ -3,7 +3,6 @@
  */
 #include "json/array_writer.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <omp.h>
 #include <stdio.h>
@@ -38,15 +37,13 @@ static size_t row_count(const array_view *a)
     return n;
 }
 
-/* Results this big are checked by the OpenMP team (the index of the first
- * bad value, for the message, is then looked for on one thread). */
-#define PARALLEL_CHECK_MIN_ELEMENTS FLOATS_PARALLEL_MIN
-
 int array_check_finite(const array_view *a, const char *name, json_error *err)
 {
     size_t rows = row_count(a), cols = a->dim[a->ndim - 1];
 
-    if (rows * cols >= PARALLEL_CHECK_MIN_ELEMENTS && omp_get_max_threads() > 1) {
+    /* Big results: the OpenMP team looks first; the index of the first bad
+     * value, for the message, is then looked for on one thread. */
+    if (rows * cols >= FLOATS_PARALLEL_MIN && omp_get_max_threads() > 1) {
         int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad)
         for (size_t r = 0; r < rows; r++)
@@ -55,24 +52,20 @@ int array_check_finite(const array_view *a, const char *name, json_error *err)
             return 0;
     }
     for (size_t r = 0; r < rows; r++) {
-        const float *row = a->data + r * a->row_stride;
-        if (!floats_have_non_finite(row, cols))
+        size_t c = floats_first_non_finite(a->data + r * a->row_stride, cols);
+        if (c == cols)
             continue;
-        for (size_t c = 0; c < cols; c++)
-            if (!isfinite(row[c])) {
-                char at[160];
-                size_t flat = r * cols + c, used = (size_t)snprintf(at, sizeof at, "%s", name);
-                size_t idx[4];
-                for (size_t k = a->ndim; k-- > 0;) {
-                    idx[k] = flat % a->dim[k];
-                    flat /= a->dim[k];
-                }
-                for (size_t k = 0; k < a->ndim && used < sizeof at; k++)
-                    used += (size_t)snprintf(at + used, sizeof at - used, "[%zu]", idx[k]);
-                return json_fail(err, JSON_E_NON_FINITE, NULL,
-                                 "result %s is not a finite float32 (the computation overflows)",
-                                 at);
-            }
+        char at[160];
+        size_t flat = r * cols + c, used = (size_t)snprintf(at, sizeof at, "%s", name);
+        size_t idx[4];
+        for (size_t k = a->ndim; k-- > 0;) {
+            idx[k] = flat % a->dim[k];
+            flat /= a->dim[k];
+        }
+        for (size_t k = 0; k < a->ndim && used < sizeof at; k++)
+            used += (size_t)snprintf(at + used, sizeof at - used, "[%zu]", idx[k]);
+        return json_fail(err, JSON_E_NON_FINITE, NULL,
+                         "result %s is not a finite float32 (the computation overflows)", at);
     }
     return 0;
 }
