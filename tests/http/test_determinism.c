@@ -42,6 +42,7 @@ typedef struct client {
     const shared *sh;
     int id;
     int sent, differing, failed;
+    char first_failure[320]; /* why the first failed answer failed */
 } client;
 
 /* {"embeddings": base64 of rows, "shape", positions 0.. per row, q, k, v
@@ -81,10 +82,15 @@ static void *run_client(void *arg)
             http_resp r;
             http_post_json(sh->s, "/apply", sh->body[q], &r);
             c->sent++;
-            if (r.status != 200)
-                c->failed++;
-            else if (r.len != sh->want[q].len || memcmp(r.body, sh->want[q].body, r.len) != 0)
+            /* A 200 cut off in transfer is a failure, not a different
+             * answer: it says nothing about the bits. */
+            if (r.status != 200 || r.transport_error[0]) {
+                if (c->failed++ == 0)
+                    snprintf(c->first_failure, sizeof c->first_failure, "status %ld%s%s", r.status,
+                             r.transport_error[0] ? ", " : "", r.transport_error);
+            } else if (r.len != sh->want[q].len || memcmp(r.body, sh->want[q].body, r.len) != 0) {
                 c->differing++;
+            }
             http_resp_free(&r);
         }
     return NULL;
@@ -112,7 +118,15 @@ static void check_rows_equal(const char *label, const http_resp *a, const http_r
 
 void test_determinism(void)
 {
-    static const char *const args[] = {"--workers", "4", "--omp-threads", "4", NULL};
+    /* Under valgrind, six clients' streamed answers can take the server
+     * itself past --request-timeout's 60 s to send, and the watchdog cuts
+     * them (seen once in seven runs): the deadline is not what this group
+     * tests, so it is off there. */
+    const char *args[] = {"--workers", "4", "--omp-threads", "4", NULL, NULL, NULL};
+    if (under_valgrind()) {
+        args[4] = "--request-timeout";
+        args[5] = "0";
+    }
     server s;
     shared sh = {.s = &s, .rounds = under_valgrind() ? 1 : 4};
     float *x = xmalloc((size_t)LONG_T * DEFAULT_D * sizeof *x); /* owned */
@@ -154,6 +168,7 @@ void test_determinism(void)
         pthread_t th[CLIENTS];
         client c[CLIENTS];
         int started = 0, sent = 0, differing = 0, failed = 0;
+        const char *why = "";
         for (; started < CLIENTS; started++) {
             c[started] = (client){.sh = &sh, .id = started};
             if (pthread_create(&th[started], NULL, run_client, &c[started]) != 0)
@@ -165,11 +180,13 @@ void test_determinism(void)
             sent += c[i].sent;
             differing += c[i].differing;
             failed += c[i].failed;
+            if (!why[0])
+                why = c[i].first_failure;
         }
         CHECK(failed == 0 && differing == 0 && sent > 0,
               "POST /apply x 6 concurrent clients (teams 4, 2, 1, 1)",
-              "%d answers: %d differ from the sequential answer, %d failed", sent, differing,
-              failed);
+              "%d answers: %d differ from the sequential answer, %d failed%s%s%s", sent, differing,
+              failed, why[0] ? " (first: " : "", why, why[0] ? ")" : "");
     }
     for (int i = 0; i < REQS; i++) {
         free(sh.body[i]);
