@@ -16,6 +16,7 @@ seconds=${WAIT_SECONDS:-5}
 tmp=$(mktemp -d)
 pids=""
 trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT INT TERM
+. "$here/bench_common.sh"
 
 command -v wrk >/dev/null 2>&1 || { echo "wait_policy: wrk missing (tools/install-deps.sh bench)" >&2; exit 1; }
 [ -x "$server" ] || { echo "wait_policy: no $server (make)" >&2; exit 1; }
@@ -29,13 +30,7 @@ start() {
     env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$@" "$server" --host 127.0.0.1 --port 0 \
         --threads 2 --omp-threads 2 >"$tmp/$name.out" 2>"$tmp/$name.log" &
     pids="$pids $!"
-    i=0
-    until grep -q "posenc listening on" "$tmp/$name.out" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -lt 100 ] || { echo "wait_policy: $name did not start" >&2; cat "$tmp/$name.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    sed -n 's/^posenc listening on \(http:[^ ]*\).*/\1/p' "$tmp/$name.out" >"$tmp/$name.url"
+    await_listening "$name" posenc wait_policy
     printf '%-8s %s\n' "$name" "$(grep -o 'OpenMP wait policy: .*' "$tmp/$name.log")"
 }
 
@@ -55,15 +50,7 @@ for n in $names; do one "$n" 1 >/dev/null; done
 r=1
 while [ $r -le "$rounds" ]; do
     line="round $r:"
-    set -- $names
-    k=$(((r - 1) % 3))
-    while [ $k -gt 0 ]; do
-        first=$1
-        shift
-        set -- "$@" "$first"
-        k=$((k - 1))
-    done
-    for n in "$@"; do
+    for n in $(rotated $((r - 1)) $names); do
         v=$(one "$n" "$seconds")
         echo "$v" >>"$tmp/$n.rates"
         line="$line $n $v"
