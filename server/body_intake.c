@@ -37,7 +37,7 @@ static bool charge_growth(http_request *req, size_t cap)
     if (cap <= req->body_charged)
         return true;
     size_t more = cap - req->body_charged;
-    if (mem_budget_reserve(&req->srv->budget, more) == API_BUDGET_GRANTED) {
+    if (mem_budget_reserve(&req->srv->budget, more, req->body_charged) == API_BUDGET_GRANTED) {
         req->body_charged += more;
         return true;
     }

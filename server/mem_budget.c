@@ -17,19 +17,19 @@ void mem_budget_init(mem_budget *b, size_t total)
     atomic_init(&b->refused_never, 0);
 }
 
-api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes)
+api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes, size_t held)
 {
-    if (bytes > b->total) {
+    if (bytes > b->total || held > b->total - bytes) {
         atomic_fetch_add_explicit(&b->refused_never, 1, memory_order_relaxed);
         return API_BUDGET_NEVER;
     }
-    size_t held = atomic_load_explicit(&b->reserved, memory_order_relaxed);
+    size_t now = atomic_load_explicit(&b->reserved, memory_order_relaxed);
     do {
-        if (bytes > b->total - held) {
+        if (bytes > b->total - now) {
             atomic_fetch_add_explicit(&b->refused_busy, 1, memory_order_relaxed);
             return API_BUDGET_BUSY;
         }
-    } while (!atomic_compare_exchange_weak_explicit(&b->reserved, &held, held + bytes,
+    } while (!atomic_compare_exchange_weak_explicit(&b->reserved, &now, now + bytes,
                                                     memory_order_acq_rel, memory_order_relaxed));
     return API_BUDGET_GRANTED;
 }
@@ -44,9 +44,9 @@ size_t mem_budget_reserved(mem_budget *b)
     return atomic_load_explicit(&b->reserved, memory_order_relaxed);
 }
 
-static api_budget_answer api_reserve(void *owner, size_t bytes)
+static api_budget_answer api_reserve(void *owner, size_t bytes, size_t held)
 {
-    return mem_budget_reserve(owner, bytes);
+    return mem_budget_reserve(owner, bytes, held);
 }
 
 static void api_release(void *owner, size_t bytes)
@@ -54,9 +54,12 @@ static void api_release(void *owner, size_t bytes)
     mem_budget_release(owner, bytes);
 }
 
-api_budget mem_budget_api(mem_budget *b)
+api_budget mem_budget_api(mem_budget *b, size_t body_charged)
 {
-    return (api_budget){.owner = b, .reserve = api_reserve, .release = api_release};
+    return (api_budget){.owner = b,
+                        .reserve = api_reserve,
+                        .release = api_release,
+                        .held = body_charged};
 }
 
 /* cgroup v2's memory.max: a byte count, or "max" (no limit: 0 here). */

@@ -347,6 +347,26 @@ bool server_wait_exit(server *s, double timeout_s, int *status)
     return exited;
 }
 
+double server_peak_bytes(const server *s)
+{
+    char path[64], line[256];
+    double kb = -1;
+#if defined(__SANITIZE_ADDRESS__)
+    return -1;
+#endif
+    if (under_valgrind())
+        return -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
 char *server_read_log(const server *s)
 {
     FILE *f = fopen(s->log_path, "r");

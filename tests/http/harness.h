@@ -68,6 +68,11 @@ void server_signal(const server *s, int sig);
  * itself. The server counts as stopped afterwards. No check recorded. */
 bool server_wait_exit(server *s, double timeout_s, int *status);
 
+/* The server's peak resident set in bytes (VmHWM), or -1 when unreadable
+ * or not the server's own (under ASan or valgrind, whose bookkeeping is
+ * resident too). */
+double server_peak_bytes(const server *s);
+
 /* The server's log (its stderr) so far, NUL-terminated, malloc'd. */
 char *server_read_log(const server *s);
 
