@@ -219,7 +219,8 @@ static void print_help(void)
     printf("  %-26s show the version and exit\n\n", "--version");
     printf("Exit status: 0 after a clean shutdown (SIGTERM or SIGINT), "
            "1 when the server\ncannot start, 2 for a bad flag or "
-           "variable or a model that fails to load.\n");
+           "variable or a model that fails to load.\n"
+           "SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored (nothing to reload).\n");
 }
 
 /* Reads a decimal integer in [min, max]: digits only, no sign, no spaces,

@@ -132,7 +132,7 @@ static void *drain_thread(void *arg)
     return NULL;
 }
 
-bool server_start(server *s, const char *name, const char *const *extra_args,
+bool server_spawn(server *s, const char *name, const char *const *extra_args,
                   const char *const *env_set)
 {
     memset(s, 0, sizeof *s);
@@ -223,6 +223,16 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     free(envp);
     s->pid = pid;
     s->out_fd = pfd[0];
+    return true;
+}
+
+bool server_start(server *s, const char *name, const char *const *extra_args,
+                  const char *const *env_set)
+{
+    char label[96];
+    snprintf(label, sizeof label, "server[%s] start", name);
+    if (!server_spawn(s, name, extra_args, env_set))
+        return false;
 
     /* Read stdout until the listening line. */
     double deadline = now_s() + (under_valgrind() ? 600.0 : 60.0);
@@ -271,7 +281,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     if (!CHECK(found, label,
                "no \"posenc listening on http://HOST:PORT\" line on stdout "
                "(server %s)",
-               argv[under_valgrind() ? 5 : 0])) {
+               server_path())) {
         kill(s->pid, SIGKILL);
         int st;
         waitpid(s->pid, &st, 0);

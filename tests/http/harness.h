@@ -56,6 +56,13 @@ typedef struct server {
 bool server_start(server *s, const char *name, const char *const *extra_args,
                   const char *const *env_set);
 
+/* server_start's fork/exec alone: returns once the child runs, without
+ * waiting for it to listen (s->port is 0; s->pid is set). For servers
+ * that must be caught before they listen; end them with
+ * server_wait_exit. */
+bool server_spawn(server *s, const char *name, const char *const *extra_args,
+                  const char *const *env_set);
+
 /* SIGTERM, wait, and check that the exit status is 0 (a signal, an ASan
  * report or a valgrind error count as failures; the log tail is printed). */
 void server_stop(server *s);

@@ -44,6 +44,7 @@
     XX(intake, test_intake, OWN)               /* test_intake.c: issue 21 item 3, slow bodies */   \
     XX(budget, test_budget, OWN)               /* test_budget.c: issue 21 items 10, 1 */           \
     XX(budget_own, test_budget_own, OWN)       /* test_budget_own.c: index, strings, own bytes */  \
+    XX(signals, test_signals, OWN)             /* test_signals.c: HUP, USR1/2, TERM at load */     \
     XX(lanes, test_lanes, OWN)                 /* test_lanes.c: issue 21 items 2, 11, by cost */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */
