@@ -46,11 +46,14 @@ size_t mem_budget_reserved(mem_budget *b);
  * request. */
 api_budget mem_budget_api(mem_budget *b, size_t body_charged);
 
-/* The default --max-memory: half of what this process may use, the
- * cgroup v2 limit (/sys/fs/cgroup/memory.max) when one is set, else the
- * machine's memory (MemTotal of /proc/meminfo); 1 GiB when neither can be
- * read. Half leaves room for what the budget does not count (models,
- * libraries, the allocator's slack, connection buffers). */
+/* The default --max-memory: half of what this process may use, its
+ * cgroup's limit when one is set (v2: /sys/fs/cgroup/memory.max; v1:
+ * /sys/fs/cgroup/memory/memory.limit_in_bytes, whose "unlimited" is a huge
+ * count) and smaller than the machine's memory (MemTotal of
+ * /proc/meminfo); 1 GiB when nothing can be read. Half leaves room for
+ * what the budget does not count (models, libraries, the allocator's
+ * slack, connection buffers). POSENC_CGROUP_ROOT, for tests, replaces
+ * /sys/fs/cgroup. */
 size_t mem_budget_default_total(void);
 
 #endif /* SERVER_MEM_BUDGET_H */
