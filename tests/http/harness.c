@@ -261,6 +261,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
             *nl = '\0';
             const char *m = strstr(line, "posenc listening on http://");
             if (m) {
+                snprintf(s->listening, sizeof s->listening, "%.255s", line);
                 const char *hp = m + strlen("posenc listening on http://");
                 const char *colon = strrchr(hp, ':');
                 if (colon) {

@@ -43,7 +43,8 @@ typedef struct server {
     int port;
     char base[64]; /* "http://127.0.0.1:PORT" */
     char log_path[512];
-    int out_fd; /* read end of the server's stdout (drained by a thread) */
+    int out_fd;          /* read end of the server's stdout (drained by a thread) */
+    char listening[256]; /* its line saying where it listens, as it came */
     bool started;
 } server;
 

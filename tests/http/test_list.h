@@ -46,6 +46,7 @@
     XX(budget_own, test_budget_own, OWN)       /* test_budget_own.c: index, strings, own bytes */  \
     XX(signals, test_signals, OWN)             /* test_signals.c: HUP, USR1/2, TERM at load */     \
     XX(budget_default, test_budget_default, OWN) /* test_budget_default.c: cgroup v1, v2 */        \
+    XX(json_log, test_json_log, OWN)             /* test_json_log.c: JSON lines, times, stdout */  \
     XX(lanes, test_lanes, OWN)                   /* test_lanes.c: issue 21 items 2, 11, by cost */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */
