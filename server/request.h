@@ -105,10 +105,11 @@ typedef struct http_request {
 } http_request;
 
 /* New request for the headers just received on conn (url, method and
- * version as libmicrohttpd gives them; path_nul: the raw path held %00, so
- * url was cut at it), counted in flight. NULL when out of memory. */
+ * version as libmicrohttpd gives them; target_fault: why the raw request
+ * target is refused (400), or NULL: a %00 in its path, which url was cut
+ * at, or whitespace), counted in flight. NULL when out of memory. */
 http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
-                      const char *method, const char *version, bool path_nul);
+                      const char *method, const char *version, const char *target_fault);
 
 /* Gives back what req holds (slot, body, reply), uncounts it and frees it;
  * accepts NULL. */
