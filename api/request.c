@@ -178,7 +178,7 @@ static int positions_shape_fail(const request *rq, api_error *err)
                         "positions must be [%zu] or [%zu][%zu] for this input", rq->tokens,
                         rq->batch, rq->tokens);
     return api_fail(err, API_E_INVALID_SHAPE, RF(positions),
-                    "positions has the wrong shape: expected [%zu]", rq->tokens);
+                    "positions must be [%zu] (or [1][%zu]) for this input", rq->tokens, rq->tokens);
 }
 
 void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, size_t tokens,
@@ -293,7 +293,7 @@ static int decode_given_positions(request *rq, const json_t *positions, api_erro
         return -1;
     bool per_row = given.ndim == 2;
     if ((!per_row && given.dim[0] != rq->tokens) ||
-        (per_row && (!rq->batched || given.dim[0] != rq->batch || given.dim[1] != rq->tokens))) {
+        (per_row && (given.dim[0] != rq->batch || given.dim[1] != rq->tokens))) {
         int_array_free(&given);
         return positions_shape_fail(rq, err);
     }
