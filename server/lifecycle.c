@@ -25,7 +25,9 @@ static enum MHD_Result finish(http_request *req)
     conn_guard_disarm(req->ce); /* the server's turn to work */
     switch (req_get_state(req)) {
     case REQ_REFUSED:
-        return reply_error(req, false, API_E_UNAVAILABLE, "%s", req->refusal);
+        return reply_error(req, false,
+                           req->refusal_never ? API_E_PAYLOAD_TOO_LARGE : API_E_UNAVAILABLE, "%s",
+                           req->refusal);
     case REQ_OVER_LIMIT:
         return reply_error(req, false, API_E_PAYLOAD_TOO_LARGE,
                            "the request body is over the limit of %zu bytes",

@@ -16,16 +16,20 @@
  *   ragged      a 14 MB /encode body of 7000 x 1024 whose last row is one
  *               short (28 MB decoded): the parallel parser's charge is
  *               given back when the rows turn out ragged, so the answer is
- *               the shape's 422 invalid_shape, not the budget's.
+ *               the shape's 422 invalid_shape, not the budget's;
+ *   chunked     a 1.5 MiB chunked body under --max-memory 1M (no length
+ *               to refuse it by at once) is a 413 when it ends, not a
+ *               503 with Retry-After.
  *
  * Seen to fail on the server before these charges: row_index peaked at
- * +300 MB, escaped at +190 MB, never was 503, ragged 422 too_large. The
+ * +316 MB, escaped at +268 MB, never was 503, ragged 503, chunked 503. The
  * VmHWM checks are skipped under ASan and valgrind.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "raw_socket.h"
 #include "tests.h"
 
 static const char *const budget_args[] = {"--max-memory", "64M", NULL};
@@ -129,10 +133,47 @@ static void ragged_is_invalid_shape(void)
     free(body);
 }
 
+/* A chunked /encode body of 1.5 MiB (no Content-Length to refuse it by)
+ * under --max-memory 1M: it can never fit, so it is a 413 once it ends,
+ * not a 503 to retry. */
+static void chunked_never_is_413(void)
+{
+    const char *label = "a 1.5 MiB chunked body under --max-memory 1M";
+    static const char *const args[] = {"--max-memory", "1M", NULL};
+    static const char head[] = "POST /encode HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                               "application/json\r\nTransfer-Encoding: chunked\r\n"
+                               "Connection: close\r\n\r\n";
+    const size_t chunk = 65536, chunks = 24;
+    sbuf b;
+    sb_init(&b);
+    sb_puts(&b, head);
+    sb_printf(&b, "%zx\r\n{\"shape\":[2,4]", chunk);
+    for (size_t c = 0; c < chunks; c++) {
+        size_t pad = chunk - (c == 0 ? strlen("{\"shape\":[2,4]") : 0) - (c + 1 == chunks);
+        if (c > 0)
+            sb_printf(&b, "\r\n%zx\r\n", chunk);
+        for (size_t i = 0; i < pad; i++)
+            sb_puts(&b, " ");
+    }
+    sb_puts(&b, "}\r\n0\r\n\r\n");
+    server s;
+    if (server_start(&s, "budget-chunked", args, NULL)) {
+        static char resp[8192];
+        raw_answer a;
+        bool sent = raw_talk(&s, b.s, strlen(b.s), 10 * slack(), resp, sizeof resp, &a);
+        CHECK(sent && a.status == 413 && strcmp(a.code, "payload_too_large") == 0, label,
+              "status %ld code '%s', want 413 payload_too_large: %.300s", a.status, a.code, resp);
+        CHECK(!strstr(resp, "Retry-After"), label, "told to retry: %.300s", resp);
+        server_stop(&s);
+    }
+    sb_free(&b);
+}
+
 void test_budget_own(void)
 {
     row_index_is_charged();
     escaped_string_is_charged();
     never_fits_is_422();
     ragged_is_invalid_shape();
+    chunked_never_is_413();
 }
