@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 #include "respond.h"
 #include "service.h"
 #include "json/float_text.h"

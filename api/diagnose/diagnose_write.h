@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 #include "json/strbuf.h"
 #include "models/scheme.h"
 

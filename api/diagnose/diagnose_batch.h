@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "api_error.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 #include "json/strbuf.h"
 #include "json/tensor.h"
 

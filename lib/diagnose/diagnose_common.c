@@ -103,20 +103,6 @@ pe_dx_formula dx_formula_of(double claimed, double found, size_t d)
     return PE_DX_FORMULA_STANDARD;
 }
 
-/* Round x to `bits` significant bits (nearest, ties to even), keeping
- * values below the smallest normal on the subnormal grid min_exp. */
-static double round_bits(double x, int bits, int min_exp)
-{
-    if (x == 0.0 || !isfinite(x))
-        return x;
-    int e;
-    frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
-    if (e < min_exp)
-        e = min_exp;
-    double q = ldexp(1.0, e - bits); /* the spacing at x */
-    return nearbyint(x / q) * q;
-}
-
 double pe_dx_round(pe_dx_precision precision, double x)
 {
     switch (precision) {
@@ -124,14 +110,10 @@ double pe_dx_round(pe_dx_precision precision, double x)
         return x;
     case PE_DX_FLOAT32:
         return (double)(float)x;
-    case PE_DX_BFLOAT16: {
-        double r = round_bits((double)(float)x, 8, -125);
-        return fabs(r) > 3.3895313892515355e38 ? copysign(INFINITY, r) : r;
-    }
-    case PE_DX_FLOAT16: {
-        double r = round_bits(x, 11, -13);
-        return fabs(r) > 65504.0 ? copysign(INFINITY, r) : r;
-    }
+    case PE_DX_BFLOAT16:
+        return pe_round_bfloat16(x);
+    case PE_DX_FLOAT16:
+        return pe_round_float16(x);
     }
     return x;
 }

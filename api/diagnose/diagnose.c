@@ -4,7 +4,7 @@
  *
  *   decode (diagnose_decode.c) -> plan: the claim and the subject as
  *   pe_diagnose reads them, every check and the output caps -> the search
- *   (lib/pe_diagnose.h) -> the answer (diagnose_write.c).
+ *   (lib/diagnose/pe_diagnose.h) -> the answer (diagnose_write.c).
  *
  * Response: {"verdict", "claimed", "findings", "best", ["error_map"]}.
  * q/k/v subjects take their own path (diagnose_qkv.c).

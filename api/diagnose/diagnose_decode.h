@@ -1,7 +1,7 @@
 /*
  * diagnose_decode.h - a decoded POST /diagnose request (diagnose_decode.c): the body ->
  * one subject + the claim it is compared with, and that claim as
- * pe_diagnose reads it. The numeric search is lib/pe_diagnose.h.
+ * pe_diagnose reads it. The numeric search is lib/diagnose/pe_diagnose.h.
  */
 #ifndef DIAGNOSE_DECODE_H
 #define DIAGNOSE_DECODE_H
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "api.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 #include "relative.h"
 #include "request.h"
 
