@@ -112,7 +112,7 @@ static int write_error_map(strbuf *sb, const diag_request *dr, const pe_dx_subje
 }
 
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
-                         const pe_dx_result *r, size_t heads, const char *rows)
+                         const pe_dx_result *r, size_t heads, const diag_rows *rows)
 {
     scheme_kind kind = dr->rq.scheme.kind;
     const tensor *main = &dr->arr[0];
@@ -124,11 +124,11 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         array = flat >= n ? "sin" : "cos";
         flat = flat >= n ? flat - n : flat;
     }
-    diag_unflatten(flat, main->ndim, main->dim, index);
+    size_t ndim = diag_sent_index(dr, flat, index); /* every axis as sent */
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(r->verdict));
     strbuf_puts(sb, r->truncated ? ",\"truncated\":true," : ",");
-    diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
+    diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, ndim);
     strbuf_puts(sb, ",\"findings\":[");
     for (size_t i = 0; i < r->n_findings; i++) {
         if (i)
@@ -165,7 +165,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     pe_dx_result r = {0};
     rope_plan rope = {0};
     pe_dx_kind kind = PE_DX_SUBJ_TABLE;
-    strbuf rows = {0}; /* evidence.rows of a batched subject */
+    strbuf rows_json = {0}; /* evidence.rows of a batched subject */
+    diag_rows rows = {0};
     int rc = -1;
 
     if (rq->scheme.kind == SCHEME_LEARNED && (dr->kind == DX_TABLE || dr->kind == DX_ENCODED))
@@ -177,12 +178,14 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         width = rq->scheme.head_dim                ? rq->scheme.head_dim
                 : rq->model && rq->model->head_dim ? rq->model->head_dim
                                                    : width;
-    if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
+    /* axes bhtd without params.head_dim: the head size is the last axis */
+    size_t axis_head_dim = dr->bhtd && !rq->scheme.head_dim ? dr->sent_dim[3] : 0;
+    if (diag_claim(svc, dr, width, axis_head_dim, &claim, &rope, err))
         goto done;
     /* no head size anywhere (rope_plan_init then rotates the whole vector):
      * the search finds it (contract 1.2, Head size) */
     const model *m = rq->model;
-    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim &&
+    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim && !dr->bhtd &&
                           !(m && m->head_dim && m->head_dim <= width && width % m->head_dim == 0);
     bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
     size_t heads = relative ? main->dim[0] : 0;
@@ -196,6 +199,7 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
                           .a = main->data,
                           .b = dr->arr[1].data,
                           .positions = rq->positions,
+                          .batch = dr->batch,
                           .budget_s = (double)svc->limits.diagnose_ms / 1000.0};
     size_t n = pe_dx_subject_size(&subj);
     if (n == 0) {
@@ -217,17 +221,18 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     diag_require_finite_best(&r);
-    if (r.n_findings && diag_rows_differing(&subj, &claim, dr->batch, dr->tol, &rows)) {
+    if (r.n_findings && diag_rows_differing(&subj, &claim, dr->batch, dr->tol, &rows, &rows_json)) {
         api_fail_oom(err);
         goto done;
     }
-    write_answer(sb, dr, &claim, &r, heads, rows.len ? rows.data : NULL);
+    write_answer(sb, dr, &claim, &r, heads, rows.json ? &rows : NULL);
     if (dr->return_map && write_error_map(sb, dr, &subj, &claim, n, err))
         goto done;
     strbuf_putc(sb, '}');
     rc = 0;
 done:
-    strbuf_free(&rows);
+    free(rows.differs);
+    strbuf_free(&rows_json);
     pe_dx_result_free(&r);
     rope_plan_free(&rope);
     return rc;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "diagnose_batch.h"
+#include "diagnose_decode.h"
 #include "diagnose_write.h"
 
 /* [b][h][t][hd] -> [b][t][h*hd] in place of t's data. */
@@ -80,6 +81,23 @@ int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool p
     return 0;
 }
 
+size_t diag_sent_index(const diag_request *dr, size_t flat, size_t *index)
+{
+    const size_t *d = dr->sent_dim;
+    if (dr->bhtd && dr->kind == DX_ENCODED &&
+        dr->sent_ndim == 4) { /* folded [b*t][h*hd] of sent [b][h][t][hd] */
+        size_t width = d[1] * d[3], row = flat / width, c = flat % width;
+        index[0] = row / d[2];
+        index[1] = c / d[3];
+        index[2] = row % d[2];
+        index[3] = c % d[3];
+        return 4;
+    }
+    /* stacked rows keep the memory order; a row read once is row 0 */
+    diag_unflatten(flat, dr->sent_ndim, d, index);
+    return dr->sent_ndim;
+}
+
 void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,
                                 int64_t shift)
 {
@@ -111,7 +129,7 @@ static bool span_differs(const float *got, const float *want, size_t from, size_
 }
 
 int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
-                        pe_dx_tolerance tol, strbuf *rows)
+                        pe_dx_tolerance tol, diag_rows *rows, strbuf *json)
 {
     size_t n = pe_dx_subject_size(subj), per_row = batch ? subj->rows / batch * subj->cols : 0;
     size_t half = subj->b ? n / 2 : n; /* cos + sin: two arrays of n / 2 */
@@ -120,21 +138,28 @@ int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, s
 
     if (batch <= 1 || subj->cols == 0)
         return 0;
-    if (!(want = malloc(n * sizeof *want)) || pe_dx_render(subj, claim, want) != PE_OK) {
+    rows->differs = calloc(batch, sizeof *rows->differs); /* the caller's */
+    if (!rows->differs || !(want = malloc(n * sizeof *want)) ||
+        pe_dx_render(subj, claim, want) != PE_OK) {
         free(want);
         return -1;
     }
-    strbuf_putc(rows, '[');
+    rows->batch = batch;
+    rows->tokens = subj->rows / batch;
+    rows->claimed = subj->positions;
+    strbuf_putc(json, '[');
     for (size_t b = 0; b < batch; b++) {
         size_t from = b * per_row, to = from + per_row;
-        if (span_differs(subj->a, want, from, to, tol) ||
-            (subj->b && span_differs(subj->b, want + half, from, to, tol))) {
-            strbuf_printf(rows, "%s%zu", first ? "" : ",", b);
+        rows->differs[b] = span_differs(subj->a, want, from, to, tol) ||
+                           (subj->b && span_differs(subj->b, want + half, from, to, tol));
+        if (rows->differs[b]) {
+            strbuf_printf(json, "%s%zu", first ? "" : ",", b);
             first = false;
         }
     }
-    strbuf_putc(rows, ']');
-    strbuf_putc(rows, '\0'); /* rows->data is then a C string */
+    strbuf_putc(json, ']');
+    strbuf_putc(json, '\0'); /* json->data is then a C string */
     free(want);
-    return rows->failed ? -1 : 0;
+    rows->json = json->data;
+    return json->failed ? -1 : 0;
 }

@@ -11,8 +11,11 @@
 
 #include "api_error.h"
 #include "diagnose/pe_diagnose.h"
+#include "diagnose_write.h"
 #include "json/strbuf.h"
 #include "json/tensor.h"
+
+struct diag_request;
 
 /* t ([..., inner axes]) folded to `inner` axes (diagnose_batch.c); bhtd:
  * t is [b][h][t][hd], read as [b][t][h*hd] first. Equal batch rows fold
@@ -22,6 +25,10 @@
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err);
 
+/* The index, in the first array as sent (dr->sent_dim, every axis), of
+ * flat index `flat` of its folded form; returns the number of axes. */
+size_t diag_sent_index(const struct diag_request *dr, size_t flat, size_t *index);
+
 /* best's positions for `batch` rows of `tokens` (positions shifted by
  * shift): as one row when every row is the same, else [batch][tokens]
  * (diagnose_batch.c). */
@@ -30,9 +37,10 @@ void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t bat
 
 /* For a subject of `batch` rows stacked on the token axis (batch > 1),
  * the rows in which the claim's prediction differs from the subject beyond
- * tol, as a JSON array into *rows, NUL-terminated (evidence.rows: the rows
- * the findings concern); *rows stays empty for batch 1. -1 when out of memory. */
+ * tol: rows->differs (new, the caller frees it) and, as a JSON array, json
+ * (NUL-terminated; rows->json points into it: evidence.rows, the rows the
+ * findings concern); both stay empty for batch 1. -1 when out of memory. */
 int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
-                        pe_dx_tolerance tol, strbuf *rows);
+                        pe_dx_tolerance tol, diag_rows *rows, strbuf *json);
 
 #endif /* DIAGNOSE_BATCH_H */

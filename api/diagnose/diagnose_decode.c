@@ -77,7 +77,8 @@ static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
 }
 
 /* Read the array `name` (shaped by `<name>_shape`: request_array) of rank
- * min..max into slot i. */
+ * min..max into slot i; slot 0's shape as sent is kept (sent_dim) before
+ * its batch axes are folded. */
 static int read_array(diag_request *dr, size_t i, const char *name, const char *alt_shape,
                       size_t min_ndim, size_t max_ndim, api_error *err)
 {
@@ -85,6 +86,10 @@ static int read_array(diag_request *dr, size_t i, const char *name, const char *
     if (request_array(&dr->rq.doc, name, min_ndim, max_ndim, &dr->arr[i], err))
         return -1;
     dr->names[i] = name;
+    if (i == 0) {
+        dr->sent_ndim = dr->arr[0].ndim;
+        memcpy(dr->sent_dim, dr->arr[0].dim, sizeof dr->sent_dim);
+    }
     return 0;
 }
 

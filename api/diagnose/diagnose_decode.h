@@ -38,8 +38,10 @@ typedef struct diag_request {
     const char *names[DX_ARRAYS]; /* static: their contract names, NULL if absent */
     pe_dx_tolerance tol;
     bool return_map;
-    bool bhtd;    /* axes "bhtd": [batch][heads][tokens][head_dim] */
-    size_t batch; /* rows stacked on the token axis (rq.tokens counts them all) */
+    bool bhtd;        /* axes "bhtd": [batch][heads][tokens][head_dim] */
+    size_t batch;     /* rows stacked on the token axis (rq.tokens counts them all) */
+    size_t sent_ndim; /* the first array's shape as sent, */
+    size_t sent_dim[TENSOR_MAX_NDIM]; /* before its batch axes were folded */
 } diag_request;
 
 /* Decode the body: exactly one subject, its arrays, the claim. On failure

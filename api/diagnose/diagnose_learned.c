@@ -42,18 +42,18 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_errors 
                          const pe_dx_errors *best, int64_t shift, pe_dx_tolerance tol)
 {
     const request *rq = &dr->rq;
-    size_t index[2];
+    size_t index[TENSOR_MAX_NDIM];
     pe_dx_variant none;
     bool explained = shift != 0 && best->mismatched == 0;
 
     pe_dx_variant_init(&none);
-    diag_unflatten(claimed->worst, 2, dr->arr[0].dim, index);
+    size_t ndim = diag_sent_index(dr, claimed->worst, index); /* every axis as sent */
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, claimed->mismatched == 0 ? "match"
                                : explained              ? "explained"
                                                         : "unexplained");
     strbuf_putc(sb, ',');
-    diag_write_claimed(sb, SCHEME_LEARNED, &none, 0, claimed, NULL, index, 2);
+    diag_write_claimed(sb, SCHEME_LEARNED, &none, 0, claimed, NULL, index, ndim);
     strbuf_puts(sb, ",\"findings\":[");
     if (explained) {
         char message[320];

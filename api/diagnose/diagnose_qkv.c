@@ -197,6 +197,7 @@ static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim,
                           .x = w->x[i],
                           .a = w->a[i] ? w->a[i] : dr->arr[i].data,
                           .positions = rq->positions,
+                          .batch = rq->batched ? rq->batch : 1,
                           .budget_s = w->budget_s};
     pe_status st = pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
     if (st == PE_OK)

@@ -260,9 +260,54 @@ static void write_slopes_evidence(strbuf *sb, const pe_dx_result *r, size_t n_he
         strbuf_puts(sb, "null");
 }
 
+/* positions_mismatch evidence: the positions found, one list per batch
+ * row named (one row when there are no batch rows), and the pattern of
+ * each, a string when those rows share one, else a list. */
+static void write_positions_evidence(strbuf *sb, const pe_dx_result *r, const diag_rows *rows,
+                                     bool *first)
+{
+    const pe_dx_variant *b = &r->best;
+    size_t batch = rows ? rows->batch : 1, n = rows ? rows->tokens : r->n_positions;
+    bool one = true;
+    pe_dx_pattern shared = r->positions_pattern;
+
+    put_key(sb, first, "positions");
+    strbuf_putc(sb, '[');
+    for (size_t row = 0, named = 0; b->positions && row < batch; row++) {
+        if (rows && !rows->differs[row])
+            continue;
+        strbuf_puts(sb, named ? ",[" : "[");
+        for (size_t t = 0; t < n; t++)
+            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", b->positions[row * n + t] + b->offset);
+        strbuf_putc(sb, ']');
+        if (rows) {
+            pe_dx_pattern at = pe_dx_row_pattern(b->positions + row * n, rows->claimed + row * n,
+                                                 n);
+            one = one && (named == 0 || at == shared);
+            shared = at;
+        }
+        named++;
+    }
+    strbuf_putc(sb, ']');
+    put_key(sb, first, "pattern");
+    if (one) {
+        strbuf_put_json_string(sb, pe_dx_pattern_name(shared));
+        return;
+    }
+    strbuf_putc(sb, '[');
+    for (size_t row = 0, named = 0; row < batch; row++)
+        if (rows->differs[row]) {
+            strbuf_puts(sb, named++ ? "," : "");
+            strbuf_put_json_string(sb, pe_dx_pattern_name(pe_dx_row_pattern(b->positions + row * n,
+                                                                            rows->claimed + row * n,
+                                                                            n)));
+        }
+    strbuf_putc(sb, ']');
+}
+
 /* The evidence of one code, read off best as pe_diagnose.h documents. */
 static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, scheme_kind kind,
-                           size_t n_heads, const char *rows)
+                           size_t n_heads, const diag_rows *rows)
 {
     const pe_dx_variant *b = &r->best;
     bool first = true;
@@ -278,13 +323,7 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         put_number(sb, &first, "sign", b->alibi_sign);
         break;
     case PE_DX_POSITIONS_MISMATCH: /* per row: one row for a [tokens][n] subject */
-        put_key(sb, &first, "positions");
-        strbuf_puts(sb, "[[");
-        for (size_t t = 0; b->positions && t < r->n_positions; t++)
-            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", b->positions[t] + b->offset);
-        strbuf_puts(sb, "]]");
-        put_key(sb, &first, "pattern");
-        strbuf_put_json_string(sb, pe_dx_pattern_name(r->positions_pattern));
+        write_positions_evidence(sb, r, rows, &first);
         break;
     case PE_DX_T5_BUCKETS:
         put_number(sb, &first, "num_buckets", (double)b->t5.num_buckets);
@@ -309,13 +348,13 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     }
     if (rows) { /* a batched subject: the rows the claim gets wrong */
         put_key(sb, &first, "rows");
-        strbuf_puts(sb, rows);
+        strbuf_puts(sb, rows->json);
     }
     strbuf_putc(sb, '}');
 }
 
 void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
-                        const char *prefix, const char *rows)
+                        const char *prefix, const diag_rows *rows)
 {
     const pe_dx_finding *f = &r->findings[i];
     char message[400];

@@ -5,6 +5,7 @@
 #ifndef DIAGNOSE_WRITE_H
 #define DIAGNOSE_WRITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,12 +30,22 @@ void diag_write_claimed(strbuf *sb, scheme_kind kind, const pe_dx_variant *claim
                         const pe_dx_errors *e, const char *worst_array, const size_t *index,
                         size_t ndim);
 
+/* The batch rows of a subject stacked on its token axis that the claim
+ * gets wrong (diagnose_batch.c fills it): evidence.rows, and the rows of
+ * positions_mismatch's evidence.positions. */
+typedef struct diag_rows {
+    size_t batch, tokens;   /* batch rows of `tokens` each */
+    const int64_t *claimed; /* borrowed: the claim's [batch*tokens] positions */
+    bool *differs;          /* owned: [batch], the rows named */
+    const char *json;       /* borrowed: differs as a JSON array */
+} diag_rows;
+
 /* One finding of a result, with its evidence (read off r->best), as a JSON
  * object; heads: the subject's (alibi slopes); prefix (may be "") goes
- * before the message; rows (NULL: none) is a JSON array written as
- * evidence.rows (the batch rows the finding concerns). */
+ * before the message; rows (NULL: one row) gives evidence.rows and
+ * positions_mismatch's positions and pattern per row. */
 void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
-                        const char *prefix, const char *rows);
+                        const char *prefix, const diag_rows *rows);
 
 /* The position fields of `best` ("offset" or "positions") for the claim's
  * positions shifted by `shift`. */

@@ -93,11 +93,16 @@ double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d)
     return 0.0;
 }
 
+bool dx_float32_equal(double found, double want)
+{
+    return fabs(found - want) <= 0x1p-21 * fabs(want);
+}
+
 pe_dx_formula dx_formula_of(double claimed, double found, size_t d)
 {
     for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
         double b = pe_dx_formula_base((pe_dx_formula)f, claimed, d);
-        if (b > 0 && fabs(b - found) <= 1e-9 * b)
+        if (b > 0 && dx_float32_equal(found, b))
             return (pe_dx_formula)f;
     }
     return PE_DX_FORMULA_STANDARD;

@@ -261,11 +261,14 @@ static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, co
          [PE_DX_PATTERN_CONSTANT] = "all equal (position ids all the same - if all zero, "
                                     "perhaps no positions were applied)",
          [PE_DX_PATTERN_RESTART] = "restarting per segment",
-         [PE_DX_PATTERN_FROM_MASK] = "derived from a padding mask the claim did not send"};
+         [PE_DX_PATTERN_FROM_MASK] = "derived from a padding mask the claim did not send",
+         [PE_DX_PATTERN_OFFSET] = "each batch row's claimed ones shifted by its own constant"};
     add(k, PE_DX_POSITIONS_MISMATCH,
         "the positions read from the phases are %s: %s; with these positions%s the maximum"
         " error drops from %.3g to %.3g",
-        what[r->positions_pattern], list, with, r->claimed.max_abs, r->explained.max_abs);
+        r->patterns_by_row ? "other than the claimed ones, in another way in each batch row"
+                           : what[r->positions_pattern],
+        list, with, r->claimed.max_abs, r->explained.max_abs);
 }
 
 /* One pass; `with` qualifies the error drops when findings combine. */

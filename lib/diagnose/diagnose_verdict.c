@@ -169,7 +169,7 @@ static pe_status mark_differing_slopes(const pe_dx_subject *s, const pe_dx_varia
     }
     pe_alibi_slopes(s->heads, paper);
     for (size_t h = 0; h < s->heads; h++)
-        out->slopes_differ[h] = fabs(found->slopes[h] - paper[h]) > 1e-12 * paper[h];
+        out->slopes_differ[h] = !dx_float32_equal(found->slopes[h], paper[h]);
     free(paper);
     return PE_OK;
 }

@@ -38,17 +38,19 @@ def bf16(a):
 
 
 class Case:
-    def __init__(self, name, source, body, verdict, codes=(), allowed=(), known=None):
+    def __init__(self, name, source, body, verdict, codes=(), allowed=(), known=None,
+                 check=None):
         self.name, self.source, self.body = name, source, body
         self.verdict, self.codes, self.allowed = verdict, set(codes), set(allowed)
         self.known = known  # why today's /diagnose gets it wrong, if it does
+        self.check = check  # answer -> None, or what its evidence states falsely
 
     def judge(self, answer):
         """'right', 'partly right', 'missed', 'misleading' or 'wrong'."""
         found = {f["code"] for f in answer.get("findings", [])}
         wrong = found - self.codes - self.allowed - STRUCTURAL_FREE
         verdict = answer.get("verdict")
-        if wrong:
+        if wrong or (self.check and self.check(answer)):
             return "wrong" if verdict == "explained" else "misleading"
         if verdict == self.verdict and self.codes <= found:
             return "right"
@@ -703,6 +705,7 @@ def qkv_cases():
 
 
 def all_cases():
+    import cases_ports  # its generators build on the helpers above
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
             alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
-            more_rope_cases() + qkv_cases())
+            more_rope_cases() + qkv_cases() + cases_ports.all_cases())

@@ -52,6 +52,8 @@ def main():
                 failed += 1
                 print(f"FAIL: {case.name} ({case.source}): {judged}; want {case.verdict} "
                       f"{sorted(case.codes)}, got {answer.get('verdict')} {found}")
+                if st == 200 and case.check and case.check(answer):
+                    print(f"  evidence: {case.check(answer)}")
             if verbose or (not ok and case.known):
                 print(f"  {judged:12s} {case.name}: {answer.get('verdict')} {found}"
                       + (f"  [known: {case.known}]" if case.known and not ok else ""))
