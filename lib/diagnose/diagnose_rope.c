@@ -273,6 +273,16 @@ static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim, 
             n = add_reading(list, n, (reading){hd, rds[r], other, false, 0});
         }
     }
+    /* twice or half as many heads as claimed (a port's num_heads or
+     * head_dim off by a factor of two) */
+    size_t others[2] = {chd / 2, 2 * chd};
+    for (int k = 0; k < 2; k++) {
+        size_t hd = others[k], rd = crd == chd ? hd : crd < hd ? crd : hd;
+        if (hd < 2 || hd >= s->cols || s->cols % hd)
+            continue;
+        n = add_reading(list, n, (reading){hd, rd, cl, false, 0});
+        n = add_reading(list, n, (reading){hd, rd, other, false, 0});
+    }
     return n;
 }
 
@@ -407,6 +417,10 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             c.scaling.low_freq_factor = own ? cs->low_freq_factor : 1.0;
             c.scaling.high_freq_factor = own ? cs->high_freq_factor : 4.0;
             n = push(out, n, c);
+            /* the band's factors exchanged in a port: no smoothed band, every
+             * wavelength past orig/high divided (low = high, both the high) */
+            c.scaling.low_freq_factor = c.scaling.high_freq_factor;
+            n = push(out, n, c);
             memset(&c.scaling, 0, sizeof c.scaling);
             if (cs->type == PE_ROPE_SCALING_YARN)
                 c.scaling = *cs;
@@ -469,6 +483,11 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
         if (cs->type == PE_ROPE_SCALING_LONGROPE && rd != crd)
             c.scaling.type = PE_ROPE_SCALING_NONE;
         n = push(out, n, c);
+        if (c.scaling.type == PE_ROPE_SCALING_LONGROPE) { /* the lists picked the other way */
+            c.scaling.short_factor = cs->long_factor;
+            c.scaling.long_factor = cs->short_factor;
+            n = push(out, n, c);
+        }
         memset(&c.scaling, 0, sizeof c.scaling);
         n = push(out, n, c); /* none */
 

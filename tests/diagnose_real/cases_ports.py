@@ -213,6 +213,9 @@ def head_size_cases():
                      "encoded": b64(ys), "encoded_shape": [Tn, d]},
                     "explained", ["head_dim_mismatch"], ["base_mismatch", "frequency_formula",
                                                          "rotary_dim_mismatch"]))
+    out.append(encoded_case("halved_heads_json", "the same in JSON", xs, ys,
+                            {"layout": "half", "head_dim": 16}, "explained", ["head_dim_mismatch"],
+                            ["base_mismatch", "frequency_formula", "rotary_dim_mismatch"]))
     return out
 
 
