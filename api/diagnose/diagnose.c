@@ -139,6 +139,10 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
     diag_write_params(sb, kind, &r->best, heads);
+    if (dr->rq.model) { /* the model the claim named goes with best */
+        strbuf_putc(sb, ',');
+        diag_write_best_model(sb, &dr->rq, dr->model_json);
+    }
     if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
         diag_write_batch_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,

@@ -8,6 +8,7 @@
 
 #include "diagnose_decode.h"
 #include "diagnose_batch.h"
+#include "diagnose_write.h"
 #include "json/json_fields.h"
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
@@ -214,6 +215,20 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     return 0;
 }
 
+/* An inline model's text, for best (the doc is freed after decoding). */
+static int keep_inline_model(diag_request *dr)
+{
+    strbuf sb = {0};
+    json_t *m = json_object_get(dr->rq.doc.root, "model");
+
+    if (!json_is_object(m))
+        return 0;
+    diag_write_json(&sb, &dr->rq.doc, m);
+    strbuf_putc(&sb, '\0');
+    dr->model_json = strbuf_detach(&sb, NULL);
+    return dr->model_json ? 0 : -1;
+}
+
 int diag_decode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                 diag_request *dr, api_error *err)
 {
@@ -250,6 +265,8 @@ int diag_decode(const api_service *svc, const api_budget *budget, const char *bo
                       "without causal");
     if (rc && dr->rq.refused) /* the budget's answer (503 or 422), not the reader's */
         *err = dr->rq.refusal;
+    if (!rc && dr->rq.owned_model && keep_inline_model(dr))
+        rc = api_fail_oom(err);
     json_doc_free(&dr->rq.doc);
     return rc ? -1 : 0;
 }
@@ -259,6 +276,7 @@ void diag_request_free(diag_request *dr)
     if (!dr)
         return;
     request_free(&dr->rq);
+    free(dr->model_json);
     for (size_t i = 0; i < DX_ARRAYS; i++)
         tensor_free(&dr->arr[i]);
     memset(dr, 0, sizeof *dr);

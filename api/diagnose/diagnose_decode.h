@@ -40,6 +40,7 @@ typedef struct diag_request {
     bool return_map;
     bool bhtd;        /* axes "bhtd": [batch][heads][tokens][head_dim] */
     size_t batch;     /* rows stacked on the token axis (rq.tokens counts them all) */
+    char *model_json; /* owned: an inline model's JSON text (best carries it) */
     size_t sent_ndim; /* the first array's shape as sent, */
     size_t sent_dim[TENSOR_MAX_NDIM]; /* before its batch axes were folded */
 } diag_request;

@@ -476,11 +476,8 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     write_findings(sb, dr, w, rotation, projection);
     /* best: an /apply request with the same model */
     const pe_dx_variant *best = rotation && w->diagnosed[from] ? &w->res[from].best : claim;
-    strbuf_puts(sb, ",\"best\":{\"model\":");
-    if (rq->owned_model) /* an inline model: the client sends it again */
-        strbuf_puts(sb, "null");
-    else
-        strbuf_put_json_string(sb, rq->model->name);
+    strbuf_puts(sb, ",\"best\":{");
+    diag_write_best_model(sb, rq, dr->model_json);
     strbuf_puts(sb, ",\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "diagnose_write.h"
 #include "json/float_text.h"
@@ -383,4 +384,78 @@ void diag_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, i
     for (size_t i = 0; i < n; i++)
         strbuf_printf(sb, "%s%" PRId64, i ? "," : "", positions[i] + shift);
     strbuf_putc(sb, ']');
+}
+
+void diag_write_json(strbuf *sb, const json_doc *doc, json_t *v)
+{
+    const json_span *span = json_doc_array(doc, v);
+    size_t len = 0;
+    const char *key;
+    json_t *item;
+    size_t i;
+
+    if (span) {
+        strbuf_put(sb, doc->text + span->start, span->end - span->start);
+        return;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        strbuf_putc(sb, '{');
+        i = 0;
+        json_object_foreach (v, key, item) {
+            strbuf_puts(sb, i++ ? "," : "");
+            strbuf_put_json_string(sb, key);
+            strbuf_putc(sb, ':');
+            diag_write_json(sb, doc, item);
+        }
+        strbuf_putc(sb, '}');
+        break;
+    case JSON_ARRAY:
+        strbuf_putc(sb, '[');
+        json_array_foreach (v, i, item) {
+            strbuf_puts(sb, i ? "," : "");
+            diag_write_json(sb, doc, item);
+        }
+        strbuf_putc(sb, ']');
+        break;
+    case JSON_STRING: {
+        const char *text = json_doc_string_text(doc, v, &len);
+        if (text && len >= JSON_STRING_SPAN_MIN && !memchr(text, '"', len) &&
+            !memchr(text, '\\', len)) { /* a long string: printable, no escapes */
+            strbuf_putc(sb, '"');
+            strbuf_put(sb, text, len);
+            strbuf_putc(sb, '"');
+        } else {
+            const char *s = json_doc_string(doc, v);
+            strbuf_put_json_string(sb, s ? s : "");
+        }
+        break;
+    }
+    case JSON_INTEGER:
+        strbuf_printf(sb, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        diag_put_double(sb, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        strbuf_puts(sb, "true");
+        break;
+    case JSON_FALSE:
+        strbuf_puts(sb, "false");
+        break;
+    case JSON_NULL:
+        strbuf_puts(sb, "null");
+        break;
+    }
+}
+
+void diag_write_best_model(strbuf *sb, const request *rq, const char *inline_model)
+{
+    strbuf_puts(sb, "\"model\":");
+    if (rq->owned_model && inline_model)
+        strbuf_puts(sb, inline_model);
+    else if (rq->model)
+        strbuf_put_json_string(sb, rq->model->name);
+    else
+        strbuf_puts(sb, "null");
 }

@@ -12,6 +12,7 @@
 #include "diagnose/pe_diagnose.h"
 #include "json/strbuf.h"
 #include "models/scheme.h"
+#include "request.h"
 
 /* A double as JSON: the shortest of %.15g / %.17g that reads back, null
  * when not finite. */
@@ -50,6 +51,14 @@ void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind
 /* The position fields of `best` ("offset" or "positions") for the claim's
  * positions shifted by `shift`. */
 void diag_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, int64_t shift);
+
+/* v as JSON text: numeric arrays and long strings taken out of the body
+ * (json_doc.h) are written from the body's own text. */
+void diag_write_json(strbuf *sb, const json_doc *doc, json_t *v);
+
+/* "model": in best: the loaded model's name, or for an inline model
+ * inline_model, its JSON text as the request sent it (diag_write_json). */
+void diag_write_best_model(strbuf *sb, const request *rq, const char *inline_model);
 
 /* The flat index of a subject of ndim dims unflattened into index[]. */
 void diag_unflatten(size_t flat, size_t ndim, const size_t *dim, size_t *index);

@@ -50,6 +50,9 @@ class Case:
         found = {f["code"] for f in answer.get("findings", [])}
         wrong = found - self.codes - self.allowed - STRUCTURAL_FREE
         verdict = answer.get("verdict")
+        model = self.body.get("model")
+        if isinstance(model, dict) and answer.get("best", {}).get("model") != model:
+            return "misleading"  # best must carry the inline model, as sent
         if wrong or (self.check and self.check(answer)):
             return "wrong" if verdict == "explained" else "misleading"
         if verdict == self.verdict and self.codes <= found:
