@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "diagnose_batch.h"
-#include "diagnose_decode.h"
 #include "diagnose_write.h"
 
 /* [b][h][t][hd] -> [b][t][h*hd] in place of t's data. */
@@ -79,23 +78,6 @@ int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool p
     memmove(t->dim, t->dim + lead, inner * sizeof *t->dim);
     t->ndim = inner;
     return 0;
-}
-
-size_t diag_sent_index(const diag_request *dr, size_t flat, size_t *index)
-{
-    const size_t *d = dr->sent_dim;
-    if (dr->bhtd && dr->kind == DX_ENCODED &&
-        dr->sent_ndim == 4) { /* folded [b*t][h*hd] of sent [b][h][t][hd] */
-        size_t width = d[1] * d[3], row = flat / width, c = flat % width;
-        index[0] = row / d[2];
-        index[1] = c / d[3];
-        index[2] = row % d[2];
-        index[3] = c % d[3];
-        return 4;
-    }
-    /* stacked rows keep the memory order; a row read once is row 0 */
-    diag_unflatten(flat, dr->sent_ndim, d, index);
-    return dr->sent_ndim;
 }
 
 void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t batch, size_t tokens,

@@ -15,8 +15,6 @@
 #include "json/strbuf.h"
 #include "json/tensor.h"
 
-struct diag_request;
-
 /* t ([..., inner axes]) folded to `inner` axes (diagnose_batch.c); bhtd:
  * t is [b][h][t][hd], read as [b][t][h*hd] first. Equal batch rows fold
  * to one (*batch 1) unless per_row (the claim's positions or mask are per
@@ -24,10 +22,6 @@ struct diag_request;
  * (inner 3) with rows that differ is refused (422 naming `name`). */
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err);
-
-/* The index, in the first array as sent (dr->sent_dim, every axis), of
- * flat index `flat` of its folded form; returns the number of axes. */
-size_t diag_sent_index(const struct diag_request *dr, size_t flat, size_t *index);
 
 /* best's positions for `batch` rows of `tokens` (positions shifted by
  * shift): as one row when every row is the same, else [batch][tokens]

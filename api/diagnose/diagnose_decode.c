@@ -331,3 +331,20 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
                         scheme_names[s->kind]);
     }
 }
+
+size_t diag_sent_index(const diag_request *dr, size_t flat, size_t *index)
+{
+    const size_t *d = dr->sent_dim;
+    if (dr->bhtd && dr->kind == DX_ENCODED &&
+        dr->sent_ndim == 4) { /* folded [b*t][h*hd] of sent [b][h][t][hd] */
+        size_t width = d[1] * d[3], row = flat / width, c = flat % width;
+        index[0] = row / d[2];
+        index[1] = c / d[3];
+        index[2] = row % d[2];
+        index[3] = c % d[3];
+        return 4;
+    }
+    /* stacked rows keep the memory order; a row read once is row 0 */
+    diag_unflatten(flat, dr->sent_ndim, d, index);
+    return dr->sent_ndim;
+}

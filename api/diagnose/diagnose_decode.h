@@ -57,6 +57,10 @@ void diag_request_free(diag_request *dr);
 int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
                pe_dx_variant *claim, rope_plan *rope, api_error *err);
 
+/* The index, in the first array as sent (dr->sent_dim, every axis), of
+ * flat index `flat` of its folded form; returns the number of axes. */
+size_t diag_sent_index(const diag_request *dr, size_t flat, size_t *index);
+
 /* A rope claim as pe_diagnose reads it, from a planned rope. */
 void diag_claim_of_rope(const rope_plan *rope, pe_dx_variant *claim);
 
