@@ -242,9 +242,80 @@ def llama3_band_cases():
                                 "scaling": sc}, "explained", ["scaling_mismatch"])]
 
 
+# Checkpoints the cases below are claimed against: name -> a function that
+# returns tests/models/checkpoints.py's Checkpoint (run.py loads each with
+# --model name=dir).
+def models():
+    import checkpoints
+    return {"qwen3_tiny": checkpoints.qwen3(seed=16)}
+
+
+def rms(a, w, eps):
+    """HF Qwen3RMSNorm over the last axis, float32."""
+    a = a.astype(F32)
+    var = np.mean(a * a, -1, keepdims=True, dtype=F32)
+    return (w * (a / np.sqrt(var + F32(eps)))).astype(F32)
+
+
+def qk_norm_cases():
+    """HF Qwen3Attention: q = q_norm(q_proj(h).view(..., head_dim)), the same
+    for k, then apply_rotary_pos_emb (theta 1e6, rotate_half); h =
+    input_layernorm(x). Ports that drop the q/k norms, apply them to the
+    rotated q/k, or normalise the whole projection at once."""
+    ck = models()["qwen3_tiny"]
+    t = {n: a for n, _, a in ck.tensors}
+    p = "model.layers.0."
+    heads, kv_heads, hd, eps = 4, 2, 16, 1e-6
+    T = 10
+    x = np.random.default_rng(95).standard_normal((T, 32)).astype(F32)
+    h = rms(x, t[p + "input_layernorm.weight"], eps)
+    raw = {n: (h @ t[p + f"self_attn.{n}_proj.weight"].T).astype(F32) for n in "qkv"}
+    wn = {"q": t[p + "self_attn.q_norm.weight"], "k": t[p + "self_attn.k_norm.weight"]}
+    nh = {"q": heads, "k": kv_heads}
+    pos = np.arange(T)
+
+    def rot(a):
+        return rope_hf(a, hd, hd, 1000000.0, pos)
+
+    def per_head(n, a):
+        return flat(rms(heads_of(a, hd), wn[n], eps))
+
+    def whole(n, a):
+        return rms(a, np.tile(wn[n], nh[n]), eps)
+
+    variants = {
+        "right": lambda n: rot(per_head(n, raw[n])),
+        "missing": lambda n: rot(raw[n]),
+        "after_rope": lambda n: per_head(n, rot(raw[n])),
+        "whole_projection": lambda n: rot(whole(n, raw[n])),
+    }
+    out = []
+    for where, f in variants.items():
+        body = {"model": "qwen3_tiny", "embeddings": x.tolist(), "q": f("q").tolist(),
+                "k": f("k").tolist(), "v": raw["v"].tolist()}
+        if where == "right":
+            out.append(Case("qwen3_qk_norm", "HF Qwen3Attention: q_norm/k_norm per head before "
+                            "the rotation", body, "match"))
+            continue
+
+        def at(answer, where=where):
+            f_ = finding(answer, "qk_norm_mismatch")
+            if f_ and f_["evidence"].get("where") != where:
+                return f"evidence.where {f_['evidence'].get('where')}, want {where}"
+            return None
+        out.append(Case(f"qwen3_qk_norm_{where}", f"a Qwen3 port with the q/k norm "
+                        f"{where.replace('_', ' ')}", body, "explained", ["qk_norm_mismatch"],
+                        check=at))
+    return out
+
+
+def heads_of(a, hd):
+    return a.reshape(a.shape[0], -1, hd)
+
+
 def all_cases():
     return (batch_cases() + float32_slack_cases() + learned_cases() + longrope_cases() +
-            head_size_cases() + llama3_band_cases())
+            head_size_cases() + llama3_band_cases() + qk_norm_cases())
 
 
 __all__ = ["all_cases", "flat", "heads", "rotate_half_layout"]
