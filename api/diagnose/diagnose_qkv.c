@@ -519,7 +519,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     strbuf_puts(sb, ",\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
-    diag_write_params(sb, kind, best, 0);
+    diag_write_params(sb, kind, best, rq->model->heads); /* alibi: the model's heads */
     strbuf_putc(sb, ',');
     /* the positions found (positions_mismatch), else the claim's */
     diag_write_batch_positions(sb, best->positions ? best->positions : rq->positions, rq->batch,

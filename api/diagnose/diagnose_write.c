@@ -80,9 +80,9 @@ static void write_scaling(strbuf *sb, const pe_rope_scaling *sc, size_t n)
     if (t != PE_ROPE_SCALING_LINEAR)
         put_number(sb, &first, "original_max_position_embeddings",
                    sc->original_max_position_embeddings);
-    if (t == PE_ROPE_SCALING_YARN) {
-        put_number(sb, &first, "beta_fast", sc->beta_fast);
-        put_number(sb, &first, "beta_slow", sc->beta_slow);
+    if (t == PE_ROPE_SCALING_YARN) { /* the betas the frequencies used (0: the default) */
+        put_number(sb, &first, "beta_fast", sc->beta_fast > 0 ? sc->beta_fast : 32.0);
+        put_number(sb, &first, "beta_slow", sc->beta_slow > 0 ? sc->beta_slow : 1.0);
         if (sc->has_mscale)
             put_number(sb, &first, "mscale", sc->mscale);
         if (sc->has_mscale_all_dim)

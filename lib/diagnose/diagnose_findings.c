@@ -352,6 +352,13 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
             " in float32",
             pe_dx_precision_name(b->precision), r->best_errors.max_abs, r->explained.max_abs,
             pe_dx_precision_name(b->precision));
+    else if (b->precision != PE_DX_EXACT && b->any_order)
+        add(k, PE_DX_LOW_PRECISION,
+            "errors grow with position as angles computed in %s do, in another order than"
+            " rounding the frequency, position and angle once each (max error %.3g at exact"
+            " angles, within that precision's envelope): compute the frequencies, "
+            "position*frequency and cos/sin in float32 or better",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs);
     else if (b->precision != PE_DX_EXACT)
         add(k, PE_DX_LOW_PRECISION,
             "errors grow with position as angles computed in %s do (max error"

@@ -394,6 +394,18 @@ static size_t yarn_origs(const double *m, size_t half, double base, size_t rd, d
     return n;
 }
 
+/* A YaRN scaling of Hugging Face's defaults (beta_fast 32, beta_slow 1,
+ * truncated bounds) before its factor and original context are set: a
+ * best always holds values /encode accepts. */
+static void yarn_defaults(pe_rope_scaling *sc)
+{
+    sc->type = PE_ROPE_SCALING_YARN;
+    sc->truncate = true;
+    sc->beta_fast = 32.0;
+    sc->beta_slow = 1.0;
+    sc->has_beta_fast = sc->has_beta_slow = true;
+}
+
 /* banded (llama3, yarn): the lowest frequency tells the factor */
 static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
                           const double *m, size_t half, size_t rd)
@@ -425,7 +437,7 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             if (cs->type == PE_ROPE_SCALING_YARN)
                 c.scaling = *cs;
             else
-                c.scaling.truncate = true;
+                yarn_defaults(&c.scaling);
             c.scaling.type = PE_ROPE_SCALING_YARN;
             c.scaling.factor = fb[q];
             c.scaling.original_max_position_embeddings = orig;
@@ -434,8 +446,7 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
     for (size_t q = 0; q < nfb; q++) /* yarn at the original context its ramp says */
         for (size_t o = 0; o < nyo; o++) {
             memset(&c.scaling, 0, sizeof c.scaling);
-            c.scaling.type = PE_ROPE_SCALING_YARN;
-            c.scaling.truncate = true;
+            yarn_defaults(&c.scaling);
             c.scaling.factor = fb[q];
             c.scaling.original_max_position_embeddings = yo[o];
             n = push(out, n, c);

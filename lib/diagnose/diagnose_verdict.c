@@ -72,6 +72,7 @@ static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim,
 {
     *c = *claim;
     c->precision = PE_DX_EXACT;
+    c->any_order = false;
     if (!rope_kind(s->kind))
         return PE_OK;
     size_t half = c->rope.rotary_dim / 2;
@@ -184,13 +185,15 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
                         pe_dx_variant *v, pe_dx_errors *e, bool *explains)
 {
     /* exact, float32 angles, float16/bfloat16 values (exact emulation:
-     * simpler than coarse angles), bfloat16/float16 angles */
+     * simpler than coarse angles), bfloat16/float16 angles, then float16/
+     * bfloat16 angles in any order (by the envelope of their errors) */
     static const pe_dx_precision precs[] = {PE_DX_EXACT,    PE_DX_FLOAT32,  PE_DX_FLOAT16,
-                                            PE_DX_BFLOAT16, PE_DX_BFLOAT16, PE_DX_FLOAT16};
-    static const pe_dx_stage stages[] = {PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES,
-                                         PE_DX_STAGE_VALUES, PE_DX_STAGE_VALUES,
+                                            PE_DX_BFLOAT16, PE_DX_BFLOAT16, PE_DX_FLOAT16,
+                                            PE_DX_FLOAT16,  PE_DX_BFLOAT16};
+    static const pe_dx_stage stages[] = {PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES, PE_DX_STAGE_VALUES,
+                                         PE_DX_STAGE_VALUES, PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES,
                                          PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES};
-    size_t nprec = angle_kind(s->kind) ? 6 : 1;
+    size_t nprec = angle_kind(s->kind) ? 8 : 1;
     /* at exact and float32 angles the variant found comes first; at
      * bfloat16/float16 the claim's own structure does (the simplest
      * explanation: coarse angles blur the profile the search read) */
@@ -207,6 +210,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
             pe_dx_variant t = *base;
             t.precision = precs[k];
             t.stage = stages[k];
+            t.any_order = k >= 6;
             pe_dx_errors te;
             bool full;
             pe_status st = dx_evaluate_fast(s, &t, tol, &te, &full);
@@ -279,6 +283,7 @@ static pe_status positions_after_search(const pe_dx_subject *s, const pe_dx_vari
         pe_dx_errors te;
         bases[k].precision = PE_DX_EXACT;
         bases[k].stage = PE_DX_STAGE_ANGLES;
+        bases[k].any_order = false;
         pe_status st = dx_try_positions(s, &bases[k], tol, out, &t, &te, explains);
         if (st != PE_OK)
             return st;
@@ -326,6 +331,7 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     pe_dx_variant exact = v;
     exact.precision = PE_DX_EXACT;
     exact.stage = PE_DX_STAGE_ANGLES;
+    exact.any_order = false;
     out->best_errors = e; /* e is at exact angles already */
     if (v.precision != PE_DX_EXACT)
         st = dx_evaluate(s, &exact, tol, &out->best_errors);

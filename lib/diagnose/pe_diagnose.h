@@ -178,6 +178,11 @@ typedef struct pe_dx_variant {
     int64_t offset;            /* added to every position */
     pe_dx_precision precision; /* of the angle arithmetic (or of the values) */
     pe_dx_stage stage;         /* where precision acts */
+    bool any_order;            /* bfloat16/float16 angles computed in an order
+                                  not emulated (a power of a rounded reciprocal,
+                                  rounded frequencies before a float32 phase):
+                                  judged by the envelope such errors keep,
+                                  growing with |angle|, not by one recipe */
     const int64_t *positions;  /* [rows], borrowed (a result's own: see below):
                                   the positions in place of the subject's; NULL
                                   = the subject's */

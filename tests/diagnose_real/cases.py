@@ -37,6 +37,17 @@ def bf16(a):
     return b.astype(np.uint32).view(np.float32)
 
 
+def invalid_best(best):
+    """What /encode or /apply would refuse in a best: zero heads, YaRN
+    betas that are not positive."""
+    params = best.get("params") or {}
+    if params.get("heads", 1) == 0:
+        return True
+    sc = params.get("scaling") or {}
+    return sc.get("type") == "yarn" and not (sc.get("beta_fast", 32) > 0 and
+                                              sc.get("beta_slow", 1) > 0)
+
+
 class Case:
     def __init__(self, name, source, body, verdict, codes=(), allowed=(), known=None,
                  check=None):
@@ -50,6 +61,8 @@ class Case:
         found = {f["code"] for f in answer.get("findings", [])}
         wrong = found - self.codes - self.allowed - STRUCTURAL_FREE
         verdict = answer.get("verdict")
+        if invalid_best(answer.get("best") or {}):
+            return "misleading"  # a best /encode or /apply would refuse
         model = self.body.get("model")
         if isinstance(model, dict) and answer.get("best", {}).get("model") != model:
             return "misleading"  # best must carry the inline model, as sent

@@ -242,6 +242,60 @@ def llama3_band_cases():
                                 "scaling": sc}, "explained", ["scaling_mismatch"])]
 
 
+def low_precision_cases():
+    """Half-precision RoPE computed in orders nobody emulates exactly:
+    HF's inv_freq buffer cast with model.to(torch.bfloat16) and then used in
+    a float32 phase (t.float() @ inv_freq.float()); a port computing
+    1 / base ** (arange(0, d, 2, dtype=bfloat16) / d) entirely in bfloat16
+    (a bfloat16 power of bfloat16 operands), angles and cos/sin in bfloat16;
+    the same in float16. The error grows with position."""
+    T, d, hd = 64, 64, 32
+    x = x_of(T, d, 101)
+    pos = np.arange(T)
+    half = {"layout": "half", "head_dim": hd}
+    exps = np.arange(0, hd, 2, dtype=F32) / F32(hd)
+    out = []
+    inv_bf = bf16(inv_freq_f32(hd, 10000.0))  # the buffer after .to(bfloat16)
+    out.append(encoded_case("inv_freq_cast_bf16_float32_phase", "HF rotary inv_freq buffer "
+                            "cast to bfloat16 by model.to(), then a float32 phase and cos/sin",
+                            x, rope_hf(x, hd, hd, 10000.0, pos, inv=inv_bf), half, "explained",
+                            ["low_precision"]))
+    for name, rnd in (("bfloat16", bf16), ("float16", lambda a: np.asarray(a, F32).astype(
+            np.float16).astype(F32))):
+        base = rnd(np.full(hd // 2, 10000.0, F32))
+        inv = rnd(F32(1.0) / rnd(np.power(base, rnd(exps))))
+        ang = rnd(rnd(pos.astype(F32))[:, None] * inv[None, :])
+        c, sn = rnd(np.cos(ang)), rnd(np.sin(ang))
+        y = flat(rotate_half_layout(heads(x, hd), c, sn, hd))
+        out.append(encoded_case(f"rope_all_{name}_power_order", f"a port computing "
+                                f"1/base**(arange/d) in {name} (power of {name} operands), the "
+                                f"angles and cos/sin in {name}", x, y, half, "explained",
+                                ["low_precision"]))
+    return out
+
+
+def bf16(a):
+    from cases import bf16 as round_bf16
+    a = np.asarray(a, F32)
+    return round_bf16(a.reshape(-1)).reshape(a.shape)
+
+
+def alibi_qkv_cases():
+    """BLOOM's attention: q/k/v = x W (no rotation; ALiBi acts on the
+    scores), an inline model of 2 heads: a right port is a match, and the
+    best it is sent back holds the model's head count."""
+    T, d, H = 6, 16, 2
+    rng = np.random.default_rng(111)
+    w = {n: (rng.standard_normal((d, d)) / 4).astype(F32) for n in "qkv"}
+    model = {"d_model": d, "heads": H, "scheme": "alibi", "params": {},
+             "weights": {"w" + n: w[n].tolist() for n in "qkv"}}
+    x = x_of(T, d, 112)
+    body = {"scheme": "alibi", "model": model, "embeddings": x.tolist()}
+    body.update({n: (x @ w[n]).astype(F32).tolist() for n in "qkv"})
+    return [Case("bloom_qkv_inline_alibi", "BLOOM-style q/k/v (x W, ALiBi on the scores) of an "
+                 "inline 2-head model", body, "match")]
+
+
 # Checkpoints the cases below are claimed against: name -> a function that
 # returns tests/models/checkpoints.py's Checkpoint (run.py loads each with
 # --model name=dir).
@@ -315,7 +369,8 @@ def heads_of(a, hd):
 
 def all_cases():
     return (batch_cases() + float32_slack_cases() + learned_cases() + longrope_cases() +
-            head_size_cases() + llama3_band_cases() + qk_norm_cases())
+            head_size_cases() + llama3_band_cases() + qk_norm_cases() + low_precision_cases() +
+            alibi_qkv_cases())
 
 
 __all__ = ["all_cases", "flat", "heads", "rotate_half_layout"]
