@@ -192,8 +192,11 @@ int diag_diagnose_learned(const api_service *svc, const diag_request *dr, strbuf
         api_fail_oom(err);
         goto done;
     }
-    if (render(dr, &pe, rq->positions, want))
+    if (render(dr, &pe, rq->positions, want)) {
+        if (diag_check_claim_finite(subject, want, n, dr->names[0], 2, dr->arr[0].dim, err))
+            goto done;
         claimed = best = diag_compare(subject, want, n, dr->tol);
+    }
     if (claimed.mismatched > 0 && recover_positions(dr, &pe, found) &&
         render(dr, &pe, found, want)) {
         best = diag_compare(subject, want, n, dr->tol);
@@ -201,8 +204,7 @@ int diag_diagnose_learned(const api_service *svc, const diag_request *dr, strbuf
     }
     write_answer(sb, dr, &claimed, explained ? &best : &claimed, found, explained);
     if (dr->return_map && render(dr, &pe, rq->positions, want)) {
-        for (size_t i = 0; i < n; i++)
-            want[i] = fabsf(subject[i] - want[i]);
+        diag_error_map(subject, want, n);
         array_view v = array_dense(want, 2, dr->arr[0].dim);
         strbuf_putc(sb, ',');
         array_write(sb, "error_map", &v, rq->base64);

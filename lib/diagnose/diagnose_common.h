@@ -20,6 +20,10 @@
  * read off float32 frequencies). */
 bool dx_float32_equal(double found, double want);
 
+/* Shapes a subject can have under variant c, and sizes that fit: PE_OK or
+ * PE_EINVAL (pe_diagnose's and pe_dx_render's first check). */
+pe_status dx_validate(const pe_dx_subject *s, const pe_dx_variant *c);
+
 /* Angle wrapped into (-pi, pi]. */
 double dx_wrap(double a);
 

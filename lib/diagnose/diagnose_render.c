@@ -323,7 +323,8 @@ pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float 
 
 pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
 {
-    return dx_render_slack(s, v, out, NULL);
+    pe_status st = dx_validate(s, v); /* a shape it cannot read: nothing written */
+    return st == PE_OK ? dx_render_slack(s, v, out, NULL) : st;
 }
 
 pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,

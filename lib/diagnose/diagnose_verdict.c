@@ -21,44 +21,6 @@ static bool rope_kind(pe_dx_kind kind)
     return kind == PE_DX_SUBJ_ROPE_CACHE || kind == PE_DX_SUBJ_ROPE_ENCODED;
 }
 
-/* Shapes the claim can have; sizes that fit. */
-static pe_status validate(const pe_dx_subject *s, const pe_dx_variant *c)
-{
-    if (!s || !c || !s->a || !s->positions || s->rows == 0 || pe_dx_subject_size(s) == 0)
-        return PE_EINVAL;
-    size_t n = pe_dx_subject_size(s);
-    if (n > SIZE_MAX / (4 * sizeof(double)))
-        return PE_EINVAL;
-    for (size_t t = 0; t < s->rows; t++)
-        if (s->positions[t] < 0 || s->positions[t] > ((int64_t)1 << 40))
-            return PE_EINVAL;
-    switch (s->kind) {
-    case PE_DX_SUBJ_TABLE:
-    case PE_DX_SUBJ_ABS_ENCODED:
-        return c->base > 1.0 && isfinite(c->base) ? PE_OK : PE_EINVAL;
-    case PE_DX_SUBJ_ROPE_ENCODED:
-        if (!s->x || c->rope.head_dim == 0 || s->cols % c->rope.head_dim)
-            return PE_EINVAL;
-        /* fall through */
-    case PE_DX_SUBJ_ROPE_CACHE: {
-        size_t rd = c->rope.rotary_dim;
-        if (rd < 2 || rd % 2 || rd > c->rope.head_dim || c->rope.cache)
-            return PE_EINVAL;
-        if (s->kind == PE_DX_SUBJ_ROPE_CACHE && (!s->b || (s->cols != rd && s->cols != rd / 2)))
-            return PE_EINVAL;
-        return PE_OK; /* base and scaling: pe_rope_frequencies decides */
-    }
-    case PE_DX_SUBJ_ALIBI_BIAS:
-    case PE_DX_SUBJ_ALIBI_SLOPES:
-        return s->heads > 0 ? PE_OK : PE_EINVAL;
-    case PE_DX_SUBJ_T5_BIAS:
-        return s->heads > 0 && c->t5.table && c->t5.heads == s->heads && c->t5.num_buckets >= 2
-                   ? PE_OK
-                   : PE_EINVAL;
-    }
-    return PE_EINVAL;
-}
-
 static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
 {
     if (a->mismatched != b->mismatched)
@@ -372,7 +334,7 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
                       pe_dx_result *out)
 {
     memset(out, 0, sizeof *out);
-    pe_status st = validate(subject, claim);
+    pe_status st = dx_validate(subject, claim);
     if (st != PE_OK)
         return st;
     /* the budget runs from here; every stage after the claim's own checks

@@ -298,7 +298,8 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
 
 /* The subject a variant predicts, in the subject's shape (a then b for a
  * cache: out has 2*rows*cols floats; x is read from subject). Used by
- * pe_diagnose and useful to draw the error map under `best`. */
+ * pe_diagnose and useful to draw the error map under `best`. PE_EINVAL
+ * (nothing written) for the shapes pe_diagnose refuses. */
 pe_status pe_dx_render(const pe_dx_subject *subject, const pe_dx_variant *v, float *out);
 
 /* The number of floats pe_dx_render writes for a subject (0 on overflow). */
