@@ -112,10 +112,13 @@ static int render_claim_checked(const diag_request *dr, const pe_dx_subject *sub
     return 0;
 }
 
-/* The claim checked (render_claim_checked) before the search; with
- * return_map its error map kept in *map (new, the caller frees). */
+/* The claim checked (render_claim_checked): before the search, and again
+ * for the error map after it, so that the map's buffer is never held
+ * beside the search's (*map: new, the caller frees; NULL when map is
+ * false). */
 static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
-                       const pe_dx_variant *claim, size_t n, float **map, api_error *err)
+                       const pe_dx_variant *claim, size_t n, bool map_wanted, float **map,
+                       api_error *err)
 {
     float *m = malloc(n * sizeof *m); /* owned until given to *map */
 
@@ -126,7 +129,7 @@ static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
         free(m);
         return -1;
     }
-    if (dr->return_map)
+    if (map_wanted)
         *map = m;
     else
         free(m);
@@ -202,6 +205,19 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     strbuf_putc(sb, '}');
 }
 
+/* What a /diagnose holds of the memory budget, estimated from its plan
+ * before the search: the decoded claim and subject, the
+ * search's working copies of the subject, and the answer's text, which is
+ * built whole and held until it is sent. */
+#define DIAG_WORK_COPIES                                                                           \
+    5                              /* the search: its phases (two), the predictions and their
+                              slack (measured: 4.1 at [2048][1024]) */
+#define DIAG_QKV_COPIES 6          /* q/k/v: the pass and its rotated views */
+#define DIAG_TEXT_BYTES (64 << 10) /* the verdict, findings and best fit */
+#define DIAG_MAP_VALUE_BYTES                                                                       \
+    16                       /* one error_map value as text, at most: the
+                                      longest float32 text (15) and a comma */
+#define DIAG_MAP_ROW_BYTES 4 /* a row's brackets and comma */
 /* Every subject but q/k/v: plan, search, answer into *sb. */
 static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbuf *sb,
                            api_error *err)
@@ -255,7 +271,7 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     if (request_check_output(svc, n, "the subject", err) ||
-        check_claim(dr, &subj, &claim, n, &map, err))
+        check_claim(dr, &subj, &claim, n, false, &map, err))
         goto done;
     pe_status st = pe_diagnose(&subj, &claim, dr->tol, &r);
     if (st == PE_EINVAL) {
@@ -272,8 +288,14 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     write_answer(sb, dr, &claim, &r, heads, rows.json ? &rows : NULL);
-    if (map)
+    if (dr->return_map) {
+        if (check_claim(dr, &subj, &claim, n, true, &map, err))
+            goto done;
+        /* the map's text at its largest, reserved at once: growing the
+         * answer by doubling would hold two copies of it */
+        strbuf_reserve(sb, n * DIAG_MAP_VALUE_BYTES + dr->rq.tokens * DIAG_MAP_ROW_BYTES * 2);
         write_error_map(sb, dr, map, n);
+    }
     strbuf_putc(sb, '}');
     rc = 0;
 done:
@@ -285,16 +307,6 @@ done:
     return rc;
 }
 
-/* What a /diagnose holds of the memory budget, estimated from its plan
- * before the search (issue 21 item 1): the decoded claim and subject, the
- * search's working copies of the subject, and the answer's text, which is
- * built whole and held until it is sent. */
-#define DIAG_WORK_COPIES                                                                           \
-    6                              /* the claim rendered, its phases, the
-                                       predictions and their slack; for
-                                       q/k/v the pass and its rotated views */
-#define DIAG_TEXT_BYTES (64 << 10) /* the verdict, findings and best fit */
-#define DIAG_MAP_VALUE_BYTES 20    /* one error_map value as text, at most */
 static size_t held_bytes(const diag_request *dr)
 {
     size_t subject = 0;
@@ -302,8 +314,15 @@ static size_t held_bytes(const diag_request *dr)
     for (int i = 0; i < DX_ARRAYS; i++)
         if (dr->arr[i].data)
             subject += tensor_count(&dr->arr[i]);
-    size_t text = DIAG_TEXT_BYTES + (dr->return_map ? subject * DIAG_MAP_VALUE_BYTES : 0);
-    return request_held_bytes(&dr->rq) + subject * sizeof(float) * (1 + DIAG_WORK_COPIES) + text;
+    /* the search's copies, then (freed) the error map and its text: the
+     * larger of the two phases is held, not their sum */
+    size_t copies = dr->kind == DX_QKV ? DIAG_QKV_COPIES : DIAG_WORK_COPIES;
+    size_t search = subject * sizeof(float) * copies;
+    size_t map = dr->return_map ? subject * (sizeof(float) + DIAG_MAP_VALUE_BYTES) +
+                                      dr->rq.tokens * DIAG_MAP_ROW_BYTES * DX_ARRAYS
+                                : 0;
+    return request_held_bytes(&dr->rq) + subject * sizeof(float) + (search > map ? search : map) +
+           DIAG_TEXT_BYTES;
 }
 
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
