@@ -274,14 +274,14 @@ static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim, 
         }
     }
     /* twice or half as many heads as claimed (a port's num_heads or
-     * head_dim off by a factor of two) */
+     * head_dim off by a factor of two), in the claimed layout only: two
+     * readings more, not four */
     size_t others[2] = {chd / 2, 2 * chd};
     for (int k = 0; k < 2; k++) {
         size_t hd = others[k], rd = crd == chd ? hd : crd < hd ? crd : hd;
         if (hd < 2 || hd >= s->cols || s->cols % hd)
             continue;
         n = add_reading(list, n, (reading){hd, rd, cl, false, 0});
-        n = add_reading(list, n, (reading){hd, rd, other, false, 0});
     }
     return n;
 }

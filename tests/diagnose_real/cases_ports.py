@@ -213,6 +213,12 @@ def head_size_cases():
                      "encoded": b64(ys), "encoded_shape": [Tn, d]},
                     "explained", ["head_dim_mismatch"], ["base_mismatch", "frequency_formula",
                                                          "rotary_dim_mismatch"]))
+    yd = rope_hf(xs, 32, 32, 10000.0, np.arange(Tn))
+    out.append(encoded_case("doubled_head_size", "rotation per head of 32 where the claim has "
+                            "heads of 16 (num_heads halved in the port)", xs, yd,
+                            {"layout": "half", "head_dim": 16}, "explained",
+                            ["head_dim_mismatch"], ["base_mismatch", "frequency_formula",
+                                                    "rotary_dim_mismatch"]))
     out.append(encoded_case("halved_heads_json", "the same in JSON", xs, ys,
                             {"layout": "half", "head_dim": 16}, "explained", ["head_dim_mismatch"],
                             ["base_mismatch", "frequency_formula", "rotary_dim_mismatch"]))
