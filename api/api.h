@@ -155,7 +155,7 @@ void api_apply(const api_service *svc, const api_budget *budget, const char *bod
                api_response *out);
 
 /* POST /diagnose: what differs between an encoding a client computed and
- * the one it claims, and which known mistake explains it (api/diagnose.c).
+ * the one it claims, and which known mistake explains it (api/diagnose/diagnose.c).
  * Same conventions as api_encode. */
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                   api_response *out);

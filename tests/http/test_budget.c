@@ -15,9 +15,12 @@
  *   base64     a 42 MB base64 /encode body (31 MB decoded) is refused
  *              before its string is decoded (the peak grows by less than
  *              the body and 3/4 of its values);
- *   refused    a 22 MB return_map /diagnose, whose subject, search and
+ *   refused    a 33 MB return_map /diagnose, whose subject, search and
  *              answer need more than the whole budget, is 422 too_large
- *              naming the memory budget, as /apply is.
+ *              naming the memory budget, as /apply is;
+ *   served     a [2048][1024] return_map /diagnose (4 MB body) is served:
+ *              the search, then the map and its text, a few times the
+ *              subject each (not their sum: 12x before).
  *
  * Seen to fail with the fixes taken out (the server of the commit before
  * them): decode peaked at +166 MB, held read 0 reserved, refused was 200.
@@ -152,7 +155,9 @@ static void base64_decode_is_charged(void)
 
 /* A return_map table diagnosis of rows x d values in [-1, 1) (7 decimals:
  * about 11 bytes each), nothing like any claim. */
-static char *map_body(size_t rows, size_t d)
+/* A return_map table body of random values in [-1, 1) with `decimals`
+ * decimals. */
+static char *map_body_digits(size_t rows, size_t d, int decimals)
 {
     sbuf b;
     uint64_t x = 0x9E3779B97F4A7C15u;
@@ -163,12 +168,17 @@ static char *map_body(size_t rows, size_t d)
         for (size_t c = 0; c < d; c++) {
             x = x * 6364136223846793005u + 1442695040888963407u;
             double v = (double)(x >> 11) / 9007199254740992.0 * 2 - 1;
-            sb_printf(&b, c ? ",%.7f" : "%.7f", v);
+            sb_printf(&b, c ? ",%.*f" : "%.*f", decimals, v);
         }
         sb_puts(&b, "]");
     }
     sb_puts(&b, "]}");
     return b.s;
+}
+
+static char *map_body(size_t rows, size_t d)
+{
+    return map_body_digits(rows, d, 7);
 }
 
 /* Wait up to timeout_s for the reservation to pass (above) or fall to
@@ -216,13 +226,27 @@ static void diagnose_held(const server *s)
 
 static void diagnose_refused(const server *s)
 {
-    const char *label = "22 MB return_map /diagnose, more than --max-memory 64M";
-    char *body = map_body(4096, 512);
+    const char *label = "33 MB return_map /diagnose, more than --max-memory 64M";
+    char *body = map_body(4096, 768);
     http_resp r;
     http_post_json(s, "/diagnose", body, &r);
     if (expect_error(label, &r, 422, "too_large", NULL))
         CHECK(strstr(r.body, "whole memory budget") != NULL, label,
               "the 422 does not name the memory budget: %.200s", r.body);
+    http_resp_free(&r);
+    free(body);
+}
+
+/* A [2048][1024] table (values -1, 0, 1: a 4 MB body) with return_map:
+ * its search and answer take a few times its 8 MB, served under 64M. */
+static void diagnose_served(const server *s)
+{
+    const char *label = "[2048][1024] return_map /diagnose served under --max-memory 64M";
+    char *body = map_body_digits(2048, 1024, 0);
+    http_resp r;
+    http_post_json(s, "/diagnose", body, &r);
+    if (expect_ok(label, &r))
+        CHECK(r.json && json_object_get(r.json, "error_map") != NULL, label, "no error_map");
     http_resp_free(&r);
     free(body);
 }
@@ -236,5 +260,6 @@ void test_budget(void)
         return;
     diagnose_held(&s);
     diagnose_refused(&s);
+    diagnose_served(&s);
     server_stop(&s);
 }

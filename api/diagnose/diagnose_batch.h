@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #include "api_error.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
+#include "diagnose_write.h"
 #include "json/strbuf.h"
 #include "json/tensor.h"
 
@@ -36,9 +37,10 @@ void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t bat
 
 /* For a subject of `batch` rows stacked on the token axis (batch > 1),
  * the rows in which the claim's prediction differs from the subject beyond
- * tol, as a JSON array into *rows, NUL-terminated (evidence.rows: the rows
- * the findings concern); *rows stays empty for batch 1. -1 when out of memory. */
+ * tol: rows->differs (new, the caller frees it) and, as a JSON array, json
+ * (NUL-terminated; rows->json points into it: evidence.rows, the rows the
+ * findings concern); both stay empty for batch 1. -1 when out of memory. */
 int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
-                        pe_dx_tolerance tol, strbuf *rows);
+                        pe_dx_tolerance tol, diag_rows *rows, strbuf *json);
 
 #endif /* DIAGNOSE_BATCH_H */
