@@ -5,6 +5,8 @@
 #                   build, run the whole suite
 #   make check-layers  includes against the layers' direction, include circles
 #   make format-check  files that differ from .clang-format
+#   make docs       rewrite the documents' tables generated from the code
+#   make check-docs documents against the code (run by make test)
 #   make test-alloc every allocation along a request or a model load failed in
 #                   turn (ASan), each must end in a clean answer
 #   make test-asan  the suite again under AddressSanitizer + UBSan
@@ -141,12 +143,29 @@ test: test-deps
 	@$(MAKE) --no-print-directory check-layers
 	@tools/format-check.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
+	@$(MAKE) --no-print-directory check-docs
 	BUILD=$(BUILD) tests/run.sh
 
 # Includes must follow the layers (lib <- api/json <- api/models <- api <-
 # server) and no modules may include each other around a loop.
 check-layers:
 	@/usr/bin/python3 tools/check-layers.py
+
+# The documents' reference tables (flags, error codes, finding codes,
+# architectures, metrics) come from the code: make docs rewrites their
+# generated blocks, make check-docs fails when a document and the code
+# disagree (and on a relative link to nothing). tools/docs.py says how.
+DOCS_FACTS = $(BUILD)/docs_facts
+
+$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+.PHONY: docs check-docs
+docs: $(SERVER) $(DOCS_FACTS)
+	/usr/bin/python3 tools/docs.py $(BUILD)
+
+check-docs: $(SERVER) $(DOCS_FACTS)
+	/usr/bin/python3 tools/docs.py --check $(BUILD)
 
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
