@@ -5,6 +5,8 @@
 #                   build, run the whole suite
 #   make check-layers  includes against the layers' direction, include circles
 #   make format-check  files that differ from .clang-format
+#   make install PREFIX=DIR  the C library: include/posenc.h, libposenc.a,
+#                   posenc.pc (pkg-config)
 #   make docs       rewrite the documents' tables generated from the code
 #   make check-docs documents against the code (run by make test)
 #   make test-alloc every allocation along a request or a model load failed in
@@ -38,7 +40,7 @@ PKGS = libmicrohttpd jansson
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CPPFLAGS += -D_DEFAULT_SOURCE -Ilib -Iapi -I$(BUILD)/gen
+CPPFLAGS += -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi -I$(BUILD)/gen
 CFLAGS += -std=c11 $(OPT) $(WARN) -fopenmp $(SANFLAGS) $(PKG_CFLAGS)
 # The one C++ file, api/json/number_shim.cc, wraps two header-only libraries.
 CXX ?= g++
@@ -144,6 +146,7 @@ test: test-deps
 	@tools/format-check.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
 	@$(MAKE) --no-print-directory check-docs
+	@$(MAKE) --no-print-directory check-exports
 	BUILD=$(BUILD) tests/run.sh
 
 # Includes must follow the layers (lib <- api/json <- api/models <- api <-
@@ -212,7 +215,7 @@ test-soak:
 # to build-fuzz/corpus, never into the checked-in seed corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-             -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS) \
+             -fopenmp -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi $(PKG_CFLAGS) \
              -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128
 
 # -fno-sanitize=function: clang++'s check of calls through function pointers
@@ -292,6 +295,23 @@ test-browser: deps
 test-docker:
 	@tools/install-deps.sh docker
 	tests/docker/run.sh
+
+# The C library for other programs: include/posenc.h, libposenc.a and a
+# pkg-config file, under PREFIX (DESTDIR for staged installs).
+PREFIX ?= /usr/local
+PE_VERSION = $(shell sed -n 's/^\#define PE_VERSION_STRING "\(.*\)"$$/\1/p' include/posenc.h)
+
+.PHONY: install check-exports
+install: $(LIBPOSENC)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/posenc.h $(DESTDIR)$(PREFIX)/include/posenc.h
+	install -m 644 $(LIBPOSENC) $(DESTDIR)$(PREFIX)/lib/libposenc.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(PE_VERSION)|' lib/posenc.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/posenc.pc
+
+# Every global symbol of libposenc.a starts with pe_ (run by make test).
+check-exports: $(LIBPOSENC)
+	@tools/check-exports.sh $(LIBPOSENC)
 
 clean:
 	rm -rf build build-asan build-fuzz

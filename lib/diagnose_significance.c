@@ -32,18 +32,18 @@ static bool coarse(pe_dx_precision p)
     return p == PE_DX_BFLOAT16 || p == PE_DX_FLOAT16;
 }
 
-pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                   pe_dx_errors *e, bool *explains)
+pe_status pe_dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                      pe_dx_errors *e, bool *explains)
 {
     *explains = false;
-    pe_status st = dx_evaluate(s, v, tol, e);
+    pe_status st = pe_dx_evaluate(s, v, tol, e);
     if (st != PE_OK || !dx_within(e))
         return st;
     if (coarse(v->precision)) {
         pe_dx_variant exact = *v;
         pe_dx_errors ee;
         exact.precision = PE_DX_EXACT;
-        st = dx_evaluate(s, &exact, tol, &ee);
+        st = pe_dx_evaluate(s, &exact, tol, &ee);
         if (st != PE_OK)
             return st;
         if (!(e->rms <= DX_EMULATION_GAIN * ee.rms))
@@ -53,7 +53,7 @@ pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_toleran
     return PE_OK;
 }
 
-bool dx_significant(const pe_dx_errors *claimed, const pe_dx_errors *e)
+bool pe_dx_significant(const pe_dx_errors *claimed, const pe_dx_errors *e)
 {
     return dx_within(e) || (isfinite(e->max_abs) && 10.0 * e->max_abs <= claimed->max_abs);
 }
@@ -152,13 +152,13 @@ static bool revert(int k, const pe_dx_variant *c, pe_dx_variant *v)
 
 #define DX_COMPONENTS 16
 
-pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
-                      bool explains, pe_dx_variant *v, pe_dx_errors *e)
+pe_status pe_dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                         bool explains, pe_dx_variant *v, pe_dx_errors *e)
 {
     /* the head and rotary widths go together: reverted as one, and only
      * where the claim's can be read (validate() checked the claim's) */
     double partial = e->max_abs; /* a partial explanation's own error */
-    for (int k = -1; k < DX_COMPONENTS && !dx_out_of_time(s); k++) {
+    for (int k = -1; k < DX_COMPONENTS && !pe_dx_out_of_time(s); k++) {
         pe_dx_variant t = *v;
         if (k < 0) {
             if (t.rope.head_dim == c->rope.head_dim && t.rope.rotary_dim == c->rope.rotary_dim)
@@ -173,15 +173,15 @@ pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tole
         pe_dx_errors te;
         bool ok = false, full;
         /* a probe of the first rows refutes most reverts cheaply */
-        pe_status st = dx_evaluate_fast(s, &t, tol, &te, &full);
+        pe_status st = pe_dx_evaluate_fast(s, &t, tol, &te, &full);
         if (st == PE_OK && !full && explains)
             continue;
         if (st == PE_OK && !full && !(te.max_abs <= 2.0 * partial))
             continue;
         if (st == PE_OK && !full) /* the probe passed: the whole, as judged */
-            st = dx_judge(s, &t, tol, &te, &ok);
+            st = pe_dx_judge(s, &t, tol, &te, &ok);
         else if (st == PE_OK && coarse(t.precision))
-            st = dx_judge(s, &t, tol, &te, &ok);
+            st = pe_dx_judge(s, &t, tol, &te, &ok);
         else
             ok = dx_within(&te);
         if (st == PE_EINVAL)

@@ -83,6 +83,10 @@ fi
 # check in the runs above (their logs): no group that selects nothing.
 run lists tests/check_lists.sh "$BUILD" "$tmp"
 
+# libposenc as a C user adopts it: installed into a temporary prefix, the
+# example built with pkg-config alone, its output checked.
+run libposenc tests/libposenc/run.sh "$BUILD"
+
 # Model directories (tests/models): checkpoints written and references
 # computed with numpy, checked against the real server over HTTP.
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
