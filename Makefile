@@ -3,6 +3,7 @@
 #   make run        install missing Debian packages, build, start on :8080
 #   make test       install missing packages, check the layers and the format,
 #                   build, run the whole suite
+#   make check      the quick tier (~30 s): build, unit, API, fast HTTP groups
 #   make check-layers  includes against the layers' direction, include circles
 #   make format-check  files that differ from .clang-format
 #   make install PREFIX=DIR  the C library: include/posenc.h, libposenc.a,
@@ -68,7 +69,7 @@ SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
-.PHONY: all deps test-deps run test test-asan test-valgrind test-soak fuzz clean check-layers
+.PHONY: all deps test-deps run test check test-asan test-valgrind test-soak fuzz clean check-layers
 
 all: $(SERVER) $(LIBPOSENC)
 
@@ -148,6 +149,16 @@ test: test-deps
 	@$(MAKE) --no-print-directory check-docs
 	@$(MAKE) --no-print-directory check-exports
 	BUILD=$(BUILD) tests/run.sh
+
+# The quick tier, about 30 s: build, the unit and API tests, and the HTTP
+# groups that take under ~1 s each (the contract's endpoints, errors, masks,
+# fields, auth, limits); make test runs everything.
+QUICK_HTTP_GROUPS = service encode apply errors mask fields auth limits reqlimits connlimit
+
+.PHONY: check
+check:
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
+	BUILD=$(BUILD) QUICK=1 HTTP_GROUPS="$(QUICK_HTTP_GROUPS)" tests/run.sh
 
 # Includes must follow the layers (lib <- api/json <- api/models <- api <-
 # server) and no modules may include each other around a loop.

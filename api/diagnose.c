@@ -234,7 +234,7 @@ done:
 }
 
 /* What a /diagnose holds of the memory budget, estimated from its plan
- * before the search (issue 21 item 1): the decoded claim and subject, the
+ * before the search (limit diagnose-budget): the decoded claim and subject, the
  * search's working copies of the subject, and the answer's text, which is
  * built whole and held until it is sent. */
 #define DIAG_WORK_COPIES                                                                           \

@@ -186,7 +186,7 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     /* a long string straight from the body: jansson never copied it */
     size_t text_len = 0;
     const char *text = json_doc_string_text(doc, value, &text_len);
-    /* Charged before it is decoded (issue 21 item 10, as a numeric array
+    /* Charged before it is decoded (limit decode-charge in docs/operations.md, as a numeric array
      * is): the size follows from the text's length and padding. A length
      * that is no base64's is base64_decode's to report. */
     size_t want = base64_decoded_len(text, text_len);
