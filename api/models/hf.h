@@ -28,8 +28,11 @@ typedef struct hf_load {
     const char *config_path; /* for messages */
     const json_t *config;    /* config.json, an object */
     st_set *weights;
-    size_t layer;             /* the chosen layer */
-    char prefix[32];          /* tensor-name prefix, "" or e.g. "model." */
+    size_t layer;    /* the chosen layer */
+    char prefix[32]; /* tensor-name prefix, "" or e.g. "model." */
+    /* a wrapper's candidate prefixes, tried in place of the spec's (static;
+     * NULL: the spec's) */
+    const char *const *prefixes;
     model *m;                 /* being filled; freed by the caller on error */
     const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;

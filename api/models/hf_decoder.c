@@ -316,7 +316,9 @@ static int read_layer(hf_load *h, hf_plan *p, model_error *err)
     const char *dir = n->layer_dir, *tail = n->layer_tail ? n->layer_tail : "";
     const char *first = n->qkv == HF_QKV_HOOK ? p->norm_name : n->q;
 
-    if (s->prefixes && hf_pick_prefix(h, s->prefixes, err, LAYER ".weight", dir, L, tail, first))
+    const char *const *prefixes = h->prefixes ? h->prefixes : s->prefixes;
+
+    if (prefixes && hf_pick_prefix(h, prefixes, err, LAYER ".weight", dir, L, tail, first))
         return -1;
     if (read_qkv(h, p, err))
         return -1;

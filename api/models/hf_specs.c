@@ -40,6 +40,11 @@
  *   500000 and NoPE layers (hf_llama4.c).
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
  * - granite, smollm3: Llama variations, table entries only (see there).
+ * - the text models of wrapper configs (their model_type in text_config,
+ *   hf_text_model.c): qwen2_vl_text, qwen2_5_vl_text (Qwen2's layer),
+ *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
+ *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
+ *   their M-RoPE is 1-D RoPE for text positions.
  *
  * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3: sliding_attention
  * or full_attention per layer; only the mask differs, except Gemma 3's
@@ -703,6 +708,76 @@ static const hf_spec specs[] = {
      .rope_theta_default = 150000.0,
      .configure = hf_gpt_oss_configure,
      .weights = hf_gpt_oss_weights},
+    /* ---- text models of wrapper configs (hf_text_model.c) ---- */
+    /* Qwen2-VL / Qwen2.5-VL text (Qwen2VLTextAttention): Qwen2's layer with
+     * head_dim hidden / heads, biases always, rms_norm_eps 1e-5, rope_theta
+     * 1e6; M-RoPE over the whole head is 1-D RoPE for text positions */
+    {.model_types = HF_KEYS("qwen2_vl_text", "qwen2_5_vl_text"),
+     .shape = &fixed_head_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_always = true,
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 1e6},
+    /* Qwen3-VL text (Qwen3VLTextAttention): Qwen3's layer, rope_theta 5e5;
+     * head_dim default 128 (the MoE's: hidden / heads) */
+    {.model_types = HF_KEYS("qwen3_vl_text"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5},
+    {.model_types = HF_KEYS("qwen3_vl_moe_text"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5},
+    /* GLM-4.1V text (Glm4vTextAttention): head_dim hidden / heads, biases
+     * always, num_key_value_heads default 2, GLM's interleaved pairs over
+     * int(head_dim * partial_rotary_factor) channels (default 1) */
+    {.model_types = HF_KEYS("glm4v_text"),
+     .shape = &fixed_head_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_always = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0},
+     .rope_layout = "interleaved"},
+    /* GLM-4.5V text (Glm4vMoeTextAttention): rotate_half over the first half
+     * of each head (partial_rotary_factor default 0.5), biases when
+     * attention_bias (default true), num_key_value_heads default 8 */
+    {.model_types = HF_KEYS("glm4v_moe_text"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

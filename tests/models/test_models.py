@@ -31,6 +31,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_2026  # noqa: E402
+import arch_wrappers  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
@@ -1615,6 +1616,7 @@ def main():
         mask_models.mask_checks(root, C)
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
+        arch_wrappers.wrapper_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
