@@ -452,8 +452,10 @@ def _malformed(C, root):
         ("glm4: num_key_value_heads 3", g1, ["num_key_value_heads", "3"],
          {"num_key_value_heads": 3}),
         ("gpt_oss: rope_scaling absent", o1, ["rope_scaling", "yarn"], {"rope_scaling": None}),
-        ("gpt_oss: layer_types chunked", o1, ["layer_types[1]", "chunked_attention"],
-         {"layer_types": ["sliding_attention", "chunked_attention"]}),
+        ("gpt_oss: layer_types unknown", o1, ["layer_types[1]", "global_attention"],
+         {"layer_types": ["sliding_attention", "global_attention"]}),
+        ("gpt_oss: layer 0 compressed", o1, ["layer 0 is compressed_sparse_attention"],
+         {"layer_types": ["compressed_sparse_attention", "full_attention"]}),
         ("gpt_oss: yarn truncate a string", o1, ["truncate"],
          {"rope_scaling": dict(YARN, truncate="no")}),
     ]

@@ -609,20 +609,22 @@ def models3_malformed(root):
          query_pre_attn_scalar=0)
     case("gemma3: query_pre_attn_scalar null", g3, ["query_pre_attn_scalar", "null"],
          query_pre_attn_scalar=None)
-    case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "chunked_attention"],
-         layer_types=["chunked_attention", "full_attention"])
-    # any layer's type posenc does not model stops the load, not only the
-    # served layer's (contract 1.2), for every architecture HF reads it for
+    case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "global_attention"],
+         layer_types=["global_attention", "full_attention"])
+    # any layer's type transformers does not know stops the load, not only
+    # the served layer's, for every architecture HF reads it for
     case("gemma3: layer_types of another layer unknown", g3,
-         ["layer_types[1]", "chunked_attention", "sliding_attention or full_attention"],
-         layer_types=["full_attention", "chunked_attention"])
-    case("qwen3: layer_types entry unknown", q3, ["layer_types[0]", "chunked_attention"],
-         layer_types=["chunked_attention"])
-    case("gemma2: layer_types entry unknown", g2, ["layer_types[0]", "linear_attention"],
+         ["layer_types[1]", "global_attention", "not a layer type transformers knows"],
+         layer_types=["full_attention", "global_attention"])
+    case("qwen3: layer_types entry unknown", q3, ["layer_types[0]", "global_attention"],
+         layer_types=["global_attention"])
+    # a served layer of a type posenc does not model is refused by name
+    case("gemma2: layer 0 linear_attention", g2,
+         ["layer 0 is linear_attention", "no positional encoding or Q/K/V"],
          layer_types=["linear_attention"])
     case("qwen2: layer_types entry unknown", ck.llama(seed=7, layers=1, model_type="qwen2",
                                                       bias=True),
-         ["layer_types[0]", "chunked_attention"], layer_types=["chunked_attention"])
+         ["layer_types[0]", "global_attention"], layer_types=["global_attention"])
     case("qwen3: layer_types a number", q3, ["layer_types", "list"], layer_types=3)
     case("gemma3: layer_types not a list", g3, ["layer_types", "list"],
          layer_types="sliding_attention")
@@ -852,8 +854,8 @@ def arch18_malformed(root):
          rope_scaling={"rope_type": "ntk9", "factor": 2.0})
     case("cohere2: sliding_window_pattern 0", c2, ["sliding_window_pattern", "0"],
          sliding_window_pattern=0)
-    case("cohere2: layer_types entry unknown", c2, ["layer_types[1]", "chunked_attention"],
-         layer_types=["full_attention", "chunked_attention"])
+    case("cohere2: layer_types entry unknown", c2, ["layer_types[1]", "global_attention"],
+         layer_types=["full_attention", "global_attention"])
     case("cohere2: sliding_window a string", c2, ["sliding_window"], sliding_window="4k")
     # the rope of a NoPE layer is still checked, as Hugging Face builds it
     case("cohere2: NoPE layer with a bad rope_scaling", c2, ["rope_scaling", "factor"],
