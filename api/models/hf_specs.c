@@ -5,7 +5,7 @@
  * the hidden state (later layers) to the Q, K and V of a layer's attention.
  *
  * What each entry encodes, in Hugging Face's terms:
- * - llama, mistral, mixtral, qwen2: h = embed_tokens[ids]; z =
+ * - llama, mistral, mixtral, arcee, qwen2: h = embed_tokens[ids]; z =
  *   input_layernorm(h) (RMSNorm, rms_norm_eps); q/k/v_proj (nn.Linear,
  *   biases when attention_bias; Qwen2Attention always has them and never
  *   reads the key); rotate_half over the whole head (rope_theta,
@@ -45,6 +45,12 @@
  *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
  *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
  *   their M-RoPE is 1-D RoPE for text positions.
+ * - families of 2025-26 that differ from the above only in keys and
+ *   defaults: qwen3_moe (Qwen3's attention), qwen2_moe (Qwen2's, qkv_bias),
+ *   glm4_moe (rotate_half on half the head, use_qk_norm), seed_oss,
+ *   apertus (Qwen3's q/k norms, llama3 rope by default), ernie4_5,
+ *   ernie4_5_moe (GLM's pairs over the whole head), exaone_moe (EXAONE 4's
+ *   attention after an input norm); arcee is Llama's.
  *
  * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3: sliding_attention
  * or full_attention per layer; only the mask differs, except Gemma 3's
@@ -299,7 +305,7 @@ static const hf_refusal mla_refusals[] = {{"attention_bias", HF_REFUSE_TRUE, NUL
 #define TRANSFORMER_PREFIXES HF_KEYS("transformer.", "")
 
 static const hf_spec specs[] = {
-    {.model_types = HF_KEYS("llama", "mistral", "mixtral"),
+    {.model_types = HF_KEYS("llama", "mistral", "mixtral", "arcee"),
      .shape = &llama_shape,
      .names = &llama_names,
      .prefixes = LLAMA_PREFIXES,
@@ -778,6 +784,121 @@ static const hf_spec specs[] = {
      .norm = PE_NORM_RMS,
      .scheme = SCHEME_ROPE,
      .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
+    /* ---- families of 2025-26 that are table entries ---- */
+    /* Qwen3-MoE (Qwen3MoeAttention): Qwen3's attention; head_dim default
+     * hidden / heads, num_key_value_heads default 4 */
+    {.model_types = HF_KEYS("qwen3_moe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 4,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE},
+    /* Qwen1.5/2-MoE (Qwen2MoeAttention): Qwen2's, biases when qkv_bias
+     * (default true), num_key_value_heads default 16 */
+    {.model_types = HF_KEYS("qwen2_moe"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 16,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "qkv_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE},
+    /* GLM-4.5/4.6/4.7 (Glm4MoeAttention): biases when attention_bias, q/k
+     * RMSNorm per head when use_qk_norm, rotate_half over
+     * int(head_dim * partial_rotary_factor) channels (default 0.5) */
+    {.model_types = HF_KEYS("glm4_moe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .qk_norm_key = "use_qk_norm",
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
+    /* Seed-OSS (SeedOssAttention): Llama's with biases when attention_bias
+     * (default true), head_dim default 128, num_key_value_heads 8 */
+    {.model_types = HF_KEYS("seed_oss"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE},
+    /* Apertus (ApertusAttention): Qwen3's q/k norms before the rotation;
+     * without rope keys ApertusConfig's llama3 block (hf_text_model.c) */
+    {.model_types = HF_KEYS("apertus"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 12e6},
+    /* ERNIE 4.5 (Ernie4_5Attention): biases when use_bias, GLM's adjacent
+     * pairs over the whole head, rope_theta 5e5; head_dim default 128 and
+     * num_key_value_heads 2 (the MoE's: hidden / heads and 4) */
+    {.model_types = HF_KEYS("ernie4_5"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "use_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5,
+     .rope_layout = "interleaved"},
+    {.model_types = HF_KEYS("ernie4_5_moe"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 4,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "use_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5,
+     .rope_layout = "interleaved"},
+    /* K-EXAONE (ExaoneMoeDecoderLayer / ExaoneMoeAttention): EXAONE 4's
+     * attention (q/k norms, NoPE full layers when sliding_window is set)
+     * after input_layernorm; num_key_value_heads default 32 */
+    {.model_types = HF_KEYS("exaone_moe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 32,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .params = hf_exaone4_params},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -100,6 +100,40 @@ static int check_refused(const char *type, const char *cfg_path, model_error *er
     return 0;
 }
 
+/* A config class's rope block when the config gives none (ApertusConfig:
+ * llama3 scaling of rope_theta 12e6), as rope_parameters. */
+static const struct {
+    const char *model_type, *block;
+} default_rope[] = {
+    {"apertus", "{\"rope_type\": \"llama3\", \"rope_theta\": 12000000.0, \"factor\": 8.0, "
+                "\"original_max_position_embeddings\": 8192, \"low_freq_factor\": 1.0, "
+                "\"high_freq_factor\": 4.0}"},
+};
+
+/* t->config with the config class's rope block when `keys` have none. */
+static int rope_default(const json_t *keys, hf_text_model *t, model_error *err)
+{
+    const json_t *rs = json_object_get(keys, "rope_scaling");
+    const json_t *rp = json_object_get(keys, "rope_parameters");
+
+    if ((rs && !json_is_null(rs)) || (rp && !json_is_null(rp)))
+        return 0;
+    for (size_t i = 0; i < sizeof default_rope / sizeof default_rope[0]; i++) {
+        if (strcmp(t->model_type, default_rope[i].model_type) != 0)
+            continue;
+        json_t *block = json_loads(default_rope[i].block, 0, NULL); /* new */
+        if (!t->config)
+            t->config = json_deep_copy(keys);
+        if (!block || !t->config) {
+            json_decref(block);
+            return model_nomem(err, "the config");
+        }
+        if (json_object_set_new(t->config, "rope_parameters", block)) /* steals block */
+            return model_nomem(err, "the config");
+    }
+    return 0;
+}
+
 static const wrapper *find_wrapper(const char *type)
 {
     for (size_t i = 0; i < sizeof wrappers / sizeof wrappers[0]; i++)
@@ -164,7 +198,7 @@ int hf_text_model_find(const json_t *cfg, const char *type, const char *cfg_path
     bool has_text = json_is_object(tc);
     t->model_type = type;
     if (!w && !has_text)
-        return 0; /* the config is its text model */
+        return rope_default(cfg, t, err); /* the config is its text model */
     if (has_text) {
         if (text_type_of(tc, w, type, cfg_path, &t->model_type, err))
             return -1;
@@ -186,5 +220,5 @@ int hf_text_model_find(const json_t *cfg, const char *type, const char *cfg_path
         t->config = NULL;
         return model_nomem(err, "the text config");
     }
-    return 0;
+    return rope_default(keys, t, err);
 }

@@ -182,8 +182,10 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
 
     if (!type)
         return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string", cfg_path);
-    if (hf_text_model_find(cfg, type, cfg_path, &text, err))
+    if (hf_text_model_find(cfg, type, cfg_path, &text, err)) {
+        json_decref(text.config);
         return -1;
+    }
     m->layer = layer;
     int rc = load_hf_text(m, &h, &text, err);
     json_decref(text.config);
