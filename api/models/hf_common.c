@@ -400,7 +400,8 @@ const char *hf_layer_type_name(const char *t)
                                         "hybrid",
                                         "hybrid_sliding",
                                         "moe",
-                                        "minimax_m3_sparse"};
+                                        "minimax_m3_sparse",
+                                        "mlp"}; /* Nemotron-H's MLP-only blocks */
 
     if (strcmp(t, "mamba") == 0 || strcmp(t, "conv") == 0)
         return "linear_attention";
@@ -417,20 +418,62 @@ int hf_serve_layer_type(const hf_load *h, const char *type, bool *sliding, model
     *sliding = strcmp(type, "sliding_attention") == 0;
     if (*sliding || strcmp(type, "full_attention") == 0 || strcmp(type, "chunked_attention") == 0)
         return 0; /* the chunk or the window only masks the scores */
-    if (strcmp(type, "linear_attention") == 0)
+    if (strcmp(type, "linear_attention") == 0 || strcmp(type, "mlp") == 0 ||
+        strcmp(type, "moe") == 0)
         return hf_value_fail(h, err,
-                             "layer %zu is linear_attention: it has no positional encoding or "
-                             "Q/K/V (serve one of the attention layers)",
-                             h->layer);
+                             "layer %zu is %s: it has no positional encoding or Q/K/V (serve one "
+                             "of the attention layers)",
+                             h->layer, type);
     return hf_value_fail(h, err,
                          "layer %zu is %s: posenc does not model that attention (serve a "
                          "full_attention, sliding_attention or chunked_attention layer)",
                          h->layer, type);
 }
 
-int hf_layer_type(const hf_load *h, bool *sliding, model_error *err)
+int hf_attention_layer_list(const hf_load *h, const char *key, bool *sliding, model_error *err)
 {
-    const json_t *types = hf_get(h, HF_KEYS("layer_types"), NULL);
+    const json_t *list = hf_get(h, (const char *const[]){key, NULL}, NULL), *item;
+    bool listed = !list;
+    size_t i;
+
+    if (list && !json_is_array(list))
+        return hf_config_fail(h, err, "%s must be a list of layer indices", key);
+    json_array_foreach (list, i, item) {
+        if (!json_is_integer(item) || json_integer_value(item) < 0)
+            return hf_config_fail(h, err, "%s[%zu] must be a layer index (an integer >= 0)", key,
+                                  i);
+        listed = listed || (size_t)json_integer_value(item) == h->layer;
+    }
+    return hf_serve_layer_type(h, listed ? "full_attention" : "linear_attention", sliding, err);
+}
+
+int hf_pattern_layer_type(const hf_load *h, const char *key, bool *sliding, model_error *err)
+{
+    static const char chars[] = "ME*-";
+    static const char *const types[] = {"linear_attention", "moe", "full_attention", "mlp"};
+    const char *pattern;
+    int64_t layers;
+
+    if (hf_string(h, key, NULL, &pattern, err))
+        return -1;
+    size_t n = strlen(pattern);
+    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, (int64_t)n, 1, INT64_MAX, &layers, err))
+        return -1;
+    if ((size_t)layers != n)
+        return hf_value_fail(h, err, "%s has %zu characters but num_hidden_layers is %lld", key, n,
+                             (long long)layers);
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(chars, pattern[i]))
+            return hf_value_fail(h, err, "%s[%zu] is '%c', not one of M, E, *, -", key, i,
+                                 pattern[i]);
+    if (h->layer >= n)
+        return hf_value_fail(h, err, "%s has %zu characters: none for layer %zu", key, n, h->layer);
+    return hf_serve_layer_type(h, types[strchr(chars, pattern[h->layer]) - chars], sliding, err);
+}
+
+int hf_layer_type(const hf_load *h, const char *const *keys, bool *sliding, model_error *err)
+{
+    const json_t *types = hf_get(h, keys, NULL);
     size_t L = h->layer;
     int64_t layers;
 

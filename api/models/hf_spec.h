@@ -137,9 +137,21 @@ struct hf_spec {
     const char *embed_scale_key; /* HF_EMBED_GEMMA_IDS: the scale's key (NULL: sqrt(hidden)) */
     double embed_scale_default;
     bool gemma_scores; /* query_pre_attn_scalar and attn_logit_softcapping */
-    /* Hugging Face reads layer_types (sliding_attention / full_attention per
+    /* Hugging Face reads layer_types (transformers 5's vocabulary, one per
      * layer): when present, every entry is checked and plan.sliding set */
     bool reads_layer_types;
+    const char *const *layer_types_keys; /* its aliases (NULL: "layer_types") */
+    /* without layer_types: the key listing the attention layers, the others
+     * being linear (LFM2's full_attn_idxs; absent too: all attention), or
+     * the type of every layer (NULL: none) */
+    const char *attn_idxs_key;
+    const char *layer_types_absent;
+    /* without layer_types: Nemotron-H's pattern string, one character a
+     * layer (M linear, E moe, * attention, - mlp), required then */
+    const char *layer_pattern_key;
+    /* the layers rotate only when this string key has this value (Granite
+     * 4.0-H: position_embedding_type "rope"; absent: NoPE); NULL: always */
+    const char *rope_when_key, *rope_when_value;
     double softcap_default;
     scheme_kind scheme;
     bool positions_layer0_only; /* learned positions at layer 0, scheme none later */
@@ -194,6 +206,7 @@ int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_gpt_oss_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_gpt_oss_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_falcon_h1_weights(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

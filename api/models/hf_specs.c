@@ -51,10 +51,17 @@
  *   apertus (Qwen3's q/k norms, llama3 rope by default), ernie4_5,
  *   ernie4_5_moe (GLM's pairs over the whole head), exaone_moe (EXAONE 4's
  *   attention after an input norm); arcee is Llama's.
+ * - hybrid stacks, their attention layers: lfm2, lfm2_moe (q/k norms per
+ *   head; full_attn_idxs), granitemoehybrid (Granite's multipliers, NoPE
+ *   unless position_embedding_type is "rope"), nemotron_h (NoPE;
+ *   hybrid_override_pattern), falcon_h1 (every layer; its multipliers in
+ *   hf_falcon_h1.c); a chosen layer of another type is refused by name.
  *
- * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3: sliding_attention
- * or full_attention per layer; only the mask differs, except Gemma 3's
- * rope) is checked for every layer: another value stops the load naming the entry.
+ * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3, ...: transformers
+ * 5's vocabulary; full, sliding and chunked attention differ only in the
+ * mask, except Gemma 3's rope) is checked for every layer: a value
+ * transformers does not know stops the load naming the entry, and a chosen
+ * layer of another type (linear_attention, ...) is refused by name.
  * Llama 4's layer_types ("chunked_attention" for its rope layers,
  * Llama4TextConfig's default) is not read: no_rope_layers decides there.
  *
@@ -267,6 +274,30 @@ static const hf_tensor_names internlm2_names = {.layer_dir = "layers",
                                                 .fused = HF_FUSED_GROUPED,
                                                 .norm = "attention_norm",
                                                 .embed = HF_KEYS("tok_embeddings.weight")};
+
+/* LFM2 (Lfm2DecoderLayer, Lfm2Attention): operator_norm before the
+ * attention, q_layernorm / k_layernorm per head, out_proj */
+static const hf_tensor_names lfm2_names = {
+    .layer_dir = "layers",
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "operator_norm",
+    .q_norm = "self_attn.q_layernorm",
+    .k_norm = "self_attn.k_layernorm",
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+
+/* Nemotron-H (NemotronHBlock, NemotronHAttention): one mixer per block
+ * after its norm; embeddings */
+static const hf_tensor_names nemotron_h_names = {
+    .layer_dir = "layers",
+    .q = "mixer.q_proj",
+    .k = "mixer.k_proj",
+    .v = "mixer.v_proj",
+    .norm = "norm",
+    .embed = HF_KEYS("embeddings.weight"),
+};
 
 /* ---- refused options ------------------------------------------------------------ */
 
@@ -899,6 +930,77 @@ static const hf_spec specs[] = {
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
      .params = hf_exaone4_params},
+    /* ---- hybrid stacks: their attention layers (the others refused) ---- */
+    /* LFM2 / LFM2-MoE: layer_types, else full_attn_idxs (the others conv);
+     * norm_eps, no biases, q/k RMSNorm per head, rope_theta 1e6 */
+    {.model_types = HF_KEYS("lfm2", "lfm2_moe"),
+     .shape = &llama_shape,
+     .names = &lfm2_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .attn_idxs_key = "full_attn_idxs",
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 1e6},
+    /* Granite 4.0-H (GraniteMoeHybridAttention): Granite's multipliers;
+     * layer_types (alias layers_block_type, legacy mamba / attention;
+     * absent: every layer linear); rope only with position_embedding_type
+     * "rope" (GraniteMoeHybridModel builds no rotary embedding otherwise) */
+    {.model_types = HF_KEYS("granitemoehybrid"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .layer_types_keys = HF_KEYS("layer_types", "layers_block_type"),
+     .layer_types_absent = "linear_attention",
+     .rope_when_key = "position_embedding_type",
+     .rope_when_value = "rope",
+     .scheme = SCHEME_ROPE,
+     .score_scale_key = "attention_multiplier",
+     .score_scale_default = 1.0,
+     .embed_multiplier_key = "embedding_multiplier"},
+    /* Nemotron-H / Nemotron Nano 2: NoPE attention blocks (no rotary
+     * embedding), layers_block_type (alias layer_types), else
+     * hybrid_override_pattern; layer_norm_epsilon, head_dim default 128,
+     * num_key_value_heads 8; tensors under backbone. (model. in v5) */
+    {.model_types = HF_KEYS("nemotron_h"),
+     .shape = &llama_shape,
+     .names = &nemotron_h_names,
+     .prefixes = HF_KEYS("backbone.", "model.", ""),
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "layer_norm_epsilon",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .layer_types_keys = HF_KEYS("layers_block_type", "layer_types"),
+     .layer_pattern_key = "hybrid_override_pattern",
+     .scheme = SCHEME_NONE},
+    /* Falcon-H1: Llama's attention on every layer (beside Mamba) with
+     * attention_in_multiplier and key_multiplier (hf_falcon_h1.c);
+     * embedding_multiplier on token ids' embeddings only */
+    {.model_types = HF_KEYS("falcon_h1"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .embed_scale = HF_EMBED_GEMMA_IDS,
+     .embed_scale_key = "embedding_multiplier",
+     .embed_scale_default = 1.0,
+     .scheme = SCHEME_ROPE,
+     .weights = hf_falcon_h1_weights},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

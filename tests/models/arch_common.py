@@ -15,13 +15,14 @@ from harness import Server, run_failing, sanitizer_clean
 
 # ------------------------------------------------------------ checkpoints
 def decoder_ckpt(cfg, seed, dtype, prefix, layers, d, heads, kv, hd, bias=False, qk=None,
-                 input_norm=True, vocab=50, extra=(), attn_layers=None):
+                 input_norm=True, vocab=50, extra=(), attn_layers=None, rename=()):
     """cfg (None values dropped) and the tensors of a decoder with Llama's
     names: embed_tokens, per layer input_layernorm, self_attn.q/k/v/o_proj
     (biases when bias), the q/k norms (qk "vector": [head_dim]), the
     post-attention norm and the gated MLP; then norm and lm_head. extra:
     (name, shape) tensors a loader must skip (vision towers, experts).
-    attn_layers: the layers that have attention (None: all), for hybrids."""
+    attn_layers: the layers that have attention (None: all), for hybrids;
+    rename: (old, new) substitutions in the tensor names."""
     cfg = {k: v for k, v in cfg.items() if v is not None}
     g = ck.Gen(seed, dtype)
     g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
@@ -33,6 +34,8 @@ def decoder_ckpt(cfg, seed, dtype, prefix, layers, d, heads, kv, hd, bias=False,
         for L in range(layers):
             if L not in attn_layers:
                 g.add(f"{prefix}layers.{L}.mixer.in_proj.weight", (3 * d, d))
+    for old, new in rename:  # the architecture's own tensor names
+        g.out = [(n.replace(old, new), dt, a) for n, dt, a in g.out]
     g.add(prefix + "norm.weight", (d,), 0.1, 1.0)
     g.add("lm_head.weight", (vocab, d))
     for name, shape in extra:
@@ -93,20 +96,23 @@ def turn(a, positions, inv, att, layout):
 
 
 def attention(cfg, w, x, positions, layer, prefix, shape, eps, bias, qk_norm=None, rope=None,
-              layout="half", input_norm=True, seq_len=None, k_scale=1.0):
+              layout="half", input_norm=True, seq_len=None, k_scale=1.0, norm="input_layernorm",
+              eps_key="rms_norm_eps", scale=None, in_scale=1.0):
     """The decoder attention path as Llama's modeling code writes it and each
     architecture parametrises it: input_layernorm (RMSNorm, rms_norm_eps
     default eps; none when not input_norm), q/k/v_proj (+ biases when
     bias), viewed per head; q_norm / k_norm (RMSNorm over head_dim) when
     qk_norm; the rotation (rope: rope_of's arguments, None: NoPE);
     k_scale multiplies k after the projection (Falcon-H1's key_multiplier).
-    Scores: head_dim ** -0.5."""
+    norm / eps_key: the pre-attention norm's tensor and eps key; in_scale
+    multiplies the normed input (Falcon-H1's attention_in_multiplier). Scores:
+    scale, default head_dim ** -0.5."""
     p = f"{prefix}layers.{layer}."
     H, KV, hd = shape
     T = x.shape[0]
-    e = cfg.get("rms_norm_eps", eps)
-    z = hf_ref.rms_norm(x, w[p + "input_layernorm.weight"], e) if input_norm else x
-    q, k, v = hf_ref._linear(z, w, p, "qkv", bias)
+    e = cfg.get(eps_key, eps)
+    z = hf_ref.rms_norm(x, w[p + norm + ".weight"], e) if input_norm else x
+    q, k, v = hf_ref._linear(z * in_scale, w, p, "qkv", bias)
     k = k * k_scale
     q, k = q.reshape(T, H, hd), k.reshape(T, KV, hd)
     if qk_norm:
@@ -116,7 +122,8 @@ def attention(cfg, w, x, positions, layer, prefix, shape, eps, bias, qk_norm=Non
         inv, att = rope_of(cfg, hd, *rope, seq_len=seq_len or int(positions.max()) + 1)
         q, k = turn(q, positions, inv, att, layout), turn(k, positions, inv, att, layout)
     q, k = q.reshape(T, -1), k.reshape(T, -1)
-    return {"q": q, "k": k, "v": v, "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5)}
+    return {"q": q, "k": k, "v": v,
+            "scores": hf_ref.scores(q, k, H, KV, hd, hd ** -0.5 if scale is None else scale)}
 
 
 # --------------------------------------------------------------- runners
@@ -137,7 +144,8 @@ def requests(C, srv, rng, name, case):
             (np.arange(6), np.array([2, 40, 300, 2000, 9000, 30000]))]
     if layer == 0:
         ids = rng.integers(0, 50, 6)
-        asks.append(("token_ids", w[prefix + "embed_tokens.weight"][ids], ids.tolist(),
+        table = w.get(prefix + "embed_tokens.weight", w.get(prefix + "embeddings.weight"))
+        asks.append(("token_ids", table[ids], ids.tolist(),
                      np.arange(6)))
     for key, rows, value, pos in asks:
         what = f"{name} {key} at {pos[-1]}"

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_2026  # noqa: E402
 import arch_wrappers  # noqa: E402
 import arch_families  # noqa: E402
+import arch_hybrid  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
@@ -874,7 +875,7 @@ def arch18_malformed(root):
          ["sliding_window is null", "layer_types"], sliding_window=None)
     case("exaone4: sliding_window_pattern LLLG without layer_types", ex,
          ["sliding_window_pattern"], sliding_window_pattern="LLLG")
-    case("exaone4: layer_types entry unknown", ex, ["layer_types[0]", "linear_attention"],
+    case("exaone4: layer 0 linear_attention", ex, ["layer 0 is linear_attention"],
          layer_types=["linear_attention", "full_attention"])
     case("exaone4: rms_norm_eps negative", ex, ["rms_norm_eps", "-1"], rms_norm_eps=-1.0)
     for label, ckpt, name, edit, want in (
@@ -1621,6 +1622,7 @@ def main():
         arch_2026.arch_checks(root, C)
         arch_wrappers.wrapper_checks(root, C)
         arch_families.family_checks(root, C)
+        arch_hybrid.hybrid_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
