@@ -157,6 +157,30 @@ static bool has_theta(const hf_load *h)
            (json_is_object(rp) && json_object_get(rp, "rope_theta"));
 }
 
+/* The rope_scaling type (its "type", else "rope_type") must be one the
+ * architecture's code knows, when the spec lists them. */
+static int check_scaling_type(const hf_load *h, const hf_spec *s, model_error *err)
+{
+    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL), *t;
+
+    if (!s->rope_scaling_types || !json_is_object(rs))
+        return 0;
+    if (!(t = json_object_get(rs, "type")))
+        t = json_object_get(rs, "rope_type");
+    if (!json_is_string(t))
+        return hf_config_fail(h, err, "rope_scaling.type must be a string");
+    char known[128] = "";
+    for (const char *const *k = s->rope_scaling_types; *k; k++) {
+        if (strcmp(*k, json_string_value(t)) == 0)
+            return 0;
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                 k == s->rope_scaling_types ? "" : ", ", *k);
+    }
+    return hf_value_fail(h, err,
+                         "rope_scaling.type '%.40s' is not one %s's modeling code knows (%s)",
+                         json_string_value(t), h->m->architecture, known);
+}
+
 /* m->params for the plan's scheme, unless a hook built them. */
 static int build_params(hf_load *h, hf_plan *p, model_error *err)
 {
@@ -172,7 +196,7 @@ static int build_params(hf_load *h, hf_plan *p, model_error *err)
                         : json_object();
         return m->params ? 0 : nomem(err);
     }
-    if (hf_rope_params(h, m->head_dim, &s->rope, &m->params, err))
+    if (check_scaling_type(h, s, err) || hf_rope_params(h, m->head_dim, &s->rope, &m->params, err))
         return -1;
     if ((s->rope_layout && json_object_set_new(m->params, "layout", json_string(s->rope_layout))) ||
         (s->rope_theta_default && !has_theta(h) &&
@@ -234,6 +258,16 @@ static int read_multipliers(hf_load *h, const hf_spec *s, model_error *err)
 {
     model *m = h->m;
     double v;
+
+    /* null is Python's None, which the model's inputs_embeds * None fails on */
+    const json_t *mult = s->embed_multiplier_key
+                             ? json_object_get(h->config, s->embed_multiplier_key)
+                             : NULL;
+    if (mult && json_is_null(mult))
+        return hf_value_fail(h, err,
+                             "%s is null: Hugging Face's model multiplies the embeddings by it "
+                             "and fails",
+                             s->embed_multiplier_key);
 
     if (s->score_scale_key) {
         if (hf_number(h, s->score_scale_key, s->score_scale_default, true, &v, err))

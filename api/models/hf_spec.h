@@ -158,6 +158,10 @@ struct hf_spec {
     hf_rope_keys rope;
     double rope_theta_default; /* 0: hf_rope_params' 10000 */
     const char *rope_layout;   /* NULL: half */
+    /* the rope_scaling types the architecture's own code knows (InternLM2's
+     * remote code: dynamic, linear); another stops the load. NULL: any
+     * that hf_rope_params reads */
+    const char *const *rope_scaling_types;
     const char *alibi_form;
     hf_nope_rule nope; /* layer L may be a NoPE layer: scheme none there */
     /* a config number that is the score scale in place of head_dim ** -0.5

@@ -695,7 +695,8 @@ static const hf_spec specs[] = {
      .params = hf_exaone4_params},
     /* InternLM2: Llama's attention with the grouped wqkv, biases when
      * `bias` (InternLM2Config's default true), rms_norm_eps default 1e-6,
-     * rope_scaling {"type": "dynamic" | "linear", "factor"} as Llama's */
+     * rope_scaling {"type": "dynamic" | "linear", "factor"} as Llama's; its
+ * _init_rope raises for any other type, and so does posenc */
     {.model_types = HF_KEYS("internlm2"),
      .shape = &fixed_head_shape,
      .names = &internlm2_names,
@@ -705,7 +706,8 @@ static const hf_spec specs[] = {
      .bias_key = "bias",
      .bias_default = true,
      .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE},
+     .scheme = SCHEME_ROPE,
+     .rope_scaling_types = HF_KEYS("dynamic", "linear")},
     /* GLM-4 (glm: glm-4-9b-chat-hf; glm4: GLM-4-0414, whose extra
      * post_self_attn / post_mlp norms act after attention): Llama's layer
      * with GlmConfig's defaults (head_dim 128, num_key_value_heads 2,

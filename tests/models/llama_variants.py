@@ -107,6 +107,9 @@ def _malformed(C, root):
          {"embedding_multiplier": 0}),
         ("granite: embedding_multiplier negative", g1, ["embedding_multiplier", "-12"],
          {"embedding_multiplier": -12.0}),
+        # GraniteModel computes inputs_embeds * None and fails
+        ("granite: embedding_multiplier null", g1, ["embedding_multiplier is null"],
+         {"embedding_multiplier": None}),
         ("granite: attention_multiplier a string", g1, ["attention_multiplier", "a number"],
          {"attention_multiplier": "0.1"}),
         ("smollm3: no_rope_layers entry 2", s1, ["no_rope_layers[1]", "2"],
