@@ -50,7 +50,8 @@
  *   glm4_moe (rotate_half on half the head, use_qk_norm), seed_oss,
  *   apertus (Qwen3's q/k norms, llama3 rope by default), ernie4_5,
  *   ernie4_5_moe (GLM's pairs over the whole head), exaone_moe (EXAONE 4's
- *   attention after an input norm); arcee is Llama's.
+ *   attention after an input norm), afmoe (q/k norms, rope on sliding
+ *   layers only; hf_afmoe.c); arcee is Llama's.
  * - hybrid stacks, their attention layers: lfm2, lfm2_moe (q/k norms per
  *   head; full_attn_idxs), granitemoehybrid (Granite's multipliers, NoPE
  *   unless position_embedding_type is "rope"), nemotron_h (NoPE;
@@ -932,6 +933,22 @@ static const hf_spec specs[] = {
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
      .params = hf_exaone4_params},
+    /* Arcee Trinity (AfmoeAttention): q/k RMSNorm per head, rope on
+     * sliding layers only, mup_enabled's input scale (hf_afmoe.c) */
+    {.model_types = HF_KEYS("afmoe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .configure = hf_afmoe_configure,
+     .params = hf_afmoe_params},
     /* ---- hybrid stacks: their attention layers (the others refused) ---- */
     /* LFM2 / LFM2-MoE: layer_types, else full_attn_idxs (the others conv);
      * norm_eps, no biases, q/k RMSNorm per head, rope_theta 1e6 */

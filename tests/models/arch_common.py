@@ -158,28 +158,32 @@ def requests(C, srv, rng, name, case):
                 _close(C, f"{what}: {k}", r[k], want[k])
 
 
-def serve(C, root, tag, cases, rng, info_check):
-    """One server with every case (a directory per checkpoint), the
-    requests, then info_check(C, {name: /info model})."""
-    args, dirs = [], {}
-    for name, case in cases.items():
-        ckpt, layer, shards = case[0], case[2], case[5] if len(case) > 5 else 0
-        d = next((dd for c, dd in dirs.values() if c is ckpt), None)
-        if d is None:
-            d = os.path.join(root, f"{tag}_{name}")
-            ckpt.write(d, shards=shards)
-            dirs[name] = (ckpt, d)
-        args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
-    with Server(args) as srv:
-        for name, case in cases.items():
-            requests(C, srv, rng, name, case)
-        st, info = srv.request("/info")
-        if C.check(st == 200, f"{tag} /info: status {st}"):
-            info_check(C, {m["name"]: m for m in info["models"]})
-        status = srv.stop()
-        C.check(status == 0, f"{tag}: server exits 0 (got {status})")
-        C.check(sanitizer_clean(srv.stderr()), f"{tag} stderr clean: {srv.stderr()[-800:]}")
-        return srv.stderr()
+def serve(C, root, tag, cases, rng, info_check, per_server=30):
+    """Every case (a directory per checkpoint) on servers of at most
+    per_server models (the server's limit is 32): the requests, then
+    info_check(C, {name: /info model}) over all of them."""
+    dirs, models, names = {}, {}, list(cases)
+    for start in range(0, len(names), per_server):
+        args = []
+        for name in names[start:start + per_server]:
+            case = cases[name]
+            ckpt, layer, shards = case[0], case[2], case[5] if len(case) > 5 else 0
+            d = next((dd for c, dd in dirs.values() if c is ckpt), None)
+            if d is None:
+                d = os.path.join(root, f"{tag}_{name}")
+                ckpt.write(d, shards=shards)
+                dirs[name] = (ckpt, d)
+            args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
+        with Server(args) as srv:
+            for name in names[start:start + per_server]:
+                requests(C, srv, rng, name, cases[name])
+            st, info = srv.request("/info")
+            if C.check(st == 200, f"{tag} /info: status {st}"):
+                models.update({m["name"]: m for m in info["models"]})
+            status = srv.stop()
+            C.check(status == 0, f"{tag}: server exits 0 (got {status})")
+            C.check(sanitizer_clean(srv.stderr()), f"{tag} stderr clean: {srv.stderr()[-800:]}")
+    info_check(C, models)
 
 
 def refused(C, root, tag, bad):

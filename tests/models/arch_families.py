@@ -1,7 +1,7 @@
 """Families of 2025-26 served as entries of the architecture table
 (api/models/hf_specs.c): Qwen3-MoE, Qwen1.5/2-MoE, GLM-4.5 (glm4_moe),
-Seed-OSS, Apertus, ERNIE 4.5 (dense and MoE), K-EXAONE (exaone_moe) and
-Arcee AFM. Checkpoints with each family's config keys and tensor names (MoE
+Seed-OSS, Apertus, ERNIE 4.5 (dense and MoE), K-EXAONE (exaone_moe), Arcee
+Trinity (afmoe) and Arcee AFM. Checkpoints with each family's config keys and tensor names (MoE
 experts included, for the loader to skip), numpy restatements of each
 modeling_<type>.py attention up to Q, K and V (arch_common.attention with
 the family's choices), F32 and BF16, layer 0 from token_ids and a later
@@ -101,6 +101,23 @@ def exaone_moe(cfg, w, x, pos, layer, prefix, **_):
                         qk_norm=("q_norm", "k_norm"), rope=rope)
 
 
+def afmoe(cfg, w, x, pos, layer, prefix, **_):
+    """AfmoeModel: inputs_embeds * sqrt(hidden_size) when mup_enabled;
+    AfmoeAttention: q_norm / k_norm per head, the rotation only where
+    layer_types[L] is sliding_attention (AfmoeConfig's default: sliding
+    unless (L + 1) % global_attn_every_n_layers == 0); head_dim default
+    128. The output gate acts after the attention."""
+    every = cfg.get("global_attn_every_n_layers", 4)
+    types = cfg.get("layer_types") or [
+        "sliding_attention" if (i + 1) % every else "full_attention"
+        for i in range(cfg["num_hidden_layers"])]
+    if layer == 0 and cfg.get("mup_enabled"):
+        x = x * cfg["hidden_size"] ** 0.5
+    rope = (10000.0,) if types[layer] == "sliding_attention" else None
+    return ac.attention(cfg, w, x, pos, layer, prefix, ac.heads_of(cfg, hd_default=128), 1e-5,
+                        cfg.get("attention_bias", False), qk_norm=("q_norm", "k_norm"), rope=rope)
+
+
 def arcee(cfg, w, x, pos, layer, prefix, **_):
     """ArceeAttention is LlamaAttention (the MLP differs)."""
     return hf_ref.llama(cfg, w, x, pos, layer, prefix=prefix)
@@ -135,17 +152,22 @@ def _cases():
                                  heads=4, use_bias=False),
         "exaone_moe": fam_ckpt("exaone_moe", 2694, "BF16", layers=4, qk="vector", hd=16,
                                layer_types=types, sliding_window=128),
+        # mup_enabled with an eps near mean(x^2): the input scale shows in the norm
+        "afmoe": fam_ckpt("afmoe", 2697, layers=4, qk="vector", mup_enabled=True,
+                          rms_norm_eps=0.5, layer_types=types, sliding_window=1024),
+        "afmoe_bf16": fam_ckpt("afmoe", 2698, "BF16", layers=4, qk="vector", hd=None, _hd=128,
+                               global_attn_every_n_layers=2, attention_bias=True, bias=True),
         "arcee": fam_ckpt("arcee", 2695, kv=1),
         "arcee_bf16": fam_ckpt("arcee", 2696, "BF16", bias=True, attention_bias=True),
     }
     refs = {"qwen3_moe": qwen3_moe, "qwen2_moe": qwen2_moe, "glm4_moe": glm4_moe,
             "seed_oss": seed_oss, "apertus": apertus, "ernie4_5": ernie,
-            "exaone_moe": exaone_moe, "arcee": arcee}
+            "exaone_moe": exaone_moe, "arcee": arcee, "afmoe": afmoe}
     out = {}
     for name, ckpt in c.items():
         ref = refs[ckpt.config["model_type"].replace("ernie4_5_moe", "ernie4_5")]
         prefix = "" if name == "qwen3_moe_bf16" else "model."
-        last = 3 if name == "exaone_moe" else 1
+        last = 3 if name in ("exaone_moe", "afmoe", "afmoe_bf16") else 1
         out[name] = (ckpt, ref, 0, prefix, None, 2 if "bf16" in name else 0)
         out[name + "_l" + str(last)] = (ckpt, ref, last, prefix, None, 0)
     return out
@@ -167,9 +189,15 @@ def _info(C, models):
             and models["apertus_bf16"]["params"].get("scaling", {}).get("type") == "llama3"
             and models["apertus_bf16"]["params"].get("base") == 12e6
             and models["exaone_moe_l3"]["scheme"] == "none"
-            and models["exaone_moe"]["norm"]["type"] == "rmsnorm",
+            and models["exaone_moe"]["norm"]["type"] == "rmsnorm"
+            and models["afmoe_l3"]["scheme"] == "none" and models["afmoe"]["scheme"] == "rope"
+            and models["afmoe_bf16_l3"]["scheme"] == "none"
+            and models["afmoe_bf16"]["head_dim"] == 128
+            and abs(models["afmoe"]["norm"]["eps"] - 0.5 / 32) < 1e-17
+            and models["afmoe_l3"]["norm"]["eps"] == 0.5,
             "/info: glm4_moe half of each head, ernie pairs at 5e5, apertus llama3 at 12e6 by "
-            "default, exaone_moe's full layer NoPE after an input norm")
+            "default, exaone_moe's full layer NoPE after an input norm, afmoe NoPE full layers "
+            "and mup folded into layer 0's eps")
     C.check(models["seed_oss"]["params"].get("base") == 1e7 and "bq" in models["seed_oss"]["weights"]
             and "bq" not in models["qwen2_moe_bf16"]["weights"]
             and "bq" in models["qwen2_moe"]["weights"],
@@ -192,7 +220,10 @@ def _refused(C, root):
            ("ernie4_5_moe head_dim", *over("ernie4_5_moe", head_dim=0), ["head_dim"]),
            ("exaone_moe layer_types", *over("exaone_moe", layer_types=["global_attention"]),
             ["layer_types[0]", "global_attention"]),
-           ("arcee heads", *over("arcee", num_attention_heads="4"), ["num_attention_heads"])]
+           ("arcee heads", *over("arcee", num_attention_heads="4"), ["num_attention_heads"]),
+           ("afmoe mup_enabled", *over("afmoe", mup_enabled="yes"), ["mup_enabled"]),
+           ("afmoe global_attn_every_n_layers", *over("afmoe", global_attn_every_n_layers=0),
+            ["global_attn_every_n_layers"])]
     ac.refused(C, root, "fam", [(label, ckpt, want + ["config.json"], cfg, 0)
                                 for label, ckpt, cfg, want in bad])
 
