@@ -174,6 +174,10 @@ struct hf_spec {
     const char *embed_multiplier_key;
     model_position_rule position_rule;
     int64_t table_offset;
+    /* multi-head latent attention's defaults (hf_deepseek.c): q_lora_rank,
+     * kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; NULL:
+     * DeepseekV3Config's */
+    const int64_t *mla_defaults;
     hf_hook configure; /* after the shape, eps, bias and refusals are read */
     hf_hook params;    /* after the shape is set and the params are built */
     hf_hook weights;   /* after the generic tensors */

@@ -50,7 +50,8 @@
  *   glm4_moe (rotate_half on half the head, use_qk_norm), seed_oss,
  *   apertus (Qwen3's q/k norms, llama3 rope by default), ernie4_5,
  *   ernie4_5_moe (GLM's pairs over the whole head), exaone_moe (EXAONE 4's
- *   attention after an input norm), afmoe (q/k norms, rope on sliding
+ *   attention after an input norm), glm4_moe_lite (DeepSeek-V3's
+ *   multi-head latent attention, hf_deepseek.c), afmoe (q/k norms, rope on sliding
  *   layers only; hf_afmoe.c); arcee is Llama's.
  * - hybrid stacks, their attention layers: lfm2, lfm2_moe (q/k norms per
  *   head; full_attn_idxs), granitemoehybrid (Granite's multipliers, NoPE
@@ -933,6 +934,22 @@ static const hf_spec specs[] = {
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
      .params = hf_exaone4_params},
+    /* GLM-4.7-Flash (Glm4MoeLiteAttention is DeepseekV3Attention): V3's
+     * multi-head latent attention with Glm4MoeLiteConfig's defaults (ranks
+     * 768 / 512, qk_nope_head_dim 192, qk_rope_head_dim 64, v_head_dim 256,
+     * rms_norm_eps 1e-5) */
+    {.model_types = HF_KEYS("glm4_moe_lite"),
+     .shape = &mla_shape,
+     .names = &mla_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .refusals = mla_refusals,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .mla_defaults = (const int64_t[]){768, 512, 192, 64, 256},
+     .configure = hf_deepseek_configure,
+     .weights = hf_deepseek_weights},
     /* Arcee Trinity (AfmoeAttention): q/k RMSNorm per head, rope on
      * sliding layers only, mup_enabled's input scale (hf_afmoe.c) */
     {.model_types = HF_KEYS("afmoe"),

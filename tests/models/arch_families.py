@@ -1,7 +1,8 @@
 """Families of 2025-26 served as entries of the architecture table
 (api/models/hf_specs.c): Qwen3-MoE, Qwen1.5/2-MoE, GLM-4.5 (glm4_moe),
 Seed-OSS, Apertus, ERNIE 4.5 (dense and MoE), K-EXAONE (exaone_moe), Arcee
-Trinity (afmoe) and Arcee AFM. Checkpoints with each family's config keys and tensor names (MoE
+Trinity (afmoe), GLM-4.7-Flash (glm4_moe_lite: DeepSeek-V3's attention) and
+Arcee AFM. Checkpoints with each family's config keys and tensor names (MoE
 experts included, for the loader to skip), numpy restatements of each
 modeling_<type>.py attention up to Q, K and V (arch_common.attention with
 the family's choices), F32 and BF16, layer 0 from token_ids and a later
@@ -9,6 +10,7 @@ layer from embeddings, /info, and a malformed key per family."""
 import numpy as np
 
 import arch_common as ac
+import checkpoints as ck
 import hf_ref
 
 RNG = np.random.default_rng(2680)
@@ -118,6 +120,31 @@ def afmoe(cfg, w, x, pos, layer, prefix, **_):
                         cfg.get("attention_bias", False), qk_norm=("q_norm", "k_norm"), rope=rope)
 
 
+GLM_LITE = {"q_lora_rank": 768, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
+            "qk_rope_head_dim": 64, "v_head_dim": 256, "rms_norm_eps": 1e-5}
+
+
+def glm4_moe_lite(cfg, w, x, pos, layer, prefix, **_):
+    """Glm4MoeLiteAttention is DeepseekV3Attention (hf_ref.deepseek's V3
+    path) under Glm4MoeLiteConfig's defaults (GLM_LITE)."""
+    return hf_ref.deepseek(dict(GLM_LITE, **dict(cfg, model_type="deepseek_v3")), w, x, pos, layer,
+                           prefix=prefix)
+
+
+def glm_lite_ckpt(seed, dtype, defaults=False):
+    """GLM-4.7-Flash's config keys (Glm4MoeLiteForCausalLM): DeepSeek-V3's
+    MLA keys, or none of them (defaults) with Glm4MoeLiteConfig's sizes."""
+    dims = dict(q_lora_rank=768, kv_lora_rank=512, nope=192, rope=64, v_dim=256) \
+        if defaults else {}
+    ckpt = ck.deepseek(seed=seed, dtype=dtype, model_type="glm4_moe_lite", **dims)
+    ckpt.config["architectures"] = ["Glm4MoeLiteForCausalLM"]
+    if defaults:
+        for k in GLM_LITE:
+            ckpt.config.pop(k)
+        ckpt.config["rope_scaling"] = None
+    return ckpt
+
+
 def arcee(cfg, w, x, pos, layer, prefix, **_):
     """ArceeAttention is LlamaAttention (the MLP differs)."""
     return hf_ref.llama(cfg, w, x, pos, layer, prefix=prefix)
@@ -157,12 +184,16 @@ def _cases():
                           rms_norm_eps=0.5, layer_types=types, sliding_window=1024),
         "afmoe_bf16": fam_ckpt("afmoe", 2698, "BF16", layers=4, qk="vector", hd=None, _hd=128,
                                global_attn_every_n_layers=2, attention_bias=True, bias=True),
+        "glm4_moe_lite": glm_lite_ckpt(2675, "F32"),
+        # every MLA size absent: Glm4MoeLiteConfig's (not DeepSeek-V3's)
+        "glm4_moe_lite_bf16": glm_lite_ckpt(2676, "BF16", defaults=True),
         "arcee": fam_ckpt("arcee", 2695, kv=1),
         "arcee_bf16": fam_ckpt("arcee", 2696, "BF16", bias=True, attention_bias=True),
     }
     refs = {"qwen3_moe": qwen3_moe, "qwen2_moe": qwen2_moe, "glm4_moe": glm4_moe,
             "seed_oss": seed_oss, "apertus": apertus, "ernie4_5": ernie,
-            "exaone_moe": exaone_moe, "arcee": arcee, "afmoe": afmoe}
+            "exaone_moe": exaone_moe, "arcee": arcee, "afmoe": afmoe,
+            "glm4_moe_lite": glm4_moe_lite}
     out = {}
     for name, ckpt in c.items():
         ref = refs[ckpt.config["model_type"].replace("ernie4_5_moe", "ernie4_5")]
@@ -198,6 +229,13 @@ def _info(C, models):
             "/info: glm4_moe half of each head, ernie pairs at 5e5, apertus llama3 at 12e6 by "
             "default, exaone_moe's full layer NoPE after an input norm, afmoe NoPE full layers "
             "and mup folded into layer 0's eps")
+    lite = models["glm4_moe_lite_bf16"].get("mla", {})
+    C.check(lite == {"q_lora_rank": 768, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
+                     "qk_rope_head_dim": 64, "v_head_dim": 256}
+            and models["glm4_moe_lite_bf16"]["norm"]["eps"] == 1e-5
+            and models["glm4_moe_lite"]["params"].get("layout") == "half",
+            f"/info glm4_moe_lite: Glm4MoeLiteConfig's MLA sizes and eps by default, V3's "
+            f"half layout: {lite}")
     C.check(models["seed_oss"]["params"].get("base") == 1e7 and "bq" in models["seed_oss"]["weights"]
             and "bq" not in models["qwen2_moe_bf16"]["weights"]
             and "bq" in models["qwen2_moe"]["weights"],
