@@ -16,7 +16,10 @@
  */
 #include "models/hf_text_model.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "models/hf_spec.h"
 
 typedef struct wrapper {
     const char *model_type;
@@ -221,4 +224,21 @@ int hf_text_model_find(const json_t *cfg, const char *type, const char *cfg_path
         return model_nomem(err, "the text config");
     }
     return rope_default(keys, t, err);
+}
+
+void hf_wrapper_names(char *buf, size_t size)
+{
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof wrappers / sizeof wrappers[0]; i++) {
+        if (!hf_spec_find(wrappers[i].text_type))
+            continue;
+        int k = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", wrappers[i].model_type);
+        if (k < 0 || (size_t)k >= size - n) {
+            buf[n] = '\0'; /* no partial name */
+            return;
+        }
+        n += (size_t)k;
+    }
 }

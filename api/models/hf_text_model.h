@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "models/model_error.h"
 
@@ -35,5 +36,9 @@ typedef struct hf_text_model {
  * caller owns t->config (NULL when cfg is its own text model). */
 int hf_text_model_find(const json_t *cfg, const char *type, const char *cfg_path, hf_text_model *t,
                        model_error *err);
+
+/* The wrapper model_types whose default text model the architecture table
+ * serves, ", "-separated, into buf (cut at a whole name when too small). */
+void hf_wrapper_names(char *buf, size_t size);
 
 #endif /* HF_TEXT_MODEL_H */

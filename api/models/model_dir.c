@@ -132,18 +132,19 @@ static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set
 /* The unsupported-model_type error: the table's model_type values. */
 static int unsupported(const char *cfg_path, const hf_text_model *t, model_error *err)
 {
-    char names[1200]; /* the table's model_type values */
+    char names[2048], wrappers[512]; /* the table's model_type values, the wrappers served */
 
     hf_spec_names(names, sizeof names);
+    hf_wrapper_names(wrappers, sizeof wrappers);
     if (t->wrapper)
         return model_fail(err, MODEL_E_VALUE,
                           "%s: model_type '%.60s' serves its text model, model_type '%.60s', "
                           "which is not supported (%s)",
                           cfg_path, t->wrapper, t->model_type, names);
     return model_fail(err, MODEL_E_VALUE,
-                      "%s: model_type '%.60s' is not supported (%s; a config without "
-                      "model_type is posenc's own format)",
-                      cfg_path, t->model_type, names);
+                      "%s: model_type '%.60s' is not supported (%s; wrappers of these: %s; a "
+                      "config without model_type is posenc's own format)",
+                      cfg_path, t->model_type, names, wrappers);
 }
 
 /* The text model's spec and config (a wrapper's text_config) into h. */
