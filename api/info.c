@@ -125,6 +125,10 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_put_json_string(sb, m->name);
     strbuf_puts(sb, ",\"architecture\":");
     strbuf_put_json_string(sb, m->architecture);
+    if (m->wrapper[0]) { /* architecture is the text model's model_type */
+        strbuf_printf(sb, ",\"text_config\":%s,\"wrapper\":", m->text_config ? "true" : "false");
+        strbuf_put_json_string(sb, m->wrapper);
+    }
     strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
     strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
     strbuf_printf(sb,
