@@ -136,6 +136,8 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_puts(sb, ",\"params\":");
     strbuf_puts(sb, params ? params : "{}");
     free(params);
+    if (m->rope_block) /* the block of a nested rope_parameters the layer uses */
+        strbuf_printf(sb, ",\"rope_block\":\"%s\"", m->rope_block);
     write_steps(sb, m);
     write_positions(sb, m);
     write_attention_extras(sb, m);

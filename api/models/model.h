@@ -140,6 +140,9 @@ typedef struct model {
      * matrices are borrowed from weights[W_MLA_*] (set by model_fuse). */
     bool mla;
     pe_mla_weights mla_w;
+    /* static: the layer type whose block of a nested rope_parameters the
+     * layer's rope comes from ("full_attention"); NULL: one block for all */
+    const char *rope_block;
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
     int64_t table_offset;              /* added to every position of a request (OPT: 2,

@@ -31,6 +31,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_2026  # noqa: E402
+import arch_rope_blocks  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
@@ -632,7 +633,9 @@ def models3_malformed(root):
          sliding_window_pattern=0)
     case("gemma3: rope_local_base_freq 0", g3, ["rope_local_base_freq", "> 0"],
          rope_local_base_freq=0)
-    case("gemma3: rope_parameters per layer type", g3, ["rope_parameters", "per layer type"],
+    # Qwen3Config keeps one block: blocks by layer type are refused, naming them
+    case("qwen3: rope_parameters per layer type", q3,
+         ["rope_parameters.full_attention", "per layer type", "qwen3"],
          rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
     case("gemma3: rope_scaling of an unknown type", g3, ["rope_scaling", "ntk9"],
@@ -1615,6 +1618,7 @@ def main():
         mask_models.mask_checks(root, C)
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
+        arch_rope_blocks.rope_block_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
