@@ -216,6 +216,13 @@ typedef struct pe_rope {
     size_t rotary_dim;
     pe_rope_layout layout;
     pe_rope_scaling scaling;
+    /* Proportional rope (Hugging Face's "proportional", Gemma 4's full
+     * layers): with rotary_dim = head_dim, pair i turns at base^(-2i/head_dim)
+     * for i < floor(proportion * head_dim / 2) and not at all (inv_freq 0)
+     * beyond; proportion in (0, 1]. Only with no scaling or linear scaling
+     * (its factor divides every frequency). false: every pair turns. */
+    bool proportional;
+    double proportion;
     /* Optional: borrowed rows [cache_rows][rotary_dim/2][2] holding
      * cos(p*inv_freq[i])*attention_factor, sin(...)*attention_factor for
      * positions p < cache_rows, as pe_rope_table() makes them for the same

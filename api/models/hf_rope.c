@@ -45,10 +45,11 @@ typedef enum rope_type {
     RT_DYNAMIC,
     RT_YARN,
     RT_LLAMA3,
-    RT_LONGROPE
+    RT_LONGROPE,
+    RT_PROPORTIONAL /* not a scaling: params.rope_type (and a linear factor) */
 } rope_type;
-static const char *const scaling_types[] = {"default", "linear",   "dynamic", "yarn",
-                                            "llama3",  "longrope", NULL};
+static const char *const scaling_types[] = {"default", "linear",   "dynamic",      "yarn",
+                                            "llama3",  "longrope", "proportional", NULL};
 
 /* The block being read (hf_rope_block's). */
 typedef struct rope_src {
@@ -74,6 +75,9 @@ static const char *const *const type_keys[] = {
     [RT_LONGROPE] = (const char *const[]){"short_factor", "long_factor", "factor",
                                           "attention_factor", "original_max_position_embeddings",
                                           NULL},
+    /* its validation lists no factor, but _compute_proportional_rope_
+     * parameters divides by one when given */
+    [RT_PROPORTIONAL] = (const char *const[]){"factor", NULL},
 };
 
 static bool listed(const char *const *keys, const char *key)
@@ -230,6 +234,7 @@ static int build_scaling(const hf_load *h, const rope_src *src, rope_type type, 
         return hf_config_fail(h, err, "%s.factor must be a number", bkey);
     switch (type) {
     case RT_DEFAULT:
+    case RT_PROPORTIONAL: /* proportional_params */
         return 0;
     case RT_LINEAR:
     case RT_DYNAMIC:
@@ -286,7 +291,9 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
                     .head_dim = head_dim,
                     .rotary_dim = rotary_dim,
                     .layout = s.rope_layout,
-                    .scaling = s.scaling};
+                    .scaling = s.scaling,
+                    .proportional = s.rope_proportional,
+                    .proportion = s.has_partial_rotary_factor ? s.partial_rotary_factor : 1.0};
     if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > head_dim) {
         hf_value_fail(h, err,
                       "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
@@ -400,7 +407,7 @@ static int read_type(const hf_load *h, const json_t *block, const char *bkey, in
             return 0;
     hf_value_fail(h, err,
                   "%s: rope type '%.40s' is not supported (default, linear, "
-                  "dynamic, yarn, llama3, longrope)",
+                  "dynamic, yarn, llama3, longrope, proportional)",
                   bkey, json_string_value(t));
     return -1;
 }
@@ -426,6 +433,26 @@ static int settle_llama_partial(const hf_load *h, int type, double prf, const ch
     return 0;
 }
 
+/* rope_type "proportional", and its factor (1 when absent) as linear
+ * scaling when it is not 1. */
+static int proportional_params(const hf_load *h, const rope_src *src, json_t *p, model_error *err)
+{
+    const json_t *f = json_object_get(src->block, "factor");
+
+    if (json_object_set_new(p, "rope_type", json_string("proportional")))
+        return model_nomem(err, "the model");
+    if (!f || json_is_null(f))
+        return 0;
+    if (!json_is_number(f))
+        return hf_config_fail(h, err, "%s.factor must be a number", src->name);
+    if (json_number_value(f) == 1.0)
+        return 0;
+    json_t *sc = json_pack("{s:s, s:O}", "type", "linear", "factor", f); /* stolen by p */
+    if (!sc || json_object_set_new(p, "scaling", sc))
+        return model_nomem(err, "the model");
+    return 0;
+}
+
 /* base, layout, partial_rotary_factor and (for a scaled type) the scaling
  * object, into p (borrowed; the scaling object is owned by p once set). */
 static int write_params(const hf_load *h, const rope_src *src, int type, double theta, bool has_prf,
@@ -437,6 +464,8 @@ static int write_params(const hf_load *h, const rope_src *src, int type, double 
         return -1;
     if (type == RT_DEFAULT)
         return 0;
+    if (type == RT_PROPORTIONAL)
+        return proportional_params(h, src, p, err);
     json_t *sc = json_object(); /* stolen by p */
     if (!sc || json_object_set_new(p, "scaling", sc))
         return model_nomem(err, "the model"), -1;
@@ -460,10 +489,12 @@ static int block_params(const hf_load *h, size_t head_dim, const hf_rope_keys *k
         read_type(h, src->block, src->name, &type, err) ||
         read_partial(h, src->block, keys, type, &prf, &has_prf, &pkey, err))
         goto fail;
-    if (has_prf && !(keys && keys->partial) &&
+    /* proportional rotates the whole head whatever the factor says */
+    if (has_prf && !(keys && keys->partial) && type != RT_PROPORTIONAL &&
         settle_llama_partial(h, type, prf, pkey, &has_prf, err))
         goto fail;
-    size_t rotary_dim = has_prf ? (size_t)((double)head_dim * prf) : head_dim;
+    size_t rotary_dim = has_prf && type != RT_PROPORTIONAL ? (size_t)((double)head_dim * prf)
+                                                           : head_dim;
     if (src->block)
         warn_unknown_keys(h, src, (rope_type)type, keys);
     if (write_params(h, src, type, theta, has_prf, prf, rotary_dim, p, err) ||

@@ -19,6 +19,7 @@ import numpy as np
 
 import checkpoints as ck
 import hf_ref
+import rope_proportional
 from harness import Server, run_failing, sanitizer_clean
 from mask_models import _masked_close
 
@@ -91,7 +92,12 @@ def to_v5(cfg, family):
 
 def block_rope(cfg, block, hd, seq_len):
     """(inv_freq, attention factor) of a standardized block. Nested, yarn
-    reads truncate from the outer rope_parameters (never there): True."""
+    reads truncate from the outer rope_parameters (never there): True.
+    proportional: rope_proportional's formula over the whole head."""
+    if block["rope_type"] == "proportional":
+        return rope_proportional.proportional_inv_freq(
+            block["rope_theta"], block.get("partial_rotary_factor", 1.0), hd,
+            block.get("factor", 1.0)), 1.0
     rc = {"rope_parameters": {k: v for k, v in block.items() if k != "truncate"},
           "max_position_embeddings": cfg["max_position_embeddings"], "head_dim": hd,
           "hidden_size": cfg["hidden_size"], "num_attention_heads": cfg["num_attention_heads"]}
@@ -234,7 +240,13 @@ def _cases():
     mbb = modernbert_ckpt(seed=2662, dtype="BF16", global_rope_theta=500.0,
                           local_rope_theta=None, global_attn_every_n_layers=2,
                           rope_scaling={"rope_type": "linear", "factor": 2.0})
-    cases = {}
+    # written nested only: a proportional full block (Gemma 4's kind of block)
+    g3p = ck.gemma3(seed=2644, rope_theta=None, rope_local_base_freq=None, rope_parameters={
+        "full_attention": {"rope_type": "proportional", "rope_theta": 1e6,
+                           "partial_rotary_factor": 0.25},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}})
+    g3p.config = {k: v for k, v in g3p.config.items() if v is not None}
+    cases = {f"g3p_v5_l{L}": (g3p, "gemma3_text", gemma3, L, "model.") for L in (0, 5)}
     for name, ckpt, family, ref, layers in (
             ("g3", g3, "gemma3_text", gemma3, (0, 5)), ("g3b", g3b, "gemma3_text", gemma3, (0, 5)),
             ("o3", o3, "olmo3", olmo3, (0, 3)), ("o3b", o3b, "olmo3", olmo3, (0, 3)),
@@ -340,10 +352,12 @@ def _info(C, models, cases):
         t = layer_types(ckpt.config, family)[layer]
         block = hf_blocks(ckpt.config, family)[t]
         p = m.get("params", {})
-        scaled = block["rope_type"] != "default"
+        kind = p.get("rope_type") or p.get("scaling", {}).get("type", "default")
+        scaled = "scaling" in p
         C.check(m.get("rope_block") == t and p.get("base") == block["rope_theta"]
-                and p.get("scaling", {}).get("type", "default") == block["rope_type"]
-                and (not scaled or p["scaling"].get("factor") == block["factor"]),
+                and kind == block["rope_type"]
+                and (not scaled or p["scaling"].get("factor") == block["factor"])
+                and p.get("partial_rotary_factor") == block.get("partial_rotary_factor"),
                 f"/info {name}: rope_block {t}, base {block['rope_theta']}, "
                 f"{block['rope_type']}: {m.get('rope_block')} {p}")
     o3 = models["o3_legacy_l3"]["params"]["scaling"]
@@ -431,7 +445,7 @@ def rope_block_checks(root, C):
     with _serve(root, cases, "rb_") as srv:
         answers = {name: _requests(C, srv, name, case) for name, case in cases.items()}
         for name, case in cases.items():
-            if name.startswith(("g3_", "o3b_", "mb_")):
+            if name.startswith(("g3_", "g3p_", "o3b_", "mb_")):
                 _padded(C, srv, name, case)
         _same_forms(C, srv, answers)
         st, info = srv.request("/info")

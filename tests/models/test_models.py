@@ -32,6 +32,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_2026  # noqa: E402
 import arch_rope_blocks  # noqa: E402
+import rope_proportional  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
@@ -1619,6 +1620,7 @@ def main():
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
         arch_rope_blocks.rope_block_checks(root, C)
+        rope_proportional.proportional_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
