@@ -52,6 +52,11 @@ static void write_steps(strbuf *sb, const model *m)
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
                       m->attn_floor_scale, m->attn_temperature_scale);
+    if (m->q_scale) /* Ministral 3: every layer, from the position id */
+        strbuf_printf(sb,
+                      ",\"q_scale\":{\"form\":\"mistral\",\"beta\":%.17g,"
+                      "\"original_max_position_embeddings\":%.17g}",
+                      m->q_scale_beta, m->q_scale_orig);
 }
 
 /* How positions come from attention_mask / token_ids (contract v1.1). */

@@ -439,6 +439,16 @@ void pe_group_layer_norm(size_t n, size_t width, size_t group, const float *weig
 void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale, double attn_scale,
                          size_t width, float *x, size_t stride);
 
+/* Mistral's query scale by position (Ministral 3, Mistral 4:
+ * get_llama_4_attn_scale in modeling_ministral3.py), in place: row i of
+ * x + i*stride, `width` channels, is multiplied by
+ *     s(p) = 1 + beta * log(1 + floor(p / orig))
+ * with p = positions[i] (the position id), evaluated in float32 as torch
+ * does it (position_ids / orig is a float32 true division, each operation
+ * after it float32); the product is rounded to float32. orig > 0. */
+void pe_query_scale_mistral(size_t n, const int64_t *positions, double beta, double orig,
+                            size_t width, float *x, size_t stride);
+
 /* The tanh soft cap of pre-softmax scores, in place, then the bias:
  *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)
  * in double, rounded once (Gemma 2's attn_logit_softcapping, applied to the

@@ -175,6 +175,10 @@ typedef struct hf_rope_keys {
      * llama_4_scaling_beta, HunYuan's alpha): not warned about. NULL: none */
     const char *const *block_keys;
     const hf_rope_nesting *nesting; /* NULL: one flat block for every layer */
+    /* a flat architecture's block (JSON text) when config.json has neither
+     * rope_parameters nor a non-empty rope_scaling (Ministral3Config's
+     * __post_init__ default); NULL: none, the default rope */
+    const char *default_block;
 } hf_rope_keys;
 
 /* The rope block that serves layers of `layer_type` ("full_attention",

@@ -8,7 +8,8 @@
  *
  * Flat architectures (every layer one block): the block is rope_scaling
  * when it is a non-empty object (`rope_scaling or rope_parameters`), else
- * rope_parameters. A rope_parameters keyed by layer types is refused for
+ * rope_parameters, else the architecture's default block (Ministral 3's
+ * __post_init__ sets one when rope_parameters is None). A rope_parameters keyed by layer types is refused for
  * them: their convert_rope_params_to_dict sets rope_theta in the outer
  * dict, whose keys are then no longer layer types, so Hugging Face reads
  * the whole as one flat block of the default rope and ignores the blocks.
@@ -75,8 +76,10 @@ static int read_both(const hf_load *h, const json_t **rs, const json_t **rp, mod
     return 0;
 }
 
-/* A flat architecture's block: a copy of rope_scaling or rope_parameters. */
-static int flat_block(const hf_load *h, json_t **block, const char **name, model_error *err)
+/* A flat architecture's block: a copy of rope_scaling or rope_parameters,
+ * else of its default block. */
+static int flat_block(const hf_load *h, const hf_rope_keys *keys, json_t **block, const char **name,
+                      model_error *err)
 {
     const json_t *rs, *rp, *v;
     const char *key;
@@ -84,6 +87,11 @@ static int flat_block(const hf_load *h, json_t **block, const char **name, model
     if (read_both(h, &rs, &rp, err))
         return -1;
     const json_t *src = nonempty_object(rs) ? rs : rp;
+    if (!src && keys && keys->default_block) {
+        *name = "rope_parameters";
+        *block = json_loads(keys->default_block, 0, NULL);
+        return *block ? 0 : model_nomem(err, "the model");
+    }
     *name = src == rs ? "rope_scaling" : "rope_parameters";
     json_object_foreach ((json_t *)(uintptr_t)src, key, v)
         if (json_is_object(v))
@@ -193,7 +201,7 @@ int hf_rope_block(const hf_load *h, const hf_rope_keys *keys, const char *layer_
     *name = NULL;
     *nested = n != NULL;
     if (!n)
-        return flat_block(h, block, name, err);
+        return flat_block(h, keys, block, name, err);
     int type = layer_type ? layer_type_index(layer_type) : 0;
     if (type < 0 || type > 1)
         return hf_value_fail(h, err, "layer %zu is %.40s: %s has no rope block for it", h->layer,

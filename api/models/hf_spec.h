@@ -196,6 +196,7 @@ int hf_gpt_oss_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_olmo3_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_modernbert_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_modernbert_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_ministral3_params(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

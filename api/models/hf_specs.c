@@ -46,6 +46,9 @@
  * - modernbert (hf_modernbert.c): an encoder; the embedding LayerNorm feeds
  *   layer 0 (no attn_norm there), fused Wqkv stacked, LayerNorms without
  *   bias, global / local rope thetas by layer type, slot positions.
+ * - ministral3 (hf_ministral.c): Llama's layer, head_dim default 128, q
+ *   multiplied after the rotation by Mistral's query scale (the block's
+ *   llama_4_scaling_beta; Ministral3Config's default block when none).
  * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
  * (hf_rope_block.c).
  *
@@ -333,6 +336,13 @@ static const hf_refusal modernbert_refusals[] = {{"norm_bias", HF_REFUSE_TRUE, N
                                                   "LayerNorms without bias, as every released "
                                                   "checkpoint has them"},
                                                  {NULL}};
+
+/* Ministral3Config.__post_init__'s block when rope_parameters is None (its
+ * max_position_embeddings key, ignored by Hugging Face, left out) */
+#define MINISTRAL3_DEFAULT_ROPE                                                                    \
+    "{\"type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 16.0, "                           \
+    "\"original_max_position_embeddings\": 16384, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "       \
+    "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
 
 /* ---- the architectures ------------------------------------------------------------ */
 
@@ -778,6 +788,20 @@ static const hf_spec specs[] = {
      .position_rule = MODEL_POSITIONS_SLOT,
      .configure = hf_modernbert_configure,
      .weights = hf_modernbert_weights},
+    /* model keys in a flat block: Ministral 3's query scale */
+    {.model_types = HF_KEYS("ministral3"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.block_keys = HF_KEYS("llama_4_scaling_beta", "max_position_embeddings"),
+              .default_block = MINISTRAL3_DEFAULT_ROPE},
+     .params = hf_ministral3_params},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -133,6 +133,10 @@ typedef struct model {
     double post_rope_qk_norm_eps;
     bool attn_temperature;
     double attn_floor_scale, attn_temperature_scale;
+    /* After the rotation (Ministral 3), on every layer: q *= 1 + q_scale_beta
+     * * log(1 + floor(position_id / q_scale_orig)) (pe_query_scale_mistral) */
+    bool q_scale;
+    double q_scale_beta, q_scale_orig;
     /* Multi-head latent attention (DeepSeek-V2/V3) instead of wq|wk|wv: q
      * and k heads are [nope | rope] of head_dim = nope + rope, v heads are
      * mla_w.v_dim wide, kv_heads == heads; the rope rotates the last
@@ -187,6 +191,10 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
  * attention temperature; none: nothing), on qkv[rows][q | k | v] in place;
  * positions[rows] are the rows' positions. */
 void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv);
+
+/* Mistral's query scale of m (none: nothing) on the q of qkv[rows][q | k | v]
+ * in place, from the rows' position ids. */
+void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv);
 
 /* [rows][q | k | v] = the projection of z[rows][d_model]: the fused sgemm,
  * or multi-head latent attention's. 0, or -1 when out of memory (the

@@ -31,6 +31,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_2026  # noqa: E402
+import arch_block_keys  # noqa: E402
 import arch_rope_blocks  # noqa: E402
 import rope_proportional  # noqa: E402
 import checkpoints as ck  # noqa: E402
@@ -1621,6 +1622,7 @@ def main():
         arch_2026.arch_checks(root, C)
         arch_rope_blocks.rope_block_checks(root, C)
         rope_proportional.proportional_checks(root, C)
+        arch_block_keys.block_key_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
