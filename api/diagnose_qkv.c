@@ -177,6 +177,12 @@ static int rotated_views(const diag_request *dr, const forward_plan *p, qkv_work
 /* /apply's q, k and v for the client's input, dense. */
 static int run_pass(const diag_request *dr, const forward_plan *p, qkv_work *w, api_error *err)
 {
+    /* pre is rotated and compared as is: a weighted norm after the rotation
+     * does not commute with it */
+    if (model_post_rope_weighted(dr->rq.model))
+        return api_fail(err, API_E_INVALID_REQUEST, "model",
+                        "/diagnose does not diagnose q/k of a model whose q/k norm comes after "
+                        "the rotation with weights (HunYuan)");
     if (forward_run(&dr->rq, p, true, &w->pass, err))
         return -1;
     for (int i = 0; i < DX_ARRAYS; i++)

@@ -44,10 +44,12 @@ static void write_steps(strbuf *sb, const model *m)
     if (m->qkv_clip > 0.0)
         strbuf_printf(sb, ",\"clip_qkv\":%.17g", m->qkv_clip);
     /* Llama 4: after the rotation */
-    if (m->post_rope_qk_norm)
+    if (m->post_rope_qk_norm) /* weighted: HunYuan's RMSNorm, one weight for the heads */
         strbuf_printf(sb,
-                      ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
+                      ",\"post_rope_qk_norm\":{\"type\":\"%s\",\"over\":\"head\",%s"
                       "\"eps\":%.17g}",
+                      model_post_rope_weighted(m) ? "rmsnorm" : "l2norm",
+                      model_post_rope_weighted(m) ? "\"weights\":\"shared\"," : "",
                       m->post_rope_qk_norm_eps);
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",

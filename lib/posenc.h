@@ -203,8 +203,14 @@ typedef struct pe_rope_scaling {
                                          when the key is absent (a zeroed
                                          struct means false) */
     double low_freq_factor, high_freq_factor; /* llama3 */
-    const double *short_factor;               /* longrope: borrowed [rotary_dim/2] */
-    const double *long_factor;                /* longrope: borrowed [rotary_dim/2] */
+    /* dynamic with alpha != 0 (HunYuan's NTK-alpha): while seq_len <=
+     * original_max_position_embeddings the base is
+     * base * alpha^(rotary_dim / (rotary_dim - 2)); past it, the plain
+     * dynamic formula (Hugging Face's dynamic_rope_update recomputes with
+     * _compute_dynamic_ntk_parameters, which reads no alpha). 0: none */
+    double alpha;
+    const double *short_factor; /* longrope: borrowed [rotary_dim/2] */
+    const double *long_factor;  /* longrope: borrowed [rotary_dim/2] */
 } pe_rope_scaling;
 
 /* A RoPE configuration. head_dim divides the rotated width; rotary_dim is

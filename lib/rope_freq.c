@@ -29,15 +29,20 @@ static double get_mscale(double s, double m)
 }
 
 /* NTK-aware: the base grows once the sequence is longer than the original
- * context M (HF dynamic_rope_update with max_position_embeddings = M). */
+ * context M (HF dynamic_rope_update with max_position_embeddings = M);
+ * with alpha, the base is theta * alpha^(dim/(dim-2)) up to M (HunYuan). */
 static pe_status dynamic_freqs(const pe_rope *rope, double seq_len, double *inv_freq)
 {
     const pe_rope_scaling *sc = &rope->scaling;
     size_t dim = rope->rotary_dim;
     double factor = sc->factor, m = sc->original_max_position_embeddings;
 
-    if (dim <= 2 || !positive(factor) || !positive(m))
+    if (dim <= 2 || !positive(factor) || !positive(m) || !(sc->alpha >= 0.0 && isfinite(sc->alpha)))
         return PE_EINVAL;
+    if (sc->alpha != 0.0 && seq_len <= m) { /* HunYuan: NTK-alpha within the context */
+        default_freqs(rope->base * pow(sc->alpha, (double)dim / (double)(dim - 2)), dim, inv_freq);
+        return PE_OK;
+    }
     double len = seq_len > m ? seq_len : m;
     double base = rope->base *
                   pow(factor * len / m - (factor - 1.0), (double)dim / (double)(dim - 2));

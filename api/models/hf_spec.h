@@ -197,6 +197,8 @@ int hf_olmo3_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_modernbert_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_modernbert_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_ministral3_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_hunyuan_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

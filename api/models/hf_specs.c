@@ -49,6 +49,9 @@
  * - ministral3 (hf_ministral.c): Llama's layer, head_dim default 128, q
  *   multiplied after the rotation by Mistral's query scale (the block's
  *   llama_4_scaling_beta; Ministral3Config's default block when none).
+ * - hunyuan_v1_dense, hunyuan_v1_moe (hf_hunyuan.c): Llama's layer, head_dim
+ *   required; a dynamic block's alpha is NTK-alpha; query_layernorm /
+ *   key_layernorm (with weights) after the rotation.
  * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
  * (hf_rope_block.c).
  *
@@ -336,6 +339,17 @@ static const hf_refusal modernbert_refusals[] = {{"norm_bias", HF_REFUSE_TRUE, N
                                                   "LayerNorms without bias, as every released "
                                                   "checkpoint has them"},
                                                  {NULL}};
+
+/* HunYuan: head_dim required (HunYuanDenseV1Config's None fails) */
+static const hf_shape_keys hunyuan_shape = {
+    .hidden = HF_KEYS("hidden_size"),
+    .heads = HF_KEYS("num_attention_heads"),
+    .kv_heads = HF_KEYS("num_key_value_heads"),
+    .layers = HF_KEYS("num_hidden_layers"),
+    .head_dim = HF_KEYS("head_dim"),
+    .head_dim_required = true,
+    .check_kv = true,
+};
 
 /* Ministral3Config.__post_init__'s block when rope_parameters is None (its
  * max_position_embeddings key, ignored by Hugging Face, left out) */
@@ -802,6 +816,19 @@ static const hf_spec specs[] = {
      .rope = {.block_keys = HF_KEYS("llama_4_scaling_beta", "max_position_embeddings"),
               .default_block = MINISTRAL3_DEFAULT_ROPE},
      .params = hf_ministral3_params},
+    /* HunYuan: NTK-alpha (the block's alpha), q/k norms after the rotation */
+    {.model_types = HF_KEYS("hunyuan_v1_dense", "hunyuan_v1_moe"),
+     .shape = &hunyuan_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.block_keys = HF_KEYS("alpha")},
+     .params = hf_hunyuan_params,
+     .weights = hf_hunyuan_weights},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -126,7 +126,9 @@ typedef struct model {
      * after the projection (MPT's attn_config.clip_qkv); 0: none */
     double qkv_clip;
     /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
-     * (Llama4TextL2Norm, use_qk_norm, rope layers only), and on the layers
+     * (Llama4TextL2Norm, use_qk_norm, rope layers only; HunYuan's with the
+     * weights W_Q/K_NORM_WEIGHT [head_dim], present only when qk_norm is
+     * none), and on the layers
      * without rope the attention-temperature tuning of q,
      * q *= log(floor((pos + 1) / floor_scale) + 1) * attn_scale + 1. */
     bool post_rope_qk_norm;
@@ -217,6 +219,12 @@ void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_fre
 static inline bool model_has(const model *m, weight_id w)
 {
     return m->weights[w].data != NULL;
+}
+
+/* Whether m's norm after the rotation has weights (HunYuan's). */
+static inline bool model_post_rope_weighted(const model *m)
+{
+    return m->post_rope_qk_norm && !m->qk_norm && model_has(m, W_Q_NORM_WEIGHT);
 }
 
 #endif /* MODEL_H */

@@ -96,7 +96,8 @@ static const pe_rope_scaling_type scaling_type_values[] = {PE_ROPE_SCALING_NONE,
 static const char *const *const scaling_keys[] = {
     (const char *const[]){"type", "rope_type", NULL},
     (const char *const[]){"type", "rope_type", "factor", NULL},
-    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings", NULL},
+    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
+                          "alpha", NULL},
     (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
                           "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
                           "truncate", NULL},
@@ -136,6 +137,7 @@ static int read_scaling_numbers(const json_doc *doc, const json_t *v, const char
         desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
                                  &sc->mscale_all_dim, &err->json)) ||
         desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "alpha", true, &present, &sc->alpha, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present,
                                  &sc->low_freq_factor, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present,

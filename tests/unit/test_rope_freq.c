@@ -128,6 +128,18 @@ static void dynamic_linear(void)
     CHECK_CLOSE_D(inv, want, 4, 1e-6, "dynamic seq 4096, 11.3");
     CHECK_NEAR(pow(inv[1], -4.0), 43267.487109, 1e-5, "dynamic seq 4096: base 43267.487109, 11.3");
 
+    /* HunYuan's NTK-alpha: base 10000 * 16^(8/6) = 10000 * 40.3175 within
+     * the context, the dynamic base past it (alpha unread there) */
+    pe_rope alpha = dyn;
+    alpha.scaling.alpha = 16;
+    CHECK(pe_rope_frequencies(&alpha, 2048, inv, &att) == PE_OK, "alpha PE_OK");
+    CHECK_NEAR(pow(inv[1], -4.0), 10000 * pow(16.0, 8.0 / 6.0), 1e-6,
+               "alpha within the context: base 10000 * 16^(8/6)");
+    pe_rope_frequencies(&alpha, 4096, inv, &att);
+    CHECK_NEAR(pow(inv[1], -4.0), 43267.487109, 1e-5, "alpha past the context: the dynamic base");
+    alpha.scaling.alpha = -1;
+    CHECK(pe_rope_frequencies(&alpha, 1, inv, &att) == PE_EINVAL, "alpha -1: PE_EINVAL");
+
     pe_rope lin = cfg(10000, PE_ROPE_SCALING_LINEAR, 4);
     static const double want_lin[4] = {0.25, 0.025, 0.0025, 0.00025};
     pe_rope_frequencies(&lin, 1, inv, &att);
