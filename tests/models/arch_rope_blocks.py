@@ -234,6 +234,8 @@ def _cases():
     g3b = ck.gemma3(seed=2642, dtype="BF16", rope_scaling={"factor": 4.0, "rope_type": "linear"},
                     rope_local_base_freq=20.0, rope_theta=1000.0)
     # truncate false reaches the nested full block, where yarn does not read it
+    # a legacy "type" merged into {"rope_type": "default"}: the default rope
+    g3t = ck.gemma3(seed=2645, rope_scaling={"type": "linear", "factor": 8.0})
     o3 = olmo3_ckpt(rope_scaling=dict(OLMO3_YARN, truncate=False))
     o3b = olmo3_ckpt(seed=2652, dtype="BF16", rope_theta=10000)
     mb = modernbert_ckpt()
@@ -249,6 +251,7 @@ def _cases():
     cases = {f"g3p_v5_l{L}": (g3p, "gemma3_text", gemma3, L, "model.") for L in (0, 5)}
     for name, ckpt, family, ref, layers in (
             ("g3", g3, "gemma3_text", gemma3, (0, 5)), ("g3b", g3b, "gemma3_text", gemma3, (0, 5)),
+            ("g3t", g3t, "gemma3_text", gemma3, (5,)),
             ("o3", o3, "olmo3", olmo3, (0, 3)), ("o3b", o3b, "olmo3", olmo3, (0, 3)),
             ("mb", mb, "modernbert", modernbert, (0, 1, 3)),
             ("mbb", mbb, "modernbert", modernbert, (0, 1, 2))):
@@ -433,11 +436,14 @@ def _malformed(C, root):
 
 def _warnings(C, stderr):
     """The OLMo 3 BF16 fixture's rope_theta 10000 reaches full layers only;
-    the F32 one's truncate is not read."""
+    the F32 one's truncate is not read; Gemma 3's legacy {"type": "linear"}
+    is shadowed by the block's rope_type."""
     C.check("rope_theta 10000 is not used by sliding_attention layers" in stderr,
             f"olmo3: the unused rope_theta is warned about: {stderr[-1500:]}")
     C.check("rope_parameters.full_attention.truncate is ignored" in stderr,
             f"olmo3: the nested block's truncate is warned about: {stderr[-1500:]}")
+    C.check("rope_scaling.type 'linear' is not used" in stderr,
+            f"gemma3: a legacy type under rope_type default is warned about: {stderr[-1500:]}")
 
 
 def rope_block_checks(root, C):
