@@ -177,12 +177,6 @@ static int rotated_views(const diag_request *dr, const forward_plan *p, qkv_work
 /* /apply's q, k and v for the client's input, dense. */
 static int run_pass(const diag_request *dr, const forward_plan *p, qkv_work *w, api_error *err)
 {
-    /* pre is rotated and compared as is: a weighted norm after the rotation
-     * does not commute with it */
-    if (model_post_rope_weighted(dr->rq.model))
-        return api_fail(err, API_E_INVALID_REQUEST, "model",
-                        "/diagnose does not diagnose q/k of a model whose q/k norm comes after "
-                        "the rotation with weights (HunYuan)");
     if (forward_run(&dr->rq, p, true, &w->pass, err))
         return -1;
     for (int i = 0; i < DX_ARRAYS; i++)
@@ -578,6 +572,14 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
     for (int i = Q; rq->scheme.kind == SCHEME_ROPE && !w.tr.explains && i <= K; i++) {
         if (!dr->arr[i].data || w.claimed[i].mismatched == 0)
             continue;
+        /* the search rotates pre as is: a weighted norm after the rotation
+         * does not commute with it (a match needs no search) */
+        if (model_post_rope_weighted(rq->model)) {
+            api_fail(err, API_E_INVALID_REQUEST, "model",
+                     "/diagnose cannot search the q/k of a model whose q/k norm after the "
+                     "rotation has weights (HunYuan): only /apply's own answer is a match");
+            goto done;
+        }
         if (rotated_views(dr, &plan, &w, i)) {
             api_fail_oom(err);
             goto done;

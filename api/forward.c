@@ -123,7 +123,8 @@ static void rotate(const request *rq, const forward_plan *p, float *qkv)
 /* What comes after the rotation (Llama 4), on qkv and, when kept, on pre:
  * a weightless per-head RMS norm and a per-token factor both commute with
  * a rotation (it keeps each head's norm), so rotating pre then gives qkv.
- * A weighted norm (HunYuan's) does not: /diagnose refuses such models' q/k.
+ * A weighted norm (HunYuan's) does not: /diagnose does not search such
+ * models' q/k.
  * The attention temperature is read off each token's slot in its row
  * (Hugging Face's cache_position, contract 1.2), not off its position id:
  * they differ in a padded row. An `offset` stands for that many cached
