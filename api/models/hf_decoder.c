@@ -196,7 +196,13 @@ static int build_params(hf_load *h, hf_plan *p, model_error *err)
                         : json_object();
         return m->params ? 0 : nomem(err);
     }
-    if (check_scaling_type(h, s, err) || hf_rope_params(h, m->head_dim, &s->rope, &m->params, err))
+    if (check_scaling_type(h, s, err))
+        return -1;
+    if (s->rope.nesting) /* the layer type's block, theta included */
+        return hf_rope_layer_params(h, m->head_dim, &s->rope,
+                                    p->sliding ? "sliding_attention" : "full_attention", &m->params,
+                                    &m->rope_block, err);
+    if (hf_rope_params(h, m->head_dim, &s->rope, &m->params, err))
         return -1;
     if ((s->rope_layout && json_object_set_new(m->params, "layout", json_string(s->rope_layout))) ||
         (s->rope_theta_default && !has_theta(h) &&

@@ -206,7 +206,6 @@ int hf_roberta_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_t5_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_t5_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err);
-int hf_gemma3_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_llama4_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_cohere2_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_exaone4_params(hf_load *h, hf_plan *p, model_error *err);
@@ -217,6 +216,12 @@ int hf_gpt_oss_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_falcon_h1_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_afmoe_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_afmoe_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_olmo3_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_modernbert_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_modernbert_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_ministral3_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_hunyuan_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

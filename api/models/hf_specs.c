@@ -29,7 +29,7 @@
  *   weights), head_dim default 256, the sqrt(hidden_size) normalizer
  *   (hf_gemma.c); Gemma 2 and 3: query_pre_attn_scalar ** -0.5 as score
  *   scale and the tanh soft cap (default 50 and none); Gemma 3: q/k norms
- *   per head, two rope bases by layer type (hf_gemma.c).
+ *   per head, a rope block per layer type (hf_rope_block.c).
  * - bloom: word_embeddings_layernorm then input_layernorm (LayerNorm,
  *   layer_norm_epsilon), query_key_value per head, ALiBi form "bloom" with
  *   key positions (cumsum(mask) - 1) * mask.
@@ -58,6 +58,20 @@
  *   unless position_embedding_type is "rope"), nemotron_h (NoPE;
  *   hybrid_override_pattern), falcon_h1 (every layer; its multipliers in
  *   hf_falcon_h1.c); a chosen layer of another type is refused by name.
+ * - olmo3 (hf_olmo3.c): OLMo 2's layer; layer_types (3 sliding : 1 full by
+ *   default) pick each layer's block of a nested rope_parameters, a legacy
+ *   rope_scaling (YaRN) going into the full_attention block only.
+ * - modernbert (hf_modernbert.c): an encoder; the embedding LayerNorm feeds
+ *   layer 0 (no attn_norm there), fused Wqkv stacked, LayerNorms without
+ *   bias, global / local rope thetas by layer type, slot positions.
+ * - ministral3 (hf_ministral.c): Llama's layer, head_dim default 128, q
+ *   multiplied after the rotation by Mistral's query scale (the block's
+ *   llama_4_scaling_beta; Ministral3Config's default block when none).
+ * - hunyuan_v1_dense, hunyuan_v1_moe (hf_hunyuan.c): Llama's layer, head_dim
+ *   required; a dynamic block's alpha is NTK-alpha; query_layernorm /
+ *   key_layernorm (with weights) after the rotation.
+ * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
+ * (hf_rope_block.c).
  *
  * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3, ...: transformers
  * 5's vocabulary; full, sliding and chunked attention differ only in the
@@ -332,6 +346,63 @@ static const hf_refusal mla_refusals[] = {{"attention_bias", HF_REFUSE_TRUE, NUL
                                            "posenc"},
                                           {0}};
 
+/* ---- rope blocks by layer type (hf_rope_block.c) ------------------------------------ */
+
+/* Gemma3TextConfig.convert_rope_params_to_dict: rope_scaling into the full
+ * block; thetas rope_theta (1e6) and rope_local_base_freq (1e4) */
+static const hf_rope_nesting gemma3_rope_blocks = {.full_theta = "rope_theta",
+                                                   .full_default = 1e6,
+                                                   .sliding_theta = "rope_local_base_freq",
+                                                   .sliding_default = 1e4};
+
+/* Olmo3Config.convert_rope_params_to_dict: rope_scaling into the full block;
+ * rope_theta (default 5e5) is popped for the full block, so the sliding
+ * block's own pop finds nothing: its theta is always the default */
+static const hf_rope_nesting olmo3_rope_blocks = {.full_theta = "rope_theta",
+                                                  .full_default = 5e5,
+                                                  .sliding_default = 5e5};
+
+/* ModernBertConfig.convert_rope_params_to_dict: rope_scaling into both
+ * blocks; thetas global_rope_theta (160000) and local_rope_theta (10000) */
+static const hf_rope_nesting modernbert_rope_blocks = {.full_theta = "global_rope_theta",
+                                                       .full_default = 160000.0,
+                                                       .sliding_theta = "local_rope_theta",
+                                                       .sliding_default = 10000.0,
+                                                       .legacy_into_sliding = true};
+/* ModernBERT: Wqkv viewed [3][heads][head_dim]; the embedding norm is read
+ * by hf_modernbert_weights (it has no bias) */
+static const hf_tensor_names modernbert_names = {.layer_dir = "layers",
+                                                 .qkv = HF_QKV_FUSED,
+                                                 .q = "attn.Wqkv",
+                                                 .fused = HF_FUSED_STACKED,
+                                                 .norm = "attn_norm",
+                                                 .embed = HF_KEYS(
+                                                     "embeddings.tok_embeddings.weight")};
+static const hf_refusal modernbert_refusals[] = {{"norm_bias", HF_REFUSE_TRUE, NULL,
+                                                  "norm_bias true: posenc serves ModernBERT's "
+                                                  "LayerNorms without bias, as every released "
+                                                  "checkpoint has them"},
+                                                 {NULL}};
+
+/* HunYuan: head_dim required (HunYuanDenseV1Config's None fails) */
+static const hf_shape_keys hunyuan_shape = {
+    .hidden = HF_KEYS("hidden_size"),
+    .heads = HF_KEYS("num_attention_heads"),
+    .kv_heads = HF_KEYS("num_key_value_heads"),
+    .layers = HF_KEYS("num_hidden_layers"),
+    .head_dim = HF_KEYS("head_dim"),
+    .head_dim_required = true,
+    .check_kv = true,
+};
+
+/* Ministral3Config.__post_init__'s block when rope_parameters is None (its
+ * max_position_embeddings key, ignored by Hugging Face, left out) */
+#define MINISTRAL3_DEFAULT_ROPE                                                                    \
+    "{\"type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 16.0, "                           \
+    "\"original_max_position_embeddings\": 16384, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "       \
+    "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
+
+
 /* ---- the architectures ------------------------------------------------------------ */
 
 #define LLAMA_PREFIXES HF_KEYS("model.", "")
@@ -497,9 +568,8 @@ static const hf_spec specs[] = {
      .gemma_scores = true,
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
-     .rope_theta_default = 1e6,
-     .configure = hf_gemma3_configure,
-     .params = hf_gemma3_params},
+     .rope = {.nesting = &gemma3_rope_blocks},
+     .configure = hf_gemma3_configure},
     {.model_types = HF_KEYS("qwen3"),
      .shape = &llama_shape,
      .names = &qk_norm_names,
@@ -1037,6 +1107,63 @@ static const hf_spec specs[] = {
      .embed_scale_default = 1.0,
      .scheme = SCHEME_ROPE,
      .weights = hf_falcon_h1_weights},
+    /* rope blocks by layer type (transformers 5): OLMo 3 */
+    {.model_types = HF_KEYS("olmo3"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .eps_into = HF_EPS_QK_NORM,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_NONE,
+     .qk_norm = MODEL_QK_NORM_WIDTH,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &olmo3_rope_blocks},
+     .configure = hf_olmo3_configure},
+    {.model_types = HF_KEYS("modernbert"),
+     .shape = &mha_shape,
+     .names = &modernbert_names,
+     .prefixes = HF_KEYS("model.", ""),
+     .eps_key = "norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .refusals = modernbert_refusals,
+     .norm = PE_NORM_LAYER,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &modernbert_rope_blocks},
+     .position_rule = MODEL_POSITIONS_SLOT,
+     .configure = hf_modernbert_configure,
+     .weights = hf_modernbert_weights},
+    /* model keys in a flat block: Ministral 3's query scale */
+    {.model_types = HF_KEYS("ministral3"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.block_keys = HF_KEYS("llama_4_scaling_beta", "max_position_embeddings"),
+              .default_block = MINISTRAL3_DEFAULT_ROPE},
+     .params = hf_ministral3_params},
+    /* HunYuan: NTK-alpha (the block's alpha), q/k norms after the rotation */
+    {.model_types = HF_KEYS("hunyuan_v1_dense", "hunyuan_v1_moe"),
+     .shape = &hunyuan_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.block_keys = HF_KEYS("alpha")},
+     .params = hf_hunyuan_params,
+     .weights = hf_hunyuan_weights},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

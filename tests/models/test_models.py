@@ -35,6 +35,9 @@ import arch_2026  # noqa: E402
 import arch_wrappers  # noqa: E402
 import arch_families  # noqa: E402
 import arch_hybrid  # noqa: E402
+import arch_block_keys  # noqa: E402
+import arch_rope_blocks  # noqa: E402
+import rope_proportional  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
@@ -638,7 +641,9 @@ def qwen3_gemma_malformed(root):
          sliding_window_pattern=0)
     case("gemma3: rope_local_base_freq 0", g3, ["rope_local_base_freq", "> 0"],
          rope_local_base_freq=0)
-    case("gemma3: rope_parameters per layer type", g3, ["rope_parameters", "per layer type"],
+    # Qwen3Config keeps one block: blocks by layer type are refused, naming them
+    case("qwen3: rope_parameters per layer type", q3,
+         ["rope_parameters.full_attention", "per layer type", "qwen3"],
          rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
     case("gemma3: rope_scaling of an unknown type", g3, ["rope_scaling", "ntk9"],
@@ -1645,6 +1650,12 @@ GROUPS = [
      "Apertus, Arcee, AFMoE, EXAONE-MoE", lambda root: arch_families.family_checks(root, C)),
     ("hybrid", "attention layers of hybrid stacks: Granite 4.0-H, Nemotron-H, LFM2, Falcon-H1",
      lambda root: arch_hybrid.hybrid_checks(root, C)),
+    ("rope_blocks", "transformers 5 rope blocks by layer type: Gemma 3, OLMo 3, ModernBERT",
+     lambda root: arch_rope_blocks.rope_block_checks(root, C)),
+    ("rope_proportional", "the proportional rope of Gemma 4's full layers",
+     lambda root: rope_proportional.proportional_checks(root, C)),
+    ("rope_block_keys", "model keys inside rope blocks: Ministral 3's query scale, HunYuan's "
+     "NTK-alpha", lambda root: arch_block_keys.block_key_checks(root, C)),
     ("malformed", "malformed checkpoints and flags stop the server, naming what is wrong",
      malformed_checks),
 ]
