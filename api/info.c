@@ -39,6 +39,9 @@ static void write_steps(strbuf *sb, const model *m)
                       m->qk_norm == MODEL_QK_NORM_WIDTH ? "width" : "head",
                       m->qk_norm == MODEL_QK_NORM_HEAD_WEIGHTS ? "per_head" : "shared",
                       m->weights[W_Q_NORM_BIAS].ndim ? "\"bias\":true," : "", m->qk_norm_eps);
+    /* gated attention: sigmoid(z.w_gate + b_gate) multiplies the attention's output */
+    if (m->weights[W_GATE].ndim)
+        strbuf_puts(sb, ",\"gate\":\"sigmoid\"");
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     if (m->qkv_clip > 0.0)

@@ -257,6 +257,19 @@ static const hf_tensor_names internlm2_names = {.layer_dir = "layers",
                                                 .norm = "attention_norm",
                                                 .embed = HF_KEYS("tok_embeddings.weight")};
 
+/* Gated attention (hf_qwen3_next.c): q_proj holds [query | gate] per head */
+static const hf_tensor_names gated_names = {
+    .layer_dir = "layers",
+    .qkv = HF_QKV_HOOK,
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "input_layernorm",
+    .q_norm = "self_attn.q_norm",
+    .k_norm = "self_attn.k_norm",
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+
 /* ---- refused options ------------------------------------------------------------ */
 
 static const hf_refusal phi3_refusals[] = {{"attention_bias", HF_WARN_TRUE, NULL,
@@ -703,6 +716,27 @@ static const hf_spec specs[] = {
      .rope_theta_default = 150000.0,
      .configure = hf_gpt_oss_configure,
      .weights = hf_gpt_oss_weights},
+    /* ---- the layer math of 2026 (one block) ---- */
+    /* Qwen3-Next, Qwen3.5 / 3.6 text: gated attention, q/k RMSNorm per head
+     * and the input norm as x*(1 + w), rotate_half on the first
+     * partial_rotary_factor (0.25) of each 256-wide head; linear_attention
+     * layers refused by name (hf_qwen3_next.c). The tensors of a Qwen3.5
+     * checkpoint are under model.language_model. */
+    {.model_types = HF_KEYS("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"),
+     .shape = &llama_shape,
+     .names = &gated_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .norm_one_plus = true,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.25},
+     .configure = hf_qwen3_next_configure,
+     .weights = hf_qwen3_next_weights},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

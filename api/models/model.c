@@ -40,7 +40,9 @@ const char *const weight_names[W_COUNT] = {"wq",
                                            "kv_a_proj",
                                            "kv_a_norm_weight",
                                            "kv_b_proj",
-                                           "attention_sinks"};
+                                           "attention_sinks",
+                                           "w_gate",
+                                           "b_gate"};
 
 static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim", "scheme",
                                          "params",  "norm",  "weights",  NULL};
@@ -137,6 +139,12 @@ int model_project(const model *m, const float *z, size_t rows, float *qkv)
         return 0;
     }
     return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : -1;
+}
+
+void model_project_gate(const model *m, const float *z, size_t rows, float *out)
+{
+    pe_project_linear(m->weights[W_GATE].data, m->weights[W_GATE_BIAS].data, m->d_model,
+                      m->heads * m->head_dim, z, rows, out);
 }
 
 void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_freq,

@@ -58,6 +58,9 @@ typedef enum weight_id {
     W_MLA_KV_A_NORM, /* kv_a_layernorm [kv_lora_rank] */
     W_MLA_KV_B,      /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
     W_ATTN_SINKS,    /* [heads]: gpt_oss's per-head sink logits, reported, not in scores */
+    /* Gated attention (Qwen3-Next, Qwen3.5): the gate half of q_proj, [in][out] like wq */
+    W_GATE,      /* [d_model][heads*head_dim] */
+    W_GATE_BIAS, /* [heads*head_dim] */
     W_COUNT
 } weight_id;
 
@@ -189,6 +192,11 @@ void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions
  * or multi-head latent attention's. 0, or -1 when out of memory (the
  * only way it can fail). */
 int model_project(const model *m, const float *z, size_t rows, float *qkv);
+
+/* Gated attention: out[rows][heads*head_dim] = z.w_gate + b_gate, the
+ * gate before its sigmoid (which multiplies the attention's output, so q,
+ * k and v do not depend on it). Only for a model with W_GATE. */
+void model_project_gate(const model *m, const float *z, size_t rows, float *out);
 
 /* Width of v: heads*v_dim for MLA, else kv_heads*head_dim. */
 static inline size_t model_v_width(const model *m)
