@@ -42,6 +42,9 @@ static void write_steps(strbuf *sb, const model *m)
     /* gated attention: sigmoid(z.w_gate + b_gate) multiplies the attention's output */
     if (m->weights[W_GATE].ndim)
         strbuf_puts(sb, ",\"gate\":\"sigmoid\"");
+    /* how a legacy rotary_dim was read (MiniMax-M2): rotary_dim as partial */
+    if (m->rotary_dim_rule)
+        strbuf_printf(sb, ",\"rotary_dim_rule\":\"%s\"", m->rotary_dim_rule);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     if (m->qkv_clip > 0.0)

@@ -737,6 +737,24 @@ static const hf_spec specs[] = {
      .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.25},
      .configure = hf_qwen3_next_configure,
      .weights = hf_qwen3_next_weights},
+    /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k
+     * projections (rms_norm_eps), rotate_half on the first rotary_dim
+     * channels of each head (hf_minimax_m2.c); MiniMaxM2Config's defaults:
+     * head_dim 128, num_key_value_heads 8, theta 5e6; no biases */
+    {.model_types = HF_KEYS("minimax_m2"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_WIDTH,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0},
+     .rope_theta_default = 5e6,
+     .params = hf_minimax_m2_params},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

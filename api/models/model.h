@@ -143,6 +143,9 @@ typedef struct model {
      * matrices are borrowed from weights[W_MLA_*] (set by model_fuse). */
     bool mla;
     pe_mla_weights mla_w;
+    /* static: how the config's legacy rotary_dim was read ("partial": the
+     * first rotary_dim channels of each head rotate; MiniMax-M2), or NULL */
+    const char *rotary_dim_rule;
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
     int64_t table_offset;              /* added to every position of a request (OPT: 2,

@@ -14,7 +14,7 @@ import numpy as np
 
 import checkpoints as ck
 import hf_ref
-from harness import Server, run_failing, sanitizer_clean
+from harness import Server, info_models, run_failing, sanitizer_clean, stop_clean
 
 RNG = np.random.default_rng(3505)
 
@@ -234,10 +234,8 @@ def gated_checks(root, C):
         for name, case in cases.items():
             _requests(C, srv, name, case)
         _gate_refused(C, srv)
-        st, info = srv.request("/info")
-        if C.check(st == 200, f"gated /info: status {st}"):
-            _info(C, {m["name"]: m for m in info["models"]})
-        status = srv.stop()
-        C.check(status == 0, f"gated: server exits 0 (got {status})")
-        C.check(sanitizer_clean(srv.stderr()), f"gated: stderr clean: {srv.stderr()[-800:]}")
+        models = info_models(C, srv, "gated")
+        if models:
+            _info(C, models)
+        stop_clean(C, srv, "gated")
     _malformed(C, root)

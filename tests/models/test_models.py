@@ -38,6 +38,7 @@ import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
 import arch_gated  # noqa: E402
+import arch_minimax  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -1620,6 +1621,7 @@ def main():
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
         arch_gated.gated_checks(root, C)
+        arch_minimax.minimax_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
