@@ -529,7 +529,8 @@ static const hf_spec specs[] = {
      .rope_layout = "interleaved",
      .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
-    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3"),
+    /* deepseek_v32, glm_moe_dsa (DeepSeek-V3.2, GLM-5): V3's q, k and v (hf_deepseek.c) */
+    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
      .shape = &mla_shape,
      .names = &mla_names,
      .prefixes = LLAMA_PREFIXES,

@@ -14,7 +14,7 @@ import numpy as np
 
 import checkpoints as ck
 import hf_ref
-from harness import Server, info_models, run_failing, sanitizer_clean, stop_clean
+from harness import Server, fixture_args, info_models, run_failing, sanitizer_clean, stop_clean
 
 RNG = np.random.default_rng(3505)
 
@@ -223,13 +223,7 @@ def _malformed(C, root):
 
 def gated_checks(root, C):
     cases = _cases()
-    args, dirs = [], {}
-    for name, (ckpt, layer, _, shards) in cases.items():
-        d = dirs.get(id(ckpt))
-        if d is None:
-            d = dirs[id(ckpt)] = os.path.join(root, "gated_" + name)
-            ckpt.write(d, shards=shards)
-        args += ["--model", f"{name}={d}:{layer}"]
+    args = fixture_args(root, "gated", {n: (c[0], c[1], c[3]) for n, c in cases.items()})
     with Server(args) as srv:
         for name, case in cases.items():
             _requests(C, srv, name, case)

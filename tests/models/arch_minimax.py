@@ -14,7 +14,7 @@ import numpy as np
 
 import checkpoints as ck
 import hf_ref
-from harness import Server, info_models, run_failing, sanitizer_clean, stop_clean
+from harness import Server, fixture_args, info_models, run_failing, sanitizer_clean, stop_clean
 
 RNG = np.random.default_rng(4202)
 
@@ -153,13 +153,7 @@ def _malformed(C, root):
 
 def minimax_checks(root, C):
     cases = _cases()
-    args, dirs = [], {}
-    for name, (ckpt, layer) in cases.items():
-        d = dirs.get(id(ckpt))
-        if d is None:
-            d = dirs[id(ckpt)] = os.path.join(root, "minimax_" + name)
-            ckpt.write(d)
-        args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
+    args = fixture_args(root, "minimax", {n: (c, layer, 0) for n, (c, layer) in cases.items()})
     with Server(args) as srv:
         for name, (ckpt, layer) in cases.items():
             _requests(C, srv, name, ckpt, layer)

@@ -39,6 +39,7 @@ import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
 import arch_gated  # noqa: E402
 import arch_minimax  # noqa: E402
+import arch_dsa  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -1622,6 +1623,7 @@ def main():
         arch_falcon_alibi.falcon_alibi_checks(root, C)
         arch_gated.gated_checks(root, C)
         arch_minimax.minimax_checks(root, C)
+        arch_dsa.dsa_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
