@@ -36,7 +36,7 @@ static int plan_sizes(const api_service *svc, const request *rq, forward_plan *p
 /* `return: ["gate"]` needs a gated model. */
 static int gate_check(const request *rq, api_error *err)
 {
-    if (!rq->outputs.wanted[OUT_GATE] || model_has(rq->model, W_GATE))
+    if (!rq->outputs.wanted[OUT_GATE] || rq->model->gated)
         return 0;
     for (size_t i = 0; i < rq->outputs.count; i++)
         if (rq->outputs.order[i] == OUT_GATE) {

@@ -138,6 +138,7 @@ int hf_qwen3_next_weights(hf_load *h, hf_plan *p, model_error *err)
     model *m = h->m;
     size_t L = h->layer, d = m->d_model, kvd = m->kv_heads * m->head_dim;
 
+    m->gated = true;
     if (read_split(h, n, "weight", d, W_WQ, W_GATE, err) ||
         hf_linear(h, W_WK, kvd, d, err, "%s.%zu.%s.weight", n->layer_dir, L, n->k) ||
         hf_linear(h, W_WV, kvd, d, err, "%s.%zu.%s.weight", n->layer_dir, L, n->v))

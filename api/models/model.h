@@ -125,6 +125,7 @@ typedef struct model {
                                   W_Q_NORM_BIAS, W_K_NORM_BIAS) */
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    bool gated;           /* gated attention: W_GATE (and W_GATE_BIAS) give the gate */
     /* > 0: every q, k and v value clamped to [-qkv_clip, qkv_clip] right
      * after the projection (MPT's attn_config.clip_qkv); 0: none */
     double qkv_clip;
@@ -163,6 +164,25 @@ model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_
 /* Decode m->params of m->scheme into m->decoded, once, when the model is
  * built (the service calls it for every loaded model). */
 int model_decode_scheme(model *m, desc_error *err);
+
+/* The names /info writes and inline models read: norm types by
+ * pe_norm_kind ("none", "layernorm", "rmsnorm") and position rules by
+ * model_position_rule; both NULL-terminated. */
+extern const char *const model_norm_names[];
+extern const char *const model_position_rule_names[];
+
+/* The norm object obj[key] ({type, eps}; absent or null: none) at path. */
+int model_parse_norm(const json_doc *doc, const json_t *obj, const char *path, const char *key,
+                     pe_norm_kind *kind, double *eps, desc_error *err);
+
+/* The steps of an inline model object beyond the contract's pipeline, under
+ * /info's names (embed_norm, qk_norm, post_rope_qk_norm, attn_temperature,
+ * positions, mla, attention_sinks, gate, rotary_dim_rule, score_softcap,
+ * clip_qkv), after its dimensions and weights were read; then every weight
+ * against what the steps need (a weight no step uses, a missing or
+ * misshapen one fails). */
+int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model *m,
+                      desc_error *err);
 
 /* Frees a model; accepts NULL. */
 void model_free(model *m);

@@ -40,6 +40,7 @@ import arch_falcon_alibi  # noqa: E402
 import arch_gated  # noqa: E402
 import arch_minimax  # noqa: E402
 import arch_dsa  # noqa: E402
+import inline_roundtrip  # noqa: E402
 import mask_models  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -1056,7 +1057,7 @@ def deepseek_cases():
 def deepseek_info(models, cases):
     m = models["ds3"]
     C.check(m.get("mla") == {"q_lora_rank": 12, "kv_lora_rank": 10, "qk_nope_head_dim": 6,
-                             "qk_rope_head_dim": 4, "v_head_dim": 5}
+                             "qk_rope_head_dim": 4, "v_head_dim": 5, "eps": 1e-6}
             and m["head_dim"] == 10 and m["kv_heads"] == 4
             and m["params"].get("layout") == "half"
             and m["params"].get("scaling", {}).get("type") == "yarn"
@@ -1624,6 +1625,7 @@ def main():
         arch_gated.gated_checks(root, C)
         arch_minimax.minimax_checks(root, C)
         arch_dsa.dsa_checks(root, C)
+        inline_roundtrip.roundtrip_checks(root, C)
         malformed_checks(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
