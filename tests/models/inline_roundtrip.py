@@ -69,6 +69,10 @@ def fixtures():
                                   layer_types=None, bias=True), 3, "model."),
         "minimax_m2": (minimax_ckpt(), 0, "model."),
         "glm_moe_dsa": (dsa_ckpt(model_type="glm_moe_dsa", seed=3215), 0, "model."),
+        "falcon_mq": (ck.falcon(), 0, "transformer."),
+        "falcon_new_l1": (ck.falcon(seed=1305, new_arch=True, kv_heads=2, bias=True), 1,
+                          "transformer."),
+        "smollm3_nope": (ck.llama(seed=8, model_type="smollm3", layers=4), 3, "model."),
     }
 
 
@@ -88,7 +92,7 @@ def _qkv_fused(arch, cfg, t, m):
     H, KV, hd = m["heads"], m["kv_heads"], m["head_dim"]
     if arch in ("gpt_neox", "bloom"):
         return _heads_split(t, 3, H, hd)
-    if arch == "internlm2":
+    if arch == "internlm2" or (arch == "falcon" and cfg.get("new_decoder_architecture")):
         g = H // KV
         r = t.reshape(KV, g + 2, hd, *t.shape[1:])
         return [r[:, :g].reshape(H * hd, *t.shape[1:]), r[:, g].reshape(KV * hd, *t.shape[1:]),
@@ -97,8 +101,9 @@ def _qkv_fused(arch, cfg, t, m):
 
 
 FUSED = {"gpt_neox": "attention.query_key_value", "bloom": "self_attention.query_key_value",
-         "phi3": "self_attn.qkv_proj", "mpt": "attn.Wqkv", "internlm2": "attention.wqkv"}
-LAYER_DIR = {"gpt2": "h", "bloom": "h", "mpt": "blocks", "bert": "encoder.layer",
+         "phi3": "self_attn.qkv_proj", "mpt": "attn.Wqkv", "internlm2": "attention.wqkv",
+         "falcon": "self_attention.query_key_value"}
+LAYER_DIR = {"gpt2": "h", "bloom": "h", "falcon": "h", "mpt": "blocks", "bert": "encoder.layer",
              "roberta": "encoder.layer", "t5": "encoder.block"}
 NORM = {"gpt2": "ln_1", "opt": "self_attn_layer_norm", "mpt": "norm_1",
         "internlm2": "attention_norm", "t5": "layer.0.layer_norm"}
@@ -208,6 +213,8 @@ def effective(m, ckpt, layer, prefix):
     else:
         _projections(arch, cfg, w, lp, m, out)
     norm = lp + NORM.get(arch, "input_layernorm")
+    if arch == "falcon" and lp + "ln_attn.weight" in w:  # new_decoder_architecture's two norms
+        norm = lp + "ln_attn"
     if norm + ".weight" in w:
         out["norm_weight"] = w[norm + ".weight"]
         if norm + ".bias" in w:
