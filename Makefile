@@ -194,13 +194,14 @@ test-soak:
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
              -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS) \
-             -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128
+             -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128 -DPOSENC_NON_FINITE_TEXT_ABORTS
 
 # -fno-sanitize=function: clang++'s check of calls through function pointers
 # needs the C++ UBSan runtime, and the fuzzer links with clang (C).
 build-fuzz/number_shim.o: api/json/number_shim.cc api/json/float_layout.h
 	@mkdir -p $(dir $@)
 	clang++ -std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function \
+	    -DPOSENC_NON_FINITE_TEXT_ABORTS \
 	    -fno-exceptions -Iapi -I/usr/include/dragonbox-1.1.3 -c $< -o $@
 
 build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \

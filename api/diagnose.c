@@ -79,21 +79,54 @@ static int check_heads(const diag_request *dr, const pe_dx_variant *claim, size_
     return 0;
 }
 
-/* |subject - render(claim)| in the subject's arrays, as error_map. */
-static int write_error_map(strbuf *sb, const diag_request *dr, const pe_dx_subject *subj,
-                           const pe_dx_variant *claim, size_t n, api_error *err)
+/* render(claim) into map[n], checked as /encode checks its result
+ * (diag_check_claim_finite, each of a cache's two arrays), then turned into
+ * the error map |subject - render(claim)|. */
+static int render_claim_checked(const diag_request *dr, const pe_dx_subject *subj,
+                                const pe_dx_variant *claim, size_t n, float *map, api_error *err)
 {
-    float *map = malloc(n * sizeof *map); /* owned */
     size_t half = dr->kind == DX_CACHE ? n / 2 : n;
 
-    if (!map)
+    if (pe_dx_render(subj, claim, map) != PE_OK)
         return api_fail_oom(err);
-    if (pe_dx_render(subj, claim, map) != PE_OK) {
-        free(map);
-        return api_fail_oom(err);
+    for (int i = 0; i < (dr->kind == DX_CACHE ? 2 : 1); i++) {
+        const tensor *t = &dr->arr[i];
+        float *want = map + (size_t)i * half;
+        const float *got = i ? subj->b : subj->a;
+        if (diag_check_claim_finite(got, want, half, dr->names[i], t->ndim, t->dim, err))
+            return -1;
+        diag_error_map(got, want, half);
     }
-    for (size_t i = 0; i < n; i++)
-        map[i] = fabsf((i < half ? subj->a[i] : subj->b[i - half]) - map[i]);
+    return 0;
+}
+
+/* The claim checked (render_claim_checked) before the search; with
+ * return_map its error map kept in *map (new, the caller frees). */
+static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
+                       const pe_dx_variant *claim, size_t n, float **map, api_error *err)
+{
+    float *m = malloc(n * sizeof *m); /* owned until given to *map */
+
+    *map = NULL;
+    if (!m)
+        return api_fail_oom(err);
+    if (render_claim_checked(dr, subj, claim, n, m, err)) {
+        free(m);
+        return -1;
+    }
+    if (dr->return_map)
+        *map = m;
+    else
+        free(m);
+    return 0;
+}
+
+/* The error map (|subject - render(claim)|, from check_claim) in the
+ * subject's arrays. */
+static void write_error_map(strbuf *sb, const diag_request *dr, const float *map, size_t n)
+{
+    size_t half = dr->kind == DX_CACHE ? n / 2 : n;
+
     strbuf_putc(sb, ',');
     if (dr->kind == DX_CACHE) {
         array_view cos = array_dense(map, dr->arr[0].ndim, dr->arr[0].dim);
@@ -107,8 +140,6 @@ static int write_error_map(strbuf *sb, const diag_request *dr, const pe_dx_subje
         array_view v = array_dense(map, dr->arr[0].ndim, dr->arr[0].dim);
         array_write(sb, "error_map", &v, dr->rq.base64);
     }
-    free(map);
-    return 0;
 }
 
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
@@ -166,6 +197,7 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     rope_plan rope = {0};
     pe_dx_kind kind = PE_DX_SUBJ_TABLE;
     strbuf rows = {0}; /* evidence.rows of a batched subject */
+    float *map = NULL; /* owned: the claim's error map, with return_map */
     int rc = -1;
 
     if (rq->scheme.kind == SCHEME_LEARNED && (dr->kind == DX_TABLE || dr->kind == DX_ENCODED))
@@ -202,7 +234,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         api_fail(err, API_E_TOO_LARGE, dr->names[0], "the subject has too many elements");
         goto done;
     }
-    if (request_check_output(svc, n, "the subject", err))
+    if (request_check_output(svc, n, "the subject", err) ||
+        check_claim(dr, &subj, &claim, n, &map, err))
         goto done;
     pe_status st = pe_diagnose(&subj, &claim, dr->tol, &r);
     if (st == PE_EINVAL) {
@@ -222,11 +255,12 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     write_answer(sb, dr, &claim, &r, heads, rows.len ? rows.data : NULL);
-    if (dr->return_map && write_error_map(sb, dr, &subj, &claim, n, err))
-        goto done;
+    if (map)
+        write_error_map(sb, dr, map, n);
     strbuf_putc(sb, '}');
     rc = 0;
 done:
+    free(map);
     strbuf_free(&rows);
     pe_dx_result_free(&r);
     rope_plan_free(&rope);

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "api_error.h"
 #include "pe_diagnose.h"
 
 /* An explained verdict whose best does not reproduce the subject finitely
@@ -17,5 +18,18 @@ void diag_require_finite_best(pe_dx_result *r);
 /* got[n] against want[n] as pe_dx_errors (the lib's measure;
  * diagnose_compare.c, as diag_require_finite_best). */
 pe_dx_errors diag_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol);
+
+/* The claim's prediction want[n] of subject array `name` (shape ndim, dim)
+ * checked as /encode checks its result: every want[i] and every
+ * |got[i] - want[i]| a finite float32. Else 422 non_finite naming the
+ * element, so that no error, worst value or error_map of an answer can be
+ * infinite (JSON has no infinity, and the number writer takes finite
+ * values only). */
+int diag_check_claim_finite(const float *got, const float *want, size_t n, const char *name,
+                            size_t ndim, const size_t *dim, api_error *err);
+
+/* want[i] = |got[i] - want[i]|: the error map, in place of the prediction
+ * (finite after diag_check_claim_finite). */
+void diag_error_map(const float *got, float *want, size_t n);
 
 #endif /* DIAGNOSE_COMPARE_H */

@@ -109,6 +109,9 @@ int diag_diagnose_learned(const api_service *svc, const diag_request *dr, strbuf
     for (size_t i = 0; i < N_SHIFTS; i++) {
         if (!render(dr, &pe, shifts[i], shifted, want))
             continue;
+        if (i == 0 &&
+            diag_check_claim_finite(subject, want, n, dr->names[0], 2, dr->arr[0].dim, err))
+            goto done;
         pe_dx_errors e = diag_compare(subject, want, n, dr->tol);
         if (i == 0)
             claimed = best = e;
@@ -121,8 +124,7 @@ int diag_diagnose_learned(const api_service *svc, const diag_request *dr, strbuf
     }
     write_answer(sb, dr, &claimed, &best, best_shift, dr->tol);
     if (dr->return_map && render(dr, &pe, 0, shifted, want)) {
-        for (size_t i = 0; i < n; i++)
-            want[i] = fabsf(subject[i] - want[i]);
+        diag_error_map(subject, want, n);
         array_view v = array_dense(want, 2, dr->arr[0].dim);
         strbuf_putc(sb, ',');
         array_write(sb, "error_map", &v, rq->base64);

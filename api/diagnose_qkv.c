@@ -408,8 +408,7 @@ static void write_error_maps(strbuf *sb, const diag_request *dr, const qkv_work 
             continue;
         size_t n = w->rows * w->cols[i];
         /* the claim's buffer becomes the map: it is not read again */
-        for (size_t j = 0; j < n; j++)
-            w->want[i][j] = fabsf(dr->arr[i].data[j] - w->want[i][j]);
+        diag_error_map(dr->arr[i].data, w->want[i], n);
         array_view v = array_dense(w->want[i], dr->arr[i].ndim, dr->arr[i].dim);
         strbuf_puts(sb, first ? "" : ",");
         array_write(sb, dr->names[i], &v, dr->rq.base64);
@@ -557,9 +556,15 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
     /* the model fixes the head size: never searched here (head_dim_free) */
     claim.head_dim_free = false;
     w.budget_s = (double)svc->limits.diagnose_ms / 2000.0;
-    for (int i = 0; i < DX_ARRAYS; i++)
-        if (dr->arr[i].data)
-            w.claimed[i] = diag_compare(dr->arr[i].data, w.want[i], w.rows * w.cols[i], dr->tol);
+    for (int i = 0; i < DX_ARRAYS; i++) {
+        if (!dr->arr[i].data)
+            continue;
+        size_t n = w.rows * w.cols[i];
+        if (diag_check_claim_finite(dr->arr[i].data, w.want[i], n, dr->names[i], dr->arr[i].ndim,
+                                    dr->arr[i].dim, err))
+            goto done;
+        w.claimed[i] = diag_compare(dr->arr[i].data, w.want[i], n, dr->tol);
+    }
     if (diag_transposed_trial(dr, &plan, w.claimed, &w.tr, err))
         goto done;
     /* /apply's own answer is a match: the search runs only on a difference
