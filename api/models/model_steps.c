@@ -165,7 +165,8 @@ static int parse_positions(const json_doc *doc, const json_t *obj, const char *p
     m->pad_token_id = 1; /* RoBERTa's */
     if (desc_json(err, jf_int(doc, p, at.s, "pad_token_id", 0, PE_MAX_POSITION - 1, &has_pad,
                               &m->pad_token_id, &err->json)) ||
-        desc_json(err, jf_int(doc, p, at.s, "table_offset", 0, PE_MAX_POSITION - 1, &present,
+        /* a table's first rows (OPT: 2), not a position range */
+        desc_json(err, jf_int(doc, p, at.s, "table_offset", 0, SCHEME_MAX_DIM, &present,
                               &m->table_offset, &err->json)))
         return -1;
     if (has_pad && m->position_rule != MODEL_POSITIONS_PAD_IDS) {
