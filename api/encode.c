@@ -16,6 +16,7 @@
 #include "respond.h"
 #include "request.h"
 #include "json/strbuf.h"
+#include "positions_nd.h"
 
 static void write_header(strbuf *sb, const request *rq)
 {
@@ -69,7 +70,7 @@ static bool table_streams(const api_service *svc, const request *rq, const rope_
                           const array_view *view)
 {
     scheme_kind k = rq->scheme.kind;
-    return !rq->x.data &&
+    return !rq->x.data && !rq->positions_nd &&
            (k == SCHEME_SINUSOIDAL || k == SCHEME_NONE ||
             (k == SCHEME_ROPE && fabs(plan->attention_factor) <= FLT_MAX)) &&
            array_text_bound(view, rq->base64) >= stream_min_bytes(svc);
@@ -177,6 +178,9 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
     if (relative) {
         relative_fill(&rq, &bias, values);
         relative_mask_keys(&rq, bias.heads, values);
+    } else if (rq.scheme.kind == SCHEME_ROPE && rq.positions_nd) {
+        pe_mrope_apply(&plan.rope, &rq.scheme.mrope, plan.inv_freq, plan.attention_factor,
+                       rq.positions_nd, rows, rq.d, rq.x.data, rq.d, values, rq.d);
     } else if (rq.scheme.kind == SCHEME_ROPE) {
         pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows, rq.d,
                       rq.x.data, rq.d, values, rq.d);
@@ -208,6 +212,7 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
     answer_array(&ans, name, &view, rq.base64);
     if (scheme_reports_attention_factor(&rq.scheme))
         json_write_float_field(answer_text(&ans), "attention_factor", plan.attention_factor);
+    positions_nd_write(answer_text(&ans), &rq);
     strbuf_putc(answer_text(&ans), '}');
     if (answer_respond(&ans, out, rows, stream_min_bytes(svc), &err))
         goto fail;

@@ -48,7 +48,13 @@ typedef struct request {
     tensor x;           /* embeddings, owned; x.data NULL when absent */
     bool batched;
     size_t batch, tokens, d;
-    int64_t *positions;    /* owned, [batch * tokens] */
+    int64_t *positions;    /* owned, [batch * tokens]; with positions_nd,
+                              each token's first component */
+    int64_t *positions_nd; /* owned, [batch * tokens][nd]: the [t, h, w]
+                              of a multimodal rope (nd 3) or the [row, col]
+                              of rope2d (nd 2); NULL for 1-D positions */
+    size_t nd;
+    bool echo_positions;   /* mm_layout: the answer carries the positions */
     const char *pos_field; /* "offset", "positions", "attention_mask" or
                               "token_ids", for messages */
     uint8_t *mask;         /* owned, [batch * tokens] of 0/1; NULL without

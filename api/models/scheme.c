@@ -20,10 +20,9 @@ const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi", "t
 
 static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
 static const char *const learned_keys[] = {"score_scale", NULL};
-static const char *const rope_keys[] = {"base",        "head_dim",
-                                        "rotary_dim",  "partial_rotary_factor",
-                                        "layout",      "scaling",
-                                        "score_scale", NULL};
+static const char *const rope_keys[] =
+    {"base",    "head_dim",    "rotary_dim", "partial_rotary_factor", "layout",
+     "scaling", "score_scale", "mrope",      "tokens_per_second",     NULL};
 static const char *const alibi_keys[] = {"heads",        "form",        "bf16",
                                          "bias_divisor", "score_scale", NULL};
 static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
@@ -262,6 +261,8 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
         return desc_fail(err, DESC_E_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
                          s->partial_rotary_factor);
     }
+    if (scheme_parse_multimodal(doc, params, path, s, err))
+        return -1;
     const json_t *scaling = jf_get(params, "scaling");
     if (scaling) {
         jpath at = jpath_key(path, "scaling");
