@@ -38,6 +38,7 @@ import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
 import mask_models  # noqa: E402
+import mrope_refs  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
 from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
@@ -1615,6 +1616,7 @@ def main():
         mask_models.mask_checks(root, C)
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
+        mrope_refs.mrope_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)
