@@ -14,6 +14,7 @@
 #include "json/array_writer.h"
 #include "relative.h"
 #include "respond.h"
+#include "rope2d.h"
 #include "request.h"
 #include "json/strbuf.h"
 #include "positions_nd.h"
@@ -131,6 +132,7 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
     size_t dim[4];
     bias_plan bias;
     pe_absolute pe = {.kind = PE_ABS_NONE};
+    pe_rope2d r2d;
     array_view view;
     const char *name = "encoded";
 
@@ -143,6 +145,7 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
     bool relative = rq.scheme.kind == SCHEME_ALIBI || rq.scheme.kind == SCHEME_T5;
     if ((relative && relative_plan(svc, &rq, 0, &bias, &err)) ||
         (rq.scheme.kind == SCHEME_ROPE && rope_plan_init(svc, &rq, rq.d, 0, &plan, &err)) ||
+        (rq.scheme.kind == SCHEME_ROPE2D && rope2d_plan(&rq, &r2d, &err)) ||
         (!relative && absolute_plan(svc, &rq, &pe, &err)))
         goto fail;
     if (rq.batched)
@@ -178,6 +181,11 @@ void api_encode(const api_service *svc, const api_budget *budget, const char *bo
     if (relative) {
         relative_fill(&rq, &bias, values);
         relative_mask_keys(&rq, bias.heads, values);
+    } else if (rq.scheme.kind == SCHEME_ROPE2D) {
+        if (pe_rope2d_apply(&r2d, rq.positions_nd, rows, rq.d, rq.x.data, values) != PE_OK) {
+            api_fail_oom(&err); /* the plan checked every parameter */
+            goto fail;
+        }
     } else if (rq.scheme.kind == SCHEME_ROPE && rq.positions_nd) {
         pe_mrope_apply(&plan.rope, &rq.scheme.mrope, plan.inv_freq, plan.attention_factor,
                        rq.positions_nd, rows, rq.d, rq.x.data, rq.d, values, rq.d);

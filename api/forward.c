@@ -48,6 +48,10 @@ int forward_plan_init(const api_service *svc, const request *rq, bool need_bias,
     if (plan_sizes(svc, rq, p, err) || absolute_plan(svc, rq, &p->pe, err))
         return -1;
     /* MLA rotates the last rope_dim channels of each head (model_mla_rotate) */
+    if (s->kind == SCHEME_ROPE2D)
+        return api_fail(err, API_E_INVALID_SHAPE, "scheme",
+                        "scheme rope2d (vision encoders' 2-D rope) is an /encode scheme: /apply "
+                        "serves text attention layers");
     if (m->mla && rq->positions_nd)
         return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
                         "model '%s' uses multi-head latent attention, which has no multimodal "

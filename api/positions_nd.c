@@ -21,6 +21,8 @@
 /* Components a token of the request's scheme has. */
 static size_t scheme_nd(const request *rq)
 {
+    if (rq->scheme.kind == SCHEME_ROPE2D)
+        return 2;
     return rq->scheme.kind == SCHEME_ROPE && rq->scheme.mrope.style != PE_MROPE_NONE ? 3 : 0;
 }
 
@@ -28,7 +30,8 @@ bool positions_nd_wanted(const request *rq)
 {
     const json_t *root = rq->doc.root, *pos = jf_get(root, RF(positions));
 
-    if (scheme_nd(rq) || jf_get(root, RF(mm_layout)) || jf_get(root, RF(positions_shape)))
+    if (scheme_nd(rq) || jf_get(root, RF(mm_layout)) || jf_get(root, RF(positions_shape)) ||
+        jf_get(root, RF(grid)))
         return true;
     if (!pos)
         return false;
@@ -41,6 +44,10 @@ bool positions_nd_wanted(const request *rq)
 
 static int shape_fail(const request *rq, size_t k, api_error *err)
 {
+    if (k == 2)
+        return api_fail(err, API_E_INVALID_SHAPE, RF(positions),
+                        "positions must be [row, col] pairs: [%zu][2] or [%zu][%zu][2]", rq->tokens,
+                        rq->batch, rq->tokens);
     return api_fail(err, API_E_INVALID_SHAPE, RF(positions),
                     "positions must be [%zu], [%zu][%zu] or, as triples [t, h, w], [%zu][%zu] or "
                     "[%zu][%zu][%zu]",
@@ -69,6 +76,21 @@ static int read_int(const json_t *v, const char *path, int64_t *out, api_error *
     return check_value(*out, path, err);
 }
 
+/* path + "[i][j]..." of the flat index i of a rectangular list. */
+static jpath flat_path(const char *path, const json_span *span, size_t i)
+{
+    size_t idx[JSON_ARRAY_MAX_NDIM];
+    jpath at = jpath_key("", path);
+
+    for (size_t d = span->ndim; d-- > 0;) {
+        idx[d] = i % span->dim[d];
+        i /= span->dim[d];
+    }
+    for (size_t d = 0; d < span->ndim; d++)
+        at = jpath_index(at.s, idx[d]);
+    return at;
+}
+
 /* A rectangular list's integers, flat, into out[span->count]. */
 static int read_span(const json_doc *doc, const json_span *span, const char *path, int64_t *out,
                      api_error *err)
@@ -79,12 +101,12 @@ static int read_span(const json_doc *doc, const json_span *span, const char *pat
 
     for (size_t i = 0; i < n; i++)
         if (out[i] < 0 || out[i] > PE_MAX_POSITION) {
-            jpath at = jpath_index(path, i); /* the flat index, for a list of lists too */
+            jpath at = flat_path(path, span, i);
             return check_value(out[i], at.s, err);
         }
     if (rs == JSON_READ_OK)
         return 0;
-    jpath at = jpath_index(path, bad);
+    jpath at = flat_path(path, span, bad);
     if (rs == JSON_READ_NOT_INTEGER)
         return api_fail(err, API_E_INVALID_REQUEST, at.s, "%s must be an integer", at.s);
     return api_fail(err, API_E_TOO_LARGE, at.s, "%s is past the largest position %" PRId64, at.s,
@@ -97,7 +119,7 @@ static int read_entry(const json_doc *doc, const json_t *v, const char *path, si
 {
     const json_span *span = json_doc_array(doc, v);
 
-    if (json_is_integer(v)) {
+    if (json_is_integer(v) && k == 3) {
         if (read_int(v, path, out, err))
             return -1;
         for (size_t c = 1; c < k; c++)
@@ -115,7 +137,9 @@ static int read_entry(const json_doc *doc, const json_t *v, const char *path, si
         return 0;
     }
     return api_fail(err, API_E_INVALID_REQUEST, path,
-                    "%s must be an integer or a triple [t, h, w] of integers", path);
+                    k == 2 ? "%s must be a pair [row, col] of integers"
+                           : "%s must be an integer or a triple [t, h, w] of integers",
+                    path);
 }
 
 /* The length of a list (rectangular or not), 0 when v is not one. */
@@ -132,11 +156,11 @@ static int place_flat(request *rq, size_t k, size_t ndim, const size_t *dim, con
 {
     size_t t = rq->tokens, b = rq->batch;
     bool rows_ok = ndim >= 2 && dim[0] == b && dim[1] == t && (rq->batched || b == 1);
-    bool per_row_ints = ndim == 2 && rows_ok;
+    bool per_row_ints = ndim == 2 && rows_ok && k == 3; /* rope2d has no integer entries */
     bool shared_k = ndim == 2 && !per_row_ints && dim[0] == t && dim[1] == k;
     bool per_row_k = ndim == 3 && rows_ok && dim[2] == k;
 
-    if (!(ndim == 1 && dim[0] == t) && !per_row_ints && !shared_k && !per_row_k)
+    if (!(ndim == 1 && dim[0] == t && k == 3) && !per_row_ints && !shared_k && !per_row_k)
         return shape_fail(rq, k, err);
     for (size_t r = 0; r < b; r++)
         for (size_t i = 0; i < t; i++)
@@ -277,7 +301,7 @@ static int from_layout(request *rq, int64_t *out, api_error *err)
                         jf_get(root, RF(positions)) ? RF(positions) : RF(offset));
     memset(&l, 0, sizeof l);
     double tps = rq->scheme.tokens_per_second > 0 ? rq->scheme.tokens_per_second : 2.0;
-    if (!scheme_nd(rq)) {
+    if (scheme_nd(rq) != 3) {
         api_fail(err, API_E_INVALID_SHAPE, RF(mm_layout),
                  "mm_layout gives positions [t, h, w]: it needs a rope scheme with params.mrope");
         goto out;
@@ -352,6 +376,90 @@ static int collapse(request *rq, const int64_t *pos3, api_error *err)
     return 0;
 }
 
+/* rope2d's grid: the h x w patches in the variant's own order (qwen_vit:
+ * block-major over merge x merge blocks; the others row-major), then
+ * llama4_vision's class token, not turned. */
+static int from_grid(request *rq, const json_t *grid, int64_t *out, api_error *err)
+{
+    static const char *const keys[] = {"h", "w", "merge", NULL};
+    pe_rope2d_variant variant = rq->scheme.rope2d_variant;
+    int64_t h = 0, w = 0, m = 1;
+    bool present;
+
+    if (api_json(err, jf_check_object(grid, RF(grid), keys, &err->json)) ||
+        api_json(err,
+                 jf_int(&rq->doc, grid, RF(grid), "h", 1, INT32_MAX, &present, &h, &err->json)) ||
+        (!present && api_fail(err, API_E_INVALID_REQUEST, "grid.h", "missing field 'grid.h'")) ||
+        api_json(err,
+                 jf_int(&rq->doc, grid, RF(grid), "w", 1, INT32_MAX, &present, &w, &err->json)) ||
+        (!present && api_fail(err, API_E_INVALID_REQUEST, "grid.w", "missing field 'grid.w'")) ||
+        api_json(err,
+                 jf_int(&rq->doc, grid, RF(grid), "merge", 1, INT32_MAX, &present, &m, &err->json)))
+        return -1;
+    if (m != 1 && variant != PE_ROPE2D_QWEN_VIT)
+        return api_fail(err, API_E_INVALID_SHAPE, "grid.merge",
+                        "grid.merge orders qwen_vit's patches; %s's are row-major (merge 1)",
+                        variant == PE_ROPE2D_PIXTRAL  ? "pixtral"
+                        : variant == PE_ROPE2D_LLAMA4 ? "llama4_vision"
+                                                      : "gemma4_vision");
+    if (h % m || w % m)
+        return api_fail(err, API_E_INVALID_SHAPE, "grid.merge",
+                        "grid.merge %" PRId64 " must divide h = %" PRId64 " and w = %" PRId64, m, h,
+                        w);
+    uint64_t count = (uint64_t)h * (uint64_t)w + (variant == PE_ROPE2D_LLAMA4);
+    if (count != rq->tokens)
+        return api_fail(err, API_E_INVALID_SHAPE, RF(grid),
+                        "grid %" PRId64 " x %" PRId64 " has %" PRIu64
+                        " tokens%s; the input has %zu",
+                        h, w, count, variant == PE_ROPE2D_LLAMA4 ? " (with the class token)" : "",
+                        rq->tokens);
+    int64_t *c = out;
+    for (int64_t bh = 0; bh < h / m; bh++)
+        for (int64_t bw = 0; bw < w / m; bw++)
+            for (int64_t ih = 0; ih < m; ih++)
+                for (int64_t iw = 0; iw < m; iw++, c += 2) {
+                    c[0] = bh * m + ih;
+                    c[1] = bw * m + iw;
+                }
+    if (variant == PE_ROPE2D_LLAMA4)
+        c[0] = c[1] = PE_ROPE2D_UNTURNED;
+    for (size_t b = 1; b < rq->batch; b++)
+        memcpy(out + b * rq->tokens * 2, out, rq->tokens * 2 * sizeof *out);
+    return 0;
+}
+
+/* rope2d: [row, col] pairs from positions or grid, nothing else. */
+static int fill_pairs(request *rq, api_error *err)
+{
+    const json_t *root = rq->doc.root, *pos = jf_get(root, RF(positions));
+    const json_t *grid = jf_get(root, RF(grid));
+    static const int others[] = {RF_offset, RF_attention_mask, RF_mm_layout};
+    int64_t *pairs = NULL; /* owned until moved to rq */
+
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        if (jf_get(root, request_fields[others[i]].name))
+            return api_fail(err, API_E_INVALID_REQUEST, request_fields[others[i]].name,
+                            "scheme rope2d takes positions ([row, col] pairs) or grid, not %s",
+                            request_fields[others[i]].name);
+    if (!pos == !grid)
+        return api_fail(err, API_E_INVALID_REQUEST, pos ? RF(grid) : RF(positions),
+                        "scheme rope2d takes positions ([row, col] pairs) or grid: %s",
+                        pos ? "not both" : "give one");
+    pairs = malloc(request_rows(rq) * 2 * sizeof *pairs);
+    if (!pairs)
+        return api_fail_oom(err);
+    rq->pos_field = pos ? RF(positions) : RF(grid);
+    if (pos ? read_positions(rq, pos, 2, pairs, err) : from_grid(rq, grid, pairs, err)) {
+        free(pairs);
+        return -1;
+    }
+    for (size_t i = 0; i < request_rows(rq); i++)
+        rq->positions[i] = pairs[2 * i] > 0 ? pairs[2 * i] : 0;
+    rq->positions_nd = pairs;
+    rq->nd = 2;
+    return 0;
+}
+
 int positions_nd_fill(request *rq, api_error *err)
 {
     const json_t *root = rq->doc.root, *pos = jf_get(root, RF(positions));
@@ -359,6 +467,10 @@ int positions_nd_fill(request *rq, api_error *err)
     int64_t *pos3 = NULL; /* owned until moved to rq */
     int rc = -1;
 
+    if (scheme_nd(rq) == 2)
+        return fill_pairs(rq, err);
+    if (jf_get(root, RF(grid)))
+        return api_fail(err, API_E_INVALID_REQUEST, RF(grid), "grid goes with scheme rope2d");
     if (!jf_get(root, RF(mm_layout)) && (jf_get(root, RF(merge)) || jf_get(root, RF(mm_rule))))
         return api_fail(err, API_E_INVALID_REQUEST,
                         jf_get(root, RF(merge)) ? RF(merge) : RF(mm_rule), "%s goes with mm_layout",

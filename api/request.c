@@ -583,6 +583,9 @@ static int decode_input(const api_service *svc, request *rq, const input_words *
  * clear refusal rather than a 1-D reading of them. */
 static int diagnose_refuse_nd(const request *rq, api_error *err)
 {
+    if (rq->scheme.kind == SCHEME_ROPE2D)
+        return api_fail(err, API_E_INVALID_REQUEST, RF(scheme),
+                        "/diagnose does not take rope2d claims yet: /encode serves them");
     if (rq->scheme.mrope.style != PE_MROPE_NONE)
         return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
                         "/diagnose does not take multimodal rope claims (params.mrope) yet: "
@@ -619,8 +622,8 @@ int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t
     rq->batch = batch;
     rq->tokens = tokens;
     rq->d = d;
-    return decode_output_options(rq, err) || decode_positions(rq, err) ||
-                   diagnose_refuse_nd(rq, err)
+    return decode_output_options(rq, err) || diagnose_refuse_nd(rq, err) ||
+                   decode_positions(rq, err)
                ? -1
                : 0;
 }

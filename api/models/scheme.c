@@ -16,7 +16,8 @@
 #include "json/json_fields.h"
 #include "json/tensor.h"
 
-const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi", "t5", "none", NULL};
+const char *const scheme_names[] = {"sinusoidal", "learned", "rope",   "alibi",
+                                    "t5",         "none",    "rope2d", NULL};
 
 static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
 static const char *const learned_keys[] = {"score_scale", NULL};
@@ -28,6 +29,7 @@ static const char *const alibi_keys[] = {"heads",        "form",        "bf16",
 static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
                                       NULL};
 static const char *const none_keys[] = {"score_scale", NULL};
+static const char *const rope2d_keys[] = {"variant", "head_dim", "base", "score_scale", NULL};
 
 static const char *const *const keys_by_kind[] = {
     [SCHEME_SINUSOIDAL] = sinusoidal_keys,
@@ -36,6 +38,7 @@ static const char *const *const keys_by_kind[] = {
     [SCHEME_ALIBI] = alibi_keys,
     [SCHEME_T5] = t5_keys,
     [SCHEME_NONE] = none_keys,
+    [SCHEME_ROPE2D] = rope2d_keys,
 };
 
 bool scheme_is_absolute(scheme_kind kind)
@@ -443,6 +446,10 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, c
         break;
     case SCHEME_T5:
         if (parse_t5(doc, params, path, out, err))
+            goto out;
+        break;
+    case SCHEME_ROPE2D:
+        if (scheme_parse_rope2d(doc, params, path, out, err))
             goto out;
         break;
     case SCHEME_LEARNED:

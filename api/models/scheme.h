@@ -19,7 +19,8 @@ typedef enum scheme_kind {
     SCHEME_ROPE,
     SCHEME_ALIBI,
     SCHEME_T5,
-    SCHEME_NONE
+    SCHEME_NONE,
+    SCHEME_ROPE2D /* vision encoders' 2-D rope: /encode only */
 } scheme_kind;
 
 /* NULL-terminated names, indexed by scheme_kind. */
@@ -52,6 +53,9 @@ typedef struct scheme {
      * checked per request (rope_plan_init). */
     pe_mrope mrope;
     double tokens_per_second; /* rope: mm_layout's video frame rate; 0: not given (2) */
+
+    /* rope2d (head_dim above: 0 means the whole vector; base) */
+    pe_rope2d_variant rope2d_variant;
 
     /* alibi: heads 0 means "not given" */
     size_t heads;
@@ -92,6 +96,11 @@ void scheme_free(scheme *s);
  * tokens_per_second. */
 int scheme_parse_multimodal(const json_doc *doc, const json_t *params, const char *path, scheme *s,
                             desc_error *err);
+
+/* rope2d's params (variant required; base default 10000, 100 for
+ * gemma4_vision) over *s. */
+int scheme_parse_rope2d(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                        desc_error *err);
 
 /* The names of pe_mrope_style from PE_MROPE_CHUNKED on, NULL-terminated. */
 extern const char *const scheme_mrope_styles[];

@@ -39,6 +39,7 @@ import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
 import mask_models  # noqa: E402
 import mrope_refs  # noqa: E402
+import rope2d_refs  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
 from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
@@ -1617,6 +1618,7 @@ def main():
         llama_variants.variant_checks(root, C)
         arch_2026.arch_checks(root, C)
         mrope_refs.mrope_checks(root, C)
+        rope2d_refs.rope2d_checks(root, C)
         arch_options.option_checks(root, C)
         arch_phi.phi_checks(root, C)
         arch_falcon_alibi.falcon_alibi_checks(root, C)

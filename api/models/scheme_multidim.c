@@ -1,8 +1,10 @@
 /*
- * scheme_mrope.c - the rope param `mrope` (contract 1.3, "Positions in more
- * than one dimension"): {"section": [s_t, s_h, s_w], "style": "chunked" |
- * "interleaved" | "ernie"}. Its fit to the rotary width is checked where the
- * width is known (rope_plan_init).
+ * scheme_multidim.c - the params of positions in more than one dimension
+ * (contract 1.3): rope's `mrope` ({"section": [s_t, s_h, s_w], "style":
+ * "chunked" | "interleaved" | "ernie"}; its fit to the rotary width is
+ * checked where the width is known, rope_plan_init) and
+ * `tokens_per_second`, and the rope2d scheme's `variant`, `head_dim` and
+ * `base`.
  */
 #include "models/scheme.h"
 
@@ -58,5 +60,40 @@ int scheme_parse_multimodal(const json_doc *doc, const json_t *params, const cha
         return -1;
     if (present)
         s->tokens_per_second = tps;
+    return 0;
+}
+
+int scheme_parse_rope2d(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                        desc_error *err)
+{
+    /* indexed by pe_rope2d_variant */
+    static const char *const variants[] = {[PE_ROPE2D_QWEN_VIT] = "qwen_vit",
+                                           [PE_ROPE2D_PIXTRAL] = "pixtral",
+                                           [PE_ROPE2D_LLAMA4] = "llama4_vision",
+                                           [PE_ROPE2D_GEMMA4] = "gemma4_vision",
+                                           NULL};
+    bool present, has_base;
+    int which = 0;
+    int64_t n;
+
+    if (desc_json(err,
+                  jf_choice(doc, params, path, "variant", variants, &present, &which, &err->json)))
+        return -1;
+    if (!present) {
+        jpath at = jpath_key(path, "variant");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "missing field '%s' (qwen_vit, pixtral, llama4_vision or gemma4_vision)",
+                         at.s);
+    }
+    s->rope2d_variant = (pe_rope2d_variant)which;
+    if (desc_json(err,
+                  jf_number(doc, params, path, "base", true, &has_base, &s->base, &err->json)) ||
+        desc_json(err, jf_int(doc, params, path, "head_dim", 4, SCHEME_MAX_DIM, &present, &n,
+                              &err->json)))
+        return -1;
+    if (!has_base)
+        s->base = s->rope2d_variant == PE_ROPE2D_GEMMA4 ? 100.0 : 10000.0;
+    if (present)
+        s->head_dim = (size_t)n;
     return 0;
 }
