@@ -11,6 +11,7 @@
 
 #include "json/json_fields.h"
 #include "json/tensor.h"
+#include "posenc.h"
 #include "request_fields.h"
 
 /* [t, h, w] of a vision segment: three positive integers, h and w
@@ -76,15 +77,52 @@ static int read_segment(const json_doc *doc, const json_t *v, const char *path, 
         return api_fail(err, API_E_OUT_OF_RANGE, sp.s, "%s = %g must be >= 0", sp.s, spg);
     }
     /* transformers <= 5.16: tokens_per_second * int(second_per_grid) */
-    seg->interval = present ? (int64_t)(tokens_per_second * trunc(spg < 1e9 ? spg : 1e9)) : 1;
+    double interval = present ? tokens_per_second * trunc(spg) : 1.0;
+    if (interval > (double)PE_MAX_POSITION) {
+        jpath sp = jpath_key(path, "seconds_per_grid");
+        return api_fail(err, API_E_TOO_LARGE, sp.s,
+                        "%s = %g frames %g apart on t reach past the largest position", sp.s, spg,
+                        interval);
+    }
+    seg->interval = (int64_t)interval;
     return 0;
 }
 
+/* The tokens of a segment, or SIZE_MAX when they overflow. */
 static size_t segment_tokens(const mm_layout *l, const mm_segment *s)
 {
+    size_t n;
+
     if (s->text)
         return s->text;
-    return (size_t)s->grid[0] * (size_t)(s->grid[1] / l->merge) * (size_t)(s->grid[2] / l->merge);
+    if (mul_size((size_t)s->grid[0], (size_t)(s->grid[1] / l->merge), &n) ||
+        mul_size(n, (size_t)(s->grid[2] / l->merge), &n))
+        return SIZE_MAX;
+    return n;
+}
+
+/* The largest position the layout reaches, in double (no int64
+ * arithmetic can overflow before it is checked): the rule's starts and
+ * each vision block's last frame, row and column. */
+static double layout_extent(const mm_layout *l)
+{
+    double start = 0, top = -1;
+
+    for (size_t i = 0; i < l->n; i++) {
+        const mm_segment *s = &l->seg[i];
+        if (l->rule == MM_RULE_QWEN)
+            start = top + 1;
+        if (s->text) {
+            top = fmax(top, start + (double)s->text - 1);
+            start += (double)s->text;
+            continue;
+        }
+        double t = start + (double)(s->grid[0] - 1) * (double)s->interval;
+        double side = (double)((s->grid[1] > s->grid[2] ? s->grid[1] : s->grid[2]) / l->merge);
+        top = fmax(top, fmax(t, start + side - 1));
+        start += side;
+    }
+    return top;
 }
 
 int mm_layout_decode(const json_doc *doc, double tokens_per_second, size_t max_tokens,
@@ -121,11 +159,16 @@ int mm_layout_decode(const json_doc *doc, double tokens_per_second, size_t max_t
         if (read_segment(doc, item, at.s, merge, tokens_per_second, &out->seg[i], err))
             return -1;
         out->n++;
-        out->tokens += segment_tokens(out, &out->seg[i]);
-        if (out->tokens > max_tokens)
+        size_t n = segment_tokens(out, &out->seg[i]);
+        if (n > max_tokens || out->tokens + n > max_tokens)
             return api_fail(err, API_E_TOO_LARGE, RF(mm_layout),
-                            "mm_layout holds more than %zu tokens", max_tokens);
+                            "mm_layout holds more than the input's %zu tokens", max_tokens);
+        out->tokens += n;
     }
+    if (layout_extent(out) > (double)PE_MAX_POSITION)
+        return api_fail(err, API_E_TOO_LARGE, RF(mm_layout),
+                        "mm_layout's positions reach past the largest position %" PRId64,
+                        PE_MAX_POSITION);
     return 0;
 }
 

@@ -30,11 +30,13 @@ bool positions_nd_wanted(const request *rq)
 {
     const json_t *root = rq->doc.root, *pos = jf_get(root, RF(positions));
 
-    if (scheme_nd(rq) || jf_get(root, RF(mm_layout)) || jf_get(root, RF(positions_shape)) ||
-        jf_get(root, RF(grid)))
+    if (scheme_nd(rq) == 2 || jf_get(root, RF(mm_layout)) || jf_get(root, RF(positions_shape)) ||
+        jf_get(root, RF(grid)) || jf_get(root, RF(merge)) || jf_get(root, RF(mm_rule)))
         return true;
     if (!pos)
         return false;
+    if (scheme_nd(rq) == 3)
+        return true;
     const json_span *span = json_doc_array(&rq->doc, pos);
     /* a rectangular list of up to two levels stays on the 1-D reader */
     return span ? span->ndim > 2 || (span->ndim == 2 && span->dim[1] == 3 &&
@@ -194,9 +196,10 @@ static int read_base64(request *rq, size_t k, int64_t *out, api_error *err)
                      (double)x.data[i]);
             goto out;
         }
-        if (x.data[i] < 0) {
-            api_fail(err, API_E_OUT_OF_RANGE, at.s, "%s = %g must be >= 0", at.s,
-                     (double)x.data[i]);
+        if (x.data[i] < 0 || x.data[i] > (float)PE_MAX_POSITION) {
+            api_fail(err, x.data[i] < 0 ? API_E_OUT_OF_RANGE : API_E_TOO_LARGE, at.s,
+                     "%s = %g is outside [0, %" PRId64 "]", at.s, (double)x.data[i],
+                     PE_MAX_POSITION);
             goto out;
         }
         flat[i] = (int64_t)x.data[i];
@@ -294,11 +297,9 @@ static int from_layout(request *rq, int64_t *out, api_error *err)
     mm_layout l;
     int rc = -1;
 
-    if (jf_get(root, RF(positions)) || jf_get(root, RF(offset)))
-        return api_fail(err, API_E_INVALID_REQUEST,
-                        jf_get(root, RF(positions)) ? RF(positions) : RF(offset),
-                        "give mm_layout or %s, not both: the layout gives the positions",
-                        jf_get(root, RF(positions)) ? RF(positions) : RF(offset));
+    if (jf_get(root, RF(offset)))
+        return api_fail(err, API_E_INVALID_REQUEST, RF(offset),
+                        "give mm_layout or offset, not both: the layout gives the positions");
     memset(&l, 0, sizeof l);
     double tps = rq->scheme.tokens_per_second > 0 ? rq->scheme.tokens_per_second : 2.0;
     if (scheme_nd(rq) != 3) {
@@ -326,36 +327,6 @@ static int from_layout(request *rq, int64_t *out, api_error *err)
 out:
     mm_layout_free(&l);
     return rc;
-}
-
-/* 1-D positions as every other request has them (offset, mask), as
- * triples. */
-static int from_1d(request *rq, int64_t *out, api_error *err)
-{
-    model_position_rule rule = rq->model ? rq->model->position_rule : MODEL_POSITIONS_CUMSUM;
-    size_t rows = request_rows(rq);
-    int64_t offset = 0;
-    bool present;
-
-    if (rq->mask) {
-        for (size_t b = 0; b < rq->batch; b++)
-            request_positions_from_mask(rule, rq->mask + b * rq->tokens, rq->tokens,
-                                        rq->positions + b * rq->tokens);
-    } else {
-        if (api_json(err, jf_int(&rq->doc, rq->doc.root, "", RF(offset), 0, INT64_MAX, &present,
-                                 &offset, &err->json)))
-            return -1;
-        if ((uint64_t)offset + rq->tokens - 1 > (uint64_t)PE_MAX_POSITION)
-            return api_fail(err, API_E_TOO_LARGE, RF(offset),
-                            "offset %" PRId64 " with %zu tokens reaches past the largest "
-                            "position %" PRId64,
-                            offset, rq->tokens, PE_MAX_POSITION);
-        for (size_t i = 0; i < rows; i++)
-            rq->positions[i] = offset + (int64_t)(i % rq->tokens);
-    }
-    for (size_t i = 0; i < rows; i++)
-        out[3 * i] = out[3 * i + 1] = out[3 * i + 2] = rq->positions[i];
-    return 0;
 }
 
 /* Without mrope a triple must be text (t == h == w): then 1-D. */
@@ -475,16 +446,17 @@ int positions_nd_fill(request *rq, api_error *err)
         return api_fail(err, API_E_INVALID_REQUEST,
                         jf_get(root, RF(merge)) ? RF(merge) : RF(mm_rule), "%s goes with mm_layout",
                         jf_get(root, RF(merge)) ? RF(merge) : RF(mm_rule));
+    if (pos && jf_get(root, RF(mm_layout)))
+        return api_fail(err, API_E_INVALID_REQUEST, RF(positions),
+                        "give mm_layout or positions, not both: the layout gives the positions");
+    if (!pos && !jf_get(root, RF(mm_layout)))
+        return api_fail(err, API_E_INVALID_REQUEST, RF(positions_shape),
+                        "positions_shape goes with base64 positions only");
     pos3 = malloc(rows * 3 * sizeof *pos3);
     if (!pos3)
         return api_fail_oom(err);
-    rq->pos_field = jf_get(root, RF(mm_layout)) ? RF(mm_layout)
-                    : pos                       ? RF(positions)
-                    : rq->mask                  ? RF(attention_mask)
-                                                : RF(offset);
-    if (jf_get(root, RF(mm_layout)) ? from_layout(rq, pos3, err)
-        : pos                       ? read_positions(rq, pos, 3, pos3, err)
-                                    : from_1d(rq, pos3, err))
+    rq->pos_field = pos ? RF(positions) : RF(mm_layout);
+    if (pos ? read_positions(rq, pos, 3, pos3, err) : from_layout(rq, pos3, err))
         goto out;
     if (!scheme_nd(rq)) {
         rc = collapse(rq, pos3, err);
@@ -528,4 +500,20 @@ void positions_nd_write(strbuf *sb, const request *rq)
     }
     if (rq->batched)
         strbuf_putc(sb, ']');
+}
+
+int positions_nd_expand(request *rq, api_error *err)
+{
+    size_t rows = request_rows(rq);
+
+    if (scheme_nd(rq) != 3 || rq->positions_nd)
+        return 0;
+    rq->positions_nd = malloc(rows * 3 * sizeof *rq->positions_nd);
+    if (!rq->positions_nd)
+        return api_fail_oom(err);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t c = 0; c < 3; c++)
+            rq->positions_nd[3 * i + c] = rq->positions[i];
+    rq->nd = 3;
+    return 0;
 }

@@ -362,6 +362,8 @@ static int decode_positions(request *rq, api_error *err)
     for (size_t i = 0; i < rows; i++)
         if (rq->positions[i] > rq->max_position)
             rq->max_position = rq->positions[i];
+    if (positions_nd_expand(rq, err))
+        return -1;
     if (positions_nd_max(rq) > rq->max_position)
         rq->max_position = positions_nd_max(rq);
     if (rq->max_position > PE_MAX_POSITION)

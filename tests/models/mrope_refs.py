@@ -87,6 +87,13 @@ HF_LAST_TEXT = {("qwen2", "hf"): [10, 11], ("qwen2", "qwen"): [11, 12],
                 ("qwen2.5", "hf"): [10, 11], ("qwen2.5", "qwen"): [59, 60]}
 
 
+def expect_refusal(C, what, answer, status, field):
+    """answer (status, body) is the error `status` naming `field`."""
+    st, r = answer
+    C.check(st == status and r.get("error", {}).get("field") == field,
+            f"{what}: {status} naming {field}, got {st} {r}")
+
+
 def _encode_checks(srv, C, rng):
     """/encode: every style and layout, partial rotary, against numpy."""
     d = 32
@@ -218,17 +225,13 @@ def _error_checks(srv, C):
     ]
     for extra, status, field in cases:
         body = dict({"scheme": "rope", "embeddings": x}, **extra)
-        st, r = srv.request("/encode", body)
-        got = r.get("error", {}).get("field")
-        C.check(st == status and got == field,
-                f"refused {extra}: {status} naming {field}, got {st} {r}")
-    st, r = srv.request("/diagnose", {"scheme": "rope", "params": mr, "table": x})
-    C.check(st == 400 and r.get("error", {}).get("field") == "params.mrope",
-            f"/diagnose refuses an mrope claim naming params.mrope ({st} {r})")
-    st, r = srv.request("/diagnose", {"scheme": "rope", "positions": [[1, 2, 3]] * 4,
-                                      "table": x})
-    C.check(st == 422 and r.get("error", {}).get("field") == "positions",
-            f"/diagnose refuses vision triples without mrope ({st} {r})")
+        expect_refusal(C, f"refused {extra}", srv.request("/encode", body), status, field)
+    expect_refusal(C, "/diagnose refuses an mrope claim",
+                   srv.request("/diagnose", {"scheme": "rope", "params": mr, "table": x}), 400,
+                   "params.mrope")
+    expect_refusal(C, "/diagnose refuses vision triples without mrope",
+                   srv.request("/diagnose", {"scheme": "rope", "positions": [[1, 2, 3]] * 4,
+                                             "table": x}), 422, "positions")
 
 
 def mrope_checks(root, C):

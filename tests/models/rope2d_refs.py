@@ -10,6 +10,7 @@ field."""
 import numpy as np
 
 from harness import Server
+from mrope_refs import expect_refusal
 
 
 def rotate_half(x):
@@ -128,19 +129,13 @@ def _error_checks(srv, C):
     ]
     for extra, status, field in cases:
         body = dict({"scheme": "rope2d"}, **x, **extra)
-        st, r = srv.request("/encode", body)
-        got = r.get("error", {}).get("field")
-        C.check(st == status and got == field,
-                f"rope2d refused {extra}: {status} naming {field}, got {st} {r}")
-    st, r = srv.request_raw("/apply", {"scheme": "rope2d", "params": {"variant": "pixtral"},
-                                       "embeddings": [[0.5] * 512] * 2,
-                                       "positions": [[0, 0], [0, 1]]})
-    C.check(st == 422 and r.get("error", {}).get("field") == "scheme",
-            f"/apply refuses scheme rope2d naming scheme ({st})")
-    st, r = srv.request("/diagnose", {"scheme": "rope2d", "params": {"variant": "pixtral"},
-                                      "table": [[0.5] * 8] * 4})
-    C.check(st == 400 and r.get("error", {}).get("field") == "scheme",
-            f"/diagnose refuses a rope2d claim naming scheme ({st})")
+        expect_refusal(C, f"rope2d refused {extra}", srv.request("/encode", body), status, field)
+    pixtral = {"scheme": "rope2d", "params": {"variant": "pixtral"}}
+    expect_refusal(C, "/apply refuses scheme rope2d",
+                   srv.request_raw("/apply", dict(pixtral, embeddings=[[0.5] * 512] * 2,
+                                                  positions=[[0, 0], [0, 1]])), 422, "scheme")
+    expect_refusal(C, "/diagnose refuses a rope2d claim",
+                   srv.request("/diagnose", dict(pixtral, table=[[0.5] * 8] * 4)), 400, "scheme")
 
 
 def rope2d_checks(root, C):

@@ -15,14 +15,13 @@
 
 enum { HD = 24, ROT = 20, HALF = ROT / 2, N = 5, W = 2 * HD };
 
-static pe_rope rope_cfg(pe_rope_layout layout)
+/* The configuration of every case and its frequencies (attention factor 1). */
+static pe_rope rope_freqs(pe_rope_layout layout, double inv[HALF])
 {
-    pe_rope r;
-    memset(&r, 0, sizeof r);
-    r.base = 500.0;
-    r.head_dim = HD;
-    r.rotary_dim = ROT;
-    r.layout = layout;
+    pe_rope r = {.base = 500.0, .head_dim = HD, .rotary_dim = ROT, .layout = layout};
+    double att = 0;
+
+    CHECK(pe_rope_frequencies(&r, 1.0, inv, &att) == PE_OK && att == 1.0, "frequencies");
     return r;
 }
 
@@ -40,14 +39,13 @@ static void text_is_1d(void)
                                       {PE_MROPE_ERNIE, {4, 3, 3}}};
     int64_t pos[N] = {0, 1, 7, 300, 123456789}, pos3[3 * N];
     float x[N * W], want[N * W], got[N * W];
-    double inv[HALF], att = 0, table[8 * HALF * 2];
+    double inv[HALF], att = 1.0, table[8 * HALF * 2];
 
     fill(x, N * W);
     for (size_t i = 0; i < N; i++)
         pos3[3 * i] = pos3[3 * i + 1] = pos3[3 * i + 2] = pos[i];
     for (int layout = 0; layout < 2; layout++) {
-        pe_rope r = rope_cfg((pe_rope_layout)layout);
-        CHECK(pe_rope_frequencies(&r, 1.0, inv, &att) == PE_OK, "frequencies");
+        pe_rope r = rope_freqs((pe_rope_layout)layout, inv);
         pe_rope_table(inv, HALF, att, 8, table);
         for (size_t s = 0; s < 3; s++) {
             CHECK(pe_mrope_check(&styles[s], HALF) == PE_OK, "section fits");
@@ -92,12 +90,11 @@ static void vision_triples(void)
     pe_mrope m = {PE_MROPE_CHUNKED, {4, 3, 3}};
     int64_t pos3[3 * N] = {3, 3, 3, 5, 3, 4, 5, 4, 3, 9, 8, 7, 1000, 2, 70000};
     float x[N * W], got[N * W];
-    double inv[HALF], att = 0, worst = 0;
+    double inv[HALF], att = 1.0, worst = 0;
 
     fill(x, N * W);
     for (int layout = 0; layout < 2; layout++) {
-        pe_rope r = rope_cfg((pe_rope_layout)layout);
-        CHECK(pe_rope_frequencies(&r, 1.0, inv, &att) == PE_OK, "frequencies");
+        pe_rope r = rope_freqs((pe_rope_layout)layout, inv);
         pe_mrope_apply(&r, &m, inv, att, pos3, N, W, x, W, got, W);
         for (size_t i = 0; i < N; i++)
             for (size_t h = 0; h < W / HD; h++)
