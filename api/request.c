@@ -10,7 +10,6 @@
 
 #include "json/json_fields.h"
 #include "model_errors.h"
-#include "positions_nd.h"
 
 /* The codec's failure as the contract's error: its kind chosen here, its
  * message (or the limit it passed) through api_mapped. */
