@@ -11,7 +11,7 @@ import base64
 
 import numpy as np
 
-from harness import Server
+from harness import Server, sanitizer_clean
 
 
 def slot_axes(style, section, half):
@@ -245,3 +245,4 @@ def mrope_checks(root, C):
         _base64_checks(srv, C, rng)
         _error_checks(srv, C)
         C.check(srv.stop() == 0, "mrope server exits 0")
+        C.check(sanitizer_clean(srv.stderr()), f"mrope server stderr clean: {srv.stderr()[-800:]}")

@@ -9,7 +9,7 @@ order equals explicit [row, col] positions, and each refusal names its
 field."""
 import numpy as np
 
-from harness import Server
+from harness import Server, sanitizer_clean
 from mrope_refs import expect_refusal
 
 
@@ -146,3 +146,4 @@ def rope2d_checks(root, C):
         _variant_checks(srv, C, rng)
         _error_checks(srv, C)
         C.check(srv.stop() == 0, "rope2d server exits 0")
+        C.check(sanitizer_clean(srv.stderr()), f"rope2d server stderr clean: {srv.stderr()[-800:]}")
