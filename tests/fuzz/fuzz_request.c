@@ -1,7 +1,8 @@
 /*
  * fuzz_request.c - libFuzzer harness over the request decoding of /encode,
  * /apply and /diagnose: JSON, base64, shapes, positions, params, claims and
- * inline model objects all pass through api_encode/api_apply/api_diagnose.
+ * inline model objects all pass through api_encode/api_apply/api_diagnose,
+ * after the admission's cost scan (api_request_cost) has read them.
  * Any crash, sanitizer report or leak fails the run, and so does a
  * non-finite number reaching an answer's writer (built with
  * POSENC_NON_FINITE_TEXT_ABORTS, where a release build writes null). Limits are small so that each input stays
@@ -30,7 +31,7 @@ static api_service *fuzz_service(bool string_spans)
     if (!svc[string_spans]) {
         api_limits limits = {.max_tokens = 256,
                              .max_output_elements = (size_t)1 << 18,
-                             .diagnose_ms = 50, /* a search's budget, kept short */
+                             .diagnose_ms = 5, /* a search's budget, kept short */
                              .string_span_min = string_spans ? 1 : SIZE_MAX};
         api_error err;
         svc[string_spans] = api_service_new(&limits, &err);
@@ -113,9 +114,15 @@ static void check_same_status(const api_response *a, const api_response *b)
         abort();
 }
 
-static void run(endpoint call, bool timed, const uint8_t *data, size_t size, char *padded)
+static void run(endpoint call, api_endpoint ep, bool timed, const uint8_t *data, size_t size,
+                char *padded)
 {
     api_response plain, spaced, spans;
+
+    /* the admission's cost scan reads the same bytes before any decoding:
+     * whatever they are, it returns (sanitizers watch its reads) */
+    (void)api_request_cost(fuzz_service(false), ep, (const char *)data, size);
+    (void)api_request_cost(fuzz_service(false), ep, padded, size + PAD);
 
     call(fuzz_service(false), NULL, (const char *)data, size, &plain);
     collect(&plain);
@@ -140,9 +147,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size)
         memcpy(padded, data, size);
     memset(padded + size, ' ', PAD);
-    run(api_encode, false, data, size, padded);
-    run(api_apply, false, data, size, padded);
-    run(api_diagnose, true, data, size, padded);
+    run(api_encode, API_ENDPOINT_ENCODE, false, data, size, padded);
+    run(api_apply, API_ENDPOINT_APPLY, false, data, size, padded);
+    run(api_diagnose, API_ENDPOINT_DIAGNOSE, true, data, size, padded);
     free(padded);
     return 0;
 }
