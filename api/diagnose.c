@@ -234,9 +234,11 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         api_fail(err, API_E_TOO_LARGE, dr->names[0], "the subject has too many elements");
         goto done;
     }
-    if (request_check_output(svc, n, "the subject", err) ||
-        check_claim(dr, &subj, &claim, n, &map, err))
+    if (request_check_output(svc, n, "the subject", err))
         goto done;
+    /* the search validates the subject's shape under the claim first: the
+     * claim is rendered only then (a cache narrower than the claim's
+     * rotary_dim would be written past its end) */
     pe_status st = pe_diagnose(&subj, &claim, dr->tol, &r);
     if (st == PE_EINVAL) {
         api_fail(err, API_E_INVALID_SHAPE, dr->names[0],
@@ -249,6 +251,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         api_fail_oom(err);
         goto done;
     }
+    if (check_claim(dr, &subj, &claim, n, &map, err))
+        goto done;
     diag_require_finite_best(&r);
     if (r.n_findings && diag_rows_differing(&subj, &claim, dr->batch, dr->tol, &rows)) {
         api_fail_oom(err);
