@@ -26,12 +26,25 @@ static size_t scheme_nd(const request *rq)
     return rq->scheme.kind == SCHEME_ROPE && rq->scheme.mrope.style != PE_MROPE_NONE ? 3 : 0;
 }
 
-bool positions_nd_wanted(const request *rq)
+/* Whether the body has mm_layout, merge, mm_rule, grid or
+ * positions_shape: one pass over its few keys, cheaper on every request
+ * than a hash lookup for each name. */
+static bool has_nd_field(const json_t *root)
 {
-    const json_t *root = rq->doc.root, *pos = jf_get(root, RF(positions));
+    static const int fields[] = {RF_mm_layout, RF_merge, RF_mm_rule, RF_grid, RF_positions_shape};
+    const char *key;
+    json_t *v;
 
-    if (scheme_nd(rq) == 2 || jf_get(root, RF(mm_layout)) || jf_get(root, RF(positions_shape)) ||
-        jf_get(root, RF(grid)) || jf_get(root, RF(merge)) || jf_get(root, RF(mm_rule)))
+    json_object_foreach ((json_t *)(uintptr_t)root, key, v)
+        for (size_t i = 0; !json_is_null(v) && i < sizeof fields / sizeof *fields; i++)
+            if (strcmp(key, request_fields[fields[i]].name) == 0)
+                return true;
+    return false;
+}
+
+bool positions_nd_wanted(const request *rq, const json_t *pos)
+{
+    if (scheme_nd(rq) == 2 || has_nd_field(rq->doc.root))
         return true;
     if (!pos)
         return false;

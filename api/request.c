@@ -321,7 +321,7 @@ static int decode_positions(request *rq, api_error *err)
     rq->positions = malloc(rows * sizeof *rq->positions);
     if (!rq->positions)
         return api_fail_oom(err);
-    if (positions_nd_wanted(rq)) {
+    if (positions_nd_wanted(rq, positions)) {
         if (positions_nd_fill(rq, err))
             return -1;
     } else if (positions) {

@@ -138,9 +138,9 @@ int request_reserve(request *rq, size_t bytes, reservation *held, api_error *err
 /* Whether request_decode's positions go through positions_nd_fill: the
  * scheme is rope2d, or has mrope and positions are given, or the body has
  * mm_layout (merge, mm_rule), grid, positions_shape, base64 positions or
- * positions that are not plain integer lists. Otherwise the 1-D reader
+ * positions (the body's, or NULL) that are not plain integer lists. Otherwise the 1-D reader
  * fills rq->positions (and positions_nd_expand makes them triples). */
-bool positions_nd_wanted(const request *rq);
+bool positions_nd_wanted(const request *rq, const json_t *positions);
 
 /* Fill rq->positions (rows, allocated by the caller) and, for mrope and
  * rope2d, rq->positions_nd (new) with rq->nd, from positions, mm_layout
