@@ -13,6 +13,7 @@
 #include "forward.h"
 #include "json/array_writer.h"
 #include "json/finite.h"
+#include "positions_nd.h"
 #include "relative.h"
 #include "respond.h"
 #include "request.h"
@@ -114,6 +115,7 @@ static int write_answer(const request *rq, const forward_plan *p, forward_result
     write_shape(sb, rq);
     if (scheme_reports_attention_factor(&rq->scheme))
         json_write_float_field(sb, "attention_factor", p->rope.attention_factor);
+    positions_nd_write(sb, rq);
     for (size_t i = 0; i < rq->outputs.count; i++) {
         array_view v = view_of(rq, p, rq->outputs.order[i], r);
         strbuf_putc(answer_text(ans), ',');

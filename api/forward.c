@@ -66,6 +66,15 @@ int forward_plan_init(const api_service *svc, const request *rq, bool need_bias,
     if (plan_sizes(svc, rq, p, err) || absolute_plan(svc, rq, &p->pe, err))
         return -1;
     /* MLA rotates the last rope_dim channels of each head (model_mla_rotate) */
+    if (s->kind == SCHEME_ROPE2D)
+        return api_fail(err, API_E_INVALID_SHAPE, "scheme",
+                        "scheme rope2d (vision encoders' 2-D rope) is an /encode scheme: /apply "
+                        "serves text attention layers");
+    if (m->mla && rq->positions_nd)
+        return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
+                        "model '%s' uses multi-head latent attention, which has no multimodal "
+                        "rope",
+                        m->name);
     p->rot_offset = m->mla ? m->mla_w.nope_dim : 0;
     p->rot_width = m->mla ? m->mla_w.rope_dim : m->head_dim;
     if (s->kind == SCHEME_ROPE &&
@@ -129,6 +138,14 @@ static void rotate(const request *rq, const forward_plan *p, float *qkv)
     const model *m = rq->model;
     const rope_plan *rp = &p->rope;
 
+    if (rq->positions_nd) {
+        pe_mrope_apply(&rp->rope, &rq->scheme.mrope, rp->inv_freq, rp->attention_factor,
+                       rq->positions_nd, p->rows, p->qd, qkv, p->width, qkv, p->width);
+        pe_mrope_apply(&rp->rope, &rq->scheme.mrope, rp->inv_freq, rp->attention_factor,
+                       rq->positions_nd, p->rows, p->kvd, qkv + p->qd, p->width, qkv + p->qd,
+                       p->width);
+        return;
+    }
     if (m->mla) {
         model_mla_rotate(m, &rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
                          qkv);

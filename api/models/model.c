@@ -427,6 +427,13 @@ static int parse_description(json_doc *doc, const json_t *obj, const char *path,
                   jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     m->scheme = (scheme_kind)which;
+    if (m->scheme == SCHEME_ROPE2D) {
+        jpath at = jpath_key(path, "scheme");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "%s rope2d is an /encode scheme of vision encoders; a model serves text "
+                         "attention",
+                         at.s);
+    }
     const json_t *params = jf_get(obj, "params");
     jpath ppath = jpath_key(path, "params");
     /* A bad model param fails here, once, rather than on every use; the
