@@ -198,6 +198,13 @@ typedef struct hf_rope_keys {
     /* keys of a block that the architecture reads itself (Ministral's
      * llama_4_scaling_beta, HunYuan's alpha): not warned about. NULL: none */
     const char *const *block_keys;
+    /* multimodal rope: the style the architecture turns a block's
+     * mrope_section by (PE_MROPE_NONE: it reads no such key), and the
+     * section its rotary embedding falls back to without one ({0}: none,
+     * the model is 1-D); the block's mrope_interleaved is read as well */
+    pe_mrope_style mrope_style;
+    size_t mrope_default[3];
+    const char *const *mrope_types; /* the entry's model_types it applies to (NULL: all) */
     const hf_rope_nesting *nesting; /* NULL: one flat block for every layer */
     /* a flat architecture's block (JSON text) when config.json has neither
      * rope_parameters nor a non-empty rope_scaling (Ministral3Config's

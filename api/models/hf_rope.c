@@ -80,12 +80,22 @@ static const char *const *const type_keys[] = {
     [RT_PROPORTIONAL] = (const char *const[]){"factor", NULL},
 };
 
+/* The keys of a block that a multimodal-rope architecture reads. */
+static const char *const mrope_keys[] = {"mrope_section", "mrope_interleaved", NULL};
+
 static bool listed(const char *const *keys, const char *key)
 {
     for (; *keys; keys++)
         if (strcmp(*keys, key) == 0)
             return true;
     return false;
+}
+
+/* Whether the architecture reads mrope_section. */
+static bool has_mrope(const hf_load *h, const hf_rope_keys *keys)
+{
+    return keys && keys->mrope_style != PE_MROPE_NONE &&
+           (!keys->mrope_types || listed(keys->mrope_types, h->m->architecture));
 }
 
 /* One warning line per key of the block that HF does not read for the type
@@ -105,7 +115,8 @@ static void warn_unknown_keys(const hf_load *h, const rope_src *src, rope_type t
                     "outer rope_parameters when the blocks are nested, and truncates",
                     src->name);
         else if (!listed(common_keys, key) && !listed(type_keys[type], key) &&
-                 !(keys && keys->block_keys && listed(keys->block_keys, key)))
+                 !(keys && keys->block_keys && listed(keys->block_keys, key)) &&
+                 !(has_mrope(h, keys) && listed(mrope_keys, key)))
             hf_warn(h,
                     "%s.%s is not a key of rope type '%s'; ignored, as Hugging Face "
                     "ignores it",
@@ -472,6 +483,95 @@ static int write_params(const hf_load *h, const rope_src *src, int type, double 
     return build_scaling(h, src, (rope_type)type, rotary_dim, sc, err);
 }
 
+/* The block's mrope_section (three integers; NULL when absent) into sec. */
+static int read_section(const hf_load *h, const rope_src *src, size_t sec[3], bool *given,
+                        model_error *err)
+{
+    const json_t *v = json_object_get(src->block, "mrope_section"), *item;
+    size_t i;
+
+    *given = v && !json_is_null(v);
+    if (!*given)
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) != 3)
+        return hf_config_fail(h, err, "%s.mrope_section must be a list of three integers",
+                              src->name);
+    json_array_foreach (v, i, item) {
+        if (!json_is_integer(item) || json_integer_value(item) < 0 ||
+            json_integer_value(item) > SCHEME_MAX_DIM)
+            return hf_config_fail(h, err, "%s.mrope_section[%zu] must be an integer in [0, %d]",
+                                  src->name, i, SCHEME_MAX_DIM);
+        sec[i] = (size_t)json_integer_value(item);
+    }
+    return 0;
+}
+
+/* The style: the architecture's; mrope_interleaved: true makes a chunked
+ * architecture's interleaved (the transformers 5 configs of Qwen3-VL and
+ * Qwen3.5 say so; their modeling turns interleaved whatever the key). */
+static int mrope_style_of(const hf_load *h, const rope_src *src, const hf_rope_keys *keys,
+                          pe_mrope_style *style, model_error *err)
+{
+    const json_t *il = json_object_get(src->block, "mrope_interleaved");
+
+    *style = keys->mrope_style;
+    if (!il || json_is_null(il))
+        return 0;
+    if (!json_is_boolean(il))
+        return hf_config_fail(h, err, "%s.mrope_interleaved must be true or false", src->name);
+    if (json_is_true(il) && *style == PE_MROPE_CHUNKED)
+        *style = PE_MROPE_INTERLEAVED;
+    return 0;
+}
+
+/* params.mrope of a multimodal-rope architecture: the block's
+ * mrope_section (ERNIE lists it [h, w, t]), else the architecture's
+ * default when it fits the rotary width (else, with a warning, none: text
+ * positions are 1-D rope under every style). A section given that does
+ * not fit rotary_dim/2 is refused, as Hugging Face's split fails. */
+static int mrope_params(const hf_load *h, const rope_src *src, const hf_rope_keys *keys,
+                        size_t rotary_dim, json_t *p, model_error *err)
+{
+    size_t sec[3];
+    bool given;
+    pe_mrope_style style;
+
+    if (!has_mrope(h, keys))
+        return 0;
+    if (read_section(h, src, sec, &given, err) || mrope_style_of(h, src, keys, &style, err))
+        return -1;
+    if (!given)
+        memcpy(sec, keys->mrope_default, sizeof sec);
+    else if (style == PE_MROPE_ERNIE) { /* [h, w, t] -> [t, h, w] */
+        size_t t = sec[2];
+        sec[2] = sec[1];
+        sec[1] = sec[0];
+        sec[0] = t;
+    }
+    if (sec[0] + sec[1] + sec[2] == 0)
+        return 0;
+    pe_mrope m = {.style = style, .section = {sec[0], sec[1], sec[2]}};
+    if (pe_mrope_check(&m, rotary_dim / 2) != PE_OK) {
+        if (given)
+            return hf_value_fail(h, err,
+                                 "%s.mrope_section [%zu, %zu, %zu] (as [t, h, w]) must sum to "
+                                 "the rotary width / 2 = %zu%s",
+                                 src->name, sec[0], sec[1], sec[2], rotary_dim / 2,
+                                 style == PE_MROPE_ERNIE ? " with h = w" : "");
+        hf_warn(h,
+                "%s's default mrope_section [%zu, %zu, %zu] does not fit the rotary width / 2 = "
+                "%zu: served as 1-D rope (text positions), without params.mrope",
+                h->m->architecture, sec[0], sec[1], sec[2], rotary_dim / 2);
+        return 0;
+    }
+    json_t *o = json_pack("{s:[I,I,I], s:s}", "section", (json_int_t)sec[0], (json_int_t)sec[1],
+                          (json_int_t)sec[2], "style",
+                          scheme_mrope_styles[style - PE_MROPE_CHUNKED]); /* stolen by p */
+    if (!o || json_object_set_new(p, "mrope", o))
+        return model_nomem(err, "the model");
+    return 0;
+}
+
 /* The params of one block (see hf_rope_layer_params). */
 static int block_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
                         const rope_src *src, json_t **params, model_error *err)
@@ -498,6 +598,7 @@ static int block_params(const hf_load *h, size_t head_dim, const hf_rope_keys *k
     if (src->block)
         warn_unknown_keys(h, src, (rope_type)type, keys);
     if (write_params(h, src, type, theta, has_prf, prf, rotary_dim, p, err) ||
+        mrope_params(h, src, keys, rotary_dim, p, err) ||
         check_frequencies(h, p, head_dim, rotary_dim, err))
         goto fail;
     *params = p;

@@ -44,7 +44,8 @@
  *   hf_text_model.c): qwen2_vl_text, qwen2_5_vl_text (Qwen2's layer),
  *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
  *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
- *   their M-RoPE is 1-D RoPE for text positions.
+ *   their M-RoPE (params.mrope, from the rope block's mrope_section or the
+ *   architecture's default) is 1-D RoPE for text positions.
  * - families of 2025-26 that differ from the above only in keys and
  *   defaults: qwen3_moe (Qwen3's attention), qwen2_moe (Qwen2's, qkv_bias),
  *   glm4_moe (rotate_half on half the head, use_qk_norm), seed_oss,
@@ -846,6 +847,7 @@ static const hf_spec specs[] = {
      .norm = PE_NORM_RMS,
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
+     .rope = {.mrope_style = PE_MROPE_CHUNKED},
      .rope_theta_default = 1e6},
     /* Qwen3-VL text (Qwen3VLTextAttention): Qwen3's layer, rope_theta 5e5;
      * head_dim default 128 (the MoE's: hidden / heads) */
@@ -860,6 +862,7 @@ static const hf_spec specs[] = {
      .norm = PE_NORM_RMS,
      .qk_norm = MODEL_QK_NORM_PER_HEAD,
      .scheme = SCHEME_ROPE,
+     .rope = {.mrope_style = PE_MROPE_INTERLEAVED, .mrope_default = {24, 20, 20}},
      .rope_theta_default = 5e5},
     {.model_types = HF_KEYS("qwen3_vl_moe_text"),
      .shape = &llama_shape,
@@ -871,6 +874,7 @@ static const hf_spec specs[] = {
      .norm = PE_NORM_RMS,
      .qk_norm = MODEL_QK_NORM_PER_HEAD,
      .scheme = SCHEME_ROPE,
+     .rope = {.mrope_style = PE_MROPE_INTERLEAVED, .mrope_default = {24, 20, 20}},
      .rope_theta_default = 5e5},
     /* GLM-4.1V text (Glm4vTextAttention): head_dim hidden / heads, biases
      * always, num_key_value_heads default 2, GLM's interleaved pairs over
@@ -885,7 +889,10 @@ static const hf_spec specs[] = {
      .bias_always = true,
      .norm = PE_NORM_RMS,
      .scheme = SCHEME_ROPE,
-     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0},
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"),
+              .partial_default = 1.0,
+              .mrope_style = PE_MROPE_CHUNKED,
+              .mrope_default = {8, 12, 12}},
      .rope_layout = "interleaved"},
     /* GLM-4.5V text (Glm4vMoeTextAttention): rotate_half over the first half
      * of each head (partial_rotary_factor default 0.5), biases when
@@ -901,7 +908,10 @@ static const hf_spec specs[] = {
      .bias_default = true,
      .norm = PE_NORM_RMS,
      .scheme = SCHEME_ROPE,
-     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"),
+              .partial_default = 0.5,
+              .mrope_style = PE_MROPE_CHUNKED,
+              .mrope_default = {8, 12, 12}}},
     /* ---- families of 2025-26 that are table entries ---- */
     /* Qwen3-MoE (Qwen3MoeAttention): Qwen3's attention; head_dim default
      * hidden / heads, num_key_value_heads default 4 */
@@ -1181,7 +1191,8 @@ static const hf_spec specs[] = {
      * and the input norm as x*(1 + w), rotate_half on the first
      * partial_rotary_factor (0.25) of each 256-wide head; linear_attention
      * layers refused by name (hf_qwen3_next.c). The tensors of a Qwen3.5
-     * checkpoint are under model.language_model. */
+     * checkpoint are under model.language_model.; Qwen3.5's interleaved
+     * M-RoPE (section default [11, 11, 10]), Qwen3-Next has none. */
     {.model_types = HF_KEYS("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"),
      .shape = &llama_shape,
      .names = &gated_names,
@@ -1194,7 +1205,11 @@ static const hf_spec specs[] = {
      .norm_one_plus = true,
      .qk_norm = MODEL_QK_NORM_PER_HEAD,
      .scheme = SCHEME_ROPE,
-     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.25},
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"),
+              .partial_default = 0.25,
+              .mrope_style = PE_MROPE_INTERLEAVED,
+              .mrope_default = {11, 11, 10},
+              .mrope_types = HF_KEYS("qwen3_5_text", "qwen3_5_moe_text")},
      .configure = hf_qwen3_next_configure,
      .weights = hf_qwen3_next_weights},
     /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k

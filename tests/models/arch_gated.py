@@ -126,7 +126,11 @@ def _cases():
                      layer_types=None, bias=True, full_attention_interval=2, kv_heads=1)
     moe = gated_ckpt(seed=3503, dtype="F16", prefix="model.", model_type="qwen3_5_moe_text",
                      layers=2, layer_types=["full_attention", "linear_attention"], heads=2,
-                     head_dim=32)
+                     head_dim=32, rope_parameters={"rope_type": "default",
+                                                   "rope_theta": 10000000.0,
+                                                   "partial_rotary_factor": 0.25,
+                                                   "mrope_section": [2, 1, 1],
+                                                   "mrope_interleaved": True})
     return {"qwen3_5_l3": (c35, 3, "model.language_model.", 0),
             "qwen3_next_l1": (nxt, 1, "model.", 2),
             "qwen3_next_l3": (nxt, 3, "model.", 2),
@@ -175,12 +179,15 @@ def _info(C, models):
             and m["params"].get("partial_rotary_factor") == 0.25
             and m["params"].get("base") == 10000000
             and m["qk_norm"]["over"] == "head" and m["qk_norm"]["type"] == "rmsnorm"
-            and m["weights"].get("w_gate") == [32, 64] and m["weights"].get("wq") == [32, 64],
-            f"/info qwen3_5_text: gate, rotary 0.25 of 16, theta 1e7, q/k norm per head: {m}")
+            and m["weights"].get("w_gate") == [32, 64] and m["weights"].get("wq") == [32, 64]
+            and m["params"].get("mrope") == {"section": [1, 1, 0], "style": "interleaved"},
+            f"/info qwen3_5_text: gate, rotary 0.25 of 16, theta 1e7, q/k norm per head, "
+            f"interleaved mrope [1, 1, 0]: {m}")
     n = models["qwen3_next_l1"]
     C.check(n.get("gate") == "sigmoid" and n["params"].get("base") == 1000000
-            and n["weights"].get("b_gate") == [64] and n["dtype"] == "BF16",
-            f"/info qwen3_next: theta 1e6, gate bias, BF16: {n}")
+            and n["weights"].get("b_gate") == [64] and n["dtype"] == "BF16"
+            and "mrope" not in n["params"],
+            f"/info qwen3_next: theta 1e6, gate bias, BF16, no mrope: {n}")
 
 
 def _gate_refused(C, srv):

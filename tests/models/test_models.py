@@ -50,6 +50,7 @@ import arch_dsa  # noqa: E402
 import inline_roundtrip  # noqa: E402
 import mask_models  # noqa: E402
 import mrope_refs  # noqa: E402
+import mrope_loaded  # noqa: E402
 import rope2d_refs  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
@@ -1672,6 +1673,8 @@ GROUPS = [
      "inline model answers bit for bit", lambda root: inline_roundtrip.roundtrip_checks(root, C)),
     ("mrope", "multimodal rope (params.mrope), triples, mm_layout under both rules",
      lambda root: mrope_refs.mrope_checks(root, C)),
+    ("mrope_loaded", "loaded models' M-RoPE from mrope_section: /info, vision and text triples",
+     lambda root: mrope_loaded.mrope_loaded_checks(root, C)),
     ("rope2d", "vision encoders' 2-D rope: qwen_vit, pixtral, llama4_vision, gemma4_vision",
      lambda root: rope2d_refs.rope2d_checks(root, C)),
     ("malformed", "malformed checkpoints and flags stop the server, naming what is wrong",
