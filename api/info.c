@@ -154,7 +154,7 @@ void api_info(const api_service *svc, const api_server_facts *facts, api_respons
     strbuf_put_json_string(&sb, facts->version ? facts->version : POSENC_VERSION);
     strbuf_puts(&sb, ",\"build\":{\"compiler\":");
     strbuf_put_json_string(&sb, facts->build ? facts->build : "");
-    strbuf_puts(&sb, ",\"openmp\":true,\"blas\":\"openblas\"}");
+    strbuf_puts(&sb, ",\"openmp\":true}");
     strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"workers\":%u,\"omp\":%u}", facts->http_threads,
                   facts->workers, facts->omp_threads);
     strbuf_printf(&sb,

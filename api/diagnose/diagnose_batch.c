@@ -54,6 +54,18 @@ static bool rows_equal(const float *data, size_t rows, size_t row)
     return true;
 }
 
+bool diag_batch_rows_differ(const tensor *t, size_t inner, bool bhtd)
+{
+    /* "bhtd": the batch is the first axis alone ([b][h][t][hd]), and its
+     * rows are equal before the heads are folded when they are after */
+    size_t lead = bhtd ? 1 : t->ndim > inner ? t->ndim - inner : 0, rows = 1, row = 1;
+    if (t->ndim < lead)
+        return false;
+    for (size_t i = 0; i < t->ndim; i++)
+        *(i < lead ? &rows : &row) *= t->dim[i];
+    return rows > 1 && !rows_equal(t->data, rows, row);
+}
+
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err)
 {

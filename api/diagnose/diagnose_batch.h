@@ -23,6 +23,12 @@
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err);
 
+/* Whether t's batch rows (the axes before its last `inner`; bhtd: its
+ * first axis) are not all equal: then every array of the subject is read
+ * row by row (diag_fold_batch's per_row), so that two arrays of one
+ * subject fold alike. */
+bool diag_batch_rows_differ(const tensor *t, size_t inner, bool bhtd);
+
 /* best's positions for `batch` rows of `tokens` (positions shifted by
  * shift): as one row when every row is the same, else [batch][tokens]
  * (diagnose_batch.c). */

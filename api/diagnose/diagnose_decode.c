@@ -136,6 +136,44 @@ static bool claim_per_row(const json_doc *doc)
            rows_of_rows(doc, jf_get(doc->root, RF(attention_mask)));
 }
 
+/* embeddings and encoded, folded alike: row by row when the claim is per
+ * row or either's rows differ. */
+static int read_encoded(diag_request *dr, bool per_row, api_error *err)
+{
+    request *rq = &dr->rq;
+
+    if (read_array(dr, 0, "encoded", NULL, 2, TENSOR_MAX_NDIM, err) ||
+        request_array(&rq->doc, RF(embeddings), 2, TENSOR_MAX_NDIM, &rq->x, err))
+        return -1;
+    per_row = per_row || diag_batch_rows_differ(&rq->x, 2, dr->bhtd) ||
+              diag_batch_rows_differ(&dr->arr[0], 2, dr->bhtd);
+    if (diag_fold_batch(&rq->x, "embeddings", 2, dr->bhtd, per_row, &dr->batch, err) ||
+        diag_fold_batch(&dr->arr[0], "encoded", 2, dr->bhtd, per_row, &dr->batch, err))
+        return -1;
+    if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
+        return api_fail(err, API_E_INVALID_SHAPE, "encoded",
+                        "encoded is [%zu][%zu] but embeddings are [%zu][%zu]", dr->arr[0].dim[0],
+                        dr->arr[0].dim[1], rq->x.dim[0], rq->x.dim[1]);
+    return 0;
+}
+
+/* cos and sin, folded alike (as read_encoded). */
+static int read_cache(diag_request *dr, bool per_row, api_error *err)
+{
+    if (read_array(dr, 0, "cos", NULL, 2, TENSOR_MAX_NDIM, err) ||
+        read_array(dr, 1, "sin", NULL, 2, TENSOR_MAX_NDIM, err))
+        return -1;
+    per_row = per_row || diag_batch_rows_differ(&dr->arr[0], 2, false) ||
+              diag_batch_rows_differ(&dr->arr[1], 2, false);
+    if (diag_fold_batch(&dr->arr[0], "cos", 2, false, per_row, &dr->batch, err) ||
+        diag_fold_batch(&dr->arr[1], "sin", 2, false, per_row, &dr->batch, err))
+        return -1;
+    if (dr->arr[0].dim[0] != dr->arr[1].dim[0] || dr->arr[0].dim[1] != dr->arr[1].dim[1])
+        return api_fail(err, API_E_INVALID_SHAPE, "sin", "sin is [%zu][%zu] but cos is [%zu][%zu]",
+                        dr->arr[1].dim[0], dr->arr[1].dim[1], dr->arr[0].dim[0], dr->arr[0].dim[1]);
+    return 0;
+}
+
 /* The subject's arrays, and the rows and width the claim reads. */
 static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens, size_t *d,
                         api_error *err)
@@ -150,28 +188,12 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
             return -1;
         break;
     case DX_ENCODED:
-        if (read_array(dr, 0, "encoded", NULL, 2, TENSOR_MAX_NDIM, err) ||
-            request_array(&rq->doc, RF(embeddings), 2, TENSOR_MAX_NDIM, &rq->x, err) ||
-            diag_fold_batch(&rq->x, "embeddings", 2, dr->bhtd, per_row, &dr->batch, err) ||
-            diag_fold_batch(&dr->arr[0], "encoded", 2, dr->bhtd, per_row || dr->batch > 1,
-                            &dr->batch, err))
+        if (read_encoded(dr, per_row, err))
             return -1;
-        if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
-            return api_fail(err, API_E_INVALID_SHAPE, "encoded",
-                            "encoded is [%zu][%zu] but embeddings are [%zu][%zu]",
-                            dr->arr[0].dim[0], dr->arr[0].dim[1], rq->x.dim[0], rq->x.dim[1]);
         break;
     case DX_CACHE:
-        if (read_array(dr, 0, "cos", NULL, 2, TENSOR_MAX_NDIM, err) ||
-            read_array(dr, 1, "sin", NULL, 2, TENSOR_MAX_NDIM, err) ||
-            diag_fold_batch(&dr->arr[0], "cos", 2, false, per_row, &dr->batch, err) ||
-            diag_fold_batch(&dr->arr[1], "sin", 2, false, per_row || dr->batch > 1, &dr->batch,
-                            err))
+        if (read_cache(dr, per_row, err))
             return -1;
-        if (dr->arr[0].dim[0] != dr->arr[1].dim[0] || dr->arr[0].dim[1] != dr->arr[1].dim[1])
-            return api_fail(err, API_E_INVALID_SHAPE, "sin",
-                            "sin is [%zu][%zu] but cos is [%zu][%zu]", dr->arr[1].dim[0],
-                            dr->arr[1].dim[1], dr->arr[0].dim[0], dr->arr[0].dim[1]);
         break;
     case DX_BIAS:
         if (read_array(dr, 0, "bias", NULL, 3, TENSOR_MAX_NDIM, err) ||
