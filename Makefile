@@ -188,7 +188,7 @@ check-layers:
 # disagree (and on a relative link to nothing). tools/docs.py says how.
 DOCS_FACTS = $(BUILD)/docs_facts
 
-$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBPOSENC)
+$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 .PHONY: docs check-docs
