@@ -21,7 +21,7 @@ FROM debian:bookworm
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-       libmicrohttpd12 libjansson4 libopenblas0-openmp libgomp1 libstdc++6 \
+       libmicrohttpd12 libjansson4 libgomp1 libstdc++6 \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
     && useradd --system --uid 10001 --user-group --no-create-home \
        --home-dir /nonexistent --shell /usr/sbin/nologin posenc \

@@ -3,8 +3,13 @@
 #   make run        install missing Debian packages, build, start on :8080
 #   make test       install missing packages, check the layers and the format,
 #                   build, run the whole suite
+#   make check      the quick tier (~30 s): build, unit, API, fast HTTP groups
 #   make check-layers  includes against the layers' direction, include circles
 #   make format-check  files that differ from .clang-format
+#   make install PREFIX=DIR  the C library: include/posenc.h, libposenc.a,
+#                   posenc.pc (pkg-config)
+#   make docs       rewrite the documents' tables generated from the code
+#   make check-docs documents against the code (run by make test)
 #   make test-alloc every allocation along a request or a model load failed in
 #                   turn (ASan), each must end in a clean answer
 #   make test-asan  the suite again under AddressSanitizer + UBSan
@@ -32,11 +37,11 @@ endif
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
        -Wformat=2 -Wpointer-arith -Wvla -Wundef -Wcast-qual -Wwrite-strings
-PKGS = libmicrohttpd jansson openblas
+PKGS = libmicrohttpd jansson
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CPPFLAGS += -D_DEFAULT_SOURCE -Ilib -Iapi -I$(BUILD)/gen
+CPPFLAGS += -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi -I$(BUILD)/gen
 CFLAGS += -std=c11 $(OPT) $(WARN) -fopenmp $(SANFLAGS) $(PKG_CFLAGS)
 # The one C++ file, api/json/number_shim.cc, wraps two header-only libraries.
 CXX ?= g++
@@ -68,7 +73,7 @@ LIBPOSENC = $(BUILD)/libposenc.a
 LIBDIAG = $(BUILD)/libposenc_diagnose.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
-.PHONY: all deps test-deps run test test-asan test-valgrind test-soak fuzz clean check-layers
+.PHONY: all deps test-deps run test check test-asan test-valgrind test-soak fuzz clean check-layers
 
 all: $(SERVER) $(LIBPOSENC) $(LIBDIAG)
 
@@ -149,12 +154,40 @@ test: test-deps
 	@$(MAKE) --no-print-directory check-layers
 	@tools/format-check.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
+	@$(MAKE) --no-print-directory check-docs
+	@$(MAKE) --no-print-directory check-exports
 	BUILD=$(BUILD) tests/run.sh
+
+# The quick tier, about 30 s: build, the unit and API tests, and the HTTP
+# groups that take under ~1 s each (the contract's endpoints, errors, masks,
+# fields, auth, limits); make test runs everything.
+QUICK_HTTP_GROUPS = service encode apply errors mask fields auth limits reqlimits connlimit
+
+.PHONY: check
+check:
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
+	BUILD=$(BUILD) QUICK=1 HTTP_GROUPS="$(QUICK_HTTP_GROUPS)" tests/run.sh
 
 # Includes must follow the layers (lib <- api/json <- api/models <- api <-
 # server) and no modules may include each other around a loop.
 check-layers:
 	@/usr/bin/python3 tools/check-layers.py
+
+# The documents' reference tables (flags, error codes, finding codes,
+# architectures, metrics) come from the code: make docs rewrites their
+# generated blocks, make check-docs fails when a document and the code
+# disagree (and on a relative link to nothing). tools/docs.py says how.
+DOCS_FACTS = $(BUILD)/docs_facts
+
+$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+.PHONY: docs check-docs
+docs: $(SERVER) $(DOCS_FACTS)
+	/usr/bin/python3 tools/docs.py $(BUILD)
+
+check-docs: $(SERVER) $(DOCS_FACTS)
+	/usr/bin/python3 tools/docs.py --check $(BUILD)
 
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
@@ -201,7 +234,7 @@ test-soak:
 # to build-fuzz/corpus, never into the checked-in seed corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-             -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS) \
+             -fopenmp -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi $(PKG_CFLAGS) \
              -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128 -DPOSENC_NON_FINITE_TEXT_ABORTS
 
 # -fno-sanitize=function: clang++'s check of calls through function pointers
@@ -233,6 +266,13 @@ BENCH_BIN = $(BUILD)/bench/ceiling $(BUILD)/bench/sgemm_bench $(BUILD)/bench/jan
 $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
+
+# OpenBLAS's sgemm is only the benchmark's comparator (posenc has its own
+# batch-invariant product, lib/matmul.c): the one program that links it.
+$(BUILD)/bench/sgemm_bench: tests/bench/sgemm_bench.c tests/bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags openblas) $(LDFLAGS) $< \
+	    $(shell pkg-config --libs openblas) $(LDLIBS) -o $@
 
 # Number text against fast_float and Dragonbox's to_chars (its static
 # library comes with Debian's libdragonbox-dev).
@@ -275,6 +315,23 @@ test-browser: deps
 test-docker:
 	@tools/install-deps.sh docker
 	tests/docker/run.sh
+
+# The C library for other programs: include/posenc.h, libposenc.a and a
+# pkg-config file, under PREFIX (DESTDIR for staged installs).
+PREFIX ?= /usr/local
+PE_VERSION = $(shell sed -n 's/^\#define PE_VERSION_STRING "\(.*\)"$$/\1/p' include/posenc.h)
+
+.PHONY: install check-exports
+install: $(LIBPOSENC)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/posenc.h $(DESTDIR)$(PREFIX)/include/posenc.h
+	install -m 644 $(LIBPOSENC) $(DESTDIR)$(PREFIX)/lib/libposenc.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(PE_VERSION)|' lib/posenc.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/posenc.pc
+
+# Every global symbol of libposenc.a starts with pe_ (run by make test).
+check-exports: $(LIBPOSENC)
+	@tools/check-exports.sh $(LIBPOSENC)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -2,7 +2,7 @@
  * answer.h - the text of a successful /encode or /apply answer, kept as
  * segments (literal text, result arrays) until it is sent: written into
  * one buffer when small, streamed a bounded window at a time when large
- * (issue 14 item 2: `{"shape":[65536,1024]}` must not hold 740 MB of
+ * (`{"shape":[65536,1024]}` must not hold 740 MB of
  * text). Both ways give the same bytes. Also the request's share of the
  * server's memory budget, reserved after the plan and released when the
  * answer is gone.

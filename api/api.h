@@ -15,8 +15,10 @@
 #include <stdint.h>
 
 #include "api_error.h"
+#include "posenc.h"
 
-#define POSENC_VERSION "1.2.0"
+/* The server's version is the library's (include/posenc.h). */
+#define POSENC_VERSION PE_VERSION_STRING
 
 /* Limits the API enforces on decoded requests. A field left 0 takes its
  * default. Past a limit a request is a 422 too_large. */

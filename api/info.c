@@ -132,6 +132,10 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_put_json_string(sb, m->name);
     strbuf_puts(sb, ",\"architecture\":");
     strbuf_put_json_string(sb, m->architecture);
+    if (m->wrapper[0]) { /* architecture is the text model's model_type */
+        strbuf_printf(sb, ",\"text_config\":%s,\"wrapper\":", m->text_config ? "true" : "false");
+        strbuf_put_json_string(sb, m->wrapper);
+    }
     strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
     strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
     strbuf_printf(sb,
@@ -163,7 +167,7 @@ void api_info(const api_service *svc, const api_server_facts *facts, api_respons
     strbuf_put_json_string(&sb, facts->version ? facts->version : POSENC_VERSION);
     strbuf_puts(&sb, ",\"build\":{\"compiler\":");
     strbuf_put_json_string(&sb, facts->build ? facts->build : "");
-    strbuf_puts(&sb, ",\"openmp\":true,\"blas\":\"openblas\"}");
+    strbuf_puts(&sb, ",\"openmp\":true}");
     strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"workers\":%u,\"omp\":%u}", facts->http_threads,
                   facts->workers, facts->omp_threads);
     strbuf_printf(&sb,

@@ -60,7 +60,7 @@ static const opt_spec OPTIONS[] = {
      "threads; further admitted requests wait in a queue (see\n"
      "--max-inflight). 0: as many as --threads"},
     {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads), 0, 1024,
-     "OpenMP (and BLAS) threads of a request computing alone;\n"
+     "OpenMP threads of a request computing alone;\n"
      "requests computing at once share them (each gets this divided\n"
      "by their number, at least 1). 0 keeps OpenMP's default\n"
      "(OMP_NUM_THREADS, else one per core)"},

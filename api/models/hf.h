@@ -28,8 +28,11 @@ typedef struct hf_load {
     const char *config_path; /* for messages */
     const json_t *config;    /* config.json, an object */
     st_set *weights;
-    size_t layer;             /* the chosen layer */
-    char prefix[32];          /* tensor-name prefix, "" or e.g. "model." */
+    size_t layer;    /* the chosen layer */
+    char prefix[32]; /* tensor-name prefix, "" or e.g. "model." */
+    /* a wrapper's candidate prefixes, tried in place of the spec's (static;
+     * NULL: the spec's) */
+    const char *const *prefixes;
     model *m;                 /* being filled; freed by the caller on error */
     const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;
@@ -74,10 +77,31 @@ int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error
 int hf_string(const hf_load *h, const char *key, const char *dflt, const char **out,
               model_error *err);
 
-/* layer_types (a list of one string per layer, num_hidden_layers long):
- * whether layer L is "sliding_attention" (else "full_attention"); any
- * other value, at any layer, stops the load naming the entry. */
-int hf_layer_type(const hf_load *h, bool *sliding, model_error *err);
+/* layer_types (under the first present of `keys`: a list of one string
+ * per layer, num_hidden_layers long, in
+ * transformers 5's vocabulary): whether layer L is "sliding_attention"
+ * (else full or chunked attention); a value transformers does not know, at
+ * any layer, stops the load naming the entry, and so does layer L of a
+ * type posenc does not serve (hf_serve_layer_type). */
+int hf_layer_type(const hf_load *h, const char *const *keys, bool *sliding, model_error *err);
+
+/* Layer L's type from `key`, a list of the attention layers' indices
+ * (LFM2's full_attn_idxs; absent: every layer): full_attention when L is
+ * listed, else linear_attention (refused, hf_serve_layer_type). */
+int hf_attention_layer_list(const hf_load *h, const char *key, bool *sliding, model_error *err);
+
+/* Layer L's type from the pattern string under `key` (NemotronHConfig's
+ * _pattern_to_list: M linear_attention, E moe, * full_attention, - mlp),
+ * num_hidden_layers characters long. */
+int hf_pattern_layer_type(const hf_load *h, const char *key, bool *sliding, model_error *err);
+
+/* A layer type's name in transformers 5's vocabulary, legacy names
+ * ("mamba", "conv", "attention") remapped; NULL when unknown. */
+const char *hf_layer_type_name(const char *t);
+
+/* Layer L of type `type` (hf_layer_type_name's): full, sliding (*sliding)
+ * and chunked attention are served; another type fails naming it. */
+int hf_serve_layer_type(const hf_load *h, const char *type, bool *sliding, model_error *err);
 
 /* Whether layer L rotates (Llama 4, SmolLM3): no_rope_layers[L] (1 rope,
  * 0 none; a list of num_hidden_layers), or, when the list is absent (or

@@ -94,8 +94,13 @@ typedef struct model {
     char *name;         /* owned */
     char *source;       /* owned: "built-in ...", "inline", a file path */
     char *architecture; /* owned: "posenc", or the checkpoint's model_type */
-    size_t layer;       /* the attention layer the weights come from */
-    const char *dtype;  /* static: dtype on disk ("F32", "BF16", "mixed") */
+    /* a wrapper config (a vision-language or multimodal model's) whose
+     * text model was loaded: its model_type, and whether the text keys came
+     * from its text_config object (else from its top level); "" otherwise */
+    char wrapper[48];
+    bool text_config;
+    size_t layer;      /* the attention layer the weights come from */
+    const char *dtype; /* static: dtype on disk ("F32", "BF16", "mixed") */
     size_t d_model, heads, kv_heads, head_dim;
     scheme_kind scheme;
     json_t *params; /* owned reference: the model's params object, as

@@ -106,7 +106,7 @@ typedef struct base_choice {
 static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, base_choice *bases)
 {
     double fit_scale;
-    double fitted = dx_fit_base(m, full, d, &fit_scale);
+    double fitted = pe_dx_fit_base(m, full, d, &fit_scale);
     size_t nb = 0;
     for (int f = 0; f < PE_DX_FORMULA_COUNT; f++) {
         double b = pe_dx_formula_base((pe_dx_formula)f, cb, d);
@@ -115,7 +115,7 @@ static size_t absolute_bases(double cb, const double *m, size_t full, size_t d, 
     }
     if (fitted > 1.0) {
         for (int dg = 1; dg <= 4; dg++)
-            bases[nb++] = (base_choice){dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD};
+            bases[nb++] = (base_choice){pe_dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD};
         bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD};
     }
     return nb;
@@ -135,7 +135,7 @@ static size_t pick_base(const abs_view *view, const base_choice *bases, size_t n
         for (size_t i = 0; i < full; i++)
             w[i] = pe_inv_freq(bases[k].base, i, d);
         scores[k] = bases[k].base > 1.0 && isfinite(bases[k].base)
-                        ? dx_profile_score(m, w, full, PE_DX_EXACT, span)
+                        ? pe_dx_profile_score(m, w, full, PE_DX_EXACT, span)
                         : INFINITY;
         best_score = fmin(best_score, scores[k]);
     }
@@ -166,7 +166,7 @@ static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, cons
     st = build(view, r, &ph, &score);
     if (st != PE_OK || full == 0)
         goto out;
-    st = dx_measure_freqs(&ph, view->positions, m);
+    st = pe_dx_measure_freqs(&ph, view->positions, m);
     if (st != PE_OK)
         goto out;
 
@@ -178,7 +178,7 @@ static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, cons
     for (size_t i = 0; i < full; i++)
         w[i] = pe_inv_freq(out->base, i, d);
     double coherence;
-    st = dx_fit_offset(&ph, view->positions, w, 1.0, PE_DX_EXACT, &out->offset, &coherence);
+    st = pe_dx_fit_offset(&ph, view->positions, w, 1.0, PE_DX_EXACT, &out->offset, &coherence);
     (void)s;
 out:
     free(ph.z);
@@ -215,7 +215,7 @@ static pe_status refit_scale(const pe_dx_subject *s, pe_dx_variant *v)
                 done = true;
             }
         for (int dg = 1; dg <= 6 && !done; dg++) {
-            double r = dx_round_sig(sc, dg);
+            double r = pe_dx_round_sig(sc, dg);
             if (fabs(sc - r) <= 1e-6 * fabs(r)) {
                 sc = r;
                 done = true;
@@ -261,7 +261,7 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, p
         min_score = fmin(min_score, list[k].norm_score);
     }
     size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !dx_out_of_time(s); k++) {
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !pe_dx_out_of_time(s); k++) {
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;
@@ -277,7 +277,7 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, p
         }
         pe_dx_errors e;
         bool full;
-        st = dx_evaluate_fast(s, &v, tol, &e, &full);
+        st = pe_dx_evaluate_fast(s, &v, tol, &e, &full);
         if (st != PE_OK)
             return st;
         if (better(&e, best_err)) {
@@ -292,8 +292,8 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, p
     return PE_OK;
 }
 
-pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
-                             pe_dx_tolerance tol, pe_dx_variant *best)
+pe_status pe_dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                pe_dx_tolerance tol, pe_dx_variant *best)
 {
     bool encoded = s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x;
     abs_reading list[8];
@@ -341,8 +341,8 @@ pe_status dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *claim,
     return st;
 }
 
-pe_status dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
-                              double *w)
+pe_status pe_dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                                 double *w)
 {
     abs_view view = {0};
     abs_reading r = {false, v->sin_cos_swapped, v->sin_layout, 0};

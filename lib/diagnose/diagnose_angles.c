@@ -17,7 +17,7 @@
 
 #include "diagnose_common.h"
 
-pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions, double *m)
+pe_status pe_dx_measure_freqs(const dx_phasors *ph, const int64_t *positions, double *m)
 {
     size_t half = ph->half;
 
@@ -62,7 +62,7 @@ pe_status dx_measure_freqs(const dx_phasors *ph, const int64_t *positions, doubl
                 continue;
             }
             double predicted = m[i] * (double)lag;
-            m[i] = (predicted + dx_wrap(a - predicted)) / (double)lag;
+            m[i] = (predicted + pe_dx_wrap(a - predicted)) / (double)lag;
         }
         if (lag > SIZE_MAX / 2)
             break;
@@ -146,8 +146,9 @@ static void pick_offset(const double complex *S, const double *wr, size_t half, 
     *offset = best;
 }
 
-pe_status dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const double *w,
-                        double sign, pe_dx_precision precision, int64_t *offset, double *coherence)
+pe_status pe_dx_fit_offset(const dx_phasors *ph, const int64_t *positions, const double *w,
+                           double sign, pe_dx_precision precision, int64_t *offset,
+                           double *coherence)
 {
     size_t half = ph->half;
     double total = 0.0;
@@ -174,7 +175,7 @@ out:
     return st;
 }
 
-double dx_fit_base(const double *m, size_t half, size_t dim, double *scale_out)
+double pe_dx_fit_base(const double *m, size_t half, size_t dim, double *scale_out)
 {
     size_t top = half / 4 > 2 ? half / 4 : 2;
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -204,7 +205,7 @@ double dx_fit_base(const double *m, size_t half, size_t dim, double *scale_out)
     return isfinite(base) && base > 1.0 ? base : 0.0;
 }
 
-double dx_round_sig(double v, int digits)
+double pe_dx_round_sig(double v, int digits)
 {
     if (v == 0.0 || !isfinite(v))
         return v;
@@ -212,8 +213,8 @@ double dx_round_sig(double v, int digits)
     return round(v / mag) * mag;
 }
 
-double dx_profile_score(const double *m, const double *w, size_t half, pe_dx_precision precision,
-                        double span)
+double pe_dx_profile_score(const double *m, const double *w, size_t half, pe_dx_precision precision,
+                           double span)
 {
     double worst = 0.0;
     for (size_t i = 0; i < half; i++) {
@@ -246,7 +247,7 @@ static double row_coherence(const double complex *S, const double *w, size_t hal
     return sum / total;
 }
 
-/* One row's position from its sums S (see dx_phase_positions). */
+/* One row's position from its sums S (see pe_dx_phase_positions). */
 static int64_t row_position(const double complex *S, const double *w, const freq_rank *order,
                             size_t half, double *coherence)
 {
@@ -269,7 +270,7 @@ static int64_t row_position(const double complex *S, const double *w, const freq
             started = true;
             continue;
         }
-        p += dx_wrap(a - w[i] * p) / w[i];
+        p += pe_dx_wrap(a - w[i] * p) / w[i];
     }
     if (!started || !isfinite(p) || fabs(p) > 1e15)
         return 0;
@@ -286,7 +287,7 @@ static int64_t row_position(const double complex *S, const double *w, const freq
     return best;
 }
 
-pe_status dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *out, bool *coherent)
+pe_status pe_dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *out, bool *coherent)
 {
     size_t half = ph->half;
     *coherent = false;

@@ -126,12 +126,12 @@ static bool differs_from_paper(size_t H, const double *found, double *cand)
     pe_alibi_slopes(H, cand);
     bool any = false;
     for (size_t h = 0; h < H; h++)
-        any = any || !dx_float32_equal(found[h], cand[h]);
+        any = any || !pe_dx_float32_equal(found[h], cand[h]);
     return any;
 }
 
-pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best,
-                          double **slopes_out)
+pe_status pe_dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim,
+                             pe_dx_variant *best, double **slopes_out)
 {
     size_t H = s->heads;
     double *found = malloc(H * sizeof *found);                /* moves to *slopes_out */
@@ -161,7 +161,7 @@ pe_status dx_search_alibi(const pe_dx_subject *s, const pe_dx_variant *claim, pe
     return PE_OK;
 }
 
-pe_status dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best)
+pe_status pe_dx_search_t5(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_variant *best)
 {
     size_t H = s->heads, T = s->rows;
     const pe_t5 *c = &claim->t5;

@@ -93,16 +93,16 @@ double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d)
     return 0.0;
 }
 
-bool dx_float32_equal(double found, double want)
+bool pe_dx_float32_equal(double found, double want)
 {
     return fabs(found - want) <= 0x1p-21 * fabs(want);
 }
 
-pe_dx_formula dx_formula_of(double claimed, double found, size_t d)
+pe_dx_formula pe_dx_formula_of(double claimed, double found, size_t d)
 {
     for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
         double b = pe_dx_formula_base((pe_dx_formula)f, claimed, d);
-        if (b > 0 && dx_float32_equal(found, b))
+        if (b > 0 && pe_dx_float32_equal(found, b))
             return (pe_dx_formula)f;
     }
     return PE_DX_FORMULA_STANDARD;
@@ -123,7 +123,7 @@ double pe_dx_round(pe_dx_precision precision, double x)
     return x;
 }
 
-double dx_wrap(double a)
+double pe_dx_wrap(double a)
 {
     if (!isfinite(a))
         return 0.0;
@@ -131,8 +131,8 @@ double dx_wrap(double a)
     return w == -DX_PI ? DX_PI : w;
 }
 
-void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol,
-                const float *slack, pe_dx_errors *out)
+void pe_dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol,
+                   const float *slack, pe_dx_errors *out)
 {
     size_t bad = 0;
     double sq = 0.0;
@@ -166,7 +166,7 @@ void dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance t
     out->rms = n ? sqrt(sq / (double)n) : 0.0;
 }
 
-double dx_cpu_seconds(void)
+double pe_dx_cpu_seconds(void)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
@@ -174,12 +174,12 @@ double dx_cpu_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-bool dx_out_of_time(const pe_dx_subject *s)
+bool pe_dx_out_of_time(const pe_dx_subject *s)
 {
-    return s->deadline_ > 0.0 && dx_cpu_seconds() > s->deadline_;
+    return s->deadline_ > 0.0 && pe_dx_cpu_seconds() > s->deadline_;
 }
 
-double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset)
+double pe_dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offset)
 {
     double top = 0.0;
     const int64_t *pos = positions ? positions : s->positions;
@@ -191,17 +191,17 @@ double dx_seq_len(const pe_dx_subject *s, const int64_t *positions, int64_t offs
     return top + 1.0;
 }
 
-int64_t dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
+int64_t pe_dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
 {
     return (v->positions ? v->positions[t] : s->positions[t]) + v->offset;
 }
 
-pe_status dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
-                        double *implied_factor)
+pe_status pe_dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
+                           double *implied_factor)
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;
-    return pe_rope_frequencies(&rope, dx_seq_len(s, v->positions, v->offset), w, implied_factor);
+    return pe_rope_frequencies(&rope, pe_dx_seq_len(s, v->positions, v->offset), w, implied_factor);
 }
 
 void pe_dx_variant_init(pe_dx_variant *v)
@@ -251,7 +251,7 @@ size_t pe_dx_subject_size(const pe_dx_subject *s)
 }
 
 /* Shapes the claim can have; sizes that fit. */
-pe_status dx_validate(const pe_dx_subject *s, const pe_dx_variant *c)
+pe_status pe_dx_validate(const pe_dx_subject *s, const pe_dx_variant *c)
 {
     if (!s || !c || !s->a || !s->positions || s->rows == 0 || pe_dx_subject_size(s) == 0)
         return PE_EINVAL;

@@ -203,7 +203,7 @@ static void attention_factor_finding(const pe_dx_subject *s, const pe_dx_variant
     pe_dx_variant t = *b;
     t.rope.scaling.has_attention_factor = false;
     double *buf = malloc((rd / 2 ? rd / 2 : 1) * sizeof *buf); /* owned */
-    if (!buf || dx_rope_freqs(s, &t, buf, &implied) != PE_OK)
+    if (!buf || pe_dx_rope_freqs(s, &t, buf, &implied) != PE_OK)
         implied = 1.0;
     free(buf);
     if (differs(b->attention_factor, implied))
@@ -369,8 +369,8 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
                                             " better");
 }
 
-void dx_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
-                 pe_dx_finding *out, size_t *n)
+void pe_dx_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
+                    pe_dx_finding *out, size_t *n)
 {
     sink k = {out, 0};
     findings_pass(s, c, r, "", &k);

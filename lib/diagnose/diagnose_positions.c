@@ -116,8 +116,8 @@ static pe_status read_phases(const pe_dx_subject *s, const pe_dx_variant *v, dx_
                              double *w)
 {
     if (s->kind == PE_DX_SUBJ_TABLE || s->kind == PE_DX_SUBJ_ABS_ENCODED)
-        return dx_absolute_phasors(s, v, ph, w);
-    return dx_rope_phasors(s, v, ph, w);
+        return pe_dx_absolute_phasors(s, v, ph, w);
+    return pe_dx_rope_phasors(s, v, ph, w);
 }
 
 /* Positions found q against the claimed (the subject's) p: *shift and
@@ -149,8 +149,9 @@ static bool scaled_positions(const int64_t *q, const int64_t *p, size_t n)
     return true;
 }
 
-pe_status dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base, pe_dx_tolerance tol,
-                           pe_dx_result *out, pe_dx_variant *v, pe_dx_errors *e, bool *explains)
+pe_status pe_dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base,
+                              pe_dx_tolerance tol, pe_dx_result *out, pe_dx_variant *v,
+                              pe_dx_errors *e, bool *explains)
 {
     bool rope = s->kind == PE_DX_SUBJ_ROPE_CACHE || s->kind == PE_DX_SUBJ_ROPE_ENCODED;
     size_t half = rope ? base->rope.rotary_dim / 2 : s->cols / 2;
@@ -172,7 +173,7 @@ pe_status dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base, pe
     st = read_phases(s, &t, &ph, w);
     bool coherent = false;
     if (st == PE_OK)
-        st = dx_phase_positions(&ph, w, out->positions, &coherent);
+        st = pe_dx_phase_positions(&ph, w, out->positions, &coherent);
     if (st != PE_OK || !coherent)
         goto done;
     for (size_t r = 0; r < s->rows; r++)
@@ -188,7 +189,7 @@ pe_status dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base, pe
     } else {
         t.positions = out->positions;
     }
-    st = dx_judge(s, &t, tol, e, explains);
+    st = pe_dx_judge(s, &t, tol, e, explains);
     if (st == PE_OK && *explains) {
         *v = t;
         out->n_positions = s->rows;

@@ -119,7 +119,8 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
         w[i] = pe_inv_freq(v->base, i, d);
     for (size_t t = 0; t < tokens; t++) {
         /* a transposed table's tokens run on from the first position */
-        double p = tr ? (double)(dx_position(s, v, 0)) + (double)t : (double)dx_position(s, v, t);
+        double p = tr ? (double)(pe_dx_position(s, v, 0)) + (double)t
+                      : (double)pe_dx_position(s, v, t);
         for (size_t i = 0; i < nf; i++) {
             client_cs cs = client_cos_sin(v, w[i], i, p, 1.0);
             size_t sin_col = v->sin_layout == PE_SIN_SPLIT ? i : 2 * i;
@@ -233,12 +234,12 @@ static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, flo
 
     if (!w)
         return PE_ENOMEM;
-    pe_status st = dx_rope_freqs(s, v, w, &implied);
+    pe_status st = pe_dx_rope_freqs(s, v, w, &implied);
     if (st != PE_OK)
         goto out;
     double sign = v->reversed ? -1.0 : 1.0;
     for (size_t t = 0; t < s->rows; t++) {
-        double p = (double)dx_position(s, v, t);
+        double p = (double)pe_dx_position(s, v, t);
         if (s->kind == PE_DX_SUBJ_ROPE_CACHE)
             render_cache_row(s, v, w, t, p, sign, out, slack);
         else
@@ -266,9 +267,9 @@ static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v, fl
     for (size_t h = 0; h < s->heads; h++)
         for (size_t i = 0; i < t; i++)
             for (size_t j = 0; j < t; j++) {
-                double pi = (double)dx_position(s, v, i);
-                double pj = (double)dx_position(s, v, j);
-                double plast = (double)dx_position(s, v, t - 1);
+                double pi = (double)pe_dx_position(s, v, i);
+                double pj = (double)pe_dx_position(s, v, j);
+                double plast = (double)pe_dx_position(s, v, t - 1);
                 double b = v->alibi_form == PE_ALIBI_BLOOM ? sl[h] * pj
                            : v->alibi_form == PE_ALIBI_MPT ? sl[h] * (pj - plast)
                                                            : 0.0 - sl[h] * fabs(pi - pj);
@@ -286,7 +287,7 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v, float
         return PE_EINVAL;
     for (size_t i = 0; i < t; i++)
         for (size_t j = 0; j < t; j++) {
-            int64_t rel = dx_position(s, v, j) - dx_position(s, v, i);
+            int64_t rel = pe_dx_position(s, v, j) - pe_dx_position(s, v, i);
             if (v->t5_reversed)
                 rel = -rel;
             size_t bucket = pe_t5_bucket(rel, t5->bidirectional, t5->num_buckets, t5->max_distance);
@@ -297,7 +298,8 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v, float
 }
 
 /* pe_dx_render with the slack of the variant's precision (may be NULL). */
-pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float *out, float *slack)
+pe_status pe_dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                             float *slack)
 {
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
@@ -323,12 +325,12 @@ pe_status dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float 
 
 pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
 {
-    pe_status st = dx_validate(s, v); /* a shape it cannot read: nothing written */
-    return st == PE_OK ? dx_render_slack(s, v, out, NULL) : st;
+    pe_status st = pe_dx_validate(s, v); /* a shape it cannot read: nothing written */
+    return st == PE_OK ? pe_dx_render_slack(s, v, out, NULL) : st;
 }
 
-pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                      pe_dx_errors *out)
+pe_status pe_dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                         pe_dx_errors *out)
 {
     size_t n = pe_dx_subject_size(s);
     float *pred = malloc((n ? n : 1) * sizeof *pred);   /* owned */
@@ -337,15 +339,15 @@ pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tole
 
     if (!pred || !slack)
         goto out;
-    st = dx_render_slack(s, v, pred, slack);
+    st = pe_dx_render_slack(s, v, pred, slack);
     if (st != PE_OK)
         goto out;
     /* the subject: a (then b for a cache), as one flat sequence */
     if (s->kind == PE_DX_SUBJ_ROPE_CACHE) {
         size_t half_n = n / 2;
         pe_dx_errors ea, eb;
-        dx_compare(s->a, pred, half_n, tol, slack, &ea);
-        dx_compare(s->b, pred + half_n, half_n, tol, slack + half_n, &eb);
+        pe_dx_compare(s->a, pred, half_n, tol, slack, &ea);
+        pe_dx_compare(s->b, pred + half_n, half_n, tol, slack + half_n, &eb);
         *out = ea;
         if (eb.max_abs > ea.max_abs) {
             out->max_abs = eb.max_abs;
@@ -358,7 +360,7 @@ pe_status dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tole
         out->mismatched = (ea.mismatched + eb.mismatched) / 2;
         out->rms = sqrt((ea.rms * ea.rms + eb.rms * eb.rms) / 2);
     } else {
-        dx_compare(s->a, pred, n, tol, slack, out);
+        pe_dx_compare(s->a, pred, n, tol, slack, out);
     }
 out:
     free(pred);
@@ -370,8 +372,8 @@ out:
  * (the lags reach 64) and few enough to be cheap. */
 #define DX_PROBE_ROWS 64
 
-pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                           pe_dx_errors *out, bool *full)
+pe_status pe_dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                              pe_dx_errors *out, bool *full)
 {
     /* A probe on the first rows can only refute: a mismatch there is a
      * mismatch of the whole. Rows are independent except for a transposed
@@ -386,11 +388,11 @@ pe_status dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx
     if (probe) {
         pe_dx_subject head = *s;
         head.rows = DX_PROBE_ROWS;
-        pe_status st = dx_evaluate(&head, v, tol, out);
+        pe_status st = pe_dx_evaluate(&head, v, tol, out);
         if (st != PE_OK || !dx_within(out)) {
             *full = false;
             return st;
         }
     }
-    return dx_evaluate(s, v, tol, out);
+    return pe_dx_evaluate(s, v, tol, out);
 }

@@ -206,11 +206,11 @@ static pe_status interleaved_period(const pe_dx_subject *s, size_t *period)
     size_t cols = s->cols, half = cols / 2;
     reading r = {cols, cols, PE_ROPE_INTERLEAVED, false, 0};
     dx_phasors ph = {0};
-    double amp, score, span = dx_seq_len(s, NULL, 0);
+    double amp, score, span = pe_dx_seq_len(s, NULL, 0);
     double *m = malloc((half ? half : 1) * sizeof *m); /* owned */
     pe_status st = m ? build_phasors(s, &r, &ph, &amp, &score) : PE_ENOMEM;
     if (st == PE_OK)
-        st = dx_measure_freqs(&ph, s->positions, m);
+        st = pe_dx_measure_freqs(&ph, s->positions, m);
     *period = cols;
     for (size_t hd = 4; st == PE_OK && hd < cols; hd += 2) {
         if (cols % hd)
@@ -332,7 +332,7 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
     size_t nb = 0, rd = r->rd, hd = r->hd, half = rd / 2;
     double cb = claim->rope.base;
     size_t crd = claim->rope.rotary_dim;
-    double fitted = dx_fit_base(m, half, rd, fit_scale);
+    double fitted = pe_dx_fit_base(m, half, rd, fit_scale);
 
     bases[nb++] = (base_choice){cb, PE_DX_FORMULA_STANDARD, rd};
     /* frequencies over head_dim first: at rotary_dim = head_dim/2 it is
@@ -348,7 +348,7 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
         bases[nb++] = (base_choice){pow(cb, (double)rd / (double)crd), PE_DX_FORMULA_STANDARD, crd};
     if (fitted > 1.0) {
         for (int dg = 1; dg <= 4; dg++)
-            bases[nb++] = (base_choice){dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD, rd};
+            bases[nb++] = (base_choice){pe_dx_round_sig(fitted, dg), PE_DX_FORMULA_STANDARD, rd};
         bases[nb++] = (base_choice){fitted, PE_DX_FORMULA_STANDARD, rd};
     }
     return nb;
@@ -486,7 +486,7 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
     double fit_scale;
     base_choice bases[13];
     size_t nb = candidate_bases(claim, r, m, bases, &fit_scale);
-    double seq = dx_seq_len(s, NULL, 0);
+    double seq = pe_dx_seq_len(s, NULL, 0);
 
     for (size_t k = 0; k < nb; k++) {
         candidate c = {bases[k].base, bases[k].f, bases[k].fd, *cs};
@@ -553,7 +553,7 @@ static pe_status rank_candidates(const pe_dx_subject *s, const pe_dx_variant *v,
                                  size_t *best, size_t *loose, double *best_score)
 {
     size_t half = v->rope.rotary_dim / 2;
-    double span = dx_seq_len(s, NULL, 0);
+    double span = pe_dx_seq_len(s, NULL, 0);
     double *scores = malloc((nc ? nc : 1) * sizeof *scores); /* owned */
     if (!scores)
         return PE_ENOMEM;
@@ -565,9 +565,9 @@ static pe_status rank_candidates(const pe_dx_subject *s, const pe_dx_variant *v,
         t.rope.base = cands[k].base;
         t.rope.scaling = cands[k].scaling;
         scores[k] = INFINITY;
-        if (dx_rope_freqs(s, &t, w, &implied) != PE_OK)
+        if (pe_dx_rope_freqs(s, &t, w, &implied) != PE_OK)
             continue;
-        scores[k] = dx_profile_score(m, w, half, PE_DX_EXACT, span);
+        scores[k] = pe_dx_profile_score(m, w, half, PE_DX_EXACT, span);
         if (scores[k] < *best_score) {
             *best_score = scores[k];
             *best = k;
@@ -608,7 +608,7 @@ static pe_status follow_reading(const pe_dx_subject *s, const pe_dx_variant *cla
     st = build_phasors(s, r, &ph, &amp, &score);
     if (st != PE_OK)
         goto out;
-    st = dx_measure_freqs(&ph, s->positions, m);
+    st = pe_dx_measure_freqs(&ph, s->positions, m);
     if (st != PE_OK)
         goto out;
 
@@ -642,15 +642,15 @@ static pe_status finish_variant(const pe_dx_subject *s, const pe_dx_variant *cla
     v->rope.scaling = cand->scaling;
     v->formula = cand->formula;
     v->frequency_dim = cand->frequency_dim;
-    pe_status st = dx_rope_freqs(s, v, w, &implied);
+    pe_status st = pe_dx_rope_freqs(s, v, w, &implied);
     if (st != PE_OK)
         return st;
-    st = dx_fit_offset(ph, s->positions, w, v->reversed ? -1.0 : 1.0, PE_DX_EXACT, &v->offset,
-                       &coherence);
+    st = pe_dx_fit_offset(ph, s->positions, w, v->reversed ? -1.0 : 1.0, PE_DX_EXACT, &v->offset,
+                          &coherence);
     if (st != PE_OK)
         return st;
     if (v->offset != 0) { /* dynamic scaling depends on the shifted length */
-        st = dx_rope_freqs(s, v, w, &implied);
+        st = pe_dx_rope_freqs(s, v, w, &implied);
         if (st != PE_OK)
             return st;
     }
@@ -666,8 +666,8 @@ static pe_status finish_variant(const pe_dx_subject *s, const pe_dx_variant *cla
                 v->attention_factor = snaps[k];
                 snapped = true;
             }
-    if (!snapped && fabs(amp - dx_round_sig(amp, 4)) <= 1e-6 * amp)
-        v->attention_factor = dx_round_sig(amp, 4);
+    if (!snapped && fabs(amp - pe_dx_round_sig(amp, 4)) <= 1e-6 * amp)
+        v->attention_factor = pe_dx_round_sig(amp, 4);
     if (!isfinite(v->attention_factor) || !(v->attention_factor > 1e-6))
         v->attention_factor = implied;
     /* yarn's explicit attention_factor keeps /encode able to say it */
@@ -685,8 +685,8 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
     return a->max_abs < b->max_abs;
 }
 
-pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
-                         pe_dx_variant *best, pe_dx_variant *alt)
+pe_status pe_dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
+                            pe_dx_variant *best, pe_dx_variant *alt)
 {
     reading list[MAX_READINGS];
     size_t n = make_readings(s, claim, tol, list);
@@ -700,7 +700,7 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
 
     *best = *alt = *claim;
     for (size_t k = 0; k < n; k++) {
-        if (dx_out_of_time(s)) { /* the readings not scored are not followed */
+        if (pe_dx_out_of_time(s)) { /* the readings not scored are not followed */
             n = k;
             break;
         }
@@ -719,7 +719,7 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
             min_score = list[k].norm_score;
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
     size_t taken = 0;
-    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !dx_out_of_time(s); k++) {
+    for (size_t k = 0; k < n && taken < MAX_FINALISTS && !pe_dx_out_of_time(s); k++) {
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;
@@ -730,7 +730,7 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
         for (int q = 0; q < 2; q++) {
             pe_dx_errors e;
             bool full;
-            st = dx_evaluate_fast(s, &v[q], tol, &e, &full);
+            st = pe_dx_evaluate_fast(s, &v[q], tol, &e, &full);
             if (st == PE_EINVAL)
                 continue; /* frequencies that cannot be computed */
             if (st != PE_OK)
@@ -747,7 +747,8 @@ pe_status dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, pe_
     return PE_OK;
 }
 
-pe_status dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph, double *w)
+pe_status pe_dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
+                             double *w)
 {
     reading r = {v->rope.head_dim, v->rope.rotary_dim, v->rope.layout, v->sin_cos_swapped, 0};
     double amp, score, implied;
@@ -755,7 +756,7 @@ pe_status dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_pha
     ph->z = NULL;
     pe_status st = build_phasors(s, &r, ph, &amp, &score);
     if (st == PE_OK)
-        st = dx_rope_freqs(s, v, w, &implied);
+        st = pe_dx_rope_freqs(s, v, w, &implied);
     for (size_t i = 0; st == PE_OK && v->reversed && i < v->rope.rotary_dim / 2; i++)
         w[i] = -w[i];
     return st;

@@ -58,7 +58,7 @@ static pe_status grows_with_position(const pe_dx_subject *s, const pe_dx_variant
     }
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t t = 0; t < s->rows; t++) {
-        int64_t p = llabs(dx_position(s, v, t));
+        int64_t p = llabs(pe_dx_position(s, v, t));
         lo = p < lo ? p : lo;
         hi = p > hi ? p : hi;
     }
@@ -67,7 +67,7 @@ static pe_status grows_with_position(const pe_dx_subject *s, const pe_dx_variant
         size_t row = (e % per) / s->cols;
         const float *got = e < per ? s->a : s->b;
         double d = (double)got[e % per] - want[e];
-        int upper = 2 * llabs(dx_position(s, v, row)) > lo + hi;
+        int upper = 2 * llabs(pe_dx_position(s, v, row)) > lo + hi;
         sq[upper] += d * d;
         count[upper] += 1;
     }
@@ -78,11 +78,11 @@ static pe_status grows_with_position(const pe_dx_subject *s, const pe_dx_variant
     return PE_OK;
 }
 
-pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                   pe_dx_errors *e, bool *explains)
+pe_status pe_dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
+                      pe_dx_errors *e, bool *explains)
 {
     *explains = false;
-    pe_status st = dx_evaluate(s, v, tol, e);
+    pe_status st = pe_dx_evaluate(s, v, tol, e);
     if (st != PE_OK || !dx_within(e))
         return st;
     if (coarse(v->precision) && v->any_order)
@@ -91,7 +91,7 @@ pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_toleran
         pe_dx_variant exact = *v;
         pe_dx_errors ee;
         exact.precision = PE_DX_EXACT;
-        st = dx_evaluate(s, &exact, tol, &ee);
+        st = pe_dx_evaluate(s, &exact, tol, &ee);
         if (st != PE_OK)
             return st;
         if (!(e->rms <= DX_EMULATION_GAIN * ee.rms))
@@ -101,7 +101,7 @@ pe_status dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_toleran
     return PE_OK;
 }
 
-bool dx_significant(const pe_dx_errors *claimed, const pe_dx_errors *e)
+bool pe_dx_significant(const pe_dx_errors *claimed, const pe_dx_errors *e)
 {
     return dx_within(e) || (isfinite(e->max_abs) && 10.0 * e->max_abs <= claimed->max_abs);
 }
@@ -201,13 +201,13 @@ static bool revert(int k, const pe_dx_variant *c, pe_dx_variant *v)
 
 #define DX_COMPONENTS 16
 
-pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
-                      bool explains, pe_dx_variant *v, pe_dx_errors *e)
+pe_status pe_dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
+                         bool explains, pe_dx_variant *v, pe_dx_errors *e)
 {
     /* the head and rotary widths go together: reverted as one, and only
      * where the claim's can be read (validate() checked the claim's) */
     double partial = e->max_abs; /* a partial explanation's own error */
-    for (int k = -1; k < DX_COMPONENTS && !dx_out_of_time(s); k++) {
+    for (int k = -1; k < DX_COMPONENTS && !pe_dx_out_of_time(s); k++) {
         pe_dx_variant t = *v;
         if (k < 0) {
             if (t.rope.head_dim == c->rope.head_dim && t.rope.rotary_dim == c->rope.rotary_dim)
@@ -222,15 +222,15 @@ pe_status dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tole
         pe_dx_errors te;
         bool ok = false, full;
         /* a probe of the first rows refutes most reverts cheaply */
-        pe_status st = dx_evaluate_fast(s, &t, tol, &te, &full);
+        pe_status st = pe_dx_evaluate_fast(s, &t, tol, &te, &full);
         if (st == PE_OK && !full && explains)
             continue;
         if (st == PE_OK && !full && !(te.max_abs <= 2.0 * partial))
             continue;
         if (st == PE_OK && !full) /* the probe passed: the whole, as judged */
-            st = dx_judge(s, &t, tol, &te, &ok);
+            st = pe_dx_judge(s, &t, tol, &te, &ok);
         else if (st == PE_OK && coarse(t.precision))
-            st = dx_judge(s, &t, tol, &te, &ok);
+            st = pe_dx_judge(s, &t, tol, &te, &ok);
         else
             ok = dx_within(&te);
         if (st == PE_EINVAL)

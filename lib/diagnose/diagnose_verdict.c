@@ -41,7 +41,7 @@ static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim,
     double *w = malloc(half * sizeof *w); /* owned */
     if (!w)
         return PE_ENOMEM;
-    pe_status st = dx_rope_freqs(s, c, w, &c->attention_factor);
+    pe_status st = pe_dx_rope_freqs(s, c, w, &c->attention_factor);
     free(w);
     if (st != PE_OK)
         return st;
@@ -61,7 +61,7 @@ static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_
                              pe_dx_result *out, bool *decided)
 {
     *decided = false;
-    pe_status st = dx_evaluate(s, c, tol, &out->claimed);
+    pe_status st = pe_dx_evaluate(s, c, tol, &out->claimed);
     if (st != PE_OK)
         return st;
     out->best = *c;
@@ -86,14 +86,14 @@ static pe_status judge_claim(const pe_dx_subject *s, const pe_dx_variant *c, pe_
     }
     f32 = *c;
     f32.precision = PE_DX_FLOAT32;
-    st = dx_evaluate(s, &f32, tol, &e);
+    st = pe_dx_evaluate(s, &f32, tol, &e);
     if (st != PE_OK)
         return st;
     if (dx_within(&e)) {
         out->verdict = PE_DX_MATCH;
         out->best = f32;
         out->explained = e;
-        dx_findings(s, c, out, out->findings, &out->n_findings);
+        pe_dx_findings(s, c, out, out->findings, &out->n_findings);
         *decided = true;
     }
     return PE_OK;
@@ -106,15 +106,15 @@ static pe_status search_kind(const pe_dx_subject *s, const pe_dx_variant *c, pe_
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
     case PE_DX_SUBJ_ABS_ENCODED:
-        return dx_search_absolute(s, c, tol, found);
+        return pe_dx_search_absolute(s, c, tol, found);
     case PE_DX_SUBJ_ROPE_CACHE:
     case PE_DX_SUBJ_ROPE_ENCODED:
-        return dx_search_rope(s, c, tol, found, alt);
+        return pe_dx_search_rope(s, c, tol, found, alt);
     case PE_DX_SUBJ_ALIBI_BIAS:
     case PE_DX_SUBJ_ALIBI_SLOPES:
-        return dx_search_alibi(s, c, found, &out->slopes);
+        return pe_dx_search_alibi(s, c, found, &out->slopes);
     case PE_DX_SUBJ_T5_BIAS:
-        return dx_search_t5(s, c, found);
+        return pe_dx_search_t5(s, c, found);
     }
     return PE_OK;
 }
@@ -132,7 +132,7 @@ static pe_status mark_differing_slopes(const pe_dx_subject *s, const pe_dx_varia
     }
     pe_alibi_slopes(s->heads, paper);
     for (size_t h = 0; h < s->heads; h++)
-        out->slopes_differ[h] = !dx_float32_equal(found->slopes[h], paper[h]);
+        out->slopes_differ[h] = !pe_dx_float32_equal(found->slopes[h], paper[h]);
     free(paper);
     return PE_OK;
 }
@@ -164,7 +164,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
     *explains = false;
     *e = *claimed;
     *v = *c;
-    for (size_t k = 0; k < nprec && !dx_out_of_time(s); k++)
+    for (size_t k = 0; k < nprec && !pe_dx_out_of_time(s); k++)
         for (int b = 0; b < 3; b++) {
             const pe_dx_variant *base = k < 2 ? found_first[b] : claim_first[b];
             if ((base == c && k < 2) || (base == alt && !rope_kind(s->kind)))
@@ -175,7 +175,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
             t.any_order = k >= 6;
             pe_dx_errors te;
             bool full;
-            pe_status st = dx_evaluate_fast(s, &t, tol, &te, &full);
+            pe_status st = pe_dx_evaluate_fast(s, &t, tol, &te, &full);
             if (st == PE_EINVAL)
                 continue;
             if (st != PE_OK)
@@ -188,7 +188,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
                 continue;
             bool ok = true; /* within in full; coarse precisions must also help */
             if (t.precision == PE_DX_BFLOAT16 || t.precision == PE_DX_FLOAT16)
-                st = dx_judge(s, &t, tol, &te, &ok);
+                st = pe_dx_judge(s, &t, tol, &te, &ok);
             if (st != PE_OK)
                 return st;
             if (ok) {
@@ -199,7 +199,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
             }
         }
     if (!*explains) /* the closest in full (a probe's are a bound) */
-        return dx_evaluate(s, v, tol, e);
+        return pe_dx_evaluate(s, v, tol, e);
     return PE_OK;
 }
 
@@ -218,9 +218,9 @@ static pe_status values_stage(const pe_dx_subject *s, const pe_dx_variant *c, pe
         v->precision = precs[k];
         v->stage = PE_DX_STAGE_VALUES;
         bool full;
-        pe_status st = dx_evaluate_fast(s, v, tol, e, &full); /* a probe refutes cheaply */
+        pe_status st = pe_dx_evaluate_fast(s, v, tol, e, &full); /* a probe refutes cheaply */
         if (st == PE_OK && full && dx_within(e))
-            st = dx_judge(s, v, tol, e, explains);
+            st = pe_dx_judge(s, v, tol, e, explains);
         if (st != PE_OK)
             return st;
     }
@@ -246,7 +246,7 @@ static pe_status positions_after_search(const pe_dx_subject *s, const pe_dx_vari
         bases[k].precision = PE_DX_EXACT;
         bases[k].stage = PE_DX_STAGE_ANGLES;
         bases[k].any_order = false;
-        pe_status st = dx_try_positions(s, &bases[k], tol, out, &t, &te, explains);
+        pe_status st = pe_dx_try_positions(s, &bases[k], tol, out, &t, &te, explains);
         if (st != PE_OK)
             return st;
         if (*explains) {
@@ -265,10 +265,10 @@ static void name_formula(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_v
         return;
     if (rope_kind(s->kind)) {
         if (v->frequency_dim == v->rope.rotary_dim)
-            v->formula = dx_formula_of(c->rope.base, v->rope.base, v->rope.rotary_dim);
+            v->formula = pe_dx_formula_of(c->rope.base, v->rope.base, v->rope.rotary_dim);
         return;
     }
-    v->formula = dx_formula_of(c->base, v->base, v->transposed ? s->rows : s->cols);
+    v->formula = pe_dx_formula_of(c->base, v->base, v->transposed ? s->rows : s->cols);
 }
 
 /* The verdict from the variant chosen: explained, a partial explanation
@@ -279,12 +279,12 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
                           pe_dx_variant v, pe_dx_errors e, bool explains, pe_dx_result *out)
 {
     out->verdict = explains ? PE_DX_EXPLAINED : PE_DX_UNEXPLAINED;
-    if (!explains && !dx_significant(&out->claimed, &e)) {
+    if (!explains && !pe_dx_significant(&out->claimed, &e)) {
         out->best = *c;
         out->best_errors = out->explained = out->claimed;
         return PE_OK;
     }
-    pe_status st = dx_simplify(s, c, tol, explains, &v, &e);
+    pe_status st = pe_dx_simplify(s, c, tol, explains, &v, &e);
     if (st != PE_OK)
         return st;
     name_formula(s, c, &v);
@@ -296,10 +296,10 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     exact.any_order = false;
     out->best_errors = e; /* e is at exact angles already */
     if (v.precision != PE_DX_EXACT)
-        st = dx_evaluate(s, &exact, tol, &out->best_errors);
+        st = pe_dx_evaluate(s, &exact, tol, &out->best_errors);
     if (st != PE_OK)
         return st;
-    dx_findings(s, c, out, out->findings, &out->n_findings);
+    pe_dx_findings(s, c, out, out->findings, &out->n_findings);
     return PE_OK;
 }
 
@@ -312,18 +312,18 @@ static pe_status search_and_conclude(const pe_dx_subject *s, const pe_dx_variant
     pe_dx_variant v;
     pe_dx_errors e;
     bool explains;
-    pe_status st = dx_try_positions(s, c, tol, out, &v, &e, &explains);
+    pe_status st = pe_dx_try_positions(s, c, tol, out, &v, &e, &explains);
     if (st != PE_OK || explains)
         return st == PE_OK ? conclude(s, c, tol, v, e, explains, out) : st;
 
     pe_dx_variant found = *c, alt = *c;
-    if (!dx_out_of_time(s))
+    if (!pe_dx_out_of_time(s))
         st = search_kind(s, c, tol, &found, &alt, out);
     if (st == PE_OK && found.slopes)
         st = mark_differing_slopes(s, &found, out);
     if (st == PE_OK)
         st = choose(s, c, &found, &alt, tol, &out->claimed, &v, &e, &explains);
-    if (st == PE_OK && !explains && !dx_out_of_time(s))
+    if (st == PE_OK && !explains && !pe_dx_out_of_time(s))
         st = positions_after_search(s, c, &found, tol, out, &v, &e, &explains);
     if (st == PE_OK)
         st = conclude(s, c, tol, v, e, explains, out);
@@ -334,14 +334,14 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
                       pe_dx_result *out)
 {
     memset(out, 0, sizeof *out);
-    pe_status st = dx_validate(subject, claim);
+    pe_status st = pe_dx_validate(subject, claim);
     if (st != PE_OK)
         return st;
     /* the budget runs from here; every stage after the claim's own checks
      * stops at it */
     pe_dx_subject sub = *subject;
     double budget = subject->budget_s > 0 ? subject->budget_s : PE_DX_DEFAULT_BUDGET_S;
-    sub.deadline_ = dx_cpu_seconds() + budget;
+    sub.deadline_ = pe_dx_cpu_seconds() + budget;
     const pe_dx_subject *s = &sub;
 
     pe_dx_variant c;
@@ -352,7 +352,7 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
     st = judge_claim(s, &c, tol, out, &decided);
     if (st == PE_OK && !decided) {
         st = search_and_conclude(s, &c, tol, out);
-        out->truncated = dx_out_of_time(s);
+        out->truncated = pe_dx_out_of_time(s);
     }
     if (st != PE_OK) {
         pe_dx_result_free(out);

@@ -9,7 +9,7 @@ BEFORE=${1:-$(git merge-base HEAD main)}
 ROUNDS=${ROUNDS:-15}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/decode_bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-CFLAGS="-std=c11 -O2 -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(pkg-config --cflags jansson)"
+CFLAGS="-std=c11 -O2 -fopenmp -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi $(pkg-config --cflags jansson)"
 git show "$BEFORE:api/json/json_doc.c" > "$tmp/old_json_doc.c"
 rename=""
 for f in json_doc_setup json_doc_load json_doc_free json_doc_array json_doc_string_text \

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""POST /diagnose benchmark (issues 12, 19, 20): the wall time of N requests for
+"""POST /diagnose benchmark: the wall time of N requests for
   T1  a [4096][128] sinusoidal table computed with the split layout and
       positions from 1 (two findings), base64;
   T2  a [4096][128] random table (the adversarial case: nothing explains it);
@@ -9,7 +9,7 @@
       where half is claimed), base64;
 and the mix: every subject of tests/diagnose_real (restated from real
 implementations, small) once per run, plus T1-T4; its median and 90th
-percentile per request are the figures issues 19 and 20 quote.
+percentile per request are the figures docs/diagnose.md quotes.
 Not a timed unit test: it prints numbers, it asserts only the verdicts of T1-T4.
 
   tests/bench/diagnose.py [--runs N] [--server build/posenc-server]

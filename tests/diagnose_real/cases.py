@@ -1,4 +1,4 @@
-"""Subjects restated from real implementations, for /diagnose (issue 19).
+"""Subjects restated from real implementations, for /diagnose.
 
 Each generator below computes a positional encoding the way one named
 public implementation (or one reported bug) computes it, restated in our

@@ -1,5 +1,5 @@
 /*
- * test_budget.c - issue 21 items 10 and 1: what decoding and /diagnose
+ * test_budget.c - limits decode-charge and diagnose-budget: what decoding and /diagnose
  * hold is charged to the memory budget (--max-memory 64M) before it is
  * allocated.
  *

@@ -2,9 +2,12 @@
  * posenc.h - the numeric core of posenc: positional encodings and
  * position-aware Q/K/V projections on plain C arrays.
  *
- * This is the one public header of libposenc.a. It knows nothing of HTTP or
- * JSON: every function takes arrays and numbers and fills caller-provided
- * output arrays. A C program can compute encodings with it alone:
+ * This is the one public header of libposenc (include/ in the source tree;
+ * `make install` puts it in PREFIX/include, with posenc.pc for pkg-config).
+ * It knows nothing of HTTP or JSON: every function takes arrays and numbers
+ * and fills caller-provided output arrays. Every symbol the library
+ * exports starts with pe_ (tools/check-exports.sh). A C program can compute
+ * encodings with it alone:
  *
  *     #include "posenc.h"
  *     int64_t pos[3] = {0, 1, 2};
@@ -43,6 +46,19 @@
 extern "C" {
 #endif
 
+/* The library's version (the project's: the server reports the same). */
+#define PE_VERSION_MAJOR 1
+#define PE_VERSION_MINOR 2
+#define PE_VERSION_PATCH 0
+#define PE_VERSION_STRING "1.2.0"
+/* One number to compare in #if: 10200 for 1.2.0. */
+#define PE_VERSION_NUMBER (PE_VERSION_MAJOR * 10000 + PE_VERSION_MINOR * 100 + PE_VERSION_PATCH)
+
+/* The version of the library linked in ("1.2.0"), which may differ from
+ * PE_VERSION_STRING, the header's, when the two were installed apart.
+ * Static storage: never free it. */
+const char *pe_version(void);
+
 /* Largest position accepted anywhere: positions stay exact in double. */
 #define PE_MAX_POSITION ((int64_t)9007199254740991) /* 2^53 - 1 */
 
@@ -54,6 +70,11 @@ typedef enum pe_status {
     PE_ENONFINITE, /* a finite input produced a non-finite float32 result */
     PE_EINVAL      /* a parameter combination the function cannot compute */
 } pe_status;
+
+/* The enumerator's name without its prefix, lower case: "ok", "enomem",
+ * "erange", "enonfinite", "einval"; "unknown" for any other value. Static
+ * storage. */
+const char *pe_status_name(pe_status status);
 
 /* ---------------------------------------------------------------------- */
 /* Normalisation                                                           */
