@@ -16,18 +16,23 @@
 #include "json/json_fields.h"
 #include "json/tensor.h"
 
-const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi", "t5", "none", NULL};
+const char *const scheme_names[] = {"sinusoidal", "learned", "rope",   "alibi",
+                                    "t5",         "none",    "rope2d", NULL};
 
 static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
 static const char *const learned_keys[] = {"score_scale", NULL};
-static const char *const rope_keys[] = {"base",      "head_dim",    "rotary_dim",
-                                        "rope_type", "layout",      "partial_rotary_factor",
-                                        "scaling",   "score_scale", NULL};
+static const char *const rope_keys[] = {"base",       "head_dim",
+                                        "rotary_dim", "rope_type",
+                                        "layout",     "partial_rotary_factor",
+                                        "scaling",    "score_scale",
+                                        "mrope",      "tokens_per_second",
+                                        NULL};
 static const char *const alibi_keys[] = {"heads",        "form",        "bf16",
                                          "bias_divisor", "score_scale", NULL};
 static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
                                       NULL};
 static const char *const none_keys[] = {"score_scale", NULL};
+static const char *const rope2d_keys[] = {"variant", "head_dim", "base", "score_scale", NULL};
 
 static const char *const *const keys_by_kind[] = {
     [SCHEME_SINUSOIDAL] = sinusoidal_keys,
@@ -36,6 +41,7 @@ static const char *const *const keys_by_kind[] = {
     [SCHEME_ALIBI] = alibi_keys,
     [SCHEME_T5] = t5_keys,
     [SCHEME_NONE] = none_keys,
+    [SCHEME_ROPE2D] = rope2d_keys,
 };
 
 bool scheme_is_absolute(scheme_kind kind)
@@ -294,6 +300,8 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
         return desc_fail(err, DESC_E_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
                          s->partial_rotary_factor);
     }
+    if (scheme_parse_multimodal(doc, params, path, s, err))
+        return -1;
     const json_t *scaling = jf_get(params, "scaling");
     if (scaling) {
         jpath at = jpath_key(path, "scaling");
@@ -474,6 +482,10 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, c
         break;
     case SCHEME_T5:
         if (parse_t5(doc, params, path, out, err))
+            goto out;
+        break;
+    case SCHEME_ROPE2D:
+        if (scheme_parse_rope2d(doc, params, path, out, err))
             goto out;
         break;
     case SCHEME_LEARNED:
