@@ -140,6 +140,8 @@ static void rotate(const request *rq, const forward_plan *p, float *qkv)
 /* What comes after the rotation (Llama 4), on qkv and, when kept, on pre:
  * a weightless per-head RMS norm and a per-token factor both commute with
  * a rotation (it keeps each head's norm), so rotating pre then gives qkv.
+ * A weighted norm (HunYuan's) does not: /diagnose does not search such
+ * models' q/k.
  * The attention temperature is read off each token's slot in its row
  * (Hugging Face's cache_position, contract 1.2), not off its position id:
  * they differ in a padded row. An `offset` stands for that many cached
@@ -163,6 +165,10 @@ static int post_rope(const request *rq, const forward_plan *p, float *qkv, float
     if (pre)
         model_apply_post_rope(m, p->rows, slots, pre);
     free(slots);
+    /* Mistral's query scale reads the position ids (position_ids in HF) */
+    model_apply_q_scale(m, p->rows, rq->positions, qkv);
+    if (pre)
+        model_apply_q_scale(m, p->rows, rq->positions, pre);
     return 0;
 }
 

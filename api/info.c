@@ -44,14 +44,21 @@ static void write_steps(strbuf *sb, const model *m)
     if (m->qkv_clip > 0.0)
         strbuf_printf(sb, ",\"clip_qkv\":%.17g", m->qkv_clip);
     /* Llama 4: after the rotation */
-    if (m->post_rope_qk_norm)
+    if (m->post_rope_qk_norm) /* weighted: HunYuan's RMSNorm, one weight for the heads */
         strbuf_printf(sb,
-                      ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
+                      ",\"post_rope_qk_norm\":{\"type\":\"%s\",\"over\":\"head\",%s"
                       "\"eps\":%.17g}",
+                      model_post_rope_weighted(m) ? "rmsnorm" : "l2norm",
+                      model_post_rope_weighted(m) ? "\"weights\":\"shared\"," : "",
                       m->post_rope_qk_norm_eps);
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
                       m->attn_floor_scale, m->attn_temperature_scale);
+    if (m->q_scale) /* Ministral 3: every layer, from the position id */
+        strbuf_printf(sb,
+                      ",\"q_scale\":{\"form\":\"mistral\",\"beta\":%.17g,"
+                      "\"original_max_position_embeddings\":%.17g}",
+                      m->q_scale_beta, m->q_scale_orig);
 }
 
 /* How positions come from attention_mask / token_ids (contract v1.1). */
@@ -125,6 +132,10 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_put_json_string(sb, m->name);
     strbuf_puts(sb, ",\"architecture\":");
     strbuf_put_json_string(sb, m->architecture);
+    if (m->wrapper[0]) { /* architecture is the text model's model_type */
+        strbuf_printf(sb, ",\"text_config\":%s,\"wrapper\":", m->text_config ? "true" : "false");
+        strbuf_put_json_string(sb, m->wrapper);
+    }
     strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
     strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
     strbuf_printf(sb,
@@ -136,6 +147,8 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_puts(sb, ",\"params\":");
     strbuf_puts(sb, params ? params : "{}");
     free(params);
+    if (m->rope_block) /* the block of a nested rope_parameters the layer uses */
+        strbuf_printf(sb, ",\"rope_block\":\"%s\"", m->rope_block);
     write_steps(sb, m);
     write_positions(sb, m);
     write_attention_extras(sb, m);

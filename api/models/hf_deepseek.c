@@ -39,7 +39,10 @@
  * rms_norm_eps (1e-6), q_lora_rank (1536; null = q_proj), kv_lora_rank
  * (512), qk_nope_head_dim (128), qk_rope_head_dim (64), v_head_dim (128),
  * rope_interleave (v3, true), attention_bias (true is refused: not
- * modelled), rope_theta, rope_scaling. Defaults are DeepseekV3Config's.
+ * modelled), rope_theta, rope_scaling. Defaults are DeepseekV3Config's,
+ * or the spec's mla_defaults. Every MLA architecture but deepseek_v2
+ * computes as V3 (GLM-4.7-Flash's glm4_moe_lite: Glm4MoeLiteAttention is
+ * DeepseekV3Attention).
  *
  * Tensors ([model.] prefix): embed_tokens.weight, layers.L.input_layernorm.
  * weight, layers.L.self_attn.{q_a_proj, q_a_layernorm, q_b_proj | q_proj,
@@ -124,12 +127,15 @@ typedef struct mla_config {
 /* Reads and checks the MLA keys; v3: deepseek_v3. */
 static int read_mla_config(hf_load *h, const hf_plan *p, bool v3, mla_config *c, model_error *err)
 {
+    static const int64_t deepseek[5] = {1536, 512, 128, 64, 128};
+    const int64_t *d = p->spec->mla_defaults ? p->spec->mla_defaults : deepseek;
+
     c->interleave = true;
-    if (rank_or_null(h, "q_lora_rank", 1536, &c->q_rank, err) ||
-        hf_int(h, HF_KEYS("kv_lora_rank"), false, 512, 1, SCHEME_MAX_DIM, &c->kv_rank, err) ||
-        hf_int(h, HF_KEYS("qk_nope_head_dim"), false, 128, 0, SCHEME_MAX_DIM, &c->nope, err) ||
-        hf_int(h, HF_KEYS("qk_rope_head_dim"), false, 64, 2, SCHEME_MAX_DIM, &c->rope, err) ||
-        hf_int(h, HF_KEYS("v_head_dim"), false, 128, 1, SCHEME_MAX_DIM, &c->v_dim, err) ||
+    if (rank_or_null(h, "q_lora_rank", d[0], &c->q_rank, err) ||
+        hf_int(h, HF_KEYS("kv_lora_rank"), false, d[1], 1, SCHEME_MAX_DIM, &c->kv_rank, err) ||
+        hf_int(h, HF_KEYS("qk_nope_head_dim"), false, d[2], 0, SCHEME_MAX_DIM, &c->nope, err) ||
+        hf_int(h, HF_KEYS("qk_rope_head_dim"), false, d[3], 2, SCHEME_MAX_DIM, &c->rope, err) ||
+        hf_int(h, HF_KEYS("v_head_dim"), false, d[4], 1, SCHEME_MAX_DIM, &c->v_dim, err) ||
         (v3 && hf_bool(h, "rope_interleave", true, &c->interleave, err)))
         return -1;
     if (p->a.kv_heads != p->a.heads)
@@ -148,7 +154,7 @@ static int read_mla_config(hf_load *h, const hf_plan *p, bool v3, mla_config *c,
 int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0;
+    bool v3 = strcmp(m->architecture, "deepseek_v2") != 0;
     mla_config c;
 
     if (read_mla_config(h, p, v3, &c, err))
@@ -182,7 +188,7 @@ int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
     const pe_mla_weights *w = &m->mla_w;
-    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0, interleave = true;
+    bool v3 = strcmp(m->architecture, "deepseek_v2") != 0, interleave = true;
     size_t L = h->layer, d = w->d_model, qk_head = w->nope_dim + w->rope_dim;
     size_t q_rank = w->q_lora_rank, kv_rank = w->kv_lora_rank, rope = w->rope_dim;
     size_t qd = w->heads * qk_head, kv_a = kv_rank + rope,

@@ -160,12 +160,24 @@ void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions
     size_t width = qd + 2 * kvd;
 
     if (m->post_rope_qk_norm) {
-        pe_group_rms_norm(rows, qd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv, width);
-        pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv + qd, width);
+        /* HunYuan's norms have a weight [head_dim]; Llama 4's none (NULL) */
+        const float *wq = m->qk_norm ? NULL : m->weights[W_Q_NORM_WEIGHT].data;
+        const float *wk = m->qk_norm ? NULL : m->weights[W_K_NORM_WEIGHT].data;
+        pe_group_rms_norm(rows, qd, m->head_dim, wq, m->post_rope_qk_norm_eps, qkv, width);
+        pe_group_rms_norm(rows, kvd, m->head_dim, wk, m->post_rope_qk_norm_eps, qkv + qd, width);
     }
     if (m->attn_temperature)
         pe_attn_temperature(rows, positions, m->attn_floor_scale, m->attn_temperature_scale, qd,
                             qkv, width);
+}
+
+void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv)
+{
+    size_t qd = m->heads * m->head_dim, width = qd + 2 * m->kv_heads * m->head_dim;
+
+    if (m->q_scale)
+        pe_query_scale_mistral(rows, position_ids, m->q_scale_beta, m->q_scale_orig, qd, qkv,
+                               width);
 }
 
 static int alloc_square(tensor *t, size_t d)

@@ -132,7 +132,7 @@ double pe_dx_wrap(double a)
 }
 
 void pe_dx_compare(const float *got, const float *want, size_t n, pe_dx_tolerance tol,
-                const float *slack, pe_dx_errors *out)
+                   const float *slack, pe_dx_errors *out)
 {
     size_t bad = 0;
     double sq = 0.0;
@@ -197,7 +197,7 @@ int64_t pe_dx_position(const pe_dx_subject *s, const pe_dx_variant *v, size_t t)
 }
 
 pe_status pe_dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, double *w,
-                        double *implied_factor)
+                           double *implied_factor)
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;

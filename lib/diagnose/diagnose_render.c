@@ -119,7 +119,8 @@ static pe_status render_absolute(const pe_dx_subject *s, const pe_dx_variant *v,
         w[i] = pe_inv_freq(v->base, i, d);
     for (size_t t = 0; t < tokens; t++) {
         /* a transposed table's tokens run on from the first position */
-        double p = tr ? (double)(pe_dx_position(s, v, 0)) + (double)t : (double)pe_dx_position(s, v, t);
+        double p = tr ? (double)(pe_dx_position(s, v, 0)) + (double)t
+                      : (double)pe_dx_position(s, v, t);
         for (size_t i = 0; i < nf; i++) {
             client_cs cs = client_cos_sin(v, w[i], i, p, 1.0);
             size_t sin_col = v->sin_layout == PE_SIN_SPLIT ? i : 2 * i;
@@ -297,7 +298,8 @@ static pe_status render_t5(const pe_dx_subject *s, const pe_dx_variant *v, float
 }
 
 /* pe_dx_render with the slack of the variant's precision (may be NULL). */
-pe_status pe_dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float *out, float *slack)
+pe_status pe_dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                             float *slack)
 {
     switch (s->kind) {
     case PE_DX_SUBJ_TABLE:
@@ -328,7 +330,7 @@ pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v, float *ou
 }
 
 pe_status pe_dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                      pe_dx_errors *out)
+                         pe_dx_errors *out)
 {
     size_t n = pe_dx_subject_size(s);
     float *pred = malloc((n ? n : 1) * sizeof *pred);   /* owned */
@@ -371,7 +373,7 @@ out:
 #define DX_PROBE_ROWS 64
 
 pe_status pe_dx_evaluate_fast(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                           pe_dx_errors *out, bool *full)
+                              pe_dx_errors *out, bool *full)
 {
     /* A probe on the first rows can only refute: a mismatch there is a
      * mismatch of the whole. Rows are independent except for a transposed

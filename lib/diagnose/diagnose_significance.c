@@ -79,7 +79,7 @@ static pe_status grows_with_position(const pe_dx_subject *s, const pe_dx_variant
 }
 
 pe_status pe_dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,
-                   pe_dx_errors *e, bool *explains)
+                      pe_dx_errors *e, bool *explains)
 {
     *explains = false;
     pe_status st = pe_dx_evaluate(s, v, tol, e);
@@ -202,7 +202,7 @@ static bool revert(int k, const pe_dx_variant *c, pe_dx_variant *v)
 #define DX_COMPONENTS 16
 
 pe_status pe_dx_simplify(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_tolerance tol,
-                      bool explains, pe_dx_variant *v, pe_dx_errors *e)
+                         bool explains, pe_dx_variant *v, pe_dx_errors *e)
 {
     /* the head and rotary widths go together: reverted as one, and only
      * where the claim's can be read (validate() checked the claim's) */
