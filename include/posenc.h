@@ -460,6 +460,13 @@ void pe_qkv_weights_free(pe_qkv_weights *w);
  * never on n, on t's place or on the OpenMP team. */
 void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qkv);
 
+/* out[n][d_out] = z[n][d_in] . w[d_in][d_out] + b (b may be NULL): one
+ * more projection of the attention input, unfused (gated attention's gate,
+ * computed only when asked for). Each element is the in-order fma chain of
+ * pe_project_qkv, then + b: batch-invariant. w and b are borrowed. */
+void pe_project_linear(const float *w, const float *b, size_t d_in, size_t d_out, const float *z,
+                       size_t n, float *out);
+
 /* Multi-head latent attention's projection (DeepSeek-V2/V3, Hugging Face's
  * DeepseekV3Attention / DeepseekV2Attention before the rotation). Every
  * matrix is [in][out] (borrowed):

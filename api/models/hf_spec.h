@@ -174,10 +174,6 @@ struct hf_spec {
     const char *embed_multiplier_key;
     model_position_rule position_rule;
     int64_t table_offset;
-    /* multi-head latent attention's defaults (hf_deepseek.c): q_lora_rank,
-     * kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; NULL:
-     * DeepseekV3Config's */
-    const int64_t *mla_defaults;
     hf_hook configure; /* after the shape, eps, bias and refusals are read */
     hf_hook params;    /* after the shape is set and the params are built */
     hf_hook weights;   /* after the generic tensors */
@@ -222,6 +218,9 @@ int hf_modernbert_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_ministral3_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_hunyuan_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_qwen3_next_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_qwen3_next_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_minimax_m2_params(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

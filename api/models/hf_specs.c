@@ -315,6 +315,20 @@ static const hf_tensor_names nemotron_h_names = {
     .embed = HF_KEYS("embeddings.weight"),
 };
 
+/* Gated attention (hf_qwen3_next.c): q_proj holds [query | gate] per head */
+static const hf_tensor_names gated_names = {
+    .layer_dir = "layers",
+    .qkv = HF_QKV_HOOK,
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "input_layernorm",
+    .q_norm = "self_attn.q_norm",
+    .k_norm = "self_attn.k_norm",
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+
+
 /* ---- refused options ------------------------------------------------------------ */
 
 static const hf_refusal phi3_refusals[] = {{"attention_bias", HF_WARN_TRUE, NULL,
@@ -630,7 +644,8 @@ static const hf_spec specs[] = {
      .rope_layout = "interleaved",
      .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
-    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3"),
+    /* deepseek_v32, glm_moe_dsa (DeepSeek-V3.2, GLM-5): V3's q, k and v (hf_deepseek.c) */
+    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
      .shape = &mla_shape,
      .names = &mla_names,
      .prefixes = LLAMA_PREFIXES,
@@ -1017,7 +1032,6 @@ static const hf_spec specs[] = {
      .refusals = mla_refusals,
      .norm = PE_NORM_RMS,
      .scheme = SCHEME_ROPE,
-     .mla_defaults = (const int64_t[]){768, 512, 192, 64, 256},
      .configure = hf_deepseek_configure,
      .weights = hf_deepseek_weights},
     /* Arcee Trinity (AfmoeAttention): q/k RMSNorm per head, rope on
@@ -1164,6 +1178,45 @@ static const hf_spec specs[] = {
      .rope = {.block_keys = HF_KEYS("alpha")},
      .params = hf_hunyuan_params,
      .weights = hf_hunyuan_weights},
+    /* ---- the layer math of 2026 (one block) ---- */
+    /* Qwen3-Next, Qwen3.5 / 3.6 text: gated attention, q/k RMSNorm per head
+     * and the input norm as x*(1 + w), rotate_half on the first
+     * partial_rotary_factor (0.25) of each 256-wide head; linear_attention
+     * layers refused by name (hf_qwen3_next.c). The tensors of a Qwen3.5
+     * checkpoint are under model.language_model. */
+    {.model_types = HF_KEYS("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"),
+     .shape = &llama_shape,
+     .names = &gated_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .norm_one_plus = true,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.25},
+     .configure = hf_qwen3_next_configure,
+     .weights = hf_qwen3_next_weights},
+    /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k
+     * projections (rms_norm_eps), rotate_half on the first rotary_dim
+     * channels of each head (hf_minimax_m2.c); MiniMaxM2Config's defaults:
+     * head_dim 128, num_key_value_heads 8, theta 5e6; no biases */
+    {.model_types = HF_KEYS("minimax_m2"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_WIDTH,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0},
+     .rope_theta_default = 5e6,
+     .params = hf_minimax_m2_params},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -58,6 +58,9 @@ typedef enum weight_id {
     W_MLA_KV_A_NORM, /* kv_a_layernorm [kv_lora_rank] */
     W_MLA_KV_B,      /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
     W_ATTN_SINKS,    /* [heads]: gpt_oss's per-head sink logits, reported, not in scores */
+    /* Gated attention (Qwen3-Next, Qwen3.5): the gate half of q_proj, [in][out] like wq */
+    W_GATE,      /* [d_model][heads*head_dim] */
+    W_GATE_BIAS, /* [heads*head_dim] */
     W_COUNT
 } weight_id;
 
@@ -127,6 +130,7 @@ typedef struct model {
                                   W_Q_NORM_BIAS, W_K_NORM_BIAS) */
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    bool gated;           /* gated attention: W_GATE (and W_GATE_BIAS) give the gate */
     /* > 0: every q, k and v value clamped to [-qkv_clip, qkv_clip] right
      * after the projection (MPT's attn_config.clip_qkv); 0: none */
     double qkv_clip;
@@ -154,6 +158,9 @@ typedef struct model {
     /* static: the layer type whose block of a nested rope_parameters the
      * layer's rope comes from ("full_attention"); NULL: one block for all */
     const char *rope_block;
+    /* static: how the config's legacy rotary_dim was read ("partial": the
+     * first rotary_dim channels of each head rotate; MiniMax-M2), or NULL */
+    const char *rotary_dim_rule;
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
     int64_t table_offset;              /* added to every position of a request (OPT: 2,
@@ -171,6 +178,25 @@ model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_
 /* Decode m->params of m->scheme into m->decoded, once, when the model is
  * built (the service calls it for every loaded model). */
 int model_decode_scheme(model *m, desc_error *err);
+
+/* The names /info writes and inline models read: norm types by
+ * pe_norm_kind ("none", "layernorm", "rmsnorm") and position rules by
+ * model_position_rule; both NULL-terminated. */
+extern const char *const model_norm_names[];
+extern const char *const model_position_rule_names[];
+
+/* The norm object obj[key] ({type, eps}; absent or null: none) at path. */
+int model_parse_norm(const json_doc *doc, const json_t *obj, const char *path, const char *key,
+                     pe_norm_kind *kind, double *eps, desc_error *err);
+
+/* The steps of an inline model object beyond the contract's pipeline, under
+ * /info's names (embed_norm, qk_norm, post_rope_qk_norm, attn_temperature,
+ * positions, mla, attention_sinks, gate, rotary_dim_rule, score_softcap,
+ * clip_qkv), after its dimensions and weights were read; then every weight
+ * against what the steps need (a weight no step uses, a missing or
+ * misshapen one fails). */
+int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model *m,
+                      desc_error *err);
 
 /* Frees a model; accepts NULL. */
 void model_free(model *m);
@@ -207,6 +233,11 @@ void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_id
  * or multi-head latent attention's. 0, or -1 when out of memory (the
  * only way it can fail). */
 int model_project(const model *m, const float *z, size_t rows, float *qkv);
+
+/* Gated attention: out[rows][heads*head_dim] = z.w_gate + b_gate, the
+ * gate before its sigmoid (which multiplies the attention's output, so q,
+ * k and v do not depend on it). Only for a model with W_GATE. */
+void model_project_gate(const model *m, const float *z, size_t rows, float *out);
 
 /* Width of v: heads*v_dim for MLA, else kv_heads*head_dim. */
 static inline size_t model_v_width(const model *m)

@@ -44,6 +44,10 @@ import llama_variants  # noqa: E402
 import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
+import arch_gated  # noqa: E402
+import arch_minimax  # noqa: E402
+import arch_dsa  # noqa: E402
+import inline_roundtrip  # noqa: E402
 import mask_models  # noqa: E402
 import mrope_refs  # noqa: E402
 import rope2d_refs  # noqa: E402
@@ -1066,7 +1070,7 @@ def deepseek_cases():
 def deepseek_info(models, cases):
     m = models["ds3"]
     C.check(m.get("mla") == {"q_lora_rank": 12, "kv_lora_rank": 10, "qk_nope_head_dim": 6,
-                             "qk_rope_head_dim": 4, "v_head_dim": 5}
+                             "qk_rope_head_dim": 4, "v_head_dim": 5, "eps": 1e-6}
             and m["head_dim"] == 10 and m["kv_heads"] == 4
             and m["params"].get("layout") == "half"
             and m["params"].get("scaling", {}).get("type") == "yarn"
@@ -1658,6 +1662,14 @@ GROUPS = [
      lambda root: rope_proportional.proportional_checks(root, C)),
     ("rope_block_keys", "model keys inside rope blocks: Ministral 3's query scale, HunYuan's "
      "NTK-alpha", lambda root: arch_block_keys.block_key_checks(root, C)),
+    ("gated", "gated attention: Qwen3-Next, Qwen3.5 text (query half, (1+w) norms, gate)",
+     lambda root: arch_gated.gated_checks(root, C)),
+    ("minimax", "MiniMax-M2: whole-projection q/k norms, rotary_dim",
+     lambda root: arch_minimax.minimax_checks(root, C)),
+    ("dsa", "DeepSeek-V3.2 and GLM-5: V3's multi-head latent attention",
+     lambda root: arch_dsa.dsa_checks(root, C)),
+    ("inline_roundtrip", "/info's description of every loaded model, with its weights, as an "
+     "inline model answers bit for bit", lambda root: inline_roundtrip.roundtrip_checks(root, C)),
     ("mrope", "multimodal rope (params.mrope), triples, mm_layout under both rules",
      lambda root: mrope_refs.mrope_checks(root, C)),
     ("rope2d", "vision encoders' 2-D rope: qwen_vit, pixtral, llama4_vision, gemma4_vision",
