@@ -51,7 +51,9 @@ LDFLAGS += -fopenmp $(SANFLAGS)
 LDLIBS += $(PKG_LIBS) -lstdc++ -lm
 
 LIB_SRC = $(wildcard lib/*.c)
-API_SRC = $(wildcard api/*.c api/json/*.c api/models/*.c)
+# /diagnose's numeric search, its own archive above the core
+DIAG_SRC = $(wildcard lib/diagnose/*.c)
+API_SRC = $(wildcard api/*.c api/json/*.c api/models/*.c api/diagnose/*.c)
 API_CXX_SRC = $(wildcard api/json/*.cc)
 SERVER_SRC = $(wildcard server/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -59,6 +61,7 @@ HTTP_SRC = $(wildcard tests/http/*.c) tests/unit/check.c
 API_TEST_SRC = $(wildcard tests/api/*.c) tests/unit/check.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
+DIAG_OBJ = $(DIAG_SRC:%.c=$(BUILD)/%.o)
 API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(API_CXX_SRC:%.cc=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
 SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_text.o
 UNIT_OBJ = $(UNIT_SRC:%.c=$(BUILD)/%.o)
@@ -67,11 +70,12 @@ API_TEST_OBJ = $(API_TEST_SRC:%.c=$(BUILD)/%.o)
 
 SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
+LIBDIAG = $(BUILD)/libposenc_diagnose.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
 .PHONY: all deps test-deps run test check test-asan test-valgrind test-soak fuzz clean check-layers
 
-all: $(SERVER) $(LIBPOSENC)
+all: $(SERVER) $(LIBPOSENC) $(LIBDIAG)
 
 deps:
 	@tools/install-deps.sh build
@@ -88,6 +92,10 @@ $(BUILD)/%.o: %.cc
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(LIBPOSENC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIBDIAG): $(DIAG_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 
@@ -124,13 +132,13 @@ $(BUILD)/gen/web_text.c: $(BUILD)/gen/web_index.html tools/embed.sh
 $(BUILD)/gen/web_text.o: $(BUILD)/gen/web_text.c
 	$(CC) -c $< -o $@
 
-$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBPOSENC)
+$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/test_lib: $(UNIT_OBJ) $(LIBPOSENC)
+$(BUILD)/test_lib: $(UNIT_OBJ) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/test_api: $(API_TEST_OBJ) $(LIBAPI) $(LIBPOSENC)
+$(BUILD)/test_api: $(API_TEST_OBJ) $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/test_http: $(HTTP_OBJ)
@@ -171,7 +179,7 @@ check-layers:
 # disagree (and on a relative link to nothing). tools/docs.py says how.
 DOCS_FACTS = $(BUILD)/docs_facts
 
-$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBPOSENC)
+$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 .PHONY: docs check-docs
@@ -196,7 +204,7 @@ format-check: test-deps
 # the same answer or a 503, and leak nothing. Model directories come from tests/alloc/write_models.py (numpy).
 ALLOC_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
-$(BUILD)/alloc_test: $(BUILD)/tests/alloc/alloc_test.o $(LIBAPI) $(LIBPOSENC)
+$(BUILD)/alloc_test: $(BUILD)/tests/alloc/alloc_test.o $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $(ALLOC_WRAP) $^ $(LDLIBS) -o $@
 
 .PHONY: test-alloc alloc-run
@@ -237,7 +245,7 @@ build-fuzz/number_shim.o: api/json/number_shim.cc api/json/float_layout.h
 	    -DPOSENC_NON_FINITE_TEXT_ABORTS \
 	    -fno-exceptions -Iapi -I/usr/include/dragonbox-1.1.3 -c $< -o $@
 
-build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
+build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(DIAG_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
                          build-fuzz/number_shim.o
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ $(PKG_LIBS) -lstdc++ -lm -o $@
@@ -268,15 +276,15 @@ $(BUILD)/bench/sgemm_bench: tests/bench/sgemm_bench.c tests/bench/bench_util.h
 
 # Number text against fast_float and Dragonbox's to_chars (its static
 # library comes with Debian's libdragonbox-dev).
-$(BUILD)/bench/number_bench: tests/bench/number_bench.cc $(LIBAPI) $(LIBPOSENC)
+$(BUILD)/bench/number_bench: tests/bench/number_bench.cc $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(LIBAPI) $(LIBPOSENC) $(LDFLAGS) \
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(LIBAPI) $(LIBDIAG) $(LIBPOSENC) $(LDFLAGS) \
 	    -ldragonbox_to_chars $(LDLIBS) -o $@
 
 # float_to_text() against the Dragonbox writer for all 2^32 float32 bit
 # patterns, with the strtof round trip (minutes; make test runs a sample).
 $(BUILD)/test_float_text: $(BUILD)/tests/exhaustive/float_text_all.o $(BUILD)/tests/api/test_codecs.o \
-                          $(BUILD)/tests/unit/check.o $(LIBAPI) $(LIBPOSENC)
+                          $(BUILD)/tests/unit/check.o $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 .PHONY: test-float-text
@@ -321,9 +329,10 @@ install: $(LIBPOSENC)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(PE_VERSION)|' lib/posenc.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/posenc.pc
 
-# Every global symbol of libposenc.a starts with pe_ (run by make test).
-check-exports: $(LIBPOSENC)
-	@tools/check-exports.sh $(LIBPOSENC)
+# Every global symbol of libposenc.a (and of the /diagnose search's archive)
+# starts with pe_ (run by make test).
+check-exports: $(LIBPOSENC) $(LIBDIAG)
+	@tools/check-exports.sh $(LIBPOSENC) && tools/check-exports.sh $(LIBDIAG)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -481,7 +481,7 @@ void pe_default_weights(uint64_t seed, size_t d, float *wq, float *wk, float *wv
 }
 #endif
 
-/* The numeric search of POST /diagnose has its own header, pe_diagnose.h,
+/* The numeric search of POST /diagnose has its own header, diagnose/pe_diagnose.h,
  * which includes this one. */
 
 #endif /* POSENC_H */

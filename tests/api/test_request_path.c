@@ -395,9 +395,10 @@ typedef struct fake_budget {
     size_t reserved, released, calls;
 } fake_budget;
 
-static api_budget_answer fake_reserve(void *owner, size_t bytes)
+static api_budget_answer fake_reserve(void *owner, size_t bytes, size_t held)
 {
     fake_budget *b = owner;
+    (void)held;
     b->calls++;
     if (b->answer == API_BUDGET_GRANTED)
         b->reserved += bytes;

@@ -19,7 +19,7 @@ done
 # shellcheck disable=SC2086
 cc $CFLAGS $rename -Iapi/json -c "$tmp/old_json_doc.c" -o "$tmp/old_json_doc.o"
 # shellcheck disable=SC2086
-cc $CFLAGS tests/bench/decode_bench.c "$tmp/old_json_doc.o" "$BUILD/libposenc_api.a" \
+cc $CFLAGS tests/bench/decode_bench.c "$tmp/old_json_doc.o" "$BUILD/libposenc_api.a" "$BUILD/libposenc_diagnose.a" \
     "$BUILD/libposenc.a" -fopenmp $(pkg-config --libs jansson) -lstdc++ -lm -o "$tmp/decode_bench"
 /usr/bin/python3 tests/bench/gen_bodies.py "$tmp" s1 s4 > /dev/null
 echo "decoder: this tree vs $BEFORE (git), $(nproc) cores; $(uptime | sed 's/.*load/load/')"

@@ -14,7 +14,9 @@
  *             --request-timeout and swallowing a pipelined request; a
  *             coding list that is not a list of tokens is a 400;
  *   syntax    limit header-syntax: a NUL in the decoded path (`/metrics%00.css` was
- *             served as /metrics), HTTP/1.1 without Host, two Host
+ *             served as /metrics), whitespace or a control byte in the
+ *             request target (was a 404 naming the route with the
+ *             space), HTTP/1.1 without Host, two Host
  *             headers, a blank in a header name, a bare CR in a value, a
  *             NUL that ends the last header's value (an API key
  *             followed by a NUL passed as the key): 400 (401), closed;
@@ -116,6 +118,18 @@ static const framing_case syntax_cases[] = {
      true},
     {"a NUL that ends the last header value, bare LF line ends",
      RAW("GET /healthz HTTP/1.1\nHost: t\nX-A: v\0\n\n" SECOND), 400, "invalid_request", true},
+    {"a space in the request target's path",
+     RAW("GET /he althz HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400, "invalid_request", true},
+    {"a space in a compute route's target",
+     RAW("POST /en code HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+         "Content-Length: 2\r\n\r\n{}" SECOND),
+     400, "invalid_request", true},
+    {"a space in the request target's query",
+     RAW("GET /healthz?a b HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400, "invalid_request", true},
+    {"a tab in the request target", RAW("GET /a\tb HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400,
+     "invalid_request", true},
+    {"a control byte in the request target", RAW("GET /a\x01b HTTP/1.1\r\nHost: t\r\n\r\n" SECOND),
+     400, "invalid_request", true},
     /* what stays accepted */
     {"bare LF line ends", RAW("GET /healthz HTTP/1.1\nHost: t\nConnection: close\n\n"), 200, NULL,
      true},
@@ -126,6 +140,8 @@ static const framing_case syntax_cases[] = {
      RAW("GET /healthz?x=%00 HTTP/1.1\r\nHost: t\r\n"
          "Connection: close\r\n\r\n"),
      200, NULL, true},
+    {"an encoded space (%20) in the path: no such route",
+     RAW("GET /a%20b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"), 404, "not_found", true},
     {"a tab in a header value",
      RAW("GET /healthz HTTP/1.1\r\nHost: t\r\nX-A: a\tb\r\n"
          "Connection: close\r\n\r\n"),

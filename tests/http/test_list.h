@@ -43,6 +43,10 @@
     XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */  \
     XX(intake, test_intake, OWN)               /* test_intake.c: slow bodies */                    \
     XX(budget, test_budget, OWN)               /* test_budget.c: decoding and /diagnose charged */ \
-    XX(lanes, test_lanes, OWN)                 /* test_lanes.c: light and heavy lanes, by cost */
+    XX(budget_own, test_budget_own, OWN)       /* test_budget_own.c: index, strings, own bytes */  \
+    XX(signals, test_signals, OWN)             /* test_signals.c: HUP, USR1/2, TERM at load */     \
+    XX(budget_default, test_budget_default, OWN) /* test_budget_default.c: cgroup v1, v2 */        \
+    XX(json_log, test_json_log, OWN)             /* test_json_log.c: JSON lines, times, stdout */  \
+    XX(lanes, test_lanes, OWN)                   /* test_lanes.c: light and heavy lanes, by cost */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */

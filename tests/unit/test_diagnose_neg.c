@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 static const pe_dx_tolerance tol = {1e-4, 1e-4};
 

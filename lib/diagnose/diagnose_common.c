@@ -93,28 +93,19 @@ double pe_dx_formula_base(pe_dx_formula formula, double base, size_t d)
     return 0.0;
 }
 
+bool pe_dx_float32_equal(double found, double want)
+{
+    return fabs(found - want) <= 0x1p-21 * fabs(want);
+}
+
 pe_dx_formula pe_dx_formula_of(double claimed, double found, size_t d)
 {
     for (int f = 1; f < PE_DX_FORMULA_COUNT; f++) {
         double b = pe_dx_formula_base((pe_dx_formula)f, claimed, d);
-        if (b > 0 && fabs(b - found) <= 1e-9 * b)
+        if (b > 0 && pe_dx_float32_equal(found, b))
             return (pe_dx_formula)f;
     }
     return PE_DX_FORMULA_STANDARD;
-}
-
-/* Round x to `bits` significant bits (nearest, ties to even), keeping
- * values below the smallest normal on the subnormal grid min_exp. */
-static double round_bits(double x, int bits, int min_exp)
-{
-    if (x == 0.0 || !isfinite(x))
-        return x;
-    int e;
-    frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1 */
-    if (e < min_exp)
-        e = min_exp;
-    double q = ldexp(1.0, e - bits); /* the spacing at x */
-    return nearbyint(x / q) * q;
 }
 
 double pe_dx_round(pe_dx_precision precision, double x)
@@ -124,14 +115,10 @@ double pe_dx_round(pe_dx_precision precision, double x)
         return x;
     case PE_DX_FLOAT32:
         return (double)(float)x;
-    case PE_DX_BFLOAT16: {
-        double r = round_bits((double)(float)x, 8, -125);
-        return fabs(r) > 3.3895313892515355e38 ? copysign(INFINITY, r) : r;
-    }
-    case PE_DX_FLOAT16: {
-        double r = round_bits(x, 11, -13);
-        return fabs(r) > 65504.0 ? copysign(INFINITY, r) : r;
-    }
+    case PE_DX_BFLOAT16:
+        return pe_round_bfloat16(x);
+    case PE_DX_FLOAT16:
+        return pe_round_float16(x);
     }
     return x;
 }
@@ -261,4 +248,42 @@ size_t pe_dx_subject_size(const pe_dx_subject *s)
         return s->heads;
     }
     return 0;
+}
+
+/* Shapes the claim can have; sizes that fit. */
+pe_status pe_dx_validate(const pe_dx_subject *s, const pe_dx_variant *c)
+{
+    if (!s || !c || !s->a || !s->positions || s->rows == 0 || pe_dx_subject_size(s) == 0)
+        return PE_EINVAL;
+    size_t n = pe_dx_subject_size(s);
+    if (n > SIZE_MAX / (4 * sizeof(double)))
+        return PE_EINVAL;
+    for (size_t t = 0; t < s->rows; t++)
+        if (s->positions[t] < 0 || s->positions[t] > ((int64_t)1 << 40))
+            return PE_EINVAL;
+    switch (s->kind) {
+    case PE_DX_SUBJ_TABLE:
+    case PE_DX_SUBJ_ABS_ENCODED:
+        return c->base > 1.0 && isfinite(c->base) ? PE_OK : PE_EINVAL;
+    case PE_DX_SUBJ_ROPE_ENCODED:
+        if (!s->x || c->rope.head_dim == 0 || s->cols % c->rope.head_dim)
+            return PE_EINVAL;
+        /* fall through */
+    case PE_DX_SUBJ_ROPE_CACHE: {
+        size_t rd = c->rope.rotary_dim;
+        if (rd < 2 || rd % 2 || rd > c->rope.head_dim || c->rope.cache)
+            return PE_EINVAL;
+        if (s->kind == PE_DX_SUBJ_ROPE_CACHE && (!s->b || (s->cols != rd && s->cols != rd / 2)))
+            return PE_EINVAL;
+        return PE_OK; /* base and scaling: pe_rope_frequencies decides */
+    }
+    case PE_DX_SUBJ_ALIBI_BIAS:
+    case PE_DX_SUBJ_ALIBI_SLOPES:
+        return s->heads > 0 ? PE_OK : PE_EINVAL;
+    case PE_DX_SUBJ_T5_BIAS:
+        return s->heads > 0 && c->t5.table && c->t5.heads == s->heads && c->t5.num_buckets >= 2
+                   ? PE_OK
+                   : PE_EINVAL;
+    }
+    return PE_EINVAL;
 }

@@ -97,17 +97,24 @@ const char *pe_dx_alibi_form_name(pe_alibi_form form);
  * (positions_mismatch's evidence.pattern). */
 typedef enum pe_dx_pattern {
     PE_DX_PATTERN_OTHER = 0,
-    PE_DX_PATTERN_REVERSED, /* descending by 1 (Transformer-XL's klen-1 ... 0) */
-    PE_DX_PATTERN_CONSTANT, /* all equal (e.g. all zero) */
-    PE_DX_PATTERN_RESTART,  /* ascending by 1, restarting per segment */
-    PE_DX_PATTERN_FROM_MASK /* cumsum(mask) - 1 with pads at one value (0 or 1) */
+    PE_DX_PATTERN_REVERSED,  /* descending by 1 (Transformer-XL's klen-1 ... 0) */
+    PE_DX_PATTERN_CONSTANT,  /* all equal (e.g. all zero) */
+    PE_DX_PATTERN_RESTART,   /* ascending by 1, restarting per segment */
+    PE_DX_PATTERN_FROM_MASK, /* cumsum(mask) - 1 with pads at one value (0 or 1) */
+    PE_DX_PATTERN_OFFSET     /* a batch row: its claimed positions shifted by a
+                                constant (rows shifted alike are position_offset) */
 } pe_dx_pattern;
 
-/* "other", "reversed", "constant", "restart", "from_mask". */
+/* "other", "reversed", "constant", "restart", "from_mask", "offset". */
 const char *pe_dx_pattern_name(pe_dx_pattern pattern);
 
 /* The pattern of positions p[n] (n >= 1). */
 pe_dx_pattern pe_dx_positions_pattern(const int64_t *p, size_t n);
+
+/* The pattern of one batch row's positions found p[n] against its claimed
+ * ones claimed[n]: PE_DX_PATTERN_OFFSET when p is claimed shifted by a
+ * constant other than 0, else pe_dx_positions_pattern(p, n). */
+pe_dx_pattern pe_dx_row_pattern(const int64_t *p, const int64_t *claimed, size_t n);
 
 /* "angles", "values". */
 const char *pe_dx_stage_name(pe_dx_stage stage);
@@ -155,6 +162,8 @@ typedef struct pe_dx_subject {
     const float *a;           /* the main array, see pe_dx_kind */
     const float *b;           /* ROPE_CACHE: sin */
     const int64_t *positions; /* [rows] */
+    size_t batch;             /* rows is `batch` batch rows of rows/batch tokens,
+                                 one after another (0 or 1: one row) */
     double budget_s;          /* the search's compute budget: seconds of this
                                  thread's CPU time (0: PE_DX_DEFAULT_BUDGET_S) */
     double deadline_;         /* pe_diagnose's own: leave 0 */
@@ -169,6 +178,11 @@ typedef struct pe_dx_variant {
     int64_t offset;            /* added to every position */
     pe_dx_precision precision; /* of the angle arithmetic (or of the values) */
     pe_dx_stage stage;         /* where precision acts */
+    bool any_order;            /* bfloat16/float16 angles computed in an order
+                                  not emulated (a power of a rounded reciprocal,
+                                  rounded frequencies before a float32 phase):
+                                  judged by the envelope such errors keep,
+                                  growing with |angle|, not by one recipe */
     const int64_t *positions;  /* [rows], borrowed (a result's own: see below):
                                   the positions in place of the subject's; NULL
                                   = the subject's */
@@ -253,7 +267,11 @@ typedef struct pe_dx_result {
     int64_t *positions;              /* owned, [rows] or NULL: best.positions when
                               positions_mismatch recovered them */
     size_t n_positions;              /* the subject's rows when positions is set */
-    pe_dx_pattern positions_pattern; /* positions_mismatch evidence */
+    pe_dx_pattern positions_pattern; /* positions_mismatch evidence: the
+                                        pattern of every batch row that
+                                        differs, when they share one */
+    bool patterns_by_row;            /* those rows have different patterns
+                                        (positions_pattern is then OTHER) */
     bool truncated;                  /* the budget ran out: the search stopped
                                         short (evidence.truncated) */
     bool *slopes_differ;             /* owned, [heads]: alibi_slopes evidence */
@@ -280,7 +298,8 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
 
 /* The subject a variant predicts, in the subject's shape (a then b for a
  * cache: out has 2*rows*cols floats; x is read from subject). Used by
- * pe_diagnose and useful to draw the error map under `best`. */
+ * pe_diagnose and useful to draw the error map under `best`. PE_EINVAL
+ * (nothing written) for the shapes pe_diagnose refuses. */
 pe_status pe_dx_render(const pe_dx_subject *subject, const pe_dx_variant *v, float *out);
 
 /* The number of floats pe_dx_render writes for a subject (0 on overflow). */

@@ -273,6 +273,16 @@ static size_t make_readings(const pe_dx_subject *s, const pe_dx_variant *claim, 
             n = add_reading(list, n, (reading){hd, rds[r], other, false, 0});
         }
     }
+    /* twice or half as many heads as claimed (a port's num_heads or
+     * head_dim off by a factor of two), in the claimed layout only: two
+     * readings more, not four */
+    size_t others[2] = {chd / 2, 2 * chd};
+    for (int k = 0; k < 2; k++) {
+        size_t hd = others[k], rd = crd == chd ? hd : crd < hd ? crd : hd;
+        if (hd < 2 || hd >= s->cols || s->cols % hd)
+            continue;
+        n = add_reading(list, n, (reading){hd, rd, cl, false, 0});
+    }
     return n;
 }
 
@@ -384,6 +394,18 @@ static size_t yarn_origs(const double *m, size_t half, double base, size_t rd, d
     return n;
 }
 
+/* A YaRN scaling of Hugging Face's defaults (beta_fast 32, beta_slow 1,
+ * truncated bounds) before its factor and original context are set: a
+ * best always holds values /encode accepts. */
+static void yarn_defaults(pe_rope_scaling *sc)
+{
+    sc->type = PE_ROPE_SCALING_YARN;
+    sc->truncate = true;
+    sc->beta_fast = 32.0;
+    sc->beta_slow = 1.0;
+    sc->has_beta_fast = sc->has_beta_slow = true;
+}
+
 /* banded (llama3, yarn): the lowest frequency tells the factor */
 static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_scaling *cs,
                           const double *m, size_t half, size_t rd)
@@ -407,11 +429,15 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             c.scaling.low_freq_factor = own ? cs->low_freq_factor : 1.0;
             c.scaling.high_freq_factor = own ? cs->high_freq_factor : 4.0;
             n = push(out, n, c);
+            /* the band's factors exchanged in a port: no smoothed band, every
+             * wavelength past orig/high divided (low = high, both the high) */
+            c.scaling.low_freq_factor = c.scaling.high_freq_factor;
+            n = push(out, n, c);
             memset(&c.scaling, 0, sizeof c.scaling);
             if (cs->type == PE_ROPE_SCALING_YARN)
                 c.scaling = *cs;
             else
-                c.scaling.truncate = true;
+                yarn_defaults(&c.scaling);
             c.scaling.type = PE_ROPE_SCALING_YARN;
             c.scaling.factor = fb[q];
             c.scaling.original_max_position_embeddings = orig;
@@ -420,8 +446,7 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
     for (size_t q = 0; q < nfb; q++) /* yarn at the original context its ramp says */
         for (size_t o = 0; o < nyo; o++) {
             memset(&c.scaling, 0, sizeof c.scaling);
-            c.scaling.type = PE_ROPE_SCALING_YARN;
-            c.scaling.truncate = true;
+            yarn_defaults(&c.scaling);
             c.scaling.factor = fb[q];
             c.scaling.original_max_position_embeddings = yo[o];
             n = push(out, n, c);
@@ -469,6 +494,11 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
         if (cs->type == PE_ROPE_SCALING_LONGROPE && rd != crd)
             c.scaling.type = PE_ROPE_SCALING_NONE;
         n = push(out, n, c);
+        if (c.scaling.type == PE_ROPE_SCALING_LONGROPE) { /* the lists picked the other way */
+            c.scaling.short_factor = cs->long_factor;
+            c.scaling.long_factor = cs->short_factor;
+            n = push(out, n, c);
+        }
         memset(&c.scaling, 0, sizeof c.scaling);
         n = push(out, n, c); /* none */
 

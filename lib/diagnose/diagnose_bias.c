@@ -126,7 +126,7 @@ static bool differs_from_paper(size_t H, const double *found, double *cand)
     pe_alibi_slopes(H, cand);
     bool any = false;
     for (size_t h = 0; h < H; h++)
-        any = any || !close_rel(found[h], cand[h], 1e-12);
+        any = any || !pe_dx_float32_equal(found[h], cand[h]);
     return any;
 }
 

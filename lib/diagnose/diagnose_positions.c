@@ -30,6 +30,8 @@ const char *pe_dx_pattern_name(pe_dx_pattern pattern)
         return "restart";
     case PE_DX_PATTERN_FROM_MASK:
         return "from_mask";
+    case PE_DX_PATTERN_OFFSET:
+        return "offset";
     }
     return "?";
 }
@@ -75,6 +77,38 @@ pe_dx_pattern pe_dx_positions_pattern(const int64_t *p, size_t n)
     if (restart && drops > 0)
         return PE_DX_PATTERN_RESTART;
     return PE_DX_PATTERN_OTHER;
+}
+
+pe_dx_pattern pe_dx_row_pattern(const int64_t *p, const int64_t *claimed, size_t n)
+{
+    bool shifted = n > 0 && p[0] != claimed[0];
+    for (size_t t = 1; t < n && shifted; t++)
+        shifted = p[t] - claimed[t] == p[0] - claimed[0];
+    return shifted ? PE_DX_PATTERN_OFFSET : pe_dx_positions_pattern(p, n);
+}
+
+/* The pattern of the positions found q (against the claimed p) over the
+ * subject's batch rows that differ: shared, or *by_row with OTHER. */
+static pe_dx_pattern batch_pattern(const pe_dx_subject *s, const int64_t *q, bool *by_row)
+{
+    size_t batch = s->batch > 1 && s->rows % s->batch == 0 ? s->batch : 1;
+    size_t n = s->rows / batch;
+    bool seen = false;
+    pe_dx_pattern shared = PE_DX_PATTERN_OTHER;
+
+    *by_row = false;
+    if (batch == 1)
+        return pe_dx_positions_pattern(q, n);
+    for (size_t b = 0; b < batch; b++) {
+        const int64_t *qb = q + b * n, *pb = s->positions + b * n;
+        if (memcmp(qb, pb, n * sizeof *qb) == 0)
+            continue; /* this row is as claimed */
+        pe_dx_pattern at = pe_dx_row_pattern(qb, pb, n);
+        *by_row = *by_row || (seen && at != shared);
+        shared = at;
+        seen = true;
+    }
+    return *by_row ? PE_DX_PATTERN_OTHER : shared;
 }
 
 /* The phasors and signed frequencies of s read as v. */
@@ -159,7 +193,7 @@ pe_status pe_dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base,
     if (st == PE_OK && *explains) {
         *v = t;
         out->n_positions = s->rows;
-        out->positions_pattern = pe_dx_positions_pattern(out->positions, s->rows);
+        out->positions_pattern = batch_pattern(s, out->positions, &out->patterns_by_row);
     }
 done:
     free(ph.z);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "diagnose_qkv.h"
+#include "diagnose_qk_norm.h"
 #include "diagnose_batch.h"
 #include "diagnose_compare.h"
 #include "diagnose_decode.h"
@@ -48,6 +49,7 @@ typedef struct qkv_work {
     float *permuted_x;     /* scratch for the permuted trial */
     double budget_s;       /* each pe_diagnose's bound: half the request's (q, k) */
     diag_transposed tr;    /* the x.W-for-x.W^T trial */
+    diag_qk_norm qn;       /* the q/k norm trial */
 } qkv_work;
 
 static void work_free(qkv_work *w)
@@ -197,6 +199,7 @@ static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim,
                           .x = w->x[i],
                           .a = w->a[i] ? w->a[i] : dr->arr[i].data,
                           .positions = rq->positions,
+                          .batch = rq->batched ? rq->batch : 1,
                           .budget_s = w->budget_s};
     pe_status st = pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
     if (st == PE_OK)
@@ -321,6 +324,36 @@ static bool write_transposed(strbuf *sb, const qkv_work *w)
     return true;
 }
 
+static void write_qk_norm(strbuf *sb, const diag_request *dr, const qkv_work *w)
+{
+    static const char *const what[] =
+        {[DIAG_QK_MISSING] = "without their norm (the model normalises each before the rotation)",
+         [DIAG_QK_AFTER_ROPE] = "with their norm applied after the rotation instead of before",
+         [DIAG_QK_WHOLE_PROJECTION] = "with their norm taken over the whole projection instead "
+                                      "of each head"};
+    double before = 0, after = 0;
+    char message[400];
+
+    for (int i = Q; i <= K; i++)
+        if (dr->arr[i].data) {
+            before = fmax(before, w->claimed[i].max_abs);
+            after = fmax(after, w->qn.errors[i].max_abs);
+        }
+    snprintf(message, sizeof message,
+             "q and k were computed %s; with the norm where model '%s' has it the maximum error "
+             "drops from %.3g to %.3g",
+             what[w->qn.where], dr->rq.model->name, before, after);
+    strbuf_puts(sb, "{\"code\":\"qk_norm_mismatch\",\"message\":");
+    strbuf_put_json_string(sb, message);
+    strbuf_puts(sb, ",\"evidence\":{\"where\":");
+    strbuf_put_json_string(sb, diag_qk_where_name(w->qn.where));
+    strbuf_puts(sb, ",\"error_before\":");
+    diag_put_float(sb, before);
+    strbuf_puts(sb, ",\"error_after\":");
+    diag_put_float(sb, after);
+    strbuf_puts(sb, "}}");
+}
+
 static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w, bool rotation,
                            bool projection)
 {
@@ -329,6 +362,11 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
     const model *m = dr->rq.model;
 
     strbuf_puts(sb, ",\"findings\":[");
+    if (w->qn.explains) {
+        write_qk_norm(sb, dr, w);
+        strbuf_putc(sb, ']');
+        return;
+    }
     if (write_transposed(sb, w)) {
         if (w->tr.explains) {
             strbuf_putc(sb, ']');
@@ -424,7 +462,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     scheme_kind kind = rq->scheme.kind;
     bool rotation = kind == SCHEME_ROPE;
     mark_projection(dr, w, rotation);
-    bool projection = !w->tr.explains && (w->off[Q] || w->off[K] || w->off[V]);
+    bool projection = !w->tr.explains && !w->qn.explains && (w->off[Q] || w->off[K] || w->off[V]);
     pe_dx_verdict verdict = PE_DX_MATCH;
     int worst = -1, from = w->diagnosed[Q] ? Q : K;
     double total = 0, bad = 0, best_abs = 0, best_rel = 0;
@@ -451,13 +489,14 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     }
     if (projection)
         verdict = PE_DX_UNEXPLAINED;
-    if (w->tr.explains) { /* the transposed pass reproduces every array */
+    if (w->tr.explains || w->qn.explains) { /* a trial pass reproduces every array */
+        const pe_dx_errors *te = w->tr.explains ? w->tr.errors : w->qn.errors;
         verdict = PE_DX_EXPLAINED;
         best_abs = best_rel = 0;
         for (int i = 0; i < DX_ARRAYS; i++)
             if (dr->arr[i].data) {
-                best_abs = fmax(best_abs, w->tr.errors[i].max_abs);
-                best_rel = fmax(best_rel, w->tr.errors[i].max_rel);
+                best_abs = fmax(best_abs, te[i].max_abs);
+                best_rel = fmax(best_rel, te[i].max_rel);
             }
     }
     pe_dx_errors all = w->claimed[worst];
@@ -474,15 +513,12 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     write_findings(sb, dr, w, rotation, projection);
     /* best: an /apply request with the same model */
     const pe_dx_variant *best = rotation && w->diagnosed[from] ? &w->res[from].best : claim;
-    strbuf_puts(sb, ",\"best\":{\"model\":");
-    if (rq->owned_model) /* an inline model: the client sends it again */
-        strbuf_puts(sb, "null");
-    else
-        strbuf_put_json_string(sb, rq->model->name);
+    strbuf_puts(sb, ",\"best\":{");
+    diag_write_best_model(sb, rq, dr->model_json);
     strbuf_puts(sb, ",\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
-    diag_write_params(sb, kind, best, 0);
+    diag_write_params(sb, kind, best, rq->model->heads); /* alibi: the model's heads */
     strbuf_putc(sb, ',');
     /* the positions found (positions_mismatch), else the claim's */
     diag_write_batch_positions(sb, best->positions ? best->positions : rq->positions, rq->batch,
@@ -565,11 +601,13 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
             goto done;
         w.claimed[i] = diag_compare(dr->arr[i].data, w.want[i], n, dr->tol);
     }
-    if (diag_transposed_trial(dr, &plan, w.claimed, &w.tr, err))
+    if (diag_transposed_trial(dr, &plan, w.claimed, &w.tr, err) ||
+        (!w.tr.explains && diag_qk_norm_trial(dr, &plan, w.claimed, &w.qn, err)))
         goto done;
     /* /apply's own answer is a match: the search runs only on a difference
      * (and not when the transposed projection reproduces the subject) */
-    for (int i = Q; rq->scheme.kind == SCHEME_ROPE && !w.tr.explains && i <= K; i++) {
+    for (int i = Q; rq->scheme.kind == SCHEME_ROPE && !w.tr.explains && !w.qn.explains && i <= K;
+         i++) {
         if (!dr->arr[i].data || w.claimed[i].mismatched == 0)
             continue;
         if (rotated_views(dr, &plan, &w, i)) {

@@ -54,6 +54,18 @@ static bool rows_equal(const float *data, size_t rows, size_t row)
     return true;
 }
 
+bool diag_batch_rows_differ(const tensor *t, size_t inner, bool bhtd)
+{
+    /* "bhtd": the batch is the first axis alone ([b][h][t][hd]), and its
+     * rows are equal before the heads are folded when they are after */
+    size_t lead = bhtd ? 1 : t->ndim > inner ? t->ndim - inner : 0, rows = 1, row = 1;
+    if (t->ndim < lead)
+        return false;
+    for (size_t i = 0; i < t->ndim; i++)
+        *(i < lead ? &rows : &row) *= t->dim[i];
+    return rows > 1 && !rows_equal(t->data, rows, row);
+}
+
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err)
 {
@@ -111,7 +123,7 @@ static bool span_differs(const float *got, const float *want, size_t from, size_
 }
 
 int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
-                        pe_dx_tolerance tol, strbuf *rows)
+                        pe_dx_tolerance tol, diag_rows *rows, strbuf *json)
 {
     size_t n = pe_dx_subject_size(subj), per_row = batch ? subj->rows / batch * subj->cols : 0;
     size_t half = subj->b ? n / 2 : n; /* cos + sin: two arrays of n / 2 */
@@ -120,21 +132,28 @@ int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, s
 
     if (batch <= 1 || subj->cols == 0)
         return 0;
-    if (!(want = malloc(n * sizeof *want)) || pe_dx_render(subj, claim, want) != PE_OK) {
+    rows->differs = calloc(batch, sizeof *rows->differs); /* the caller's */
+    if (!rows->differs || !(want = malloc(n * sizeof *want)) ||
+        pe_dx_render(subj, claim, want) != PE_OK) {
         free(want);
         return -1;
     }
-    strbuf_putc(rows, '[');
+    rows->batch = batch;
+    rows->tokens = subj->rows / batch;
+    rows->claimed = subj->positions;
+    strbuf_putc(json, '[');
     for (size_t b = 0; b < batch; b++) {
         size_t from = b * per_row, to = from + per_row;
-        if (span_differs(subj->a, want, from, to, tol) ||
-            (subj->b && span_differs(subj->b, want + half, from, to, tol))) {
-            strbuf_printf(rows, "%s%zu", first ? "" : ",", b);
+        rows->differs[b] = span_differs(subj->a, want, from, to, tol) ||
+                           (subj->b && span_differs(subj->b, want + half, from, to, tol));
+        if (rows->differs[b]) {
+            strbuf_printf(json, "%s%zu", first ? "" : ",", b);
             first = false;
         }
     }
-    strbuf_putc(rows, ']');
-    strbuf_putc(rows, '\0'); /* rows->data is then a C string */
+    strbuf_putc(json, ']');
+    strbuf_putc(json, '\0'); /* json->data is then a C string */
     free(want);
-    return rows->failed ? -1 : 0;
+    rows->json = json->data;
+    return json->failed ? -1 : 0;
 }

@@ -21,44 +21,6 @@ static bool rope_kind(pe_dx_kind kind)
     return kind == PE_DX_SUBJ_ROPE_CACHE || kind == PE_DX_SUBJ_ROPE_ENCODED;
 }
 
-/* Shapes the claim can have; sizes that fit. */
-static pe_status validate(const pe_dx_subject *s, const pe_dx_variant *c)
-{
-    if (!s || !c || !s->a || !s->positions || s->rows == 0 || pe_dx_subject_size(s) == 0)
-        return PE_EINVAL;
-    size_t n = pe_dx_subject_size(s);
-    if (n > SIZE_MAX / (4 * sizeof(double)))
-        return PE_EINVAL;
-    for (size_t t = 0; t < s->rows; t++)
-        if (s->positions[t] < 0 || s->positions[t] > ((int64_t)1 << 40))
-            return PE_EINVAL;
-    switch (s->kind) {
-    case PE_DX_SUBJ_TABLE:
-    case PE_DX_SUBJ_ABS_ENCODED:
-        return c->base > 1.0 && isfinite(c->base) ? PE_OK : PE_EINVAL;
-    case PE_DX_SUBJ_ROPE_ENCODED:
-        if (!s->x || c->rope.head_dim == 0 || s->cols % c->rope.head_dim)
-            return PE_EINVAL;
-        /* fall through */
-    case PE_DX_SUBJ_ROPE_CACHE: {
-        size_t rd = c->rope.rotary_dim;
-        if (rd < 2 || rd % 2 || rd > c->rope.head_dim || c->rope.cache)
-            return PE_EINVAL;
-        if (s->kind == PE_DX_SUBJ_ROPE_CACHE && (!s->b || (s->cols != rd && s->cols != rd / 2)))
-            return PE_EINVAL;
-        return PE_OK; /* base and scaling: pe_rope_frequencies decides */
-    }
-    case PE_DX_SUBJ_ALIBI_BIAS:
-    case PE_DX_SUBJ_ALIBI_SLOPES:
-        return s->heads > 0 ? PE_OK : PE_EINVAL;
-    case PE_DX_SUBJ_T5_BIAS:
-        return s->heads > 0 && c->t5.table && c->t5.heads == s->heads && c->t5.num_buckets >= 2
-                   ? PE_OK
-                   : PE_EINVAL;
-    }
-    return PE_EINVAL;
-}
-
 static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
 {
     if (a->mismatched != b->mismatched)
@@ -72,6 +34,7 @@ static pe_status exact_claim(const pe_dx_subject *s, const pe_dx_variant *claim,
 {
     *c = *claim;
     c->precision = PE_DX_EXACT;
+    c->any_order = false;
     if (!rope_kind(s->kind))
         return PE_OK;
     size_t half = c->rope.rotary_dim / 2;
@@ -169,7 +132,7 @@ static pe_status mark_differing_slopes(const pe_dx_subject *s, const pe_dx_varia
     }
     pe_alibi_slopes(s->heads, paper);
     for (size_t h = 0; h < s->heads; h++)
-        out->slopes_differ[h] = fabs(found->slopes[h] - paper[h]) > 1e-12 * paper[h];
+        out->slopes_differ[h] = !pe_dx_float32_equal(found->slopes[h], paper[h]);
     free(paper);
     return PE_OK;
 }
@@ -184,13 +147,15 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
                         pe_dx_variant *v, pe_dx_errors *e, bool *explains)
 {
     /* exact, float32 angles, float16/bfloat16 values (exact emulation:
-     * simpler than coarse angles), bfloat16/float16 angles */
+     * simpler than coarse angles), bfloat16/float16 angles, then float16/
+     * bfloat16 angles in any order (by the envelope of their errors) */
     static const pe_dx_precision precs[] = {PE_DX_EXACT,    PE_DX_FLOAT32,  PE_DX_FLOAT16,
-                                            PE_DX_BFLOAT16, PE_DX_BFLOAT16, PE_DX_FLOAT16};
-    static const pe_dx_stage stages[] = {PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES,
-                                         PE_DX_STAGE_VALUES, PE_DX_STAGE_VALUES,
+                                            PE_DX_BFLOAT16, PE_DX_BFLOAT16, PE_DX_FLOAT16,
+                                            PE_DX_FLOAT16,  PE_DX_BFLOAT16};
+    static const pe_dx_stage stages[] = {PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES, PE_DX_STAGE_VALUES,
+                                         PE_DX_STAGE_VALUES, PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES,
                                          PE_DX_STAGE_ANGLES, PE_DX_STAGE_ANGLES};
-    size_t nprec = angle_kind(s->kind) ? 6 : 1;
+    size_t nprec = angle_kind(s->kind) ? 8 : 1;
     /* at exact and float32 angles the variant found comes first; at
      * bfloat16/float16 the claim's own structure does (the simplest
      * explanation: coarse angles blur the profile the search read) */
@@ -207,6 +172,7 @@ static pe_status choose(const pe_dx_subject *s, const pe_dx_variant *c, const pe
             pe_dx_variant t = *base;
             t.precision = precs[k];
             t.stage = stages[k];
+            t.any_order = k >= 6;
             pe_dx_errors te;
             bool full;
             pe_status st = pe_dx_evaluate_fast(s, &t, tol, &te, &full);
@@ -279,6 +245,7 @@ static pe_status positions_after_search(const pe_dx_subject *s, const pe_dx_vari
         pe_dx_errors te;
         bases[k].precision = PE_DX_EXACT;
         bases[k].stage = PE_DX_STAGE_ANGLES;
+        bases[k].any_order = false;
         pe_status st = pe_dx_try_positions(s, &bases[k], tol, out, &t, &te, explains);
         if (st != PE_OK)
             return st;
@@ -326,6 +293,7 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     pe_dx_variant exact = v;
     exact.precision = PE_DX_EXACT;
     exact.stage = PE_DX_STAGE_ANGLES;
+    exact.any_order = false;
     out->best_errors = e; /* e is at exact angles already */
     if (v.precision != PE_DX_EXACT)
         st = pe_dx_evaluate(s, &exact, tol, &out->best_errors);
@@ -366,7 +334,7 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
                       pe_dx_result *out)
 {
     memset(out, 0, sizeof *out);
-    pe_status st = validate(subject, claim);
+    pe_status st = pe_dx_validate(subject, claim);
     if (st != PE_OK)
         return st;
     /* the budget runs from here; every stage after the claim's own checks

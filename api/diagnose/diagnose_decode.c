@@ -8,6 +8,7 @@
 
 #include "diagnose_decode.h"
 #include "diagnose_batch.h"
+#include "diagnose_write.h"
 #include "json/json_fields.h"
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
@@ -77,7 +78,8 @@ static int subject_kind(const json_t *root, diag_kind *kind, api_error *err)
 }
 
 /* Read the array `name` (shaped by `<name>_shape`: request_array) of rank
- * min..max into slot i. */
+ * min..max into slot i; slot 0's shape as sent is kept (sent_dim) before
+ * its batch axes are folded. */
 static int read_array(diag_request *dr, size_t i, const char *name, const char *alt_shape,
                       size_t min_ndim, size_t max_ndim, api_error *err)
 {
@@ -85,6 +87,10 @@ static int read_array(diag_request *dr, size_t i, const char *name, const char *
     if (request_array(&dr->rq.doc, name, min_ndim, max_ndim, &dr->arr[i], err))
         return -1;
     dr->names[i] = name;
+    if (i == 0) {
+        dr->sent_ndim = dr->arr[0].ndim;
+        memcpy(dr->sent_dim, dr->arr[0].dim, sizeof dr->sent_dim);
+    }
     return 0;
 }
 
@@ -130,6 +136,44 @@ static bool claim_per_row(const json_doc *doc)
            rows_of_rows(doc, jf_get(doc->root, RF(attention_mask)));
 }
 
+/* embeddings and encoded, folded alike: row by row when the claim is per
+ * row or either's rows differ. */
+static int read_encoded(diag_request *dr, bool per_row, api_error *err)
+{
+    request *rq = &dr->rq;
+
+    if (read_array(dr, 0, "encoded", NULL, 2, TENSOR_MAX_NDIM, err) ||
+        request_array(&rq->doc, RF(embeddings), 2, TENSOR_MAX_NDIM, &rq->x, err))
+        return -1;
+    per_row = per_row || diag_batch_rows_differ(&rq->x, 2, dr->bhtd) ||
+              diag_batch_rows_differ(&dr->arr[0], 2, dr->bhtd);
+    if (diag_fold_batch(&rq->x, "embeddings", 2, dr->bhtd, per_row, &dr->batch, err) ||
+        diag_fold_batch(&dr->arr[0], "encoded", 2, dr->bhtd, per_row, &dr->batch, err))
+        return -1;
+    if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
+        return api_fail(err, API_E_INVALID_SHAPE, "encoded",
+                        "encoded is [%zu][%zu] but embeddings are [%zu][%zu]", dr->arr[0].dim[0],
+                        dr->arr[0].dim[1], rq->x.dim[0], rq->x.dim[1]);
+    return 0;
+}
+
+/* cos and sin, folded alike (as read_encoded). */
+static int read_cache(diag_request *dr, bool per_row, api_error *err)
+{
+    if (read_array(dr, 0, "cos", NULL, 2, TENSOR_MAX_NDIM, err) ||
+        read_array(dr, 1, "sin", NULL, 2, TENSOR_MAX_NDIM, err))
+        return -1;
+    per_row = per_row || diag_batch_rows_differ(&dr->arr[0], 2, false) ||
+              diag_batch_rows_differ(&dr->arr[1], 2, false);
+    if (diag_fold_batch(&dr->arr[0], "cos", 2, false, per_row, &dr->batch, err) ||
+        diag_fold_batch(&dr->arr[1], "sin", 2, false, per_row, &dr->batch, err))
+        return -1;
+    if (dr->arr[0].dim[0] != dr->arr[1].dim[0] || dr->arr[0].dim[1] != dr->arr[1].dim[1])
+        return api_fail(err, API_E_INVALID_SHAPE, "sin", "sin is [%zu][%zu] but cos is [%zu][%zu]",
+                        dr->arr[1].dim[0], dr->arr[1].dim[1], dr->arr[0].dim[0], dr->arr[0].dim[1]);
+    return 0;
+}
+
 /* The subject's arrays, and the rows and width the claim reads. */
 static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens, size_t *d,
                         api_error *err)
@@ -144,28 +188,12 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
             return -1;
         break;
     case DX_ENCODED:
-        if (read_array(dr, 0, "encoded", NULL, 2, TENSOR_MAX_NDIM, err) ||
-            request_array(&rq->doc, RF(embeddings), 2, TENSOR_MAX_NDIM, &rq->x, err) ||
-            diag_fold_batch(&rq->x, "embeddings", 2, dr->bhtd, per_row, &dr->batch, err) ||
-            diag_fold_batch(&dr->arr[0], "encoded", 2, dr->bhtd, per_row || dr->batch > 1,
-                            &dr->batch, err))
+        if (read_encoded(dr, per_row, err))
             return -1;
-        if (rq->x.dim[0] != dr->arr[0].dim[0] || rq->x.dim[1] != dr->arr[0].dim[1])
-            return api_fail(err, API_E_INVALID_SHAPE, "encoded",
-                            "encoded is [%zu][%zu] but embeddings are [%zu][%zu]",
-                            dr->arr[0].dim[0], dr->arr[0].dim[1], rq->x.dim[0], rq->x.dim[1]);
         break;
     case DX_CACHE:
-        if (read_array(dr, 0, "cos", NULL, 2, TENSOR_MAX_NDIM, err) ||
-            read_array(dr, 1, "sin", NULL, 2, TENSOR_MAX_NDIM, err) ||
-            diag_fold_batch(&dr->arr[0], "cos", 2, false, per_row, &dr->batch, err) ||
-            diag_fold_batch(&dr->arr[1], "sin", 2, false, per_row || dr->batch > 1, &dr->batch,
-                            err))
+        if (read_cache(dr, per_row, err))
             return -1;
-        if (dr->arr[0].dim[0] != dr->arr[1].dim[0] || dr->arr[0].dim[1] != dr->arr[1].dim[1])
-            return api_fail(err, API_E_INVALID_SHAPE, "sin",
-                            "sin is [%zu][%zu] but cos is [%zu][%zu]", dr->arr[1].dim[0],
-                            dr->arr[1].dim[1], dr->arr[0].dim[0], dr->arr[0].dim[1]);
         break;
     case DX_BIAS:
         if (read_array(dr, 0, "bias", NULL, 3, TENSOR_MAX_NDIM, err) ||
@@ -209,6 +237,20 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     return 0;
 }
 
+/* An inline model's text, for best (the doc is freed after decoding). */
+static int keep_inline_model(diag_request *dr)
+{
+    strbuf sb = {0};
+    json_t *m = json_object_get(dr->rq.doc.root, "model");
+
+    if (!json_is_object(m))
+        return 0;
+    diag_write_json(&sb, &dr->rq.doc, m);
+    strbuf_putc(&sb, '\0');
+    dr->model_json = strbuf_detach(&sb, NULL);
+    return dr->model_json ? 0 : -1;
+}
+
 int diag_decode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                 diag_request *dr, api_error *err)
 {
@@ -245,6 +287,8 @@ int diag_decode(const api_service *svc, const api_budget *budget, const char *bo
                       "without causal");
     if (rc && dr->rq.refused) /* the budget's answer (503 or 422), not the reader's */
         *err = dr->rq.refusal;
+    if (!rc && dr->rq.owned_model && keep_inline_model(dr))
+        rc = api_fail_oom(err);
     json_doc_free(&dr->rq.doc);
     return rc ? -1 : 0;
 }
@@ -254,6 +298,7 @@ void diag_request_free(diag_request *dr)
     if (!dr)
         return;
     request_free(&dr->rq);
+    free(dr->model_json);
     for (size_t i = 0; i < DX_ARRAYS; i++)
         tensor_free(&dr->arr[i]);
     memset(dr, 0, sizeof *dr);
@@ -307,4 +352,21 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
                         "not diagnosed",
                         scheme_names[s->kind]);
     }
+}
+
+size_t diag_sent_index(const diag_request *dr, size_t flat, size_t *index)
+{
+    const size_t *d = dr->sent_dim;
+    if (dr->bhtd && dr->kind == DX_ENCODED &&
+        dr->sent_ndim == 4) { /* folded [b*t][h*hd] of sent [b][h][t][hd] */
+        size_t width = d[1] * d[3], row = flat / width, c = flat % width;
+        index[0] = row / d[2];
+        index[1] = c / d[3];
+        index[2] = row % d[2];
+        index[3] = c % d[3];
+        return 4;
+    }
+    /* stacked rows keep the memory order; a row read once is row 0 */
+    diag_unflatten(flat, dr->sent_ndim, d, index);
+    return dr->sent_ndim;
 }

@@ -4,7 +4,7 @@
  *
  *   decode (diagnose_decode.c) -> plan: the claim and the subject as
  *   pe_diagnose reads them, every check and the output caps -> the search
- *   (lib/pe_diagnose.h) -> the answer (diagnose_write.c).
+ *   (lib/diagnose/pe_diagnose.h) -> the answer (diagnose_write.c).
  *
  * Response: {"verdict", "claimed", "findings", "best", ["error_map"]}.
  * q/k/v subjects take their own path (diagnose_qkv.c).
@@ -79,6 +79,15 @@ static int check_heads(const diag_request *dr, const pe_dx_variant *claim, size_
     return 0;
 }
 
+/* The 422 of a subject the claim cannot read (pe_diagnose's PE_EINVAL). */
+static int unreadable(const diag_request *dr, api_error *err)
+{
+    return api_fail(err, API_E_INVALID_SHAPE, dr->names[0],
+                    "%s cannot be read under the claim (its width must fit head_dim and "
+                    "rotary_dim, its heads the claim's, its positions [0, 2^40])",
+                    dr->names[0]);
+}
+
 /* render(claim) into map[n], checked as /encode checks its result
  * (diag_check_claim_finite, each of a cache's two arrays), then turned into
  * the error map |subject - render(claim)|. */
@@ -87,7 +96,10 @@ static int render_claim_checked(const diag_request *dr, const pe_dx_subject *sub
 {
     size_t half = dr->kind == DX_CACHE ? n / 2 : n;
 
-    if (pe_dx_render(subj, claim, map) != PE_OK)
+    pe_status st = pe_dx_render(subj, claim, map);
+    if (st == PE_EINVAL)
+        return unreadable(dr, err);
+    if (st != PE_OK)
         return api_fail_oom(err);
     for (int i = 0; i < (dr->kind == DX_CACHE ? 2 : 1); i++) {
         const tensor *t = &dr->arr[i];
@@ -100,10 +112,13 @@ static int render_claim_checked(const diag_request *dr, const pe_dx_subject *sub
     return 0;
 }
 
-/* The claim checked (render_claim_checked) before the search; with
- * return_map its error map kept in *map (new, the caller frees). */
+/* The claim checked (render_claim_checked): before the search, and again
+ * for the error map after it, so that the map's buffer is never held
+ * beside the search's (*map: new, the caller frees; NULL when map is
+ * false). */
 static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
-                       const pe_dx_variant *claim, size_t n, float **map, api_error *err)
+                       const pe_dx_variant *claim, size_t n, bool map_wanted, float **map,
+                       api_error *err)
 {
     float *m = malloc(n * sizeof *m); /* owned until given to *map */
 
@@ -114,7 +129,7 @@ static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
         free(m);
         return -1;
     }
-    if (dr->return_map)
+    if (map_wanted)
         *map = m;
     else
         free(m);
@@ -143,7 +158,7 @@ static void write_error_map(strbuf *sb, const diag_request *dr, const float *map
 }
 
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
-                         const pe_dx_result *r, size_t heads, const char *rows)
+                         const pe_dx_result *r, size_t heads, const diag_rows *rows)
 {
     scheme_kind kind = dr->rq.scheme.kind;
     const tensor *main = &dr->arr[0];
@@ -155,11 +170,11 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         array = flat >= n ? "sin" : "cos";
         flat = flat >= n ? flat - n : flat;
     }
-    diag_unflatten(flat, main->ndim, main->dim, index);
+    size_t ndim = diag_sent_index(dr, flat, index); /* every axis as sent */
     strbuf_puts(sb, "{\"verdict\":");
     strbuf_put_json_string(sb, pe_dx_verdict_name(r->verdict));
     strbuf_puts(sb, r->truncated ? ",\"truncated\":true," : ",");
-    diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, main->ndim);
+    diag_write_claimed(sb, kind, claim, heads, &r->claimed, array, index, ndim);
     strbuf_puts(sb, ",\"findings\":[");
     for (size_t i = 0; i < r->n_findings; i++) {
         if (i)
@@ -170,6 +185,10 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     strbuf_put_json_string(sb, scheme_names[kind]);
     strbuf_puts(sb, ",\"params\":");
     diag_write_params(sb, kind, &r->best, heads);
+    if (dr->rq.model) { /* the model the claim named goes with best */
+        strbuf_putc(sb, ',');
+        diag_write_best_model(sb, &dr->rq, dr->model_json);
+    }
     if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
         diag_write_batch_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,
@@ -186,6 +205,19 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     strbuf_putc(sb, '}');
 }
 
+/* What a /diagnose holds of the memory budget, estimated from its plan
+ * before the search: the decoded claim and subject, the
+ * search's working copies of the subject, and the answer's text, which is
+ * built whole and held until it is sent. */
+#define DIAG_WORK_COPIES                                                                           \
+    5                              /* the search: its phases (two), the predictions and their
+                              slack (measured: 4.1 at [2048][1024]) */
+#define DIAG_QKV_COPIES 6          /* q/k/v: the pass and its rotated views */
+#define DIAG_TEXT_BYTES (64 << 10) /* the verdict, findings and best fit */
+#define DIAG_MAP_VALUE_BYTES                                                                       \
+    16                       /* one error_map value as text, at most: the
+                                      longest float32 text (15) and a comma */
+#define DIAG_MAP_ROW_BYTES 4 /* a row's brackets and comma */
 /* Every subject but q/k/v: plan, search, answer into *sb. */
 static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbuf *sb,
                            api_error *err)
@@ -196,7 +228,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     pe_dx_result r = {0};
     rope_plan rope = {0};
     pe_dx_kind kind = PE_DX_SUBJ_TABLE;
-    strbuf rows = {0}; /* evidence.rows of a batched subject */
+    strbuf rows_json = {0}; /* evidence.rows of a batched subject */
+    diag_rows rows = {0};
     float *map = NULL; /* owned: the claim's error map, with return_map */
     int rc = -1;
 
@@ -209,12 +242,14 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         width = rq->scheme.head_dim                ? rq->scheme.head_dim
                 : rq->model && rq->model->head_dim ? rq->model->head_dim
                                                    : width;
-    if (diag_claim(svc, dr, width, 0, &claim, &rope, err))
+    /* axes bhtd without params.head_dim: the head size is the last axis */
+    size_t axis_head_dim = dr->bhtd && !rq->scheme.head_dim ? dr->sent_dim[3] : 0;
+    if (diag_claim(svc, dr, width, axis_head_dim, &claim, &rope, err))
         goto done;
     /* no head size anywhere (rope_plan_init then rotates the whole vector):
      * the search finds it (contract 1.2, Head size) */
     const model *m = rq->model;
-    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim &&
+    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim && !dr->bhtd &&
                           !(m && m->head_dim && m->head_dim <= width && width % m->head_dim == 0);
     bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
     size_t heads = relative ? main->dim[0] : 0;
@@ -228,6 +263,7 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
                           .a = main->data,
                           .b = dr->arr[1].data,
                           .positions = rq->positions,
+                          .batch = dr->batch,
                           .budget_s = (double)svc->limits.diagnose_ms / 1000.0};
     size_t n = pe_dx_subject_size(&subj);
     if (n == 0) {
@@ -235,14 +271,11 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     if (request_check_output(svc, n, "the subject", err) ||
-        check_claim(dr, &subj, &claim, n, &map, err))
+        check_claim(dr, &subj, &claim, n, false, &map, err))
         goto done;
     pe_status st = pe_diagnose(&subj, &claim, dr->tol, &r);
     if (st == PE_EINVAL) {
-        api_fail(err, API_E_INVALID_SHAPE, dr->names[0],
-                 "%s cannot be read under the claim (its width must fit head_dim and "
-                 "rotary_dim, its heads the claim's, its positions [0, 2^40])",
-                 dr->names[0]);
+        unreadable(dr, err);
         goto done;
     }
     if (st != PE_OK) {
@@ -250,33 +283,30 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         goto done;
     }
     diag_require_finite_best(&r);
-    if (r.n_findings && diag_rows_differing(&subj, &claim, dr->batch, dr->tol, &rows)) {
+    if (r.n_findings && diag_rows_differing(&subj, &claim, dr->batch, dr->tol, &rows, &rows_json)) {
         api_fail_oom(err);
         goto done;
     }
-    write_answer(sb, dr, &claim, &r, heads, rows.len ? rows.data : NULL);
-    if (map)
+    write_answer(sb, dr, &claim, &r, heads, rows.json ? &rows : NULL);
+    if (dr->return_map) {
+        if (check_claim(dr, &subj, &claim, n, true, &map, err))
+            goto done;
+        /* the map's text at its largest, reserved at once: growing the
+         * answer by doubling would hold two copies of it */
+        strbuf_reserve(sb, n * DIAG_MAP_VALUE_BYTES + dr->rq.tokens * DIAG_MAP_ROW_BYTES * 2);
         write_error_map(sb, dr, map, n);
+    }
     strbuf_putc(sb, '}');
     rc = 0;
 done:
     free(map);
-    strbuf_free(&rows);
+    free(rows.differs);
+    strbuf_free(&rows_json);
     pe_dx_result_free(&r);
     rope_plan_free(&rope);
     return rc;
 }
 
-/* What a /diagnose holds of the memory budget, estimated from its plan
- * before the search (limit diagnose-budget): the decoded claim and subject, the
- * search's working copies of the subject, and the answer's text, which is
- * built whole and held until it is sent. */
-#define DIAG_WORK_COPIES                                                                           \
-    6                              /* the claim rendered, its phases, the
-                                       predictions and their slack; for
-                                       q/k/v the pass and its rotated views */
-#define DIAG_TEXT_BYTES (64 << 10) /* the verdict, findings and best fit */
-#define DIAG_MAP_VALUE_BYTES 20    /* one error_map value as text, at most */
 static size_t held_bytes(const diag_request *dr)
 {
     size_t subject = 0;
@@ -284,8 +314,15 @@ static size_t held_bytes(const diag_request *dr)
     for (int i = 0; i < DX_ARRAYS; i++)
         if (dr->arr[i].data)
             subject += tensor_count(&dr->arr[i]);
-    size_t text = DIAG_TEXT_BYTES + (dr->return_map ? subject * DIAG_MAP_VALUE_BYTES : 0);
-    return request_held_bytes(&dr->rq) + subject * sizeof(float) * (1 + DIAG_WORK_COPIES) + text;
+    /* the search's copies, then (freed) the error map and its text: the
+     * larger of the two phases is held, not their sum */
+    size_t copies = dr->kind == DX_QKV ? DIAG_QKV_COPIES : DIAG_WORK_COPIES;
+    size_t search = subject * sizeof(float) * copies;
+    size_t map = dr->return_map ? subject * (sizeof(float) + DIAG_MAP_VALUE_BYTES) +
+                                      dr->rq.tokens * DIAG_MAP_ROW_BYTES * DX_ARRAYS
+                                : 0;
+    return request_held_bytes(&dr->rq) + subject * sizeof(float) + (search > map ? search : map) +
+           DIAG_TEXT_BYTES;
 }
 
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "api_error.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 /* An explained verdict whose best does not reproduce the subject finitely
  * (huge finite subjects can drive the lib's fitted factor to overflow)

@@ -69,8 +69,11 @@ static bool scaling_differs(const pe_rope_scaling *a, const pe_rope_scaling *b)
             return true;
         /* fall through */
     case PE_ROPE_SCALING_DYNAMIC:
-    case PE_ROPE_SCALING_YARN:
     case PE_ROPE_SCALING_LONGROPE:
+        if (a->short_factor != b->short_factor || a->long_factor != b->long_factor)
+            return true; /* the claim's lists, picked the other way */
+        /* fall through */
+    case PE_ROPE_SCALING_YARN:
         return differs(a->factor, b->factor) ||
                differs(a->original_max_position_embeddings, b->original_max_position_embeddings);
     }
@@ -83,6 +86,12 @@ static void describe_scaling(const pe_rope_scaling *sc, char *buf, size_t n)
         snprintf(buf, n, "%s%s%.6g", scaling_name(sc->type),
                  sc->type == PE_ROPE_SCALING_LINEAR ? " factor " : "",
                  sc->type == PE_ROPE_SCALING_LINEAR ? sc->factor : 0.0);
+    else if (sc->type == PE_ROPE_SCALING_LLAMA3)
+        snprintf(buf, n,
+                 "llama3 factor %.6g low_freq_factor %.6g high_freq_factor %.6g"
+                 " original_max_position_embeddings %.6g",
+                 sc->factor, sc->low_freq_factor, sc->high_freq_factor,
+                 sc->original_max_position_embeddings);
     else
         snprintf(buf, n, "%s factor %.6g original_max_position_embeddings %.6g",
                  scaling_name(sc->type), sc->factor, sc->original_max_position_embeddings);
@@ -165,8 +174,19 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
                 " %.9g%s the maximum error drops from %.3g to %.3g",
                 b->rope.base, c->rope.base, b->rope.base, with, from, to);
     }
+    const pe_rope_scaling *bs = &b->rope.scaling, *cs = &c->rope.scaling;
+    if (bs->type == PE_ROPE_SCALING_LONGROPE && cs->type == PE_ROPE_SCALING_LONGROPE &&
+        bs->short_factor == cs->long_factor && bs->long_factor == cs->short_factor) {
+        add(k, PE_DX_SCALING_MISMATCH,
+            "LongRoPE's factor lists are picked the other way round: the subject uses"
+            " long_factor where the sequence fits original_max_position_embeddings %.6g and"
+            " short_factor beyond it (Phi-3 picks long_factor only when the sequence length"
+            " exceeds it)",
+            cs->original_max_position_embeddings);
+        return;
+    }
     if (scaling_differs(&b->rope.scaling, &c->rope.scaling)) {
-        char got[160], want[160];
+        char got[200], want[200];
         describe_scaling(&b->rope.scaling, got, sizeof got);
         describe_scaling(&c->rope.scaling, want, sizeof want);
         add(k, PE_DX_SCALING_MISMATCH,
@@ -261,11 +281,14 @@ static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, co
          [PE_DX_PATTERN_CONSTANT] = "all equal (position ids all the same - if all zero, "
                                     "perhaps no positions were applied)",
          [PE_DX_PATTERN_RESTART] = "restarting per segment",
-         [PE_DX_PATTERN_FROM_MASK] = "derived from a padding mask the claim did not send"};
+         [PE_DX_PATTERN_FROM_MASK] = "derived from a padding mask the claim did not send",
+         [PE_DX_PATTERN_OFFSET] = "each batch row's claimed ones shifted by its own constant"};
     add(k, PE_DX_POSITIONS_MISMATCH,
         "the positions read from the phases are %s: %s; with these positions%s the maximum"
         " error drops from %.3g to %.3g",
-        what[r->positions_pattern], list, with, r->claimed.max_abs, r->explained.max_abs);
+        r->patterns_by_row ? "other than the claimed ones, in another way in each batch row"
+                           : what[r->positions_pattern],
+        list, with, r->claimed.max_abs, r->explained.max_abs);
 }
 
 /* One pass; `with` qualifies the error drops when findings combine. */
@@ -329,6 +352,13 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
             " in float32",
             pe_dx_precision_name(b->precision), r->best_errors.max_abs, r->explained.max_abs,
             pe_dx_precision_name(b->precision));
+    else if (b->precision != PE_DX_EXACT && b->any_order)
+        add(k, PE_DX_LOW_PRECISION,
+            "errors grow with position as angles computed in %s do, in another order than"
+            " rounding the frequency, position and angle once each (max error %.3g at exact"
+            " angles, within that precision's envelope): compute the frequencies, "
+            "position*frequency and cos/sin in float32 or better",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs);
     else if (b->precision != PE_DX_EXACT)
         add(k, PE_DX_LOW_PRECISION,
             "errors grow with position as angles computed in %s do (max error"

@@ -34,6 +34,16 @@ static float precision_slack(pe_dx_precision prec, double amp, double p, double 
     return 0.0f;
 }
 
+/* The envelope of coarse angles computed in any order: the frequency (and
+ * position, and their product) each carry a relative error of at most a
+ * few units of the precision's rounding u, so the angle's error grows as
+ * ~3u|w p|, and the values carry u of their own. */
+static float any_order_slack(pe_dx_precision prec, double amp, double w, double p)
+{
+    double u = prec == PE_DX_BFLOAT16 ? 0x1p-8 : 0x1p-11;
+    return (float)(amp * (2 * u + 3 * u * fabs(w * p)) + 1e-6);
+}
+
 /* The angle the client computes for frequency w at position p. */
 static double client_angle(pe_dx_precision prec, double w, double p)
 {
@@ -72,6 +82,12 @@ static client_cs client_cos_sin(const pe_dx_variant *v, double w, size_t i, doub
         double sl = precision_slack(PE_DX_FLOAT32, factor, p, w, i);
         o.c = round_value(prec, cos(w * p) * factor, sl, &o.c_slack);
         o.s = round_value(prec, sin(w * p) * factor, sl, &o.s_slack);
+        return o;
+    }
+    if (coarse && v->any_order) { /* exact values, the envelope as slack */
+        o.c = cos(w * p) * factor;
+        o.s = sin(w * p) * factor;
+        o.c_slack = o.s_slack = any_order_slack(prec, factor, w, p);
         return o;
     }
     double a = client_angle(prec, w, p);
@@ -199,7 +215,9 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
                 bool values = v->stage == PE_DX_STAGE_VALUES;
                 double na = fabs(xa) * cs.c_slack + fabs(xb) * cs.s_slack;
                 double nb = fabs(xb) * cs.c_slack + fabs(xa) * cs.s_slack;
-                double sl = precision_slack(v->precision, f * sqrt(xa * xa + xb * xb), p, w[i], i);
+                double amp = f * sqrt(xa * xa + xb * xb);
+                double sl = v->any_order ? any_order_slack(v->precision, amp, w[i], p)
+                                         : precision_slack(v->precision, amp, p, w[i], i);
                 slack[t * s->cols + h0 + a] = (float)(values ? na : sl);
                 slack[t * s->cols + h0 + b] = (float)(values ? nb : sl);
             }
@@ -307,7 +325,8 @@ pe_status pe_dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, flo
 
 pe_status pe_dx_render(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
 {
-    return pe_dx_render_slack(s, v, out, NULL);
+    pe_status st = pe_dx_validate(s, v); /* a shape it cannot read: nothing written */
+    return st == PE_OK ? pe_dx_render_slack(s, v, out, NULL) : st;
 }
 
 pe_status pe_dx_evaluate(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tolerance tol,

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "diagnose_write.h"
 #include "json/float_text.h"
@@ -82,9 +83,9 @@ static void write_scaling(strbuf *sb, const pe_rope_scaling *sc, size_t n)
     if (t != PE_ROPE_SCALING_LINEAR)
         put_number(sb, &first, "original_max_position_embeddings",
                    sc->original_max_position_embeddings);
-    if (t == PE_ROPE_SCALING_YARN) {
-        put_number(sb, &first, "beta_fast", sc->beta_fast);
-        put_number(sb, &first, "beta_slow", sc->beta_slow);
+    if (t == PE_ROPE_SCALING_YARN) { /* the betas the frequencies used (0: the default) */
+        put_number(sb, &first, "beta_fast", sc->beta_fast > 0 ? sc->beta_fast : 32.0);
+        put_number(sb, &first, "beta_slow", sc->beta_slow > 0 ? sc->beta_slow : 1.0);
         if (sc->has_mscale)
             put_number(sb, &first, "mscale", sc->mscale);
         if (sc->has_mscale_all_dim)
@@ -263,9 +264,54 @@ static void write_slopes_evidence(strbuf *sb, const pe_dx_result *r, size_t n_he
         strbuf_puts(sb, "null");
 }
 
+/* positions_mismatch evidence: the positions found, one list per batch
+ * row named (one row when there are no batch rows), and the pattern of
+ * each, a string when those rows share one, else a list. */
+static void write_positions_evidence(strbuf *sb, const pe_dx_result *r, const diag_rows *rows,
+                                     bool *first)
+{
+    const pe_dx_variant *b = &r->best;
+    size_t batch = rows ? rows->batch : 1, n = rows ? rows->tokens : r->n_positions;
+    bool one = true;
+    pe_dx_pattern shared = r->positions_pattern;
+
+    put_key(sb, first, "positions");
+    strbuf_putc(sb, '[');
+    for (size_t row = 0, named = 0; b->positions && row < batch; row++) {
+        if (rows && !rows->differs[row])
+            continue;
+        strbuf_puts(sb, named ? ",[" : "[");
+        for (size_t t = 0; t < n; t++)
+            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", b->positions[row * n + t] + b->offset);
+        strbuf_putc(sb, ']');
+        if (rows) {
+            pe_dx_pattern at = pe_dx_row_pattern(b->positions + row * n, rows->claimed + row * n,
+                                                 n);
+            one = one && (named == 0 || at == shared);
+            shared = at;
+        }
+        named++;
+    }
+    strbuf_putc(sb, ']');
+    put_key(sb, first, "pattern");
+    if (one) {
+        strbuf_put_json_string(sb, pe_dx_pattern_name(shared));
+        return;
+    }
+    strbuf_putc(sb, '[');
+    for (size_t row = 0, named = 0; row < batch; row++)
+        if (rows->differs[row]) {
+            strbuf_puts(sb, named++ ? "," : "");
+            strbuf_put_json_string(sb, pe_dx_pattern_name(pe_dx_row_pattern(b->positions + row * n,
+                                                                            rows->claimed + row * n,
+                                                                            n)));
+        }
+    strbuf_putc(sb, ']');
+}
+
 /* The evidence of one code, read off best as pe_diagnose.h documents. */
 static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, scheme_kind kind,
-                           size_t n_heads, const char *rows)
+                           size_t n_heads, const diag_rows *rows)
 {
     const pe_dx_variant *b = &r->best;
     bool first = true;
@@ -281,13 +327,7 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         put_number(sb, &first, "sign", b->alibi_sign);
         break;
     case PE_DX_POSITIONS_MISMATCH: /* per row: one row for a [tokens][n] subject */
-        put_key(sb, &first, "positions");
-        strbuf_puts(sb, "[[");
-        for (size_t t = 0; b->positions && t < r->n_positions; t++)
-            strbuf_printf(sb, "%s%" PRId64, t ? "," : "", b->positions[t] + b->offset);
-        strbuf_puts(sb, "]]");
-        put_key(sb, &first, "pattern");
-        strbuf_put_json_string(sb, pe_dx_pattern_name(r->positions_pattern));
+        write_positions_evidence(sb, r, rows, &first);
         break;
     case PE_DX_T5_BUCKETS:
         put_number(sb, &first, "num_buckets", (double)b->t5.num_buckets);
@@ -312,13 +352,13 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     }
     if (rows) { /* a batched subject: the rows the claim gets wrong */
         put_key(sb, &first, "rows");
-        strbuf_puts(sb, rows);
+        strbuf_puts(sb, rows->json);
     }
     strbuf_putc(sb, '}');
 }
 
 void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
-                        const char *prefix, const char *rows)
+                        const char *prefix, const diag_rows *rows)
 {
     const pe_dx_finding *f = &r->findings[i];
     char message[400];
@@ -347,4 +387,78 @@ void diag_write_best_positions(strbuf *sb, const int64_t *positions, size_t n, i
     for (size_t i = 0; i < n; i++)
         strbuf_printf(sb, "%s%" PRId64, i ? "," : "", positions[i] + shift);
     strbuf_putc(sb, ']');
+}
+
+void diag_write_json(strbuf *sb, const json_doc *doc, json_t *v)
+{
+    const json_span *span = json_doc_array(doc, v);
+    size_t len = 0;
+    const char *key;
+    json_t *item;
+    size_t i;
+
+    if (span) {
+        strbuf_put(sb, doc->text + span->start, span->end - span->start);
+        return;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        strbuf_putc(sb, '{');
+        i = 0;
+        json_object_foreach (v, key, item) {
+            strbuf_puts(sb, i++ ? "," : "");
+            strbuf_put_json_string(sb, key);
+            strbuf_putc(sb, ':');
+            diag_write_json(sb, doc, item);
+        }
+        strbuf_putc(sb, '}');
+        break;
+    case JSON_ARRAY:
+        strbuf_putc(sb, '[');
+        json_array_foreach (v, i, item) {
+            strbuf_puts(sb, i ? "," : "");
+            diag_write_json(sb, doc, item);
+        }
+        strbuf_putc(sb, ']');
+        break;
+    case JSON_STRING: {
+        const char *text = json_doc_string_text(doc, v, &len);
+        if (text && len >= JSON_STRING_SPAN_MIN && !memchr(text, '"', len) &&
+            !memchr(text, '\\', len)) { /* a long string: printable, no escapes */
+            strbuf_putc(sb, '"');
+            strbuf_put(sb, text, len);
+            strbuf_putc(sb, '"');
+        } else {
+            const char *s = json_doc_string(doc, v);
+            strbuf_put_json_string(sb, s ? s : "");
+        }
+        break;
+    }
+    case JSON_INTEGER:
+        strbuf_printf(sb, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        diag_put_double(sb, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        strbuf_puts(sb, "true");
+        break;
+    case JSON_FALSE:
+        strbuf_puts(sb, "false");
+        break;
+    case JSON_NULL:
+        strbuf_puts(sb, "null");
+        break;
+    }
+}
+
+void diag_write_best_model(strbuf *sb, const request *rq, const char *inline_model)
+{
+    strbuf_puts(sb, "\"model\":");
+    if (rq->owned_model && inline_model)
+        strbuf_puts(sb, inline_model);
+    else if (rq->model)
+        strbuf_put_json_string(sb, rq->model->name);
+    else
+        strbuf_puts(sb, "null");
 }

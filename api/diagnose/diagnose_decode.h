@@ -1,7 +1,7 @@
 /*
  * diagnose_decode.h - a decoded POST /diagnose request (diagnose_decode.c): the body ->
  * one subject + the claim it is compared with, and that claim as
- * pe_diagnose reads it. The numeric search is lib/pe_diagnose.h.
+ * pe_diagnose reads it. The numeric search is lib/diagnose/pe_diagnose.h.
  */
 #ifndef DIAGNOSE_DECODE_H
 #define DIAGNOSE_DECODE_H
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "api.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 #include "relative.h"
 #include "request.h"
 
@@ -38,8 +38,11 @@ typedef struct diag_request {
     const char *names[DX_ARRAYS]; /* static: their contract names, NULL if absent */
     pe_dx_tolerance tol;
     bool return_map;
-    bool bhtd;    /* axes "bhtd": [batch][heads][tokens][head_dim] */
-    size_t batch; /* rows stacked on the token axis (rq.tokens counts them all) */
+    bool bhtd;        /* axes "bhtd": [batch][heads][tokens][head_dim] */
+    size_t batch;     /* rows stacked on the token axis (rq.tokens counts them all) */
+    char *model_json; /* owned: an inline model's JSON text (best carries it) */
+    size_t sent_ndim; /* the first array's shape as sent, */
+    size_t sent_dim[TENSOR_MAX_NDIM]; /* before its batch axes were folded */
 } diag_request;
 
 /* Decode the body: exactly one subject, its arrays, the claim. On failure
@@ -53,6 +56,10 @@ void diag_request_free(diag_request *dr);
  * rope claim (the caller frees it with rope_plan_free). */
 int diag_claim(const api_service *svc, const diag_request *dr, size_t width, size_t fixed_head_dim,
                pe_dx_variant *claim, rope_plan *rope, api_error *err);
+
+/* The index, in the first array as sent (dr->sent_dim, every axis), of
+ * flat index `flat` of its folded form; returns the number of axes. */
+size_t diag_sent_index(const diag_request *dr, size_t flat, size_t *index);
 
 /* A rope claim as pe_diagnose reads it, from a planned rope. */
 void diag_claim_of_rope(const rope_plan *rope, pe_dx_variant *claim);

@@ -10,7 +10,8 @@
 #include <stdint.h>
 
 #include "api_error.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
+#include "diagnose_write.h"
 #include "json/strbuf.h"
 #include "json/tensor.h"
 
@@ -22,6 +23,12 @@
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err);
 
+/* Whether t's batch rows (the axes before its last `inner`; bhtd: its
+ * first axis) are not all equal: then every array of the subject is read
+ * row by row (diag_fold_batch's per_row), so that two arrays of one
+ * subject fold alike. */
+bool diag_batch_rows_differ(const tensor *t, size_t inner, bool bhtd);
+
 /* best's positions for `batch` rows of `tokens` (positions shifted by
  * shift): as one row when every row is the same, else [batch][tokens]
  * (diagnose_batch.c). */
@@ -30,9 +37,10 @@ void diag_write_batch_positions(strbuf *sb, const int64_t *positions, size_t bat
 
 /* For a subject of `batch` rows stacked on the token axis (batch > 1),
  * the rows in which the claim's prediction differs from the subject beyond
- * tol, as a JSON array into *rows, NUL-terminated (evidence.rows: the rows
- * the findings concern); *rows stays empty for batch 1. -1 when out of memory. */
+ * tol: rows->differs (new, the caller frees it) and, as a JSON array, json
+ * (NUL-terminated; rows->json points into it: evidence.rows, the rows the
+ * findings concern); both stay empty for batch 1. -1 when out of memory. */
 int diag_rows_differing(const pe_dx_subject *subj, const pe_dx_variant *claim, size_t batch,
-                        pe_dx_tolerance tol, strbuf *rows);
+                        pe_dx_tolerance tol, diag_rows *rows, strbuf *json);
 
 #endif /* DIAGNOSE_BATCH_H */

@@ -14,6 +14,16 @@
 
 #define DX_PI 3.14159265358979323846
 
+/* Whether a derived parameter found equals the claimed one after float32
+ * rounding: within a few float32 ulps of it (relative 2^-21), the slack of
+ * a client's float32 arithmetic (an ALiBi slope from torch.pow, a base
+ * read off float32 frequencies). */
+bool pe_dx_float32_equal(double found, double want);
+
+/* Shapes a subject can have under variant c, and sizes that fit: PE_OK or
+ * PE_EINVAL (pe_diagnose's and pe_dx_render's first check). */
+pe_status pe_dx_validate(const pe_dx_subject *s, const pe_dx_variant *c);
+
 /* Angle wrapped into (-pi, pi]. */
 double pe_dx_wrap(double a);
 
