@@ -46,6 +46,10 @@ static array_view view_of(const request *rq, const forward_plan *p, output_id id
         dim[n++] = rq->tokens;
         dim[n++] = rq->d;
         return array_dense(r->z, n, dim);
+    case OUT_GATE:
+        dim[n++] = rq->tokens;
+        dim[n++] = p->qd;
+        return array_dense(r->gate, n, dim);
     default:
         dim[n++] = m->heads;
         dim[n++] = rq->tokens;
@@ -120,6 +124,7 @@ static int write_answer(const request *rq, const forward_plan *p, forward_result
     answer_own(ans, r->qkv);
     answer_own(ans, r->bias);
     answer_own(ans, r->scores);
+    answer_own(ans, r->gate);
     *r = (forward_result){0};
     return 0;
 }

@@ -96,7 +96,7 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width, size
                         "d = %zu is not a multiple of head_dim %zu", width, head_dim);
     if (s->rotary_dim)
         rotary = s->rotary_dim;
-    else if (s->has_partial_rotary_factor)
+    else if (s->has_partial_rotary_factor && !s->rope_proportional) /* else the whole head */
         rotary = (size_t)((double)head_dim * s->partial_rotary_factor);
     else
         rotary = head_dim;
@@ -107,7 +107,10 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width, size
                            .head_dim = head_dim,
                            .rotary_dim = rotary,
                            .layout = s->rope_layout,
-                           .scaling = s->scaling};
+                           .scaling = s->scaling,
+                           .proportional = s->rope_proportional,
+                           .proportion = s->has_partial_rotary_factor ? s->partial_rotary_factor
+                                                                      : 1.0};
     if (s->scaling.type == PE_ROPE_SCALING_DYNAMIC && rotary == 2)
         return api_fail(err, API_E_INVALID_SHAPE, "params.rotary_dim",
                         "dynamic scaling needs rotary_dim > 2");

@@ -463,7 +463,7 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
     return decode_positions(rq, err);
 }
 
-const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
+const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", "gate", NULL};
 
 static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err)
 {
@@ -484,7 +484,7 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
                         "return must be a list of strings");
     if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
         return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
-                        "return[0] must be one of q, k, v, encoded, bias, scores");
+                        "return[0] must be one of q, k, v, encoded, bias, scores, gate");
     json_array_foreach (list, i, item) {
         jpath at = jpath_index(RF(return ), i);
         int which = -1;
@@ -496,7 +496,7 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
                 which = k;
         if (which < 0)
             return api_fail(err, API_E_INVALID_REQUEST, at.s,
-                            "%s must be one of q, k, v, encoded, bias, scores", at.s);
+                            "%s must be one of q, k, v, encoded, bias, scores, gate", at.s);
         if (!o->wanted[which]) {
             o->wanted[which] = true;
             o->order[o->count++] = (output_id)which;

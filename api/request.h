@@ -27,6 +27,7 @@ typedef enum output_id {
     OUT_ENCODED,
     OUT_BIAS,
     OUT_SCORES,
+    OUT_GATE, /* gated attention's gate, before the sigmoid (a gated model only) */
     OUT_COUNT
 } output_id;
 extern const char *const output_names[]; /* NULL-terminated, by output_id */

@@ -224,8 +224,14 @@ typedef struct pe_rope_scaling {
                                          when the key is absent (a zeroed
                                          struct means false) */
     double low_freq_factor, high_freq_factor; /* llama3 */
-    const double *short_factor;               /* longrope: borrowed [rotary_dim/2] */
-    const double *long_factor;                /* longrope: borrowed [rotary_dim/2] */
+    /* dynamic with alpha != 0 (HunYuan's NTK-alpha): while seq_len <=
+     * original_max_position_embeddings the base is
+     * base * alpha^(rotary_dim / (rotary_dim - 2)); past it, the plain
+     * dynamic formula (Hugging Face's dynamic_rope_update recomputes with
+     * _compute_dynamic_ntk_parameters, which reads no alpha). 0: none */
+    double alpha;
+    const double *short_factor; /* longrope: borrowed [rotary_dim/2] */
+    const double *long_factor;  /* longrope: borrowed [rotary_dim/2] */
 } pe_rope_scaling;
 
 /* A RoPE configuration. head_dim divides the rotated width; rotary_dim is
@@ -237,6 +243,13 @@ typedef struct pe_rope {
     size_t rotary_dim;
     pe_rope_layout layout;
     pe_rope_scaling scaling;
+    /* Proportional rope (Hugging Face's "proportional", Gemma 4's full
+     * layers): with rotary_dim = head_dim, pair i turns at base^(-2i/head_dim)
+     * for i < floor(proportion * head_dim / 2) and not at all (inv_freq 0)
+     * beyond; proportion in (0, 1]. Only with no scaling or linear scaling
+     * (its factor divides every frequency). false: every pair turns. */
+    bool proportional;
+    double proportion;
     /* Optional: borrowed rows [cache_rows][rotary_dim/2][2] holding
      * cos(p*inv_freq[i])*attention_factor, sin(...)*attention_factor for
      * positions p < cache_rows, as pe_rope_table() makes them for the same
@@ -371,6 +384,13 @@ void pe_qkv_weights_free(pe_qkv_weights *w);
  * never on n, on t's place or on the OpenMP team. */
 void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qkv);
 
+/* out[n][d_out] = z[n][d_in] . w[d_in][d_out] + b (b may be NULL): one
+ * more projection of the attention input, unfused (gated attention's gate,
+ * computed only when asked for). Each element is the in-order fma chain of
+ * pe_project_qkv, then + b: batch-invariant. w and b are borrowed. */
+void pe_project_linear(const float *w, const float *b, size_t d_in, size_t d_out, const float *z,
+                       size_t n, float *out);
+
 /* Multi-head latent attention's projection (DeepSeek-V2/V3, Hugging Face's
  * DeepseekV3Attention / DeepseekV2Attention before the rotation). Every
  * matrix is [in][out] (borrowed):
@@ -452,6 +472,16 @@ void pe_group_layer_norm(size_t n, size_t width, size_t group, const float *weig
  * product q * s is rounded to float32. floor_scale > 0. */
 void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale, double attn_scale,
                          size_t width, float *x, size_t stride);
+
+/* Mistral's query scale by position (Ministral 3, Mistral 4:
+ * get_llama_4_attn_scale in modeling_ministral3.py), in place: row i of
+ * x + i*stride, `width` channels, is multiplied by
+ *     s(p) = 1 + beta * log(1 + floor(p / orig))
+ * with p = positions[i] (the position id), evaluated in float32 as torch
+ * does it (position_ids / orig is a float32 true division, each operation
+ * after it float32); the product is rounded to float32. orig > 0. */
+void pe_query_scale_mistral(size_t n, const int64_t *positions, double beta, double orig,
+                            size_t width, float *x, size_t stride);
 
 /* The tanh soft cap of pre-softmax scores, in place, then the bias:
  *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)

@@ -20,10 +20,9 @@ const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi", "t
 
 static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
 static const char *const learned_keys[] = {"score_scale", NULL};
-static const char *const rope_keys[] = {"base",        "head_dim",
-                                        "rotary_dim",  "partial_rotary_factor",
-                                        "layout",      "scaling",
-                                        "score_scale", NULL};
+static const char *const rope_keys[] = {"base",      "head_dim",    "rotary_dim",
+                                        "rope_type", "layout",      "partial_rotary_factor",
+                                        "scaling",   "score_scale", NULL};
 static const char *const alibi_keys[] = {"heads",        "form",        "bf16",
                                          "bias_divisor", "score_scale", NULL};
 static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
@@ -97,7 +96,8 @@ static const pe_rope_scaling_type scaling_type_values[] = {PE_ROPE_SCALING_NONE,
 static const char *const *const scaling_keys[] = {
     (const char *const[]){"type", "rope_type", NULL},
     (const char *const[]){"type", "rope_type", "factor", NULL},
-    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings", NULL},
+    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
+                          "alpha", NULL},
     (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
                           "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
                           "truncate", NULL},
@@ -137,6 +137,7 @@ static int read_scaling_numbers(const json_doc *doc, const json_t *v, const char
         desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
                                  &sc->mscale_all_dim, &err->json)) ||
         desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "alpha", true, &present, &sc->alpha, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present,
                                  &sc->low_freq_factor, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present,
@@ -218,6 +219,37 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
 
 /* ---- per scheme ------------------------------------------------------- */
 
+/* rope_type: "default", or "proportional" (Gemma 4's full layers: the
+ * whole head rotates, its first floor(partial_rotary_factor * head_dim / 2)
+ * pairs turning). Proportional takes no rotary_dim and no scaling but
+ * linear (Hugging Face divides its frequencies by factor). */
+static int parse_rope_type(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                           desc_error *err)
+{
+    static const char *const rope_types[] = {"default", "proportional", NULL};
+    int which = s->rope_proportional;
+    bool present;
+
+    if (desc_json(err, jf_choice(doc, params, path, "rope_type", rope_types, &present, &which,
+                                 &err->json)))
+        return -1;
+    s->rope_proportional = which == 1;
+    if (!s->rope_proportional)
+        return 0;
+    if (s->rotary_dim) {
+        jpath at = jpath_key(path, "rotary_dim");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "rope_type proportional rotates the whole head: give "
+                         "partial_rotary_factor, not rotary_dim");
+    }
+    if (s->scaling.type != PE_ROPE_SCALING_NONE && s->scaling.type != PE_ROPE_SCALING_LINEAR) {
+        jpath at = jpath_key(path, "scaling");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "rope_type proportional takes no scaling but linear (its factor)");
+    }
+    return 0;
+}
+
 /* The keys of params present override *s (already the model's or the
  * defaults). */
 static int parse_rope(const json_doc *doc, const json_t *params, const char *path, scheme *s,
@@ -268,7 +300,7 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
         if (parse_scaling(doc, scaling, at.s, s, err))
             return -1;
     }
-    return 0;
+    return parse_rope_type(doc, params, path, s, err);
 }
 
 static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, int64_t hi,

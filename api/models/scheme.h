@@ -42,6 +42,7 @@ typedef struct scheme {
     bool has_partial_rotary_factor;
     double partial_rotary_factor;
     pe_rope_layout rope_layout;
+    bool rope_proportional;  /* rope_type "proportional" (pe_rope.proportional) */
     pe_rope_scaling scaling; /* short/long factor arrays point into the two below */
     double *short_factor;    /* owned */
     double *long_factor;     /* owned */
