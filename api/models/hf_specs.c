@@ -328,7 +328,6 @@ static const hf_tensor_names gated_names = {
     .embed = HF_KEYS("embed_tokens.weight"),
 };
 
-
 /* ---- refused options ------------------------------------------------------------ */
 
 static const hf_refusal phi3_refusals[] = {{"attention_bias", HF_WARN_TRUE, NULL,
@@ -415,7 +414,6 @@ static const hf_shape_keys hunyuan_shape = {
     "{\"type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 16.0, "                           \
     "\"original_max_position_embeddings\": 16384, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "       \
     "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
-
 
 /* ---- the architectures ------------------------------------------------------------ */
 
