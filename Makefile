@@ -351,9 +351,10 @@ install: $(LIBPOSENC)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(PE_VERSION)|' lib/posenc.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/posenc.pc
 
-# Every global symbol of libposenc.a starts with pe_ (run by make test).
-check-exports: $(LIBPOSENC)
-	@tools/check-exports.sh $(LIBPOSENC)
+# Every global symbol of libposenc.a (and of the /diagnose search's archive)
+# starts with pe_ (run by make test).
+check-exports: $(LIBPOSENC) $(LIBDIAG)
+	@tools/check-exports.sh $(LIBPOSENC) && tools/check-exports.sh $(LIBDIAG)
 
 clean:
 	rm -rf build build-asan build-fuzz
