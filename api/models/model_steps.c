@@ -93,31 +93,48 @@ static int parse_qk_norm(const json_doc *doc, const json_t *obj, const char *pat
     return 0;
 }
 
-/* post_rope_qk_norm: {type: l2norm, over: head, eps} (Llama 4). */
+/* post_rope_qk_norm: {type: l2norm, over: head, eps} (Llama 4), or type
+ * rmsnorm with weights "shared" (HunYuan: q_norm_weight and k_norm_weight
+ * [head_dim], one for the heads; not beside a qk_norm). *weighted: the
+ * latter. */
 static int parse_post_rope(const json_doc *doc, const json_t *obj, const char *path, model *m,
-                           desc_error *err)
+                           bool *weighted, desc_error *err)
 {
-    static const char *const keys[] = {"type", "over", "eps", NULL};
-    static const char *const types[] = {"l2norm", NULL};
+    static const char *const keys[] = {"type", "over", "weights", "eps", NULL};
+    static const char *const types[] = {"l2norm", "rmsnorm", NULL};
     static const char *const overs[] = {"head", NULL};
+    static const char *const shared[] = {"shared", NULL};
     const json_t *post = jf_get(obj, "post_rope_qk_norm");
     jpath at = jpath_key(path, "post_rope_qk_norm");
-    bool present;
-    int which = 0;
+    bool present, has_weights;
+    int type = 0, which = 0;
 
+    *weighted = false;
     if (!post)
         return 0;
     m->post_rope_qk_norm = true;
     m->post_rope_qk_norm_eps = 1e-6;
-    return desc_json(err, jf_check_object(post, at.s, keys, &err->json)) ||
-                   desc_json(err, jf_choice(doc, post, at.s, "type", types, &present, &which,
-                                            &err->json)) ||
-                   desc_json(err, jf_choice(doc, post, at.s, "over", overs, &present, &which,
-                                            &err->json)) ||
-                   desc_json(err, jf_number(doc, post, at.s, "eps", true, &present,
-                                            &m->post_rope_qk_norm_eps, &err->json))
-               ? -1
-               : 0;
+    if (desc_json(err, jf_check_object(post, at.s, keys, &err->json)) ||
+        desc_json(err, jf_choice(doc, post, at.s, "type", types, &present, &type, &err->json)) ||
+        desc_json(err, jf_choice(doc, post, at.s, "over", overs, &present, &which, &err->json)) ||
+        desc_json(err, jf_choice(doc, post, at.s, "weights", shared, &has_weights, &which,
+                                 &err->json)) ||
+        desc_json(err, jf_number(doc, post, at.s, "eps", true, &present, &m->post_rope_qk_norm_eps,
+                                 &err->json)))
+        return -1;
+    *weighted = type == 1;
+    if (*weighted && !has_weights)
+        return missing(err, at.s, "weights");
+    if (has_weights && !*weighted) {
+        jpath wat = jpath_key(at.s, "weights");
+        return desc_fail(err, DESC_E_KEY, wat.s, "%s goes with type rmsnorm", wat.s);
+    }
+    if (*weighted && jf_get(obj, "qk_norm"))
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "%s of type rmsnorm does not go with a qk_norm (one pair of norm "
+                         "weights)",
+                         at.s);
+    return 0;
 }
 
 /* attn_temperature: {floor_scale, attn_scale}, both required (Llama 4). */
@@ -140,6 +157,36 @@ static int parse_temperature(const json_doc *doc, const json_t *obj, const char 
     if (!floor_present || !scale_present)
         return missing(err, at.s, floor_present ? "attn_scale" : "floor_scale");
     m->attn_temperature = true;
+    return 0;
+}
+
+/* q_scale: {form "mistral", beta, original_max_position_embeddings > 0},
+ * all required (Ministral 3's query scale by position). */
+static int parse_q_scale(const json_doc *doc, const json_t *obj, const char *path, model *m,
+                         desc_error *err)
+{
+    static const char *const keys[] = {"form", "beta", "original_max_position_embeddings", NULL};
+    static const char *const forms[] = {"mistral", NULL};
+    const json_t *t = jf_get(obj, "q_scale");
+    jpath at = jpath_key(path, "q_scale");
+    bool form_present, beta_present, orig_present;
+    int form = 0;
+
+    if (!t)
+        return 0;
+    if (desc_json(err, jf_check_object(t, at.s, keys, &err->json)) ||
+        desc_json(err, jf_choice(doc, t, at.s, "form", forms, &form_present, &form, &err->json)) ||
+        desc_json(err, jf_number(doc, t, at.s, "beta", false, &beta_present, &m->q_scale_beta,
+                                 &err->json)) ||
+        desc_json(err, jf_number(doc, t, at.s, "original_max_position_embeddings", true,
+                                 &orig_present, &m->q_scale_orig, &err->json)))
+        return -1;
+    if (!form_present || !beta_present || !orig_present)
+        return missing(err, at.s,
+                       !form_present   ? "form"
+                       : !beta_present ? "beta"
+                                       : "original_max_position_embeddings");
+    m->q_scale = true;
     return 0;
 }
 
@@ -391,12 +438,13 @@ int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model 
      * rope_parameters: the params object carries its values */
     static const char *const blocks[] = {"full_attention", "sliding_attention", NULL};
     weight_need needs[W_COUNT];
-    bool rule, capped, clipped, qk_bias = false, block;
+    bool rule, capped, clipped, qk_bias = false, block, post_weighted;
     int which = 0, block_which = 0;
 
     if (model_parse_norm(doc, obj, path, "embed_norm", &m->embed_norm, &m->embed_norm_eps, err) ||
         parse_qk_norm(doc, obj, path, m, &qk_bias, err) ||
-        parse_post_rope(doc, obj, path, m, err) || parse_temperature(doc, obj, path, m, err) ||
+        parse_post_rope(doc, obj, path, m, &post_weighted, err) ||
+        parse_temperature(doc, obj, path, m, err) || parse_q_scale(doc, obj, path, m, err) ||
         parse_positions(doc, obj, path, m, err) || parse_mla(doc, obj, path, m, err) ||
         parse_sinks(doc, obj, path, m, err) ||
         desc_json(err, jf_choice(doc, obj, path, "gate", gates, &m->gated, &which, &err->json)) ||
@@ -413,5 +461,9 @@ int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model 
     m->rotary_dim_rule = rule ? rules[0] : NULL;
     m->rope_block = block ? blocks[block_which] : NULL;
     step_needs(m, qk_bias, needs);
+    if (post_weighted) {
+        need(needs, W_Q_NORM_WEIGHT, "post_rope_qk_norm", true, 1, m->head_dim, 0);
+        need(needs, W_K_NORM_WEIGHT, "post_rope_qk_norm", true, 1, m->head_dim, 0);
+    }
     return check_needs(m, needs, path, err);
 }

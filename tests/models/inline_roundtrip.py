@@ -15,6 +15,10 @@ import numpy as np
 
 import checkpoints as ck
 from arch_2026 import glm_ckpt, gpt_oss_ckpt, internlm2_ckpt
+from arch_block_keys import hunyuan_ckpt, ministral3_ckpt
+from arch_rope_blocks import olmo3_ckpt
+import arch_common as ac
+import arch_wrappers as aw
 from arch_dsa import dsa_ckpt
 from arch_gated import gated_ckpt
 from arch_minimax import minimax_ckpt
@@ -25,7 +29,8 @@ RNG = np.random.default_rng(1300)
 
 # What /info says of a model that is not its description (provenance and
 # the weights' shapes and dtypes on disk).
-INFO_ONLY = ("name", "architecture", "layer", "dtype", "source", "weights", "dtypes")
+INFO_ONLY = ("name", "architecture", "layer", "dtype", "source", "weights", "dtypes", "wrapper",
+             "text_config")
 
 ONE_PLUS = ("gemma", "gemma2", "gemma3_text", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 GATED = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -73,6 +78,15 @@ def fixtures():
         "falcon_new_l1": (ck.falcon(seed=1305, new_arch=True, kv_heads=2, bias=True), 1,
                           "transformer."),
         "smollm3_nope": (ck.llama(seed=8, model_type="smollm3", layers=4), 3, "model."),
+        "ministral3": (ministral3_ckpt(seed=1310), 1, "model."),
+        "hunyuan": (hunyuan_ckpt(seed=1311), 0, "model."),
+        "olmo3": (olmo3_ckpt(seed=1312), 3, "model."),
+        "qwen2_5_vl": (aw.qwen2_vl_text(1314, "F32", "model.", model_type="qwen2_5_vl"), 1,
+                       "model."),
+        "qwen3_vl": (ac.wrap(aw.qwen3_vl_text(1315, "F32", "model.language_model."), "qwen3_vl"),
+                     0, "model.language_model."),
+        "glm4v": (ac.wrap(aw.glm4v_text(1316, "F32", "model.language_model."), "glm4v"), 1,
+                  "model.language_model."),
     }
 
 
@@ -179,7 +193,9 @@ def _qk_norms(arch, m, w, lp, out):
                 [w[a + f"{n}_layernorm.norms.{h}.weight"] for h in range(heads)])
         return
     for n in "qk":
-        name = a + (f"{n}_layernorm" if arch == "phi" else f"{n}_norm")
+        name = a + {"phi": f"{n}_layernorm",
+                    "hunyuan_v1_dense": ("query" if n == "q" else "key") + "_layernorm"}.get(
+                        arch, f"{n}_norm")
         out[n + "_norm_weight"] = w[name + ".weight"]
         if name + ".bias" in w:
             out[n + "_norm_bias"] = w[name + ".bias"]
@@ -219,7 +235,7 @@ def effective(m, ckpt, layer, prefix):
         out["norm_weight"] = w[norm + ".weight"]
         if norm + ".bias" in w:
             out["norm_bias"] = w[norm + ".bias"]
-    if "qk_norm" in m:
+    if "qk_norm" in m or "weights" in m.get("post_rope_qk_norm", {}):
         _qk_norms(arch, m, w, lp, out)
     if arch == "t5":
         out["t5_bias"] = w["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"]
@@ -315,8 +331,27 @@ def _refusals(C, srv, models):
          "model.positions.pad_token_id"),
         ("attn_temperature without attn_scale", {"attn_temperature": {"floor_scale": 8}}, 400,
          "model.attn_temperature.attn_scale"),
-        ("post_rope_qk_norm type", {"post_rope_qk_norm": {"type": "rmsnorm"}}, 400,
+        ("post_rope_qk_norm type", {"post_rope_qk_norm": {"type": "layernorm"}}, 400,
          "model.post_rope_qk_norm.type"),
+        ("post_rope_qk_norm rmsnorm without weights",
+         {"qk_norm": None, "post_rope_qk_norm": {"type": "rmsnorm"}}, 400,
+         "model.post_rope_qk_norm.weights"),
+        ("post_rope_qk_norm l2norm with weights",
+         {"qk_norm": None, "post_rope_qk_norm": {"type": "l2norm", "weights": "shared"}}, 400,
+         "model.post_rope_qk_norm.weights"),
+        ("post_rope_qk_norm rmsnorm beside qk_norm",
+         {"post_rope_qk_norm": {"type": "rmsnorm", "weights": "shared"}}, 400,
+         "model.post_rope_qk_norm"),
+        ("post_rope_qk_norm rmsnorm without q_norm_weight",
+         {"qk_norm": None, "post_rope_qk_norm": {"type": "rmsnorm", "weights": "shared"},
+          "weights": {k: v for k, v in w.items() if k not in ("q_norm_weight", "k_norm_weight")}},
+         422, "model.weights.q_norm_weight"),
+        ("q_scale without beta", {"q_scale": {"form": "mistral",
+                                              "original_max_position_embeddings": 16}}, 400,
+         "model.q_scale.beta"),
+        ("q_scale form", {"q_scale": {"form": "llama", "beta": 0.1,
+                                      "original_max_position_embeddings": 16}}, 400,
+         "model.q_scale.form"),
         ("embed_norm without weight", {"embed_norm": {"type": "layernorm"}}, 422,
          "model.weights.embed_norm_weight"),
         ("mla with wq", {"mla": {"q_lora_rank": 0, "kv_lora_rank": 4, "qk_nope_head_dim": 4,
