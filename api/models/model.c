@@ -46,26 +46,14 @@ const char *const weight_names[W_COUNT] = {"wq",
 
 /* An inline model's keys: the contract's, then the steps /info reports for
  * loaded models (model_steps.c). */
-static const char *const model_keys[] = {"d_model",
-                                         "heads",
-                                         "kv_heads",
-                                         "head_dim",
-                                         "scheme",
-                                         "params",
-                                         "norm",
-                                         "weights",
-                                         "embed_norm",
-                                         "qk_norm",
-                                         "post_rope_qk_norm",
-                                         "attn_temperature",
-                                         "positions",
-                                         "mla",
-                                         "attention_sinks",
-                                         "gate",
-                                         "rotary_dim_rule",
-                                         "score_softcap",
-                                         "clip_qkv",
-                                         NULL};
+static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim", "scheme",
+                                         "params", "norm", "weights", "embed_norm", "qk_norm",
+                                         "post_rope_qk_norm", "attn_temperature", "positions",
+                                         "mla", "attention_sinks", "gate", "rotary_dim_rule",
+                                         "score_softcap", "clip_qkv",
+                                         /* descriptive: the rope block params came
+                                          * from (/info's; no step of its own) */
+                                         "rope_block", NULL};
 
 void model_free(model *m)
 {
