@@ -3,8 +3,13 @@
 #   make run        install missing Debian packages, build, start on :8080
 #   make test       install missing packages, check the layers and the format,
 #                   build, run the whole suite
+#   make check      the quick tier (~30 s): build, unit, API, fast HTTP groups
 #   make check-layers  includes against the layers' direction, include circles
 #   make format-check  files that differ from .clang-format
+#   make install PREFIX=DIR  the C library: include/posenc.h, libposenc.a,
+#                   posenc.pc (pkg-config)
+#   make docs       rewrite the documents' tables generated from the code
+#   make check-docs documents against the code (run by make test)
 #   make test-alloc every allocation along a request or a model load failed in
 #                   turn (ASan), each must end in a clean answer
 #   make test-asan  the suite again under AddressSanitizer + UBSan
@@ -33,11 +38,11 @@ endif
 
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
        -Wformat=2 -Wpointer-arith -Wvla -Wundef -Wcast-qual -Wwrite-strings
-PKGS = libmicrohttpd jansson openblas
+PKGS = libmicrohttpd jansson
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-CPPFLAGS += -D_DEFAULT_SOURCE -Ilib -Iapi -I$(BUILD)/gen
+CPPFLAGS += -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi -I$(BUILD)/gen
 CFLAGS += -std=c11 $(OPT) $(WARN) -fopenmp $(SANFLAGS) $(PKG_CFLAGS)
 # The one C++ file, api/json/number_shim.cc, wraps two header-only libraries.
 CXX ?= g++
@@ -47,7 +52,9 @@ LDFLAGS += -fopenmp $(SANFLAGS)
 LDLIBS += $(PKG_LIBS) -lstdc++ -lm
 
 LIB_SRC = $(wildcard lib/*.c)
-API_SRC = $(wildcard api/*.c api/json/*.c api/models/*.c)
+# /diagnose's numeric search, its own archive above the core
+DIAG_SRC = $(wildcard lib/diagnose/*.c)
+API_SRC = $(wildcard api/*.c api/json/*.c api/models/*.c api/diagnose/*.c)
 API_CXX_SRC = $(wildcard api/json/*.cc)
 SERVER_SRC = $(wildcard server/*.c)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -55,6 +62,7 @@ HTTP_SRC = $(wildcard tests/http/*.c) tests/unit/check.c
 API_TEST_SRC = $(wildcard tests/api/*.c) tests/unit/check.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
+DIAG_OBJ = $(DIAG_SRC:%.c=$(BUILD)/%.o)
 API_OBJ = $(API_SRC:%.c=$(BUILD)/%.o) $(API_CXX_SRC:%.cc=$(BUILD)/%.o) $(BUILD)/gen/openapi_text.o
 SERVER_OBJ = $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_text.o
 UNIT_OBJ = $(UNIT_SRC:%.c=$(BUILD)/%.o)
@@ -63,11 +71,12 @@ API_TEST_OBJ = $(API_TEST_SRC:%.c=$(BUILD)/%.o)
 
 SERVER = $(BUILD)/posenc-server
 LIBPOSENC = $(BUILD)/libposenc.a
+LIBDIAG = $(BUILD)/libposenc_diagnose.a
 LIBAPI = $(BUILD)/libposenc_api.a
 
-.PHONY: all deps test-deps run test test-asan test-valgrind test-soak fuzz clean check-layers
+.PHONY: all deps test-deps run test check test-asan test-valgrind test-soak fuzz clean check-layers
 
-all: $(SERVER) $(LIBPOSENC)
+all: $(SERVER) $(LIBPOSENC) $(LIBDIAG)
 
 deps:
 	@tools/install-deps.sh build
@@ -84,6 +93,10 @@ $(BUILD)/%.o: %.cc
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(LIBPOSENC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIBDIAG): $(DIAG_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 
@@ -120,13 +133,13 @@ $(BUILD)/gen/web_text.c: $(BUILD)/gen/web_index.html tools/embed.sh
 $(BUILD)/gen/web_text.o: $(BUILD)/gen/web_text.c
 	$(CC) -c $< -o $@
 
-$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBPOSENC)
+$(SERVER): $(SERVER_OBJ) $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/test_lib: $(UNIT_OBJ) $(LIBPOSENC)
+$(BUILD)/test_lib: $(UNIT_OBJ) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/test_api: $(API_TEST_OBJ) $(LIBAPI) $(LIBPOSENC)
+$(BUILD)/test_api: $(API_TEST_OBJ) $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/test_http: $(HTTP_OBJ)
@@ -142,12 +155,40 @@ test: test-deps
 	@$(MAKE) --no-print-directory check-layers
 	@tools/format-check.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
+	@$(MAKE) --no-print-directory check-docs
+	@$(MAKE) --no-print-directory check-exports
 	BUILD=$(BUILD) tests/run.sh
+
+# The quick tier, about 30 s: build, the unit and API tests, and the HTTP
+# groups that take under ~1 s each (the contract's endpoints, errors, masks,
+# fields, auth, limits); make test runs everything.
+QUICK_HTTP_GROUPS = service encode apply errors mask fields auth limits reqlimits connlimit
+
+.PHONY: check
+check:
+	@$(MAKE) --no-print-directory all $(BUILD)/test_lib $(BUILD)/test_api $(BUILD)/test_http
+	BUILD=$(BUILD) QUICK=1 HTTP_GROUPS="$(QUICK_HTTP_GROUPS)" tests/run.sh
 
 # Includes must follow the layers (lib <- api/json <- api/models <- api <-
 # server) and no modules may include each other around a loop.
 check-layers:
 	@/usr/bin/python3 tools/check-layers.py
+
+# The documents' reference tables (flags, error codes, finding codes,
+# architectures, metrics) come from the code: make docs rewrites their
+# generated blocks, make check-docs fails when a document and the code
+# disagree (and on a relative link to nothing). tools/docs.py says how.
+DOCS_FACTS = $(BUILD)/docs_facts
+
+$(DOCS_FACTS): $(BUILD)/tools/docs_facts.o $(LIBAPI) $(LIBPOSENC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+.PHONY: docs check-docs
+docs: $(SERVER) $(DOCS_FACTS)
+	/usr/bin/python3 tools/docs.py $(BUILD)
+
+check-docs: $(SERVER) $(DOCS_FACTS)
+	/usr/bin/python3 tools/docs.py --check $(BUILD)
 
 test-asan:
 	@$(MAKE) --no-print-directory SANITIZE=1 test
@@ -164,7 +205,7 @@ format-check: test-deps
 # the same answer or a 503, and leak nothing. Model directories come from tests/alloc/write_models.py (numpy).
 ALLOC_WRAP = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
-$(BUILD)/alloc_test: $(BUILD)/tests/alloc/alloc_test.o $(LIBAPI) $(LIBPOSENC)
+$(BUILD)/alloc_test: $(BUILD)/tests/alloc/alloc_test.o $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $(ALLOC_WRAP) $^ $(LDLIBS) -o $@
 
 .PHONY: test-alloc alloc-run
@@ -194,17 +235,18 @@ test-soak:
 # to build-fuzz/corpus, never into the checked-in seed corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-             -fopenmp -D_DEFAULT_SOURCE -Ilib -Iapi $(PKG_CFLAGS) \
-             -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128
+             -fopenmp -D_DEFAULT_SOURCE -Iinclude -Ilib -Iapi $(PKG_CFLAGS) \
+             -DFAST_MIN_BODY=64 -DPARALLEL_MIN_BYTES=128 -DPOSENC_NON_FINITE_TEXT_ABORTS
 
 # -fno-sanitize=function: clang++'s check of calls through function pointers
 # needs the C++ UBSan runtime, and the fuzzer links with clang (C).
 build-fuzz/number_shim.o: api/json/number_shim.cc api/json/float_layout.h
 	@mkdir -p $(dir $@)
 	clang++ -std=c++17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=function \
+	    -DPOSENC_NON_FINITE_TEXT_ABORTS \
 	    -fno-exceptions -Iapi -I/usr/include/dragonbox-1.1.3 -c $< -o $@
 
-build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
+build-fuzz/fuzz_request: tests/fuzz/fuzz_request.c $(LIB_SRC) $(DIAG_SRC) $(API_SRC) $(BUILD)/gen/openapi_text.c \
                          build-fuzz/number_shim.o
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $^ $(PKG_LIBS) -lstdc++ -lm -o $@
@@ -226,17 +268,24 @@ $(BUILD)/bench/%: tests/bench/%.c tests/bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
 
+# OpenBLAS's sgemm is only the benchmark's comparator (posenc has its own
+# batch-invariant product, lib/matmul.c): the one program that links it.
+$(BUILD)/bench/sgemm_bench: tests/bench/sgemm_bench.c tests/bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags openblas) $(LDFLAGS) $< \
+	    $(shell pkg-config --libs openblas) $(LDLIBS) -o $@
+
 # Number text against fast_float and Dragonbox's to_chars (its static
 # library comes with Debian's libdragonbox-dev).
-$(BUILD)/bench/number_bench: tests/bench/number_bench.cc $(LIBAPI) $(LIBPOSENC)
+$(BUILD)/bench/number_bench: tests/bench/number_bench.cc $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(LIBAPI) $(LIBPOSENC) $(LDFLAGS) \
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(LIBAPI) $(LIBDIAG) $(LIBPOSENC) $(LDFLAGS) \
 	    -ldragonbox_to_chars $(LDLIBS) -o $@
 
 # float_to_text() against the Dragonbox writer for all 2^32 float32 bit
 # patterns, with the strtof round trip (minutes; make test runs a sample).
 $(BUILD)/test_float_text: $(BUILD)/tests/exhaustive/float_text_all.o $(BUILD)/tests/api/test_codecs.o \
-                          $(BUILD)/tests/unit/check.o $(LIBAPI) $(LIBPOSENC)
+                          $(BUILD)/tests/unit/check.o $(LIBAPI) $(LIBDIAG) $(LIBPOSENC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 .PHONY: test-float-text
@@ -276,6 +325,23 @@ test-docker:
 test-debian13:
 	@tools/install-deps.sh packages debootstrap
 	tests/debian13/run.sh
+
+# The C library for other programs: include/posenc.h, libposenc.a and a
+# pkg-config file, under PREFIX (DESTDIR for staged installs).
+PREFIX ?= /usr/local
+PE_VERSION = $(shell sed -n 's/^\#define PE_VERSION_STRING "\(.*\)"$$/\1/p' include/posenc.h)
+
+.PHONY: install check-exports
+install: $(LIBPOSENC)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/posenc.h $(DESTDIR)$(PREFIX)/include/posenc.h
+	install -m 644 $(LIBPOSENC) $(DESTDIR)$(PREFIX)/lib/libposenc.a
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(PE_VERSION)|' lib/posenc.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/posenc.pc
+
+# Every global symbol of libposenc.a starts with pe_ (run by make test).
+check-exports: $(LIBPOSENC)
+	@tools/check-exports.sh $(LIBPOSENC)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -18,36 +18,49 @@ struct answer_segment {
     answer_rows gen; /* owned state: rows made as they are written */
 };
 
-int reservation_take(reservation *r, const api_budget *budget, size_t bytes, api_error *err)
+int reservation_grow(reservation *r, const api_budget *budget, size_t bytes, api_error *err)
 {
-    r->budget = NULL;
-    r->bytes = 0;
     if (!budget || !budget->reserve)
         return 0;
-    switch (budget->reserve(budget->owner, bytes)) {
+    size_t own = r->budget.reserve ? r->bytes : 0;
+    size_t held = budget->held + own;
+    switch (budget->reserve(budget->owner, bytes, held)) {
     case API_BUDGET_GRANTED:
-        r->budget = budget;
-        r->bytes = bytes;
+        r->budget = *budget;
+        r->bytes = own + bytes;
         return 0;
     case API_BUDGET_BUSY:
         return api_fail(err, API_E_UNAVAILABLE, NULL,
                         "the server's memory budget is in use (this request needs %zu bytes); "
                         "retry later",
-                        bytes);
+                        own + bytes);
     default:
         return api_fail(err, API_E_TOO_LARGE, NULL,
-                        "this request needs %zu bytes, more than the server's whole memory "
-                        "budget",
-                        bytes);
+                        "this request needs %zu bytes (%zu of them for its body), more than the "
+                        "server's whole memory budget",
+                        held + bytes, budget->held);
     }
+}
+
+int reservation_take(reservation *r, const api_budget *budget, size_t bytes, api_error *err)
+{
+    *r = (reservation){0};
+    return reservation_grow(r, budget, bytes, err);
+}
+
+void reservation_shrink(reservation *r, size_t bytes)
+{
+    if (bytes > r->bytes)
+        bytes = r->bytes;
+    if (r->budget.release && bytes > 0)
+        r->budget.release(r->budget.owner, bytes);
+    r->bytes -= bytes;
 }
 
 void reservation_release(reservation *r)
 {
-    if (r->budget && r->budget->release)
-        r->budget->release(r->budget->owner, r->bytes);
-    r->budget = NULL;
-    r->bytes = 0;
+    reservation_shrink(r, r->bytes);
+    *r = (reservation){0};
 }
 
 size_t stream_min_bytes(const api_service *svc)

@@ -2,7 +2,7 @@
  * answer.h - the text of a successful /encode or /apply answer, kept as
  * segments (literal text, result arrays) until it is sent: written into
  * one buffer when small, streamed a bounded window at a time when large
- * (issue 14 item 2: `{"shape":[65536,1024]}` must not hold 740 MB of
+ * (`{"shape":[65536,1024]}` must not hold 740 MB of
  * text). Both ways give the same bytes. Also the request's share of the
  * server's memory budget, reserved after the plan and released when the
  * answer is gone.
@@ -23,13 +23,24 @@
 
 /* What a request holds of the budget (budget NULL: no budget). */
 typedef struct reservation {
-    const api_budget *budget; /* borrowed from the server */
+    api_budget budget; /* a copy of the request's (a streamed answer outlives
+                          the call that took it); zeroed when empty */
     size_t bytes;
 } reservation;
 
-/* Reserve `bytes` of budget (NULL: granted): 0, or -1 with 503
- * unavailable (busy now) or 422 too_large (more than the whole budget). */
+/* Reserve `bytes` of budget (NULL: granted) into the empty *r: 0, or -1
+ * with 503 unavailable (busy now) or 422 too_large (more than the whole
+ * budget, counting what the request holds outside the api: budget->held). */
 int reservation_take(reservation *r, const api_budget *budget, size_t bytes, api_error *err);
+
+/* Reserve `bytes` more into *r (empty or of the same budget), counting
+ * what r holds already as the request's own: past the whole budget with
+ * them it is 422 too_large, never a 503 to retry. 0, or -1 as
+ * reservation_take (r then keeps what it held). */
+int reservation_grow(reservation *r, const api_budget *budget, size_t bytes, api_error *err);
+
+/* Give back `bytes` of what r holds (at most all of it). */
+void reservation_shrink(reservation *r, size_t bytes);
 
 /* Give the bytes back (once; accepts an empty reservation). */
 void reservation_release(reservation *r);

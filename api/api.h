@@ -15,8 +15,10 @@
 #include <stdint.h>
 
 #include "api_error.h"
+#include "posenc.h"
 
-#define POSENC_VERSION "1.2.0"
+/* The server's version is the library's (include/posenc.h). */
+#define POSENC_VERSION PE_VERSION_STRING
 
 /* Limits the API enforces on decoded requests. A field left 0 takes its
  * default. Past a limit a request is a 422 too_large. */
@@ -98,8 +100,14 @@ typedef enum api_budget_answer {
 
 typedef struct api_budget {
     void *owner; /* the server's; passed back to both calls */
-    api_budget_answer (*reserve)(void *owner, size_t bytes);
+    /* Reserve `bytes` more for a request that holds `held` bytes of the
+     * budget already: NEVER when bytes + held pass the whole budget (the
+     * request could not fit even alone), BUSY when they do not fit now. */
+    api_budget_answer (*reserve)(void *owner, size_t bytes, size_t held);
     void (*release)(void *owner, size_t bytes);
+    size_t held; /* what the request holds outside the api's reservations
+                    (the server's charge for its body): counted by every
+                    reserve, never released by the api */
 } api_budget;
 
 /* A body written while it is sent, for answers too large to hold whole.
@@ -149,7 +157,7 @@ void api_apply(const api_service *svc, const api_budget *budget, const char *bod
                api_response *out);
 
 /* POST /diagnose: what differs between an encoding a client computed and
- * the one it claims, and which known mistake explains it (api/diagnose.c).
+ * the one it claims, and which known mistake explains it (api/diagnose/diagnose.c).
  * Same conventions as api_encode. */
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                   api_response *out);

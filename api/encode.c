@@ -118,107 +118,143 @@ static int respond_table(const api_service *svc, request *rq, const pe_absolute 
     return answer_respond(&ans, out, request_rows(rq), stream_min_bytes(svc), err);
 }
 
+/* What /encode computes, planned before any arithmetic. */
+typedef struct encode_plan {
+    bool relative;    /* alibi or t5: the answer is a bias, not the encoded input */
+    bias_plan bias;   /* relative only */
+    rope_plan rope;   /* rope only; owns its frequencies */
+    pe_absolute pe;   /* absolute schemes; its cache is a reference to release */
+    array_view view;  /* the answer's array: its shape, data set once computed */
+    const char *name; /* "encoded" or "bias" */
+} encode_plan;
+
+static void encode_plan_free(encode_plan *p)
+{
+    rope_plan_free(&p->rope);
+    pe_cache_release(p->pe.cache);
+}
+
+/* Plan: every check, and the answer's shape, before any arithmetic. On
+ * failure *p is still safe to encode_plan_free. */
+static int encode_plan_init(const api_service *svc, const request *rq, encode_plan *p,
+                            api_error *err)
+{
+    size_t dim[4], n = 0;
+
+    *p = (encode_plan){.pe = {.kind = PE_ABS_NONE}, .name = "encoded"};
+    p->relative = rq->scheme.kind == SCHEME_ALIBI || rq->scheme.kind == SCHEME_T5;
+    if ((p->relative && relative_plan(svc, rq, 0, &p->bias, err)) ||
+        (rq->scheme.kind == SCHEME_ROPE && rope_plan_init(svc, rq, rq->d, 0, &p->rope, err)) ||
+        (!p->relative && absolute_plan(svc, rq, &p->pe, err)))
+        return -1;
+    if (rq->batched)
+        dim[n++] = rq->batch;
+    if (p->relative) {
+        p->name = "bias";
+        dim[n++] = p->bias.heads;
+    }
+    dim[n++] = rq->tokens;
+    dim[n++] = p->relative ? rq->tokens : rq->d;
+    p->view = array_dense(NULL, n, dim);
+    return 0;
+}
+
+/* Compute values[count] as planned: fails only for a non-finite result. */
+static int encode_compute(const request *rq, const encode_plan *p, float *values, api_error *err)
+{
+    size_t rows = request_rows(rq);
+
+    if (p->relative) {
+        relative_fill(rq, &p->bias, values);
+        relative_mask_keys(rq, p->bias.heads, values);
+    } else if (rq->scheme.kind == SCHEME_ROPE) {
+        pe_rope_apply(&p->rope.rope, p->rope.inv_freq, p->rope.attention_factor, rq->positions,
+                      rows, rq->d, rq->x.data, rq->d, values, rq->d);
+    } else if (rq->scheme.kind == SCHEME_NONE) {
+        /* x unchanged, bit for bit (also -0.0); the bare table is zeros */
+        if (rq->x.data)
+            memcpy(values, rq->x.data, rows * rq->d * sizeof *values);
+        else
+            memset(values, 0, rows * rq->d * sizeof *values);
+    } else {
+        size_t bad = 0;
+        pe_status st = pe_encode_absolute(&p->pe, NULL, rq->embed_scale, rq->x.data, rq->positions,
+                                          rows, rq->d, values, &bad);
+        if (st != PE_OK)
+            return absolute_fail(rq, &p->pe, st, bad, "encoded", err);
+    }
+    return 0;
+}
+
+/* Write the computed answer, whole or streamed. Steals values and *held
+ * (the answer owns them from here, also on failure). */
+static int encode_respond(const api_service *svc, const request *rq, const encode_plan *p,
+                          float *values, reservation *held, api_response *out, api_error *err)
+{
+    answer ans;
+    array_view view = p->view;
+
+    answer_init(&ans);
+    answer_own(&ans, values);
+    ans.held = *held;
+    *held = (reservation){0};
+    view.data = values;
+    write_header(answer_text(&ans), rq);
+    strbuf_putc(answer_text(&ans), ',');
+    answer_array(&ans, p->name, &view, rq->base64);
+    if (scheme_reports_attention_factor(&rq->scheme))
+        json_write_float_field(answer_text(&ans), "attention_factor", p->rope.attention_factor);
+    strbuf_putc(answer_text(&ans), '}');
+    int rc = answer_respond(&ans, out, request_rows(rq), stream_min_bytes(svc), err);
+    answer_free(&ans);
+    return rc;
+}
+
 void api_encode(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                 api_response *out)
 {
     request rq;
     api_error err;
-    rope_plan plan = {0};
-    answer ans;
+    encode_plan plan = {.pe = {.kind = PE_ABS_NONE}};
     reservation held = {0};
-    float *values = NULL; /* owned until the answer owns it */
-    size_t dim[4];
-    bias_plan bias;
-    pe_absolute pe = {.kind = PE_ABS_NONE};
-    array_view view;
-    const char *name = "encoded";
+    float *values = NULL; /* owned until encode_respond steals it */
 
     memset(out, 0, sizeof *out);
-    answer_init(&ans);
-    if (request_decode(svc, budget, REQUEST_ENCODE, body, len, &rq, &err))
+    if (request_decode(svc, budget, REQUEST_ENCODE, body, len, &rq, &err) ||
+        encode_plan_init(svc, &rq, &plan, &err))
         goto fail;
-    /* plan: every check before any arithmetic */
-    size_t rows = request_rows(&rq), n = 0;
-    bool relative = rq.scheme.kind == SCHEME_ALIBI || rq.scheme.kind == SCHEME_T5;
-    if ((relative && relative_plan(svc, &rq, 0, &bias, &err)) ||
-        (rq.scheme.kind == SCHEME_ROPE && rope_plan_init(svc, &rq, rq.d, 0, &plan, &err)) ||
-        (!relative && absolute_plan(svc, &rq, &pe, &err)))
-        goto fail;
-    if (rq.batched)
-        dim[n++] = rq.batch;
-    if (relative) {
-        name = "bias";
-        dim[n++] = bias.heads;
-        dim[n++] = rq.tokens;
-    } else {
-        dim[n++] = rq.tokens;
-    }
-    dim[n++] = relative ? rq.tokens : rq.d;
-    view = array_dense(NULL, n, dim);
-    size_t count = array_count(&view);
-    if (table_streams(svc, &rq, &plan, &view)) {
-        if (respond_table(svc, &rq, &pe, &plan, &view, out, &err))
+    if (table_streams(svc, &rq, &plan.rope, &plan.view)) {
+        if (respond_table(svc, &rq, &plan.pe, &plan.rope, &plan.view, out, &err))
             goto fail;
         goto done;
     }
     /* what the request holds until its answer is sent: input, positions,
      * the result and the answer's text (a window when streamed) */
+    size_t count = array_count(&plan.view);
     if (request_reserve(&rq,
                         request_held_bytes(&rq) + count * sizeof(float) +
-                            answer_held_bytes(svc, array_text_bound(&view, rq.base64)),
+                            answer_held_bytes(svc, array_text_bound(&plan.view, rq.base64)),
                         &held, &err))
         goto fail;
-    /* compute: can fail only for memory or a non-finite result */
     values = malloc(count * sizeof *values);
     if (!values) {
         api_fail_oom(&err);
         goto fail;
     }
-    if (relative) {
-        relative_fill(&rq, &bias, values);
-        relative_mask_keys(&rq, bias.heads, values);
-    } else if (rq.scheme.kind == SCHEME_ROPE) {
-        pe_rope_apply(&plan.rope, plan.inv_freq, plan.attention_factor, rq.positions, rows, rq.d,
-                      rq.x.data, rq.d, values, rq.d);
-    } else if (rq.scheme.kind == SCHEME_NONE) {
-        /* x unchanged, bit for bit (also -0.0); the bare table is zeros */
-        if (rq.x.data)
-            memcpy(values, rq.x.data, rows * rq.d * sizeof *values);
-        else
-            memset(values, 0, rows * rq.d * sizeof *values);
-    } else {
-        size_t bad = 0;
-        pe_status st = pe_encode_absolute(&pe, NULL, rq.embed_scale, rq.x.data, rq.positions, rows,
-                                          rq.d, values, &bad);
-        if (st != PE_OK) {
-            absolute_fail(&rq, &pe, st, bad, "encoded", &err);
-            goto fail;
-        }
-    }
-    view.data = values;
-    if (api_json(&err, array_check_finite(&view, name, &err.json)))
+    plan.view.data = values;
+    if (encode_compute(&rq, &plan, values, &err) ||
+        api_json(&err, array_check_finite(&plan.view, plan.name, &err.json)))
         goto fail;
-    /* write: small answers whole, large ones streamed */
-    answer_own(&ans, values);
-    values = NULL;
-    ans.held = held;
-    held = (reservation){0};
-    write_header(answer_text(&ans), &rq);
-    strbuf_putc(answer_text(&ans), ',');
-    answer_array(&ans, name, &view, rq.base64);
-    if (scheme_reports_attention_factor(&rq.scheme))
-        json_write_float_field(answer_text(&ans), "attention_factor", plan.attention_factor);
-    strbuf_putc(answer_text(&ans), '}');
-    if (answer_respond(&ans, out, rows, stream_min_bytes(svc), &err))
+    int rc = encode_respond(svc, &rq, &plan, values, &held, out, &err);
+    values = NULL; /* stolen by encode_respond */
+    if (rc)
         goto fail;
     goto done;
 fail:
     api_respond_error(out, &err);
 done:
-    answer_free(&ans);
     reservation_release(&held);
     free(values);
-    rope_plan_free(&plan);
-    pe_cache_release(pe.cache);
+    encode_plan_free(&plan);
     request_free(&rq);
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 #include "respond.h"
 #include "service.h"
 #include "json/float_text.h"
@@ -154,7 +154,7 @@ void api_info(const api_service *svc, const api_server_facts *facts, api_respons
     strbuf_put_json_string(&sb, facts->version ? facts->version : POSENC_VERSION);
     strbuf_puts(&sb, ",\"build\":{\"compiler\":");
     strbuf_put_json_string(&sb, facts->build ? facts->build : "");
-    strbuf_puts(&sb, ",\"openmp\":true,\"blas\":\"openblas\"}");
+    strbuf_puts(&sb, ",\"openmp\":true}");
     strbuf_printf(&sb, ",\"threads\":{\"http\":%u,\"workers\":%u,\"omp\":%u}", facts->http_threads,
                   facts->workers, facts->omp_threads);
     strbuf_printf(&sb,
@@ -180,7 +180,8 @@ void api_info(const api_service *svc, const api_server_facts *facts, api_respons
         strbuf_put_json_string(&sb, pe_dx_code_name((pe_dx_code)c));
         strbuf_putc(&sb, ',');
     }
-    strbuf_puts(&sb, "\"weights_permuted\",\"weights_transposed\",\"projection_mismatch\"]}");
+    strbuf_puts(&sb, "\"weights_permuted\",\"weights_transposed\",\"projection_mismatch\","
+                     "\"qk_norm_mismatch\"]}");
     strbuf_puts(&sb, ",\"models\":[");
     for (size_t i = 0; i < svc->n_models; i++) {
         if (i)

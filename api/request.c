@@ -47,18 +47,26 @@ static int codec_fail(const api_service *svc, const json_codec_error *ce, api_er
 }
 
 /* The codec's json_charge: grow what decoding holds of the budget by
- * `bytes` (released and taken again as one, so that a total past the whole
- * budget is told apart from a busy one). */
+ * `bytes`, counted with what the request holds already (its body, what it
+ * decoded before), so that a total past the whole budget is told apart
+ * from a busy one. rq->refused follows the last charge: a codec that goes
+ * on without what was refused (json_limits.h) charges again before it
+ * allocates anything else. */
 static bool charge_decoded(void *ctx, size_t bytes)
 {
     request *rq = ctx;
-    size_t total = rq->decoded.bytes + bytes;
 
-    reservation_release(&rq->decoded);
-    if (reservation_take(&rq->decoded, rq->budget, total, &rq->refusal) == 0)
-        return true;
-    rq->refused = true;
-    return false;
+    rq->refused = reservation_grow(&rq->decoded, rq->budget, bytes, &rq->refusal) != 0;
+    return !rq->refused;
+}
+
+/* The codec's give-back: what a failed parse attempt or a scratch buffer
+ * was charged. */
+static void uncharge_decoded(void *ctx, size_t bytes)
+{
+    request *rq = ctx;
+
+    reservation_shrink(&rq->decoded, bytes);
 }
 
 /* Parse the body as a JSON object whose keys are fields of `endpoint`
@@ -73,7 +81,9 @@ static int request_parse(const api_service *svc, const api_budget *budget, const
     json_doc_limits limits = {.max_depth = svc->limits.max_json_depth,
                               .max_values = svc->limits.max_json_values,
                               .string_span_min = svc->limits.string_span_min,
-                              .charge = {.take = budget ? charge_decoded : NULL, .ctx = rq}};
+                              .charge = {.take = budget ? charge_decoded : NULL,
+                                         .give = uncharge_decoded,
+                                         .ctx = rq}};
 
     memset(rq, 0, sizeof *rq);
     rq->embed_scale = 1.0;
@@ -174,7 +184,7 @@ static int positions_shape_fail(const request *rq, api_error *err)
                         "positions must be [%zu] or [%zu][%zu] for this input", rq->tokens,
                         rq->batch, rq->tokens);
     return api_fail(err, API_E_INVALID_SHAPE, RF(positions),
-                    "positions has the wrong shape: expected [%zu]", rq->tokens);
+                    "positions must be [%zu] (or [1][%zu]) for this input", rq->tokens, rq->tokens);
 }
 
 void request_positions_from_mask(model_position_rule rule, const uint8_t *mask, size_t tokens,
@@ -289,7 +299,7 @@ static int decode_given_positions(request *rq, const json_t *positions, api_erro
         return -1;
     bool per_row = given.ndim == 2;
     if ((!per_row && given.dim[0] != rq->tokens) ||
-        (per_row && (!rq->batched || given.dim[0] != rq->batch || given.dim[1] != rq->tokens))) {
+        (per_row && (given.dim[0] != rq->batch || given.dim[1] != rq->tokens))) {
         int_array_free(&given);
         return positions_shape_fail(rq, err);
     }
@@ -641,8 +651,15 @@ size_t request_held_bytes(const request *rq)
 
 int request_reserve(request *rq, size_t bytes, reservation *held, api_error *err)
 {
-    reservation_release(&rq->decoded);
-    return reservation_take(held, rq->budget, bytes, err);
+    /* grown or shrunk in place, never released and taken again: another
+     * request cannot take what this one holds in between */
+    if (bytes > rq->decoded.bytes &&
+        reservation_grow(&rq->decoded, rq->budget, bytes - rq->decoded.bytes, err))
+        return -1;
+    reservation_shrink(&rq->decoded, rq->decoded.bytes - bytes);
+    *held = rq->decoded;
+    rq->decoded = (reservation){0};
+    return 0;
 }
 
 void request_free(request *rq)

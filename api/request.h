@@ -62,7 +62,7 @@ typedef struct request {
     request_outputs outputs; /* /apply's `return` */
     /* The memory budget (NULL: none) and what decoding holds of it: the
      * numeric arrays' values are charged by the codec while it scans, before
-     * it allocates them (issue 21 item 10); request_reserve turns it into the
+     * it allocates them (limit decode-charge); request_reserve turns it into the
      * request's whole reservation. */
     const api_budget *budget;
     reservation decoded;

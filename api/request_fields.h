@@ -1,6 +1,6 @@
 /*
  * request_fields.h - every top-level request field of /encode, /apply and
- * /diagnose, declared once (issue 17): its name, its JSON kind and the
+ * /diagnose, declared once: its name, its JSON kind and the
  * endpoints that accept it.
  *
  * The "unknown key" check of each endpoint is built from this table

@@ -7,7 +7,6 @@
 #include <math.h>
 
 #include "internal.h"
-#include "pe_diagnose.h"
 
 /* Head h of `heads`: with c the largest power of two <= heads, the first c
  * heads get (2^(-8/c))^(h+1); the rest take every other slope of the
@@ -36,8 +35,7 @@ static float alibi_value(double slope, int64_t n, bool negate, const pe_alibi_ro
     double v;
 
     if (r && r->bf16) /* build_alibi_tensor: slopes.bfloat16() * positions, in bfloat16 */
-        v = pe_dx_round(PE_DX_BFLOAT16, pe_dx_round(PE_DX_BFLOAT16, slope) *
-                                            pe_dx_round(PE_DX_BFLOAT16, (double)n));
+        v = pe_round_bfloat16(pe_round_bfloat16(slope) * pe_round_bfloat16((double)n));
     else
         v = slope * (double)n;
     float f = (float)(negate ? 0.0 - v : v);

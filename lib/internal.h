@@ -33,6 +33,13 @@ void pe_sinusoidal_freqs(double base, size_t d, double *w);
 void pe_sinusoidal_row_freqs(const double *w, pe_sin_layout layout, int64_t position, size_t d,
                              double *row);
 
+/* x rounded to bfloat16 (through float32, as a float32 tensor's
+ * .bfloat16() is; past the largest finite value: inf) and to float16
+ * (infinite past 65504), nearest, ties to even, subnormals kept
+ * (lib/low_precision.c). */
+double pe_round_bfloat16(double x);
+double pe_round_float16(double x);
+
 /* c[i][j] = sum over l of a[i][l] * b[l][j] for i < m, j < n: a is
  * a[i*lda + l], b is b[l*ldb + j], or with b_trans b[j*ldb + l] (b given
  * as its rows' transpose, as k is for the scores); c has row stride ldc

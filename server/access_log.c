@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -35,19 +36,39 @@ static void append_fmt(char *buf, size_t *len, size_t cap, const char *s)
  * queued on that lock (futex waits and context switches were a tenth of
  * S1's kernel time). A line is under PIPE_BUF, so a pipe or a file opened
  * for appending gets it whole. */
-static void write_line(char *buf, size_t len, size_t cap)
+static void write_line_to(int fd, char *buf, size_t len, size_t cap)
 {
     if (len + 1 >= cap)
         len = cap - 2;
     buf[len++] = '\n';
     for (size_t done = 0; done < len;) {
-        ssize_t n = write(STDERR_FILENO, buf + done, len - done);
+        ssize_t n = write(fd, buf + done, len - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return; /* a log that cannot be written never stops a request */
         done += (size_t)n;
     }
+}
+
+static void write_line(char *buf, size_t len, size_t cap)
+{
+    write_line_to(STDERR_FILENO, buf, len, cap);
+}
+
+/* `{"time":"<RFC 3339, UTC, microseconds>",` opening a JSON line: when it
+ * was written, for log collectors that do not stamp lines themselves. */
+static void append_json_time(char *buf, size_t *len, size_t cap)
+{
+    struct timespec now;
+    struct tm utc;
+    char stamp[80];
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &utc);
+    size_t n = strftime(stamp, sizeof stamp, "{\"time\":\"%Y-%m-%dT%H:%M:%S", &utc);
+    snprintf(stamp + n, sizeof stamp - n, ".%06ldZ\",", now.tv_nsec / 1000);
+    append_fmt(buf, len, cap, stamp);
 }
 
 void log_access(log_format fmt, const access_entry *e)
@@ -67,7 +88,8 @@ void log_access(log_format fmt, const access_entry *e)
     }
     size_t len = 0;
     line[0] = '\0';
-    append_fmt(line, &len, sizeof line, "{\"method\":\"");
+    append_json_time(line, &len, sizeof line);
+    append_fmt(line, &len, sizeof line, "\"method\":\"");
     append_json_escaped(line, &len, sizeof line, e->method);
     append_fmt(line, &len, sizeof line, "\",\"route\":\"");
     append_json_escaped(line, &len, sizeof line, e->route);
@@ -82,7 +104,10 @@ void log_access(log_format fmt, const access_entry *e)
     write_line(line, len, sizeof line);
 }
 
-void log_vmsg(log_format fmt, const char *level, const char *format, va_list ap)
+/* A server message at level as one line on fd. */
+static void vmsg_to(int fd, log_format fmt, const char *level, const char *format, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static void vmsg_to(int fd, log_format fmt, const char *level, const char *format, va_list ap)
 {
     char msg[1024];
     int n = vsnprintf(msg, sizeof msg, format, ap);
@@ -102,13 +127,41 @@ void log_vmsg(log_format fmt, const char *level, const char *format, va_list ap)
         append_fmt(line, &len, sizeof line, ": ");
         append_fmt(line, &len, sizeof line, msg);
     } else {
-        append_fmt(line, &len, sizeof line, "{\"level\":\"");
+        append_json_time(line, &len, sizeof line);
+        append_fmt(line, &len, sizeof line, "\"level\":\"");
         append_json_escaped(line, &len, sizeof line, level);
         append_fmt(line, &len, sizeof line, "\",\"msg\":\"");
         append_json_escaped(line, &len, sizeof line, msg);
         append_fmt(line, &len, sizeof line, "\"}");
     }
-    write_line(line, len, sizeof line);
+    write_line_to(fd, line, len, sizeof line);
+}
+
+void log_vmsg(log_format fmt, const char *level, const char *format, va_list ap)
+{
+    vmsg_to(STDERR_FILENO, fmt, level, format, ap);
+}
+
+static void msg_to(int fd, log_format fmt, const char *level, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+static void msg_to(int fd, log_format fmt, const char *level, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    vmsg_to(fd, fmt, level, format, ap);
+    va_end(ap);
+}
+
+void log_listening(log_format fmt, const char *url)
+{
+    if (fmt == LOG_TEXT) {
+        char line[LINE_MAX_BYTES];
+        int n = snprintf(line, sizeof line, "posenc listening on %s", url);
+        if (n > 0)
+            write_line_to(STDOUT_FILENO, line, (size_t)n, sizeof line);
+        return;
+    }
+    msg_to(STDOUT_FILENO, fmt, "info", "posenc listening on %s", url);
 }
 
 void log_msg(log_format fmt, const char *level, const char *format, ...)

@@ -26,26 +26,39 @@ static uint64_t discard_allowance(size_t max)
     return (uint64_t)max > floor ? (uint64_t)max : floor;
 }
 
-/* A body is charged to the memory budget as its buffer grows to cap,
+/* A body is charged to the memory budget as its buffer grows to *cap,
  * whether or not its length was declared: a declared length holds nothing
- * before its bytes come. When the budget cannot give that now,
- * the body is dropped and answered 503 once it ends (mid-body is too late
- * for any answer: libmicrohttpd 0.9.75 can only answer before or after a
- * body). Returns whether the body may grow. */
-static bool charge_growth(http_request *req, size_t cap)
+ * before its bytes come. When the doubled *cap could never fit the budget
+ * with what the body holds, only `need` bytes are asked for. When the
+ * budget cannot give that now, the body is dropped and answered 503 once
+ * it ends (mid-body is too late for any answer: libmicrohttpd 0.9.75 can
+ * only answer before or after a body); when it never can (a chunked body
+ * past the whole budget), 413 the same way. Returns whether the body may
+ * grow. */
+static bool charge_growth(http_request *req, size_t *cap, size_t need)
 {
-    if (cap <= req->body_charged)
+    mem_budget *budget = &req->srv->budget;
+    if (*cap <= req->body_charged)
         return true;
-    size_t more = cap - req->body_charged;
-    if (mem_budget_reserve(&req->srv->budget, more) == API_BUDGET_GRANTED) {
-        req->body_charged += more;
+    api_budget_answer a = mem_budget_reserve(budget, *cap - req->body_charged, req->body_charged);
+    if (a == API_BUDGET_NEVER && need < *cap) {
+        *cap = need;
+        a = mem_budget_reserve(budget, need - req->body_charged, req->body_charged);
+    }
+    if (a == API_BUDGET_GRANTED) {
+        req->body_charged = *cap;
         return true;
     }
     req_drop_body(req);
-    snprintf(req->refusal, sizeof req->refusal,
-             "not enough of the memory budget (%zu bytes) is free for this "
-             "body now; retry shortly",
-             req->srv->budget.total);
+    req->refusal_never = a == API_BUDGET_NEVER;
+    if (req->refusal_never)
+        snprintf(req->refusal, sizeof req->refusal,
+                 "the request body passes the whole memory budget of %zu bytes", budget->total);
+    else
+        snprintf(req->refusal, sizeof req->refusal,
+                 "not enough of the memory budget (%zu bytes) is free for this body now; retry "
+                 "shortly",
+                 budget->total);
     req_set_state(req, REQ_REFUSED);
     return false;
 }
@@ -75,7 +88,7 @@ static int make_room(http_request *req, size_t n, size_t max)
         return give_up(req, MHD_HTTP_BAD_REQUEST, "invalid_request");
     while (cap - req->body_len < n)
         cap = cap > max / 2 ? max : cap * 2;
-    if (!charge_growth(req, cap))
+    if (!charge_growth(req, &cap, req->body_len + n))
         return MHD_YES; /* refused: dropped from here on */
     char *grown = realloc(req->body, cap);
     if (grown == NULL)

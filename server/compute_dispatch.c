@@ -16,8 +16,9 @@
 static void compute_reply(http_request *req)
 {
     handler_reply *rep = &req->reply;
+    const handler_body body = {req->body ? req->body : "", req->body_len, req->body_charged};
     memset(rep, 0, sizeof *rep);
-    req->route->handler(req->srv, req->body ? req->body : "", req->body_len, rep);
+    req->route->handler(req->srv, &body, rep);
     if (rep->api.status < 100 || rep->api.status > 599) {
         int bad = rep->api.status;
         api_response_free(&rep->api);

@@ -60,7 +60,7 @@ static const opt_spec OPTIONS[] = {
      "threads; further admitted requests wait in a queue (see\n"
      "--max-inflight). 0: as many as --threads"},
     {"--omp-threads", "POSENC_OMP_THREADS", "N", T_UINT, FIELD(omp_threads), 0, 1024,
-     "OpenMP (and BLAS) threads of a request computing alone;\n"
+     "OpenMP threads of a request computing alone;\n"
      "requests computing at once share them (each gets this divided\n"
      "by their number, at least 1). 0 keeps OpenMP's default\n"
      "(OMP_NUM_THREADS, else one per core)"},
@@ -75,7 +75,8 @@ static const opt_spec OPTIONS[] = {
      "memory budget of all requests together: bodies, decoded input,\n"
      "working buffers, answers held; suffixes K, M, G (x1024). What\n"
      "does not fit now gets 503 + Retry-After, what never fits 413/422.\n"
-     "0 or unset: half the cgroup's memory.max, else of MemTotal"},
+     "0 or unset: half the cgroup's limit (v2 memory.max, v1\n"
+     "memory.limit_in_bytes), else half of MemTotal"},
     {"--max-tokens", "POSENC_MAX_TOKENS", "N", T_SIZE, FIELD(max_tokens), 1, MAX_SIZE_VALUE,
      "cap on batch x tokens per request; more gets 422"},
     {"--max-batch", "POSENC_MAX_BATCH", "N", T_SIZE, FIELD(max_batch), 1, MAX_SIZE_VALUE,
@@ -219,7 +220,8 @@ static void print_help(void)
     printf("  %-26s show the version and exit\n\n", "--version");
     printf("Exit status: 0 after a clean shutdown (SIGTERM or SIGINT), "
            "1 when the server\ncannot start, 2 for a bad flag or "
-           "variable or a model that fails to load.\n");
+           "variable or a model that fails to load.\n"
+           "SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored (nothing to reload).\n");
 }
 
 /* Reads a decimal integer in [min, max]: digits only, no sign, no spaces,

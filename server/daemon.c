@@ -213,9 +213,9 @@ int daemon_start(server_ctx *srv)
             "connections",
             v6 ? "[" : "", cfg->host, v6 ? "]" : "", bound, cfg->threads, cfg->workers,
             cfg->max_connections);
-    printf("posenc listening on http://%s%s%s:%u\n", v6 ? "[" : "", cfg->host, v6 ? "]" : "",
-           bound);
-    fflush(stdout);
+    char url[320];
+    snprintf(url, sizeof url, "http://%s%s%s:%u", v6 ? "[" : "", cfg->host, v6 ? "]" : "", bound);
+    log_listening(cfg->log_format, url);
     return 0;
 }
 

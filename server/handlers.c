@@ -22,35 +22,38 @@ static void set_static(handler_reply *out, int status, const char *type, const c
     out->static_len = len;
 }
 
-void handle_encode(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_encode(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    api_encode(srv->svc, &srv->api_budget, body, len, &out->api);
+    api_budget budget = mem_budget_api(&srv->budget, body->charged);
+    api_encode(srv->svc, &budget, body->text, body->len, &out->api);
 }
 
-void handle_apply(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_apply(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    api_apply(srv->svc, &srv->api_budget, body, len, &out->api);
+    api_budget budget = mem_budget_api(&srv->budget, body->charged);
+    api_apply(srv->svc, &budget, body->text, body->len, &out->api);
 }
 
-void handle_diagnose(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_diagnose(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    api_diagnose(srv->svc, &srv->api_budget, body, len, &out->api);
+    api_budget budget = mem_budget_api(&srv->budget, body->charged);
+    api_diagnose(srv->svc, &budget, body->text, body->len, &out->api);
 }
 
 /* Liveness: answering at all is the whole check. */
-void handle_healthz(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_healthz(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
     static const char ok[] = "{\"status\":\"ok\"}";
-    (void)srv, (void)body, (void)len;
+    (void)srv, (void)body;
     set_static(out, 200, JSON_TYPE, ok, sizeof ok - 1);
 }
 
 /* Readiness: the built-in model is ready once the daemon listens; a
  * draining server asks load balancers to go elsewhere. */
-void handle_readyz(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_readyz(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
     static const char ready[] = "{\"status\":\"ready\"}";
-    (void)body, (void)len;
+    (void)body;
     if (atomic_load(&srv->draining)) {
         api_respond_errorf(&out->api, API_E_UNAVAILABLE, NULL, "the server is shutting down");
         return;
@@ -58,17 +61,17 @@ void handle_readyz(server_ctx *srv, const char *body, size_t len, handler_reply 
     set_static(out, 200, JSON_TYPE, ready, sizeof ready - 1);
 }
 
-void handle_info(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_info(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    (void)body, (void)len;
+    (void)body;
     api_server_facts facts = srv->facts;
     facts.memory_reserved = mem_budget_reserved(&srv->budget);
     api_info(srv->svc, &facts, &out->api);
 }
 
-void handle_metrics(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_metrics(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    (void)body, (void)len;
+    (void)body;
     size_t n = 0;
     metrics_gauges g = {
         .workers = srv->cfg.workers,
@@ -99,17 +102,17 @@ void handle_metrics(server_ctx *srv, const char *body, size_t len, handler_reply
     out->api.content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-void handle_openapi_yaml(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_openapi_yaml(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    (void)srv, (void)body, (void)len;
+    (void)srv, (void)body;
     size_t n = 0;
     const char *text = api_openapi_yaml(&n);
     set_static(out, 200, "application/yaml", text, n);
 }
 
-void handle_openapi_json(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_openapi_json(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    (void)srv, (void)body, (void)len;
+    (void)srv, (void)body;
     size_t n = 0;
     const char *text = api_openapi_json(&n);
     set_static(out, 200, JSON_TYPE, text, n);
@@ -120,8 +123,8 @@ void handle_openapi_json(server_ctx *srv, const char *body, size_t len, handler_
 extern const char web_index_html_text[];
 extern const size_t web_index_html_text_len;
 
-void handle_page(server_ctx *srv, const char *body, size_t len, handler_reply *out)
+void handle_page(server_ctx *srv, const handler_body *body, handler_reply *out)
 {
-    (void)srv, (void)body, (void)len;
+    (void)srv, (void)body;
     set_static(out, 200, "text/html; charset=utf-8", web_index_html_text, web_index_html_text_len);
 }

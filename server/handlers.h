@@ -25,9 +25,16 @@ typedef struct handler_reply {
     size_t static_len;
 } handler_reply;
 
-/* A handler gets the whole request body (len bytes, not NUL-terminated;
- * empty for GET) and fills *out. It runs on an HTTP or a worker thread. */
-typedef void handler_fn(server_ctx *srv, const char *body, size_t len, handler_reply *out);
+/* The whole request body as a handler gets it. */
+typedef struct handler_body {
+    const char *text; /* borrowed: len bytes, not NUL-terminated; empty for GET */
+    size_t len;
+    size_t charged; /* what it holds of the memory budget (the request's own) */
+} handler_body;
+
+/* A handler gets the body and fills *out. It runs on an HTTP or a worker
+ * thread. */
+typedef void handler_fn(server_ctx *srv, const handler_body *body, handler_reply *out);
 
 handler_fn handle_encode;       /* POST /encode */
 handler_fn handle_apply;        /* POST /apply */

@@ -25,7 +25,9 @@ static enum MHD_Result finish(http_request *req)
     conn_guard_disarm(req->ce); /* the server's turn to work */
     switch (req_get_state(req)) {
     case REQ_REFUSED:
-        return reply_error(req, false, API_E_UNAVAILABLE, "%s", req->refusal);
+        return reply_error(req, false,
+                           req->refusal_never ? API_E_PAYLOAD_TOO_LARGE : API_E_UNAVAILABLE, "%s",
+                           req->refusal);
     case REQ_OVER_LIMIT:
         return reply_error(req, false, API_E_PAYLOAD_TOO_LARGE,
                            "the request body is over the limit of %zu bytes",
@@ -43,18 +45,29 @@ static enum MHD_Result finish(http_request *req)
     return compute_dispatch(req);
 }
 
-/* What lifecycle_on_uri leaves in *req_cls for a path that holds %00:
- * an address no request has (never written). */
-static const char path_nul_mark;
-#define PATH_NUL_MARK ((void *)(uintptr_t)&path_nul_mark)
+/* What lifecycle_on_uri leaves in *req_cls for a request target it
+ * refuses: why (static text, an address no request has; never written). */
+static const char target_nul[] = "the path holds an encoded NUL byte (%00)";
+static const char target_space[] = "the request target holds whitespace or a control character "
+                                   "(RFC 9112 section 3.2 allows "
+                                   "none; a space is %20)";
+
+/* The refusal a *req_cls holds, or NULL when it is a request (or NULL). */
+static const char *target_fault(const void *req_cls)
+{
+    return req_cls == target_nul || req_cls == target_space ? req_cls : NULL;
+}
 
 void *lifecycle_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     (void)cls;
     (void)conn;
+    for (const unsigned char *c = (const unsigned char *)uri; *c; c++)
+        if (*c <= 0x20 || *c == 0x7F)
+            return (void *)(uintptr_t)target_space;
     size_t path = strcspn(uri, "?");
     for (const char *p = uri; (p = strstr(p, "%00")) != NULL && p < uri + path; p++)
-        return PATH_NUL_MARK;
+        return (void *)(uintptr_t)target_nul;
     return NULL;
 }
 
@@ -65,7 +78,7 @@ void *lifecycle_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static enum MHD_Result begin(server_ctx *srv, struct MHD_Connection *conn, const char *url,
                              const char *method, const char *version, void **req_cls)
 {
-    http_request *req = req_new(srv, conn, url, method, version, *req_cls == PATH_NUL_MARK);
+    http_request *req = req_new(srv, conn, url, method, version, target_fault(*req_cls));
     if (req == NULL)
         return MHD_NO;
     *req_cls = req;
@@ -79,7 +92,7 @@ enum MHD_Result lifecycle_on_access(void *cls, struct MHD_Connection *conn, cons
 {
     http_request *req = *req_cls;
 
-    if (req == NULL || *req_cls == PATH_NUL_MARK)
+    if (req == NULL || target_fault(req))
         return begin(cls, conn, url, method, version, req_cls);
     if (*upload_data_size != 0) {
         size_t n = *upload_data_size;
@@ -136,7 +149,7 @@ void lifecycle_on_completed(void *cls, struct MHD_Connection *conn, void **req_c
     (void)conn;
 
     *req_cls = NULL;
-    if (req == NULL || req == PATH_NUL_MARK)
+    if (req == NULL || target_fault(req))
         return; /* refused by libmicrohttpd before the access handler */
 
     bool answered = req_get_state(req) == REQ_ANSWERED;

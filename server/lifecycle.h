@@ -16,9 +16,10 @@
 
 #include <microhttpd.h>
 
-/* MHD_OPTION_URI_LOG_CALLBACK: sees the path before libmicrohttpd decodes
- * it (and cuts it at a %00), and marks the request in what becomes
- * *req_cls when it holds one. */
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before
+ * libmicrohttpd decodes it (and cuts it at a %00), and marks the request
+ * in what becomes *req_cls when its path holds a %00 or the target holds
+ * whitespace or a control character (400 both). */
 void *lifecycle_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 
 /* MHD_AccessHandlerCallback; cls is the server_ctx. */

@@ -45,8 +45,11 @@ int main(int argc, char **argv)
         return 1;
 
     /* After the mask: loading converts weights on OpenMP threads. A model
-     * that fails to load is a bad flag: exit 2 before listening. */
+     * that fails to load is a bad flag: exit 2 before listening. A
+     * SIGTERM meanwhile stops at once (the watch). */
+    shutdown_watch *watch = shutdown_watch_start(&signals, cfg.log_format);
     api_service *svc = models_load(&cfg);
+    shutdown_watch_end(watch);
     if (svc == NULL)
         return 2;
     server_ctx *srv = server_new(&cfg, svc, daemon_library_version());

@@ -17,19 +17,19 @@ void mem_budget_init(mem_budget *b, size_t total)
     atomic_init(&b->refused_never, 0);
 }
 
-api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes)
+api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes, size_t held)
 {
-    if (bytes > b->total) {
+    if (bytes > b->total || held > b->total - bytes) {
         atomic_fetch_add_explicit(&b->refused_never, 1, memory_order_relaxed);
         return API_BUDGET_NEVER;
     }
-    size_t held = atomic_load_explicit(&b->reserved, memory_order_relaxed);
+    size_t now = atomic_load_explicit(&b->reserved, memory_order_relaxed);
     do {
-        if (bytes > b->total - held) {
+        if (bytes > b->total - now) {
             atomic_fetch_add_explicit(&b->refused_busy, 1, memory_order_relaxed);
             return API_BUDGET_BUSY;
         }
-    } while (!atomic_compare_exchange_weak_explicit(&b->reserved, &held, held + bytes,
+    } while (!atomic_compare_exchange_weak_explicit(&b->reserved, &now, now + bytes,
                                                     memory_order_acq_rel, memory_order_relaxed));
     return API_BUDGET_GRANTED;
 }
@@ -44,9 +44,9 @@ size_t mem_budget_reserved(mem_budget *b)
     return atomic_load_explicit(&b->reserved, memory_order_relaxed);
 }
 
-static api_budget_answer api_reserve(void *owner, size_t bytes)
+static api_budget_answer api_reserve(void *owner, size_t bytes, size_t held)
 {
-    return mem_budget_reserve(owner, bytes);
+    return mem_budget_reserve(owner, bytes, held);
 }
 
 static void api_release(void *owner, size_t bytes)
@@ -54,23 +54,53 @@ static void api_release(void *owner, size_t bytes)
     mem_budget_release(owner, bytes);
 }
 
-api_budget mem_budget_api(mem_budget *b)
+api_budget mem_budget_api(mem_budget *b, size_t body_charged)
 {
-    return (api_budget){.owner = b, .reserve = api_reserve, .release = api_release};
+    return (api_budget){.owner = b,
+                        .reserve = api_reserve,
+                        .release = api_release,
+                        .held = body_charged};
 }
 
-/* cgroup v2's memory.max: a byte count, or "max" (no limit: 0 here). */
-static unsigned long long cgroup_limit(void)
+/* Where the cgroup file systems are mounted: POSENC_CGROUP_ROOT, for tests
+ * (a fake tree), else /sys/fs/cgroup. */
+static const char *cgroup_root(void)
 {
-    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    const char *root = getenv("POSENC_CGROUP_ROOT");
+    return root && *root ? root : "/sys/fs/cgroup";
+}
+
+/* v1 says "no limit" with a huge page-rounded count (9223372036854771712
+ * on x86-64); any count this large is none. */
+#define CGROUP_NO_LIMIT ((unsigned long long)1 << 60)
+
+/* The byte count in root/file: 0 when the file is absent or unreadable,
+ * says "max" (v2's no limit) or holds a count past CGROUP_NO_LIMIT. */
+static unsigned long long cgroup_file_limit(const char *root, const char *file)
+{
+    char path[4096], line[64] = "";
+    snprintf(path, sizeof path, "%s/%s", root, file);
+    FILE *f = fopen(path, "r");
     if (f == NULL)
         return 0;
-    char line[64] = "";
     unsigned long long n = 0;
-    if (fgets(line, sizeof line, f) != NULL && strncmp(line, "max", 3) != 0)
+    if (fgets(line, sizeof line, f) != NULL && line[0] >= '0' && line[0] <= '9')
         n = strtoull(line, NULL, 10);
     fclose(f);
-    return n;
+    return n >= CGROUP_NO_LIMIT ? 0 : n;
+}
+
+/* The memory limit of this process's cgroup: v2's memory.max, else v1's
+ * memory/memory.limit_in_bytes (a host has one or the other; a hybrid
+ * one may show both: the smaller wins). 0: no limit. */
+static unsigned long long cgroup_limit(void)
+{
+    const char *root = cgroup_root();
+    unsigned long long v2 = cgroup_file_limit(root, "memory.max");
+    unsigned long long v1 = cgroup_file_limit(root, "memory/memory.limit_in_bytes");
+    if (v2 == 0 || (v1 != 0 && v1 < v2))
+        return v1;
+    return v2;
 }
 
 /* MemTotal of /proc/meminfo in bytes, 0 when unreadable. */

@@ -30,24 +30,30 @@ typedef struct mem_budget {
 
 void mem_budget_init(mem_budget *b, size_t total);
 
-/* Reserves bytes: GRANTED (then release them later), BUSY (not now) or
- * NEVER (more than the total). Thread-safe. */
-api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes);
+/* Reserves bytes for a caller that holds `held` bytes of the budget
+ * already: GRANTED (then release them later), BUSY (not now) or NEVER
+ * (bytes + held pass the total: they could not fit even with nothing else
+ * reserved, and retrying cannot help). Thread-safe. */
+api_budget_answer mem_budget_reserve(mem_budget *b, size_t bytes, size_t held);
 
 /* Gives back bytes reserved before. Thread-safe. */
 void mem_budget_release(mem_budget *b, size_t bytes);
 
 size_t mem_budget_reserved(mem_budget *b);
 
-/* The hooks api_encode/api_apply charge through; b is borrowed and must
- * outlive every request. */
-api_budget mem_budget_api(mem_budget *b);
+/* The hooks api_encode/api_apply charge through, for a request whose body
+ * holds body_charged bytes of b; b is borrowed and must outlive every
+ * request. */
+api_budget mem_budget_api(mem_budget *b, size_t body_charged);
 
-/* The default --max-memory: half of what this process may use, the
- * cgroup v2 limit (/sys/fs/cgroup/memory.max) when one is set, else the
- * machine's memory (MemTotal of /proc/meminfo); 1 GiB when neither can be
- * read. Half leaves room for what the budget does not count (models,
- * libraries, the allocator's slack, connection buffers). */
+/* The default --max-memory: half of what this process may use, its
+ * cgroup's limit when one is set (v2: /sys/fs/cgroup/memory.max; v1:
+ * /sys/fs/cgroup/memory/memory.limit_in_bytes, whose "unlimited" is a huge
+ * count) and smaller than the machine's memory (MemTotal of
+ * /proc/meminfo); 1 GiB when nothing can be read. Half leaves room for
+ * what the budget does not count (models, libraries, the allocator's
+ * slack, connection buffers). POSENC_CGROUP_ROOT, for tests, replaces
+ * /sys/fs/cgroup. */
 size_t mem_budget_default_total(void);
 
 #endif /* SERVER_MEM_BUDGET_H */

@@ -6,9 +6,25 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "access_log.h"
 #include "mono_clock.h"
+
+/* For tests only: POSENC_TEST_LOAD_PAUSE_MS (milliseconds, at most 60000)
+ * holds the load back that long before it starts, so that a test can
+ * signal a server while it loads its models, whatever their size. Never
+ * set in a deployment. */
+static void test_load_pause(void)
+{
+    const char *v = getenv("POSENC_TEST_LOAD_PAUSE_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    if (ms <= 0 || ms > 60000)
+        return;
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
 
 api_service *models_load(const server_config *cfg)
 {
@@ -42,6 +58,7 @@ api_service *models_load(const server_config *cfg)
         .max_json_depth = cfg->max_json_depth,
         .diagnose_ms = cfg->diagnose_ms,
     };
+    test_load_pause();
     t0 = mono_now_ns();
     svc = api_service_new_with_models(&limits, specs, n, &err);
     if (svc == NULL) {

@@ -6,7 +6,7 @@
  * (OMP_WAIT_POLICY unset: about 300,000 spins) or spin for good (active).
  * On a small machine under load, spinning teams take the cores from the
  * HTTP threads: S1 of the benchmark started bare ran at 14.8k req/s
- * against 24.3k with OMP_WAIT_POLICY=passive (issue 20 item 1). libgomp
+ * against 24.3k with OMP_WAIT_POLICY=passive (docs/performance.md). libgomp
  * reads the variable once, when it loads (before main), so the server sets
  * it and starts itself again.
  */

@@ -170,7 +170,7 @@ static void set_id(http_request *req)
 }
 
 http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
-                      const char *method, const char *version, bool path_nul)
+                      const char *method, const char *version, const char *target_fault)
 {
     http_request *req = calloc(1, sizeof *req);
     if (req == NULL)
@@ -189,9 +189,8 @@ http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *
         free(req);
         return NULL;
     }
-    if (path_nul)
-        snprintf(req->malformed, sizeof req->malformed,
-                 "the path holds an encoded NUL byte (%%00)");
+    if (target_fault != NULL)
+        snprintf(req->malformed, sizeof req->malformed, "%s", target_fault);
     copy_method(req, method);
     set_id(req);
     const char *cl = req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);

@@ -27,7 +27,7 @@
  *   REQ_OVER_LIMIT  the body is dropped as it arrives; 413 when it ends
  *     -> REQ_ANSWERED
  *   REQ_REFUSED     the body is dropped as it arrives; 503 (`refusal`)
- *                   when it ends
+ *                   when it ends, 413 when it could never fit the budget
  *     -> REQ_ANSWERED
  *   REQ_COMPLETE    the body is in; the answer is computed on this thread
  *     -> REQ_ANSWERED
@@ -95,6 +95,7 @@ typedef struct http_request {
     const char *nul_header;  /* borrowed from MHD: a header that held a NUL, or NULL */
     char malformed[160];     /* why the request line or headers break RFC 9112, or "" */
     char refusal[160];       /* the message of a REQ_REFUSED request */
+    bool refusal_never;      /* it could never fit (413), not only now (503) */
     handler_reply reply;     /* owned: what was computed (freed by req_free) */
     body_stream *stream;     /* borrowed: a streamed answer being sent, or NULL */
     /* What was answered, for the access log and metrics. */
@@ -105,10 +106,11 @@ typedef struct http_request {
 } http_request;
 
 /* New request for the headers just received on conn (url, method and
- * version as libmicrohttpd gives them; path_nul: the raw path held %00, so
- * url was cut at it), counted in flight. NULL when out of memory. */
+ * version as libmicrohttpd gives them; target_fault: why the raw request
+ * target is refused (400), or NULL: a %00 in its path, which url was cut
+ * at, or whitespace), counted in flight. NULL when out of memory. */
 http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
-                      const char *method, const char *version, bool path_nul);
+                      const char *method, const char *version, const char *target_fault);
 
 /* Gives back what req holds (slot, body, reply), uncounts it and frees it;
  * accepts NULL. */

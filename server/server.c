@@ -56,7 +56,6 @@ server_ctx *server_new(const server_config *cfg, api_service *svc, const char *h
     if (srv->cfg.max_memory == 0)
         srv->cfg.max_memory = mem_budget_default_total();
     mem_budget_init(&srv->budget, srv->cfg.max_memory);
-    srv->api_budget = mem_budget_api(&srv->budget);
     atomic_init(&srv->draining, false);
     atomic_init(&srv->next_request_id, 0);
     srv->request_id_seed = request_id_seed();

@@ -33,7 +33,6 @@ typedef struct server_ctx {
     struct compute_gate *gate;                    /* admission and workers, with the daemon */
     struct conn_guard *guard;                     /* connections and deadlines, with the daemon */
     mem_budget budget;                            /* --max-memory */
-    api_budget api_budget;                        /* hooks on budget for api_encode/api_apply */
     metrics metrics;                              /* labelled by daemon_start */
     const char *route_labels[METRICS_MAX_ROUTES]; /* static strings */
     atomic_bool draining;                         /* set once on SIGTERM/SIGINT */

@@ -5,8 +5,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "access_log.h"
 #include "mono_clock.h"
@@ -19,6 +22,9 @@ int shutdown_block_signals(sigset_t *set, log_format fmt)
     sigemptyset(set);
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGUSR2);
     int rc = pthread_sigmask(SIG_BLOCK, set, NULL);
     if (rc != 0) {
         log_msg(fmt, "error", "cannot block signals: %s", strerror(rc));
@@ -29,18 +35,51 @@ int shutdown_block_signals(sigset_t *set, log_format fmt)
     return 0;
 }
 
+/* SIGHUP is ignored, not a stop: posenc has nothing to reload (flags and
+ * models are fixed at start) and no log file to reopen (it writes to
+ * stdout and stderr), while supervisors and tools send SIGHUP to mean
+ * "reload" (systemctl reload, logrotate's postrotate, `docker kill -s
+ * HUP`): taking the server down, or even draining it, would turn a
+ * routine reload into lost capacity. Stopping is SIGTERM's (or SIGINT's)
+ * job, which every supervisor sends. SIGUSR1 and SIGUSR2 have no meaning
+ * here either. Each is logged, so that whoever sent it sees it arrived. */
+static bool is_stop(int sig, log_format fmt)
+{
+    if (sig == SIGTERM || sig == SIGINT)
+        return true;
+    log_msg(fmt, "info",
+            "%s: ignored (posenc stops on SIGTERM or SIGINT and has nothing to reload)",
+            sig == SIGHUP    ? "SIGHUP"
+            : sig == SIGUSR1 ? "SIGUSR1"
+                             : "SIGUSR2");
+    return false;
+}
+
+/* The next stop signal of *set, waiting up to *timeout (NULL: for ever);
+ * the signals that are no stop are logged on the way. 0 when none came. */
+static int next_stop(const sigset_t *set, const struct timespec *timeout, log_format fmt)
+{
+    for (;;) {
+        int sig = timeout ? sigtimedwait(set, NULL, timeout) : sigwaitinfo(set, NULL);
+        if (sig < 0 && errno == EINTR)
+            continue;
+        if (sig < 0)
+            return 0;
+        if (is_stop(sig, fmt))
+            return sig;
+    }
+}
+
 /* Waits, a look every DRAIN_POLL_NS, while *count > 0 and until `until`
  * seconds after t0. Returns false when a second signal cut it short. */
-static bool wait_while(const atomic_uint *count, const sigset_t *set, int64_t t0, double until)
+static bool wait_while(const atomic_uint *count, const sigset_t *set, int64_t t0, double until,
+                       log_format fmt)
 {
     const struct timespec poll = {0, DRAIN_POLL_NS};
     while (atomic_load_explicit(count, memory_order_acquire) > 0 &&
            mono_seconds_since(t0) < until) {
-        int again = sigtimedwait(set, NULL, &poll);
-        if (again > 0)
+        if (next_stop(set, &poll, fmt) != 0)
             return false;
-        if (again < 0 && errno != EAGAIN && errno != EINTR)
-            break;
     }
     return true;
 }
@@ -48,9 +87,7 @@ static bool wait_while(const atomic_uint *count, const sigset_t *set, int64_t t0
 void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
 {
     const log_format fmt = srv->cfg.log_format;
-    int sig = 0;
-    while (sigwait(set, &sig) != 0) {
-    }
+    int sig = next_stop(set, NULL, fmt);
 
     const int64_t t0 = mono_now_ns();
     const double drain = (double)srv->cfg.drain_timeout_s;
@@ -68,12 +105,12 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
      * reading at its pace) get --drain-send-timeout more; requests not
      * answered by then are not waited for. */
     const metrics *m = &srv->metrics;
-    bool calm = wait_while(&m->in_flight, set, t0, drain);
+    bool calm = wait_while(&m->in_flight, set, t0, drain, fmt);
     unsigned left = atomic_load(&m->in_flight);
     if (calm && left > 0) {
         log_msg(fmt, "warn", "drain timeout with %u requests in flight, %u of them being sent",
                 left, atomic_load(&m->sending));
-        calm = wait_while(&m->sending, set, t0, send);
+        calm = wait_while(&m->sending, set, t0, send, fmt);
     }
     left = atomic_load(&m->in_flight);
     if (!calm)
@@ -85,4 +122,53 @@ void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set)
     log_msg(fmt, "info",
             "stopped after %.3f s of draining (%u requests cut, %llu of them answers being sent)",
             mono_seconds_since(t0), left, cut);
+}
+
+struct shutdown_watch {
+    pthread_t thread;
+    const sigset_t *set; /* borrowed: main's */
+    log_format fmt;
+    atomic_bool done;
+};
+
+/* The watch's thread: a look at `done` every DRAIN_POLL_NS. */
+static void *watch_loading(void *arg)
+{
+    shutdown_watch *w = arg;
+    const struct timespec poll = {0, DRAIN_POLL_NS};
+    while (!atomic_load_explicit(&w->done, memory_order_acquire)) {
+        int sig = next_stop(w->set, &poll, w->fmt);
+        if (sig != 0) {
+            /* nothing is served yet: nothing to drain; the loading
+             * threads are cut where they are (_exit runs no handlers) */
+            log_msg(w->fmt, "info", "%s while loading models: stopped before serving",
+                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            _exit(0);
+        }
+    }
+    return NULL;
+}
+
+shutdown_watch *shutdown_watch_start(const sigset_t *set, log_format fmt)
+{
+    shutdown_watch *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    w->set = set;
+    w->fmt = fmt;
+    atomic_init(&w->done, false);
+    if (pthread_create(&w->thread, NULL, watch_loading, w) != 0) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void shutdown_watch_end(shutdown_watch *w)
+{
+    if (w == NULL)
+        return;
+    atomic_store_explicit(&w->done, true, memory_order_release);
+    pthread_join(w->thread, NULL);
+    free(w);
 }

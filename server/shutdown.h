@@ -19,6 +19,7 @@
 #define SERVER_SHUTDOWN_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "server.h"
 
@@ -27,7 +28,21 @@
  * them, and ignores SIGPIPE. Returns 0, or -1 after logging. */
 int shutdown_block_signals(sigset_t *set, log_format fmt);
 
-/* Waits for a signal in *set, then drains and stops the daemon. */
+/* Waits for a stop signal in *set (SIGTERM or SIGINT; SIGHUP, SIGUSR1 and
+ * SIGUSR2 are logged and ignored: see shutdown.c), then drains and stops
+ * the daemon. */
 void shutdown_wait_and_drain(server_ctx *srv, const sigset_t *set);
+
+/* A watch on *set while the models load, before there is anything to
+ * drain: a stop signal then ends the process at once (exit status 0, as
+ * any SIGTERM stop) instead of waiting for the load to end; the signals
+ * that are no stop are logged and ignored. NULL when no thread could be
+ * started (then signals wait for the load, as before). */
+typedef struct shutdown_watch shutdown_watch;
+shutdown_watch *shutdown_watch_start(const sigset_t *set, log_format fmt);
+
+/* Ends the watch (accepts NULL); a stop signal that comes later stays
+ * pending for shutdown_wait_and_drain. */
+void shutdown_watch_end(shutdown_watch *w);
 
 #endif /* SERVER_SHUTDOWN_H */

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Run the posenc test suite: the unit tests of lib/ ($BUILD/test_lib), the
 # API tests ($BUILD/test_api), then the HTTP tests against the real server
-# ($BUILD/test_http, which starts $BUILD/posenc-server itself), then the
-# group lists of the three (tests/check_lists.sh), then the model-directory
-# tests (tests/models/test_models.py, same server), /diagnose on real-code
-# subjects (tests/diagnose_real/run.py), then the Python client's
+# ($BUILD/test_http, which starts $BUILD/posenc-server itself), then
+# libposenc installed and used as a C program would (tests/libposenc), the
+# model-directory tests (tests/models/test_models.py, same server), /diagnose
+# on real-code subjects (tests/diagnose_real/run.py), the Python client's
 # (clients/python/tests/run.py: installed into a temporary venv, against the
-# same server). A test binary that is not built is skipped, except test_http.
+# same server), and last the group lists of the test programs
+# (tests/check_lists.sh, which reads the runs' logs). A test binary that is
+# not built is skipped, except test_http.
 #
 # Each binary ends with a line "... N passed, M failed"; this script adds
 # them up and prints one last line, exactly "N passed, M failed" (what CI
@@ -16,10 +18,15 @@
 #   BUILD=build tests/run.sh          (default BUILD=build)
 #   VALGRIND=1 tests/run.sh           unit/API tests under valgrind, and
 #                                     test_http runs the server under it
+#   QUICK=1 HTTP_GROUPS="a b" tests/run.sh
+#                                     the quick tier (make check): unit,
+#                                     API, and those HTTP groups only
 set -u
 
 BUILD=${BUILD:-build}
 VALGRIND=${VALGRIND:-0}
+QUICK=${QUICK:-0}
+HTTP_GROUPS=${HTTP_GROUPS:-}
 POSENC_SERVER=${POSENC_SERVER:-$BUILD/posenc-server}
 export POSENC_SERVER VALGRIND
 
@@ -72,22 +79,29 @@ for t in test_lib test_api; do
 done
 
 if [ -x "$BUILD/test_http" ]; then
-    run test_http "$BUILD/test_http"
+    # shellcheck disable=SC2086
+    run test_http "$BUILD/test_http" $HTTP_GROUPS
 else
     echo "FAIL test_http: $BUILD/test_http not built"
     total_failed=$((total_failed + 1))
 fi
 
-# Each program's one list of groups against its command line (--list,
-# --dry NAME, an unknown name), and every listed group with at least one
-# check in the runs above (their logs): no group that selects nothing.
-run lists tests/check_lists.sh "$BUILD" "$tmp"
+# The quick tier (make check) stops here.
+if [ "$QUICK" != 0 ]; then
+    echo "$total_passed passed, $total_failed failed"
+    [ "$total_failed" -eq 0 ]
+    exit
+fi
+
+# libposenc as a C user adopts it: installed into a temporary prefix, the
+# example built with pkg-config alone, its output checked.
+run libposenc tests/libposenc/run.sh "$BUILD"
 
 # Model directories (tests/models): checkpoints written and references
 # computed with numpy, checked against the real server over HTTP.
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
     run test_models env BUILD="$BUILD" /usr/bin/python3 tests/models/test_models.py
-    # /diagnose on subjects restated from real implementations (issue 19)
+    # /diagnose on subjects restated from real implementations
     run diagnose_real env BUILD="$BUILD" /usr/bin/python3 tests/diagnose_real/run.py
 else
     echo "FAIL test_models: needs /usr/bin/python3 with numpy (tools/install-deps.sh test)"
@@ -102,6 +116,11 @@ else
     echo "FAIL test_pyclient: needs /usr/bin/python3 with numpy, venv, setuptools, wheel (tools/install-deps.sh test)"
     total_failed=$((total_failed + 1))
 fi
+
+# Each program's one list of groups against its command line (--list,
+# --dry NAME, an unknown name), and every listed group with at least one
+# check in the runs above (their logs): no group that selects nothing.
+run lists tests/check_lists.sh "$BUILD" "$tmp"
 
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ]

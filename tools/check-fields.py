@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Check that api/request_fields.h and api/openapi.yaml name the same
-request fields (issue 17): every property of EncodeRequest, ApplyRequest and
+request fields: every property of EncodeRequest, ApplyRequest and
 DiagnoseRequest is in the table for that endpoint, and every field of the
 table for an endpoint is a property of its schema. Also (contract 1.2): a
 base64 array X of an endpoint comes with its X_shape there.

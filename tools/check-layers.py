@@ -6,12 +6,18 @@ The layers, lowest first; each may include its own folder and the folders
 below it, never one above (README "Layout"):
 
     lib/          the numeric core            includes lib/
+    lib/diagnose/ /diagnose's numeric search  includes lib/, lib/diagnose/
     api/json/     codecs: numbers, strings,   includes api/json/
                   arrays, limits
     api/models/   config and checkpoint       includes lib/, api/json/, api/models/
                   reading
-    api/          the endpoints               includes lib/, api/json/, api/models/, api/
+    api/          the endpoints               includes lib/, lib/diagnose/, api/json/,
+                                              api/models/, api/, api/diagnose/
+    api/diagnose/ /diagnose's endpoint        the same as api/
     server/       the daemon                  includes api/api.h, server/
+
+The core (lib/ outside lib/diagnose/) never includes the diagnosis: the
+search is built as its own archive (libposenc_diagnose.a) on top of it.
 
 A module is a .c file with its .h (model.c + model.h); module A depends on
 B when a file of A includes B's header. A loop of such dependencies is a
@@ -29,9 +35,11 @@ SEARCH = ["lib", "api"]  # the -I directories of the Makefile, in order
 # layer -> the layers it may include
 ALLOWED = {
     "lib": {"lib"},
+    "lib/diagnose": {"lib", "lib/diagnose"},
     "api/json": {"api/json"},
     "api/models": {"lib", "api/json", "api/models"},
-    "api": {"lib", "api/json", "api/models", "api"},
+    "api": {"lib", "lib/diagnose", "api/json", "api/models", "api", "api/diagnose"},
+    "api/diagnose": {"lib", "lib/diagnose", "api/json", "api/models", "api", "api/diagnose"},
     "server": {"server"},
 }
 # server/ sees the API through its one public header, nothing inside it
@@ -39,7 +47,7 @@ SERVER_MAY_INCLUDE = {"api/api.h", "api/api_error.h"}
 
 
 def layer_of(path):
-    for layer in ("api/json", "api/models", "lib", "api", "server"):
+    for layer in ("lib/diagnose", "api/diagnose", "api/json", "api/models", "lib", "api", "server"):
         if path.startswith(layer + "/"):
             return layer
     return None

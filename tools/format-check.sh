@@ -1,6 +1,7 @@
 #!/bin/sh
-# Checks that every C source and header under lib/ api/ server/ tests/ is
-# already what clang-format makes of it with the checked-in .clang-format;
+# Checks that every C source and header under include/ lib/ api/ server/
+# tests/ tools/ examples/ is already what clang-format makes of it with the
+# checked-in .clang-format;
 # lists each file that differs (and how many of its lines would change) and
 # exits 1 if any does. Only tracked files are checked (git ls-files), so
 # build output (build*/gen/...) never is; files matching $FORMAT_EXCLUDE (an
@@ -31,9 +32,10 @@ fi
 if [ $# -gt 0 ]; then
     files=$(printf '%s\n' "$@")
 elif git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    files=$(git ls-files -- 'lib/*.[ch]' 'api/*.[ch]' 'server/*.[ch]' 'tests/*.[ch]')
+    files=$(git ls-files -- 'include/*.[ch]' 'lib/*.[ch]' 'api/*.[ch]' 'server/*.[ch]' 'tests/*.[ch]' \
+        'tools/*.[ch]' 'examples/*.[ch]')
 else
-    files=$(find lib api server tests -name '*.[ch]' | sort)
+    files=$(find include lib api server tests tools examples -name '*.[ch]' 2>/dev/null | sort)
 fi
 
 tmp=$(mktemp) || exit 2

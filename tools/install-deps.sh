@@ -7,7 +7,7 @@
 set -eu
 
 build_pkgs="gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
-libopenblas-openmp-dev libdragonbox-dev libfast-float-dev python3-yaml"
+libdragonbox-dev libfast-float-dev python3-yaml"
 # the Python client's tests: a venv with pip, setuptools and wheel (offline)
 test_pkgs="libcurl4-openssl-dev python3-numpy valgrind clang-format
 python3-venv python3-pip python3-setuptools python3-wheel"
@@ -21,7 +21,7 @@ esac
 # make test-soak: wrk drives the ASan server; curl for the known-answer checks
 soak_pkgs="wrk curl"
 bench_pkgs="wrk gnuplot-nox python3-fastapi python3-uvicorn python3-httptools
-python3-numpy"
+python3-numpy libopenblas-openmp-dev"
 # make test-docker: rootful podman with no Docker engine and no registry
 # (the base image comes from debootstrap); dnsname lets compose services
 # find each other by name.

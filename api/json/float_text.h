@@ -17,7 +17,8 @@
 
 /* Write the shortest decimal that reads back (strtof) as exactly `v`, as a
  * JSON number, into buf (>= FLOAT_TEXT_MAX bytes, NUL-terminated). v must be
- * finite. Returns the length. */
+ * finite: callers check their answers first (JSON has no infinity); a
+ * non-finite v is written as null instead of aborting. Returns the length. */
 size_t float_to_text(float v, char *buf);
 
 #endif /* FLOAT_TEXT_H */

@@ -28,6 +28,16 @@ static bool stop(json_builder *b, json_codec_kind kind)
     return false;
 }
 
+/* jansson's copy of a string of n bytes (a value or a key: it lives as
+ * long as the tree), charged when it is long: false (a stop) when the
+ * charge is refused. */
+static bool charge_copy(json_builder *b, size_t n)
+{
+    if (n < JSON_UNCHARGED_BYTES || json_charge_take(&b->charge, n + 1))
+        return true;
+    return stop(b, JSON_CODEC_REFUSED);
+}
+
 /* Room for items[used]: the capacity doubles, from `first`. */
 static bool grow(void **items, size_t *cap, size_t used, size_t size, size_t first)
 {
@@ -65,6 +75,7 @@ typedef struct shape_scan {
     size_t cap;
     bool keep;                 /* all finite so far and no allocation failed */
     const json_charge *charge; /* asked before floats grows */
+    size_t charged;            /* what floats holds of it */
     bool refused;              /* charge refused: the body is refused */
 } shape_scan;
 
@@ -87,11 +98,12 @@ static void keep_float(shape_scan *a, float v)
     }
     if (a->count > a->cap) {
         size_t more = (a->cap ? a->cap : FLOATS_FIRST) * sizeof *a->floats; /* what grow() adds */
-        if (a->charge->take && !a->charge->take(a->charge->ctx, more)) {
+        if (!json_charge_take(a->charge, more)) {
             a->refused = true;
             a->keep = false;
             return;
         }
+        a->charged += more;
         if (!grow((void **)&a->floats, &a->cap, a->count - 1, sizeof *a->floats, FLOATS_FIRST)) {
             a->keep = false;
             return;
@@ -182,7 +194,7 @@ static json_t *numeric_array(json_builder *b, bool *taken)
                     .charge = &b->charge};
 
     *taken = false;
-    big.refused = false;
+    big.refused = big.index_refused = false;
     if (b->sc.len - start >= PARALLEL_MIN_BYTES &&
         json_rows_parse(b->sc.text, b->sc.len, start, 0, &b->charge, &big)) {
         span.ndim = big.ndim;
@@ -190,17 +202,23 @@ static json_t *numeric_array(json_builder *b, bool *taken)
         span.count = big.count;
         span.floats = (float *)(void *)big.block;
         span.end = big.end;
-    } else if (!big.refused && numeric_rows(&a, 0)) {
+    } else if (!big.refused && (!big.index_refused || json_charge_take(&b->charge, 0)) &&
+               numeric_rows(&a, 0)) {
+        /* (a refused row index is only slower: the zero take above tells
+         * the caller this parse goes on, granted) */
         span.ndim = a.ndim;
         memcpy(span.dim, a.dim, sizeof span.dim);
         span.count = a.count;
         span.end = a.pos;
-        if (a.keep)
+        if (a.keep) {
             span.floats = a.floats; /* the values, parsed in this same pass */
-        else
-            free(a.floats);
+        } else {
+            free(a.floats); /* the typed reader reads the text */
+            json_charge_give(&b->charge, a.charged);
+        }
     } else {
         free(a.floats);
+        json_charge_give(&b->charge, a.charged); /* not a numeric array after all */
         if (big.refused || a.refused) {
             *taken = true; /* nothing more is built */
             stop(b, JSON_CODEC_REFUSED);
@@ -263,6 +281,10 @@ static bool build_member(json_builder *b, json_t *obj)
         return fail(b, "NUL byte in object key not supported");
     if (json_object_getn(obj, b->sc.str_val, n))
         return fail(b, "duplicate object key");
+    /* jansson's copy of the key (kept), and ours while the value is built */
+    bool copied = b->sc.str_val == b->sc.str;
+    if (!charge_copy(b, n) || (copied && !charge_copy(b, n)))
+        return false;
     const char *key = member_key(b, &owned);
     if (!key)
         return stop(b, JSON_CODEC_NO_MEMORY);
@@ -277,6 +299,8 @@ static bool build_member(json_builder *b, json_t *obj)
     if (v && !ok)
         stop(b, JSON_CODEC_NO_MEMORY);
     free(owned);
+    if (copied && n >= JSON_UNCHARGED_BYTES)
+        json_charge_give(&b->charge, n + 1);
     return ok;
 }
 
@@ -355,8 +379,11 @@ static json_t *string_value(json_builder *b)
         fail(b, "\\u0000 is not allowed without JSON_ALLOW_NUL");
         return NULL;
     }
-    if (!sc->str_clean || sc->str_len == 0 || sc->str_len < b->string_span_min)
+    if (!sc->str_clean || sc->str_len == 0 || sc->str_len < b->string_span_min) {
+        if (!charge_copy(b, sc->str_len))
+            return NULL;
         return json_stringn_nocheck(sc->str_val, sc->str_len);
+    }
     json_t *stand_in = json_string("");
     if (!stand_in ||
         !grow((void **)&b->strings, &b->cap_strings, b->n_strings, sizeof *b->strings, 16)) {

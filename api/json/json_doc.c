@@ -69,6 +69,9 @@ static void scan_error(const json_scanner *sc, json_codec_error *err)
     case JSON_FAULT_NO_MEMORY:
         err->kind = JSON_CODEC_NO_MEMORY;
         break;
+    case JSON_FAULT_REFUSED:
+        err->kind = JSON_CODEC_REFUSED;
+        break;
     default:
         err->kind = JSON_CODEC_SYNTAX;
         snprintf(err->message, sizeof err->message, "malformed JSON at line %d column %d: %s", line,
@@ -90,6 +93,7 @@ int json_doc_load(json_doc *doc, const char *body, size_t len, const json_doc_li
     err->kind = JSON_CODEC_OK;
     err->message[0] = '\0';
     json_scan_init(&b.sc, body, len);
+    b.sc.charge = limits->charge;
     doc->root = json_build_document(&b);
     if (!doc->root) {
         if (b.stop != JSON_CODEC_OK)
@@ -188,10 +192,15 @@ const char *json_doc_string(const json_doc *doc, const json_t *v)
     const json_string_span *span = string_span(doc, v);
 
     /* a stand-in is `""` until its first call: its text has no escape, so
-     * it is the value, and valid UTF-8 */
-    if (span && json_string_length(v) == 0 &&
-        json_string_setn_nocheck(span->stand_in, doc->text + span->start, span->end - span->start))
-        return NULL;
+     * it is the value, and valid UTF-8; jansson's copy is charged as the
+     * builder charges any long string */
+    if (span && json_string_length(v) == 0) {
+        size_t n = span->end - span->start;
+        if (n >= JSON_UNCHARGED_BYTES && !json_charge_take(&doc->charge, n + 1))
+            return NULL;
+        if (json_string_setn_nocheck(span->stand_in, doc->text + span->start, n))
+            return NULL;
+    }
     return json_string_value(v);
 }
 

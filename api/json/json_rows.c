@@ -23,6 +23,9 @@ typedef struct row_map {
     bool dim_known[JSON_ARRAY_MAX_NDIM];
     row_span *rows; /* owned */
     size_t n_rows, cap_rows;
+    const json_charge *charge; /* asked before rows grows */
+    size_t charged;            /* what rows holds of it */
+    bool refused;              /* charge refused the index */
 } row_map;
 
 static bool is_space(char c)
@@ -40,6 +43,12 @@ static bool add_row(row_map *m, size_t start, size_t end)
 {
     if (m->n_rows == m->cap_rows) {
         size_t cap = m->cap_rows ? 2 * m->cap_rows : 256;
+        size_t more = (cap - m->cap_rows) * sizeof *m->rows;
+        if (!json_charge_take(m->charge, more)) {
+            m->refused = true;
+            return false;
+        }
+        m->charged += more;
         row_span *grown = realloc(m->rows, cap * sizeof *grown);
         if (!grown)
             return false;
@@ -124,13 +133,21 @@ static size_t parse_row(const char *text, size_t start, size_t end, float *out, 
 bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
                      const json_charge *charge, json_rows_result *out)
 {
-    row_map m = {.text = text, .len = len, .pos = start};
+    static const json_charge free_of_charge = {0};
+    row_map m = {.text = text,
+                 .len = len,
+                 .pos = start,
+                 .charge = charge ? charge : &free_of_charge};
     char *block = NULL;
+    size_t block_charged = 0;
     bool ok = false;
 
     out->refused = false;
-    if (!map_array(&m, 0) || m.n_rows == 0)
+    out->index_refused = false;
+    if (!map_array(&m, 0) || m.n_rows == 0) {
+        out->index_refused = m.refused;
         goto done;
+    }
     /* The first row gives the row length: its commas (numbers hold none)
      * say it before anything is parsed, so the values go straight into
      * their block, allocated once. */
@@ -141,10 +158,11 @@ bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
     if (cols > JSON_ARRAY_MAX_ELEMENTS / m.n_rows)
         goto done;
     count = cols * m.n_rows;
-    if (charge && charge->take && !charge->take(charge->ctx, header + count * sizeof(float))) {
+    if (!json_charge_take(m.charge, header + count * sizeof(float))) {
         out->refused = true;
         goto done;
     }
+    block_charged = header + count * sizeof(float);
     block = malloc(header + count * sizeof(float));
     if (!block)
         goto done;
@@ -164,9 +182,11 @@ bool json_rows_parse(const char *text, size_t len, size_t start, size_t header,
     out->count = count;
     out->end = m.pos;
     block = NULL;
+    block_charged = 0; /* handed over with the block */
     ok = true;
 done:
     free(block);
     free(m.rows);
+    json_charge_give(m.charge, m.charged + block_charged);
     return ok;
 }

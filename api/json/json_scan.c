@@ -42,6 +42,8 @@ void json_scan_init(json_scanner *s, const char *text, size_t len)
 
 void json_scan_free(json_scanner *s)
 {
+    json_charge_give(&s->charge, s->charged);
+    s->charged = 0;
     free(s->str);
     s->str = NULL;
     s->str_cap = 0;
@@ -169,6 +171,14 @@ static bool reserve(json_scanner *s, size_t n)
     size_t cap = s->str_cap ? s->str_cap : 64;
     while (cap < n)
         cap *= 2;
+    size_t free_part = s->str_cap > JSON_UNCHARGED_BYTES ? s->str_cap : JSON_UNCHARGED_BYTES;
+    if (cap > free_part) { /* a long string or number: its text decides */
+        if (!json_charge_take(&s->charge, cap - free_part)) {
+            s->fault = s->fault ? s->fault : JSON_FAULT_REFUSED;
+            return false;
+        }
+        s->charged += cap - free_part;
+    }
     char *grown = realloc(s->str, cap);
     if (!grown) {
         s->fault = s->fault ? s->fault : JSON_FAULT_NO_MEMORY;

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json/json_limits.h"
+
 enum json_token_kind {
     JSON_TOK_INVALID = -1,
     JSON_TOK_EOF = 0, /* else '{', '}', '[', ']', ':', ',' as themselves */
@@ -33,7 +35,8 @@ typedef enum json_scan_fault {
     JSON_FAULT_OVERFLOW_INT,  /* an integer past int64 */
     JSON_FAULT_OVERFLOW_REAL, /* a real past double */
     JSON_FAULT_DEPTH,         /* past JSON_MAX_DEPTH */
-    JSON_FAULT_NO_MEMORY
+    JSON_FAULT_NO_MEMORY,
+    JSON_FAULT_REFUSED /* charge refused the string buffer's growth */
 } json_scan_fault;
 
 typedef struct json_scanner {
@@ -50,6 +53,8 @@ typedef struct json_scanner {
     bool str_clean;   /* all printable ASCII, no escape: the body's text is the value */
     char *str;        /* owned: decoded strings and number text */
     size_t str_cap;
+    json_charge charge; /* asked before str grows past JSON_UNCHARGED_BYTES */
+    size_t charged;     /* what str holds of it, given back when it is freed */
     int64_t integer;
     double real;
     json_scan_fault fault; /* the first error, JSON_FAULT_NONE while none */

@@ -12,6 +12,9 @@ extern "C" {
 #include "json/float_text.h"
 }
 
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <system_error>
 
 #include <dragonbox/dragonbox.h>
@@ -27,6 +30,16 @@ static inline void dragonbox_shortest(float v, uint32_t *significand, int *expon
 
 extern "C" size_t float_to_text(float v, char *buf)
 {
+    // Dragonbox asserts finiteness (and release builds keep assertions):
+    // a non-finite value, which every caller checks away before writing,
+    // must never abort the server with every request in flight.
+    if (__builtin_expect(!std::isfinite(v), 0)) {
+#ifdef POSENC_NON_FINITE_TEXT_ABORTS
+        abort(); // the fuzzer's build: a non-finite value reached an answer
+#endif
+        std::memcpy(buf, "null", 5);
+        return 4;
+    }
     return float_layout(v, buf, dragonbox_shortest);
 }
 

@@ -164,36 +164,17 @@ static void flat_index_path(const char *field, size_t i, size_t ndim, const size
 
 /* ---- base64 ---------------------------------------------------------- */
 
-/* Float32 values given flat (a base64 string), shaped by the sibling shape
- * field. */
-static int tensor_from_flat(const json_doc *doc, const json_t *value, const char *field,
-                            const json_t *shape, const char *shape_field, size_t min_ndim,
-                            size_t max_ndim, tensor *out, json_error *err)
+/* The float32 values of a base64 text into *out, shaped dim[ndim]
+ * (count values). */
+static int flat_values(const char *text, size_t text_len, const char *field, size_t ndim,
+                       const size_t *dim, size_t count, const char *shape_field, tensor *out,
+                       json_error *err)
 {
-    size_t ndim, dim[TENSOR_MAX_NDIM], count = 1, bytes_len = 0;
-    uint8_t *decoded = NULL;
+    size_t bytes_len = 0;
     const char *why = NULL;
     char want_text[96];
+    uint8_t *decoded = base64_decode(text, text_len, &bytes_len, &why);
 
-    if (!shape)
-        return json_fail(err, JSON_E_INVALID, shape_field, "%s is base64 and needs '%s'", field,
-                         shape_field);
-    if (shape_from_json(doc, shape, shape_field, min_ndim, max_ndim, &ndim, dim, err))
-        return -1;
-    for (size_t i = 0; i < ndim; i++)
-        if (mul_size(count, dim[i], &count) || count > TENSOR_MAX_ELEMENTS)
-            return json_fail(err, JSON_E_TOO_LARGE, shape_field, "%s is too large", shape_field);
-    /* a long string straight from the body: jansson never copied it */
-    size_t text_len = 0;
-    const char *text = json_doc_string_text(doc, value, &text_len);
-    /* Charged before it is decoded (issue 21 item 10, as a numeric array
-     * is): the size follows from the text's length and padding. A length
-     * that is no base64's is base64_decode's to report. */
-    size_t want = base64_decoded_len(text, text_len);
-    if (want != SIZE_MAX && doc->charge.take && !doc->charge.take(doc->charge.ctx, want))
-        return json_fail(err, JSON_E_REFUSED, field,
-                         "%s: its decoded values do not fit the memory budget", field);
-    decoded = base64_decode(text, text_len, &bytes_len, &why);
     if (!decoded) {
         if (!why)
             return json_fail_oom(err);
@@ -213,7 +194,7 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
     }
     out->data = (float *)(void *)decoded; /* malloc'd: suitably aligned */
     out->ndim = ndim;
-    memcpy(out->dim, dim, sizeof dim);
+    memcpy(out->dim, dim, ndim * sizeof *dim);
     size_t bad = floats_first_non_finite(out->data, count);
     if (bad < count) {
         char at[JSON_FIELD_MAX];
@@ -222,6 +203,38 @@ static int tensor_from_flat(const json_doc *doc, const json_t *value, const char
         return json_fail(err, JSON_E_NON_FINITE, field, "%s is not a finite float32", at);
     }
     return 0;
+}
+
+/* Float32 values given flat (a base64 string), shaped by the sibling shape
+ * field. */
+static int tensor_from_flat(const json_doc *doc, const json_t *value, const char *field,
+                            const json_t *shape, const char *shape_field, size_t min_ndim,
+                            size_t max_ndim, tensor *out, json_error *err)
+{
+    size_t ndim, dim[TENSOR_MAX_NDIM], count = 1;
+
+    if (!shape)
+        return json_fail(err, JSON_E_INVALID, shape_field, "%s is base64 and needs '%s'", field,
+                         shape_field);
+    if (shape_from_json(doc, shape, shape_field, min_ndim, max_ndim, &ndim, dim, err))
+        return -1;
+    for (size_t i = 0; i < ndim; i++)
+        if (mul_size(count, dim[i], &count) || count > TENSOR_MAX_ELEMENTS)
+            return json_fail(err, JSON_E_TOO_LARGE, shape_field, "%s is too large", shape_field);
+    /* a long string straight from the body: jansson never copied it */
+    size_t text_len = 0;
+    const char *text = json_doc_string_text(doc, value, &text_len);
+    /* Charged before it is decoded, as a numeric array is: the size
+     * follows from the text's length and padding. A length that is no
+     * base64's is base64_decode's to report. */
+    size_t want = base64_decoded_len(text, text_len);
+    if (want != SIZE_MAX && !json_charge_take(&doc->charge, want))
+        return json_fail(err, JSON_E_REFUSED, field,
+                         "%s: its decoded values do not fit the memory budget", field);
+    int rc = flat_values(text, text_len, field, ndim, dim, count, shape_field, out, err);
+    if (rc && want != SIZE_MAX)
+        json_charge_give(&doc->charge, want); /* nothing decoded is kept */
+    return rc;
 }
 
 /* ---- nested JSON arrays ---------------------------------------------- */

@@ -5,8 +5,8 @@ Standard library only. It asks the tokenizer sidecar for the token ids of a
 text, then asks posenc for position-aware Q, K and V of those tokens, and
 checks the answer against a local float64 reference.
 
-posenc cannot load real checkpoints yet, so the model is an INLINE model
-object sent with the request: a `token_embedding` table [vocab][d_model]
+The model is an INLINE model object sent with the request (so the flow
+needs no checkpoint download; a loaded checkpoint works the same way by name): a `token_embedding` table [vocab][d_model]
 sized to the tokenizer's vocabulary, plus wq, wk, wv, all generated here
 deterministically (SplitMix64, seed --seed), the same on every machine. The
 numbers are therefore meaningless as language features; the flow, the shapes

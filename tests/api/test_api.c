@@ -484,6 +484,92 @@ void test_fast_arrays(void)
 /* Bodies past 256 KiB take the parallel row parser (json_rows.c): the same
  * values as strtof gives, and irregular arrays fall back to the exact
  * errors of the plain path. */
+/* A json_charge that keeps the balance of what the codec holds, and
+ * refuses any one take of `refuse` bytes (0: none). */
+typedef struct charge_book {
+    size_t taken, given, refuse;
+} charge_book;
+
+static bool book_take(void *ctx, size_t bytes)
+{
+    charge_book *b = ctx;
+    if (b->refuse && bytes == b->refuse) {
+        b->refuse = 0; /* the first such take alone */
+        return false;
+    }
+    b->taken += bytes;
+    return true;
+}
+
+static void book_give(void *ctx, size_t bytes)
+{
+    ((charge_book *)ctx)->given += bytes;
+}
+
+/* What the codec still holds of the charge once body is loaded (the doc
+ * kept, then freed), -1 when it does not load. */
+static long long charge_left(const char *body, charge_book *book)
+{
+    json_doc doc;
+    json_codec_error ce;
+    json_doc_limits limits = {.max_depth = JSON_MAX_DEPTH,
+                              .max_values = 1u << 20,
+                              .charge = {.take = book_take, .give = book_give, .ctx = book}};
+    if (json_doc_load(&doc, body, strlen(body), &limits, &ce))
+        return -1;
+    json_doc_free(&doc);
+    return (long long)book->taken - (long long)book->given;
+}
+
+/* The charges of the codec's buffers: what it hands over stays charged,
+ * what it frees itself (a failed parse attempt, the row index, the
+ * scanner's string buffer) is given back. */
+static void parallel_rows_charges(void)
+{
+    enum { ROWS = 700, COLS = 48 };
+    char *body = big_body(ROWS, COLS, NULL, NULL, NULL);
+    charge_book book = {0};
+    long long left = charge_left(body, &book);
+    CHECK(left == ROWS * COLS * (long long)sizeof(float) && book.given > 0,
+          "a big array keeps its values charged, its row index is given back: %zu taken, %zu "
+          "given",
+          book.taken, book.given);
+    /* the row index's first 256 rows (16 bytes each), refused: parsed
+     * without it, the values charged as they come */
+    book = (charge_book){.refuse = 256 * 16};
+    left = charge_left(body, &book);
+    CHECK(left >= ROWS * COLS * (long long)sizeof(float) && left < 2 * ROWS * COLS * 4,
+          "a refused row index: parsed without it, %lld bytes left charged", left);
+    /* a ragged row (one number short) in the middle: both parsers fail
+     * and give back what they charged; the array is then built as plain
+     * JSON whose rows are numeric arrays of their own, each charged at
+     * most the first room of 256 floats */
+    char *row = strstr(body + strlen(body) / 2, "\n  [");
+    char *comma = row ? strchr(row, ',') : NULL;
+    if (comma)
+        memset(row + 4, ' ', (size_t)(comma + 1 - (row + 4)));
+    book = (charge_book){0};
+    left = charge_left(body, &book);
+    CHECK(comma && left > 0 && left <= ROWS * 256 * (long long)sizeof(float) &&
+              book.taken > (size_t)ROWS * COLS * sizeof(float),
+          "a ragged big array gives back what both parsers charged: %zu taken, %zu given",
+          book.taken, book.given);
+    free(body);
+    /* a 100000-character string with an escape: jansson's copy (n + 1)
+     * stays charged, the scanner's buffer is given back */
+    strbuf sb = {0};
+    strbuf_puts(&sb, "{\"s\":\"\\n");
+    for (int i = 0; i < 99999; i++)
+        strbuf_putc(&sb, 'a');
+    strbuf_puts(&sb, "\"}");
+    strbuf_putc(&sb, '\0');
+    book = (charge_book){0};
+    left = charge_left(sb.data, &book);
+    CHECK(left == 100001 && book.given > 0,
+          "an escaped string of 100000 characters: %zu taken, %zu given", book.taken, book.given);
+    strbuf_free(&sb);
+}
+
 void test_parallel_rows(void)
 {
     enum { ROWS = 700, COLS = 48 };
@@ -517,6 +603,7 @@ void test_parallel_rows(void)
     expect_error(svc, false, body, 400, "invalid_json", NULL);
     free(body);
     api_service_free(svc);
+    parallel_rows_charges();
 }
 
 /* Base64 answers past 65536 elements are encoded in parallel chunks

@@ -274,8 +274,23 @@ static void test_float_text_sampled(void)
           (unsigned long long)bad);
 }
 
+/* JSON has no infinity: callers check answers finite before writing, and a
+ * non-finite value that slips through is written as null, never an abort
+ * of the whole server (Dragonbox asserts finiteness). */
+static void test_float_text_non_finite(void)
+{
+    const float values[] = {INFINITY, -INFINITY, NAN, -NAN};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        char text[FLOAT_TEXT_MAX];
+        size_t n = float_to_text(values[i], text);
+        CHECK(n == 4 && strcmp(text, "null") == 0, "float_to_text(%g) wrote \"%s\" (%zu)",
+              (double)values[i], text, n);
+    }
+}
+
 void test_codecs(void)
 {
     test_base64_dispatch();
     test_float_text_sampled();
+    test_float_text_non_finite();
 }

@@ -1,6 +1,6 @@
 /*
  * test_cost.c - api_request_cost, the estimate the server schedules by
- * (issue 21 items 2 and 11). Its absolute numbers are calibrations; what
+ * (limits lanes and small-heavy). Its absolute numbers are calibrations; what
  * is checked is what follows from the work each request asks for: a tiny
  * body asking for heads x tokens^2 scores or bias costs as much as that
  * many values, scores grow as tokens^2, a smaller answer costs less, a

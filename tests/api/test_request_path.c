@@ -103,7 +103,7 @@ static void first_encoded(const answer *a, char *buf, size_t cap)
     buf[n] = '\0';
 }
 
-/* Issue 14 items 6, 7, 8: small bodies (< 2 KiB) went through jansson's
+/* Number grammar: small bodies (< 2 KiB) went through jansson's
  * doubles, big ones through the float32 scanner; now both must give the
  * same status, code and first value, and that value must be right. */
 static void test_one_grammar(const api_service *svc)
@@ -113,11 +113,11 @@ static void test_one_grammar(const api_service *svc)
         int status;
         const char *code, *first; /* first: the encoded value's text on 200 */
     } cases[] = {
-        {"1.00000005960464477539062500000001", 200, "-", "1.0000001"}, /* item 6 */
-        {"12345678901234567890", 200, "-", "1.2345679e19"},            /* item 7 */
-        {"1e400", 422, "non_finite", NULL},                            /* item 7 */
+        {"1.00000005960464477539062500000001", 200, "-", "1.0000001"}, /* digits past float32 */
+        {"12345678901234567890", 200, "-", "1.2345679e19"},            /* integer overflow */
+        {"1e400", 422, "non_finite", NULL},                            /* overflow */
         {"3.4028236e38", 422, "non_finite", NULL},
-        {"-0", 200, "-", "-0"}, /* item 8 */
+        {"-0", 200, "-", "-0"}, /* negative zero */
         {"0.1", 200, "-", "0.1"},
     };
     /* rows x pad: small (< 2 KiB), padded past 2 KiB, and an array past
@@ -201,7 +201,7 @@ static void test_stand_ins(void)
     json_doc_free(&doc);
 }
 
-/* Issue 14 item 7, scalars: `1e400` outside a numeric array was a 400
+/* Scalars: `1e400` outside a numeric array was a 400
  * invalid_json; a non-finite value is a 422 non_finite (contract), and an
  * integer past int64 a 422 out_of_range, at any body size. */
 static void test_scalar_numbers(const api_service *svc)
@@ -225,7 +225,7 @@ static void test_scalar_numbers(const api_service *svc)
     }
 }
 
-/* Issue 14 item 5: "\u0023posenc-array:0" spelled a marker of the old fast
+/* "\u0023posenc-array:0" spelled a marker of the old fast
  * path and was replaced by another array's data (the embeddings became wq:
  * a 200). It is an ordinary string: a base64 wq without wq_shape, a 400. */
 static void test_forged_marker(const api_service *svc)
@@ -252,7 +252,7 @@ static void test_forged_marker(const api_service *svc)
     strbuf_free(&sb);
 }
 
-/* Issue 14 item 4: a model.weights.wq_shape array followed by 256 KiB of
+/* A model.weights.wq_shape array followed by 256 KiB of
  * body was parsed as a float blob and refused; with the embeddings first
  * the same request was a 200. Both orders must give the same bytes. */
 static void test_key_order(const api_service *svc)
@@ -284,7 +284,7 @@ static void test_key_order(const api_service *svc)
     strbuf_free(&second);
 }
 
-/* Issue 14 item 3: `[{},{},...]` made jansson build a node per value (a
+/* `[{},{},...]` made jansson build a node per value (a
  * 64 MB body peaked at 5 GB). Past max_json_values the scanner refuses the
  * body before jansson sees it. */
 static void test_envelope_bound(void)
@@ -322,7 +322,7 @@ static void test_envelope_bound(void)
     api_service_free(svc);
 }
 
-/* Issue 14 item 14: longrope factors were rounded to float32, so angles at
+/* Longrope factors were rounded to float32, so angles at
  * position 1e6 were off by ~1e-2. Reference: the double formula
  * inv_freq_i = 1 / (long_factor_i * base^(2i/d)). */
 static void test_longrope_in_double(const api_service *svc)
@@ -354,7 +354,7 @@ static void test_longrope_in_double(const api_service *svc)
     free(a.body);
 }
 
-/* Issue 14 item 15: a yarn attention factor derived <= 0 from mscale /
+/* A yarn attention factor derived <= 0 from mscale /
  * mscale_all_dim was served (negative); get_mscale(4, -20) = 1 - 2 ln 4 < 0. */
 static void test_yarn_derived_factor(const api_service *svc)
 {
@@ -395,9 +395,10 @@ typedef struct fake_budget {
     size_t reserved, released, calls;
 } fake_budget;
 
-static api_budget_answer fake_reserve(void *owner, size_t bytes)
+static api_budget_answer fake_reserve(void *owner, size_t bytes, size_t held)
 {
     fake_budget *b = owner;
+    (void)held;
     b->calls++;
     if (b->answer == API_BUDGET_GRANTED)
         b->reserved += bytes;
@@ -431,7 +432,7 @@ static answer ask_budget(const api_service *svc, const api_budget *budget, bool 
     return a;
 }
 
-/* Issue 14 item 2: large answers are streamed a window at a time; the
+/* Large answers are streamed a window at a time; the
  * bytes must be those of the answer written whole, for every layout the
  * writer has (nested 2-D and 3-D, base64, strided q/k/v, scores). */
 static void test_streamed_answers(void)
@@ -529,7 +530,7 @@ static void test_budget(const api_service *svc)
     char code[64];
 
     answer a = ask_budget(svc, &budget, false, big, 65536, &streamed);
-    /* one call for the decoded shape (issue 21 item 10), one after the plan */
+    /* one call for the decoded shape (limit decode-charge), one after the plan */
     CHECK(a.status == 200 && streamed && fb.calls == 2 && fb.released == fb.reserved,
           "granted: %d, %s, reserved %zu released %zu", a.status, streamed ? "streamed" : "whole",
           fb.reserved, fb.released);

@@ -1,7 +1,7 @@
 /*
  * test_request_path.h - regression tests of the request path: one number
- * grammar for every body size and key order (issue 14 items 3-8), scheme
- * params in double and merged from the model (items 14, 15).
+ * grammar for every body size and key order, scheme params in double and
+ * merged from the model.
  */
 #ifndef TEST_REQUEST_PATH_H
 #define TEST_REQUEST_PATH_H

@@ -9,7 +9,7 @@ AFTER with the same wrk settings and bodies as bench.py (the order flips
 every round), and the report gives each one's median over the rounds, its
 worst round and the ratio after / before (req/s; > 1 is faster). Knobs are
 bench.py's: BENCH_ROUNDS (3), BENCH_SECONDS (5). Used to show that a
-restructuring lost no speed (issue 17): build the older revision into its
+restructuring lost no speed: build the older revision into its
 own directory (git worktree + make) and pass both binaries.
 """
 import os

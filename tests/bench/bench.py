@@ -629,7 +629,7 @@ def report(res):
     def ratio(a, b):
         return a / b if a and b else None
 
-    # The targets of issue 11 (round two); the S2 and S4 ceilings answer
+    # The benchmark's targets; the S2 and S4 ceilings answer
     # posenc's own response, so they are same-size ceilings.
     target("S1 posenc / peer req/s", ratio(med("S1", "posenc"), med("S1", "peer")), ">= 20x",
            lambda v: v >= 20)

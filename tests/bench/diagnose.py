@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""POST /diagnose benchmark (issues 12, 19, 20): the wall time of N requests for
+"""POST /diagnose benchmark: the wall time of N requests for
   T1  a [4096][128] sinusoidal table computed with the split layout and
       positions from 1 (two findings), base64;
   T2  a [4096][128] random table (the adversarial case: nothing explains it);
@@ -9,7 +9,7 @@
       where half is claimed), base64;
 and the mix: every subject of tests/diagnose_real (restated from real
 implementations, small) once per run, plus T1-T4; its median and 90th
-percentile per request are the figures issues 19 and 20 quote.
+percentile per request are the figures docs/diagnose.md quotes.
 Not a timed unit test: it prints numbers, it asserts only the verdicts of T1-T4.
 
   tests/bench/diagnose.py [--runs N] [--server build/posenc-server]
@@ -27,6 +27,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -74,12 +75,28 @@ def rope_pairs(x, base, hd=64):
     return out.reshape(t, -1)
 
 
-def real_code_bodies():
-    """The subjects of tests/diagnose_real, restated from real code."""
+def real_code_path():
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "diagnose_real"))
+    sys.path.insert(0, os.path.join(here, "..", "models"))
+
+
+def real_code_bodies():
+    """The subjects of tests/diagnose_real, restated from real code."""
+    real_code_path()
     import cases  # noqa: E402
     return {"real: " + c.name: (c.body, None) for c in cases.all_cases()}
+
+
+def model_args(directory):
+    """--model name=dir for the checkpoints those subjects claim."""
+    real_code_path()
+    import cases_ports  # noqa: E402
+    args = []
+    for name, ckpt in cases_ports.models().items():
+        ckpt.write(os.path.join(directory, name))
+        args += ["--model", "%s=%s" % (name, os.path.join(directory, name))]
+    return args
 
 
 def free_port():
@@ -95,9 +112,10 @@ def main():
                                                      "posenc-server"))
     args = ap.parse_args()
     port = free_port()
+    models = tempfile.TemporaryDirectory()
     srv = subprocess.Popen([args.server, "--port", str(port), "--threads", "2",
-                            "--omp-threads", "2"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+                            "--omp-threads", "2"] + model_args(models.name),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = "http://127.0.0.1:%d" % port
     try:
         for _ in range(100):
@@ -160,6 +178,7 @@ def main():
     finally:
         srv.terminate()
         srv.wait(10)
+        models.cleanup()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Detection rate of POST /diagnose over generated cases (issue 12's note).
+"""Detection rate of POST /diagnose over generated cases.
 
 Every subject is made here with numpy from the formulas of the buggy
 variant (not with posenc), for each finding code alone and for every

@@ -1,5 +1,5 @@
 // number_bench.cc - posenc's number text against the libraries it is
-// measured by (issue 20 item 2), on the same numbers in one run:
+// measured by, on the same numbers in one run:
 //   parsing: json_number_to_float (api/json/json_number.c) against
 //            fast_float::from_chars, both given the rest of the body as
 //            their end (each finds where its number stops);

@@ -24,7 +24,7 @@ append() {
         cat "$scratch/section" >>"$results/latest.md"
     fi
 }
-# Number text against fast_float and Dragonbox (issue 20 item 2), on the S1
+# Number text against fast_float and Dragonbox on the S1
 # and S4 bodies.
 /usr/bin/python3 "$here/gen_bodies.py" "$scratch" s1 s4 >/dev/null
 {
@@ -37,7 +37,7 @@ append() {
     done
 } | append
 # /diagnose: per-case medians of the big subjects and the mix's median and
-# 90th percentile per request (issues 19, 20)
+# 90th percentile per request
 {
     echo
     echo "## /diagnose"

@@ -5,7 +5,7 @@
 # server set its own policy, server/omp_policy.h), side by side in one run:
 # WAIT_ROUNDS rounds (3), the contenders alternating (the order rotates each
 # round), WAIT_SECONDS s each (5). Prints the machine, every round and, per
-# contender, the median and the worst round in req/s (issue 20 item 1).
+# contender, the median and the worst round in req/s.
 #
 #   tests/bench/wait_policy.sh [build/posenc-server]
 set -eu

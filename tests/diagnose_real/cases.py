@@ -1,4 +1,4 @@
-"""Subjects restated from real implementations, for /diagnose (issue 19).
+"""Subjects restated from real implementations, for /diagnose.
 
 Each generator below computes a positional encoding the way one named
 public implementation (or one reported bug) computes it, restated in our
@@ -37,18 +37,36 @@ def bf16(a):
     return b.astype(np.uint32).view(np.float32)
 
 
+def invalid_best(best):
+    """What /encode or /apply would refuse in a best: zero heads, YaRN
+    betas that are not positive."""
+    params = best.get("params") or {}
+    if params.get("heads", 1) == 0:
+        return True
+    sc = params.get("scaling") or {}
+    return sc.get("type") == "yarn" and not (sc.get("beta_fast", 32) > 0 and
+                                              sc.get("beta_slow", 1) > 0)
+
+
 class Case:
-    def __init__(self, name, source, body, verdict, codes=(), allowed=(), known=None):
+    def __init__(self, name, source, body, verdict, codes=(), allowed=(), known=None,
+                 check=None):
         self.name, self.source, self.body = name, source, body
         self.verdict, self.codes, self.allowed = verdict, set(codes), set(allowed)
         self.known = known  # why today's /diagnose gets it wrong, if it does
+        self.check = check  # answer -> None, or what its evidence states falsely
 
     def judge(self, answer):
         """'right', 'partly right', 'missed', 'misleading' or 'wrong'."""
         found = {f["code"] for f in answer.get("findings", [])}
         wrong = found - self.codes - self.allowed - STRUCTURAL_FREE
         verdict = answer.get("verdict")
-        if wrong:
+        if invalid_best(answer.get("best") or {}):
+            return "misleading"  # a best /encode or /apply would refuse
+        model = self.body.get("model")
+        if isinstance(model, dict) and answer.get("best", {}).get("model") != model:
+            return "misleading"  # best must carry the inline model, as sent
+        if wrong or (self.check and self.check(answer)):
             return "wrong" if verdict == "explained" else "misleading"
         if verdict == self.verdict and self.codes <= found:
             return "right"
@@ -703,6 +721,7 @@ def qkv_cases():
 
 
 def all_cases():
+    import cases_ports  # its generators build on the helpers above
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
             alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
-            more_rope_cases() + qkv_cases())
+            more_rope_cases() + qkv_cases() + cases_ports.all_cases())

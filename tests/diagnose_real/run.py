@@ -16,6 +16,7 @@ import collections
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +25,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 
 import cases  # noqa: E402
+import cases_ports  # noqa: E402
 from harness import Server  # noqa: E402
+
+
+def model_args(directory):
+    """--model name=dir for the checkpoints the cases claim (cases_ports.models)."""
+    args = []
+    for name, ckpt in cases_ports.models().items():
+        d = os.path.join(directory, name)
+        ckpt.write(d)
+        args += ["--model", f"{name}={d}"]
+    return args
 
 
 def main():
@@ -32,7 +44,8 @@ def main():
     tally = collections.Counter()
     passed = failed = 0
     times = []
-    with Server([]) as srv:
+    tmp = tempfile.TemporaryDirectory()
+    with tmp, Server(model_args(tmp.name)) as srv:
         for case in cases.all_cases():
             t0 = time.perf_counter()
             st, answer = srv.request("/diagnose", case.body)
@@ -52,6 +65,8 @@ def main():
                 failed += 1
                 print(f"FAIL: {case.name} ({case.source}): {judged}; want {case.verdict} "
                       f"{sorted(case.codes)}, got {answer.get('verdict')} {found}")
+                if st == 200 and case.check and case.check(answer):
+                    print(f"  evidence: {case.check(answer)}")
             if verbose or (not ok and case.known):
                 print(f"  {judged:12s} {case.name}: {answer.get('verdict')} {found}"
                       + (f"  [known: {case.known}]" if case.known and not ok else ""))

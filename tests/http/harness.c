@@ -132,7 +132,7 @@ static void *drain_thread(void *arg)
     return NULL;
 }
 
-bool server_start(server *s, const char *name, const char *const *extra_args,
+bool server_spawn(server *s, const char *name, const char *const *extra_args,
                   const char *const *env_set)
 {
     memset(s, 0, sizeof *s);
@@ -223,6 +223,16 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     free(envp);
     s->pid = pid;
     s->out_fd = pfd[0];
+    return true;
+}
+
+bool server_start(server *s, const char *name, const char *const *extra_args,
+                  const char *const *env_set)
+{
+    char label[96];
+    snprintf(label, sizeof label, "server[%s] start", name);
+    if (!server_spawn(s, name, extra_args, env_set))
+        return false;
 
     /* Read stdout until the listening line. */
     double deadline = now_s() + (under_valgrind() ? 600.0 : 60.0);
@@ -251,6 +261,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
             *nl = '\0';
             const char *m = strstr(line, "posenc listening on http://");
             if (m) {
+                snprintf(s->listening, sizeof s->listening, "%.255s", line);
                 const char *hp = m + strlen("posenc listening on http://");
                 const char *colon = strrchr(hp, ':');
                 if (colon) {
@@ -271,7 +282,7 @@ bool server_start(server *s, const char *name, const char *const *extra_args,
     if (!CHECK(found, label,
                "no \"posenc listening on http://HOST:PORT\" line on stdout "
                "(server %s)",
-               argv[under_valgrind() ? 5 : 0])) {
+               server_path())) {
         kill(s->pid, SIGKILL);
         int st;
         waitpid(s->pid, &st, 0);
@@ -345,6 +356,26 @@ bool server_wait_exit(server *s, double timeout_s, int *status)
     s->pid = 0;
     s->started = false;
     return exited;
+}
+
+double server_peak_bytes(const server *s)
+{
+    char path[64], line[256];
+    double kb = -1;
+#if defined(__SANITIZE_ADDRESS__)
+    return -1;
+#endif
+    if (under_valgrind())
+        return -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
 }
 
 char *server_read_log(const server *s)

@@ -43,7 +43,8 @@ typedef struct server {
     int port;
     char base[64]; /* "http://127.0.0.1:PORT" */
     char log_path[512];
-    int out_fd; /* read end of the server's stdout (drained by a thread) */
+    int out_fd;          /* read end of the server's stdout (drained by a thread) */
+    char listening[256]; /* its line saying where it listens, as it came */
     bool started;
 } server;
 
@@ -54,6 +55,13 @@ typedef struct server {
  * Waits for "posenc listening on http://HOST:PORT" on its stdout. The
  * server's stderr goes to a log file. Records a check; false on failure. */
 bool server_start(server *s, const char *name, const char *const *extra_args,
+                  const char *const *env_set);
+
+/* server_start's fork/exec alone: returns once the child runs, without
+ * waiting for it to listen (s->port is 0; s->pid is set). For servers
+ * that must be caught before they listen; end them with
+ * server_wait_exit. */
+bool server_spawn(server *s, const char *name, const char *const *extra_args,
                   const char *const *env_set);
 
 /* SIGTERM, wait, and check that the exit status is 0 (a signal, an ASan
@@ -67,6 +75,11 @@ void server_signal(const server *s, int sig);
  * *status with the waitpid status and returns true when it exited by
  * itself. The server counts as stopped afterwards. No check recorded. */
 bool server_wait_exit(server *s, double timeout_s, int *status);
+
+/* The server's peak resident set in bytes (VmHWM), or -1 when unreadable
+ * or not the server's own (under ASan or valgrind, whose bookkeeping is
+ * resident too). */
+double server_peak_bytes(const server *s);
 
 /* The server's log (its stderr) so far, NUL-terminated, malloc'd. */
 char *server_read_log(const server *s);

@@ -1,6 +1,6 @@
 /*
- * test_determinism.c - the same /apply gives the same bits, always (issue 21
- * item 8), on a server whose workers have different OpenMP teams
+ * test_determinism.c - the same /apply gives the same bits, always (limit
+ * same-bits), on a server whose workers have different OpenMP teams
  * (--workers 4 --omp-threads 4: teams 4, 2, 1, 1):
  *   - answers to requests sent concurrently are byte for byte the answers
  *     to the same requests sent one at a time;

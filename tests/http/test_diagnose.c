@@ -88,7 +88,9 @@ static char *best_body(const http_resp *r, const char *extra)
         return NULL;
     json_object_del(best, "max_abs_error");
     json_object_del(best, "max_rel_error");
-    if (json_is_null(json_object_get(best, "model")))
+    /* best carries the claim's model (an inline one as sent); a caller
+     * that adds it again in extra keeps its own */
+    if (json_is_null(json_object_get(best, "model")) || strstr(extra, "\"model\""))
         json_object_del(best, "model");
     char *text = json_dumps(best, JSON_COMPACT);
     json_decref(best);

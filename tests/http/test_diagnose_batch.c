@@ -8,6 +8,7 @@
  *     positions [batch][seq] claimed, and without them;
  *   - embeddings/encoded [batch][heads][tokens][head_dim] with axes "bhtd"
  *     (PyTorch's q.view(b, t, h, hd).transpose(1, 2));
+ *   - embeddings whose batch rows are equal with encoded rows that differ;
  *   - a bias whose batch rows differ: refused, never read from one row.
  * Run as part of the "diagnose" group (test_diagnose_v2 calls it).
  */
@@ -171,25 +172,37 @@ static void equal_rows_per_row_claim(const server *s)
     http_resp_free(&r);
 }
 
+/* n values in [-1, 1) from seed. */
+static void fill_uniform(float *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((double)(seed >> 8) / (double)(1u << 24) * 2.0 - 1.0);
+    }
+}
+
+/* x[T][W] rotated (half layout, heads of HD) at positions first ..
+ * first + T - 1 into y[T][W]. */
+static void rotate_rows(const float *x, double first, float *y)
+{
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < HD / 2; i++) {
+                double a = angle(first + (double)t, i);
+                size_t ea = t * W + h * HD + i, eb = ea + HD / 2;
+                y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
+                y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
+            }
+}
+
 /* x[B][T][W] rotated per row (half layout, heads of HD) at 0..T-1, both
  * sent as [B][H][T][HD]. */
 static void bhtd(const server *s)
 {
     static float x[B * T * W], y[B * T * W], xs[B * T * W], ys[B * T * W];
-    unsigned seed = 7;
-    for (size_t i = 0; i < B * T * W; i++) {
-        seed = seed * 1103515245u + 12345u;
-        x[i] = (float)((double)(seed >> 8) / (double)(1u << 24) * 2.0 - 1.0);
-    }
+    fill_uniform(x, B * T * W, 7);
     for (size_t r = 0; r < B; r++)
-        for (size_t t = 0; t < T; t++)
-            for (size_t h = 0; h < H; h++)
-                for (size_t i = 0; i < HD / 2; i++) {
-                    double a = angle((double)t, i);
-                    size_t ea = (r * T + t) * W + h * HD + i, eb = ea + HD / 2;
-                    y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
-                    y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
-                }
+        rotate_rows(x + r * T * W, 0, y + r * T * W);
     for (size_t r = 0; r < B; r++) /* [b][t][h][hd] -> [b][h][t][hd] */
         for (size_t t = 0; t < T; t++)
             for (size_t h = 0; h < H; h++)
@@ -224,6 +237,37 @@ static void bhtd(const server *s)
     }
 }
 
+/* Embeddings whose two rows are equal, encoded whose row 1 sits 3
+ * positions on, the claim's positions the default: both arrays are read
+ * row by row (before, the embeddings folded to one row and the encoded
+ * did not: 422 "encoded is [48][32] but embeddings are [24][32]"), and
+ * only row 1 is the finding's. */
+static void equal_embeddings_differing_encoded(const server *s)
+{
+    static float x[B * T * W], y[B * T * W];
+    const char *label = "batch: equal embeddings rows, encoded row 1 at 3.. -> positions_mismatch";
+    fill_uniform(x, T * W, 11);
+    memcpy(x + T * W, x, T * W * sizeof *x);
+    rotate_rows(x, 0, y);
+    rotate_rows(x + T * W, 3, y + T * W);
+    size_t shape[] = {B, T, W};
+    sbuf b;
+    sb_init(&b);
+    sb_puts(&b, "{\"scheme\":\"rope\",\"params\":{\"head_dim\":16},\"embeddings\":");
+    sb_farray(&b, x, 3, shape);
+    sb_puts(&b, ",\"encoded\":");
+    sb_farray(&b, y, 3, shape);
+    sb_puts(&b, "}");
+    http_resp r;
+    if (post_body(s, label, &b, "explained", &r)) {
+        const json_t *f = diagnose_finding(&r, "positions_mismatch");
+        const json_t *rows = json_object_get(json_object_get(f, "evidence"), "rows");
+        CHECK(f && json_array_size(rows) == 1 && json_integer_value(json_array_get(rows, 0)) == 1,
+              label, "positions_mismatch with evidence.rows [1]: %.500s", r.body);
+    }
+    http_resp_free(&r);
+}
+
 static void refused(const server *s)
 {
     sbuf b;
@@ -250,5 +294,6 @@ void test_diagnose_batch(const server *s)
     per_row_positions(s, false);
     equal_rows_per_row_claim(s);
     bhtd(s);
+    equal_embeddings_differing_encoded(s);
     refused(s);
 }

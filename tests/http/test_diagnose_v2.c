@@ -1,6 +1,6 @@
 /*
  * test_diagnose_v2.c - POST /diagnose, contract 1.2 "/diagnose, version 2"
- * over HTTP (issue 19): significance and the negative set, finite
+ * over HTTP: significance and the negative set, finite
  * max_rel_error, the i/(d/2 - 1) formula, value-stage half precision,
  * MPT's ALiBi form, positions recovered from the phase, the head size
  * searched, and the search's time bound.

@@ -1,33 +1,35 @@
 /*
- * test_framing.c - issue 21's request-framing regressions, on raw sockets
+ * test_framing.c - request-framing regressions, on raw sockets
  * (requests curl will not make). Each case was seen to fail with its fix
  * taken out of the server:
  *
- *   smuggle   item 4: `Content-Length : 36` (a blank before the colon)
+ *   smuggle   limit smuggling: `Content-Length : 36` (a blank before the colon)
  *             and a header with an empty name before Content-Length are a
  *             400 and close the connection; before, libmicrohttpd did not
  *             see the length and ran the body (`GET /metrics`) as a
  *             second request;
- *   coding    item 5: Transfer-Encoding spellings that libmicrohttpd does
+ *   coding    limit te-spelling: Transfer-Encoding spellings that libmicrohttpd does
  *             not de-chunk (`chunked `, `  chunked  `, `,chunked`) are
  *             refused at once (501) instead of hanging until
  *             --request-timeout and swallowing a pipelined request; a
  *             coding list that is not a list of tokens is a 400;
- *   syntax    item 7: a NUL in the decoded path (`/metrics%00.css` was
- *             served as /metrics), HTTP/1.1 without Host, two Host
+ *   syntax    limit header-syntax: a NUL in the decoded path (`/metrics%00.css` was
+ *             served as /metrics), whitespace or a control byte in the
+ *             request target (was a 404 naming the route with the
+ *             space), HTTP/1.1 without Host, two Host
  *             headers, a blank in a header name, a bare CR in a value, a
  *             NUL that ends the last header's value (an API key
  *             followed by a NUL passed as the key): 400 (401), closed;
- *   probes    item 9: idle connections that fill --max-connections leave
+ *   probes    limit probes: idle connections that fill --max-connections leave
  *             new connections to --port in the listen backlog, probes
  *             included; --probe-port serves /healthz, /readyz and
  *             /metrics (only those) at once all the same;
- *   linger    item 12: a body over --max-body-bytes gets its 413 at once,
+ *   linger    limit linger-413: a body over --max-body-bytes gets its 413 at once,
  *             and the client can send all of it and read the 413 (the
  *             server reads and drops it for a while before it closes:
  *             before, a reset); with Expect: 100-continue the 413 (or a
  *             417 for another expectation) comes before any body;
- *   drain     item 13: a large answer still going out when
+ *   drain     limit drain: a large answer still going out when
  *             --drain-timeout ends is sent whole within
  *             --drain-send-timeout (it was cut); one that cannot finish
  *             is cut at the end and counted in the last log line.
@@ -129,6 +131,20 @@ static const framing_case syntax_cases[] = {
     {"a NUL that ends the last header value, bare LF line ends",
      RAW("GET /healthz HTTP/1.1\nHost: t\nX-A: v\0\n\n" SECOND), 400, "invalid_request", true,
      LIB1_REFUSES},
+    {"a space in the request target's path",
+     RAW("GET /he althz HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400, "invalid_request", true,
+     LIB1_AS_POSENC},
+    {"a space in a compute route's target",
+     RAW("POST /en code HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+         "Content-Length: 2\r\n\r\n{}" SECOND),
+     400, "invalid_request", true, LIB1_AS_POSENC},
+    {"a space in the request target's query",
+     RAW("GET /healthz?a b HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400, "invalid_request", true,
+     LIB1_AS_POSENC},
+    {"a tab in the request target", RAW("GET /a\tb HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400,
+     "invalid_request", true, LIB1_AS_POSENC},
+    {"a control byte in the request target", RAW("GET /a\x01b HTTP/1.1\r\nHost: t\r\n\r\n" SECOND),
+     400, "invalid_request", true, LIB1_AS_POSENC},
     /* what stays accepted */
     {"bare LF line ends", RAW("GET /healthz HTTP/1.1\nHost: t\nConnection: close\n\n"), 200, NULL,
      true, LIB1_AS_POSENC},
@@ -141,6 +157,9 @@ static const framing_case syntax_cases[] = {
      RAW("GET /healthz?x=%00 HTTP/1.1\r\nHost: t\r\n"
          "Connection: close\r\n\r\n"),
      200, NULL, true, LIB1_AS_POSENC},
+    {"an encoded space (%20) in the path: no such route",
+     RAW("GET /a%20b HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"), 404, "not_found", true,
+     LIB1_AS_POSENC},
     {"a tab in a header value",
      RAW("GET /healthz HTTP/1.1\r\nHost: t\r\nX-A: a\tb\r\n"
          "Connection: close\r\n\r\n"),
@@ -205,7 +224,7 @@ static const framing_case length_cases[] = {
      LIB1_REFUSES},
 };
 
-/* Item 7's last case where it matters most: an API key followed by a NUL
+/* header-syntax's last case where it matters most: an API key followed by a NUL
  * as the last header read as the key itself (libmicrohttpd cuts values at
  * a NUL), so the request passed. */
 static const framing_case key_cases[] = {
@@ -236,7 +255,7 @@ static int free_port(void)
 
 #define FLOOD 40 /* idle connections: past --max-connections 8 and its 16 spares */
 
-/* Item 9: connections that send nothing fill --max-connections (and the
+/* Limit probes: connections that send nothing fill --max-connections (and the
  * spares kept to answer 503), so a new connection to --port waits in the
  * listen backlog, probes included; --probe-port answers them at once. */
 static void probe_port_flood(void)
@@ -292,7 +311,7 @@ static void probe_port_flood(void)
 
 #define BIG_BODY ((size_t)8 << 20) /* past any loopback socket buffer */
 
-/* Item 12: a declared body over --max-body-bytes is answered 413 at once;
+/* Limit linger-413: a declared body over --max-body-bytes is answered 413 at once;
  * a client that sends the whole body before it reads (Python's urllib)
  * must get it all sent and then read the 413. Before, the server closed
  * the socket with the body unread, the kernel reset the connection, and
@@ -331,7 +350,7 @@ static void overlimit_linger(const server *s)
     CHECK(closed, label, "the connection stayed open");
 }
 
-/* Item 12, Expect: the 413 (or a 417 for an expectation other than
+/* Limit linger-413, Expect: the 413 (or a 417 for an expectation other than
  * 100-continue) comes before any of the body is sent, with no 100. */
 static void expect_answers(const server *s)
 {
@@ -448,7 +467,7 @@ static void drain_case(const char *name, const char *send_timeout, double pause_
     free(log);
 }
 
-/* Item 13: an answer already going out when --drain-timeout ends gets
+/* Limit drain: an answer already going out when --drain-timeout ends gets
  * --drain-send-timeout more, instead of being cut; one that still cannot
  * finish is cut at the end and counted. */
 static void drain_sends(void)

@@ -1,8 +1,7 @@
 /*
  * test_grammar.c - the request path over the network: an answer past the
  * streaming threshold arrives whole and right through the chunked
- * (streamed) response, and numbers read with one grammar (issue 14
- * items 2 and 6-8). References are computed here in double.
+ * (streamed) response, and numbers read with one grammar. References are computed here in double.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -37,7 +36,7 @@ static void streamed_answer(const server *s)
 }
 
 /* Small and big bodies read numbers alike: one rounding to float32, -0
- * kept, 1e400 a 422 non_finite (issue 14 items 6-8). */
+ * kept, 1e400 a 422 non_finite (one grammar for numbers). */
 static void one_grammar(const server *s)
 {
     static const struct {

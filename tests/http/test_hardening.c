@@ -1,16 +1,16 @@
 /*
- * test_hardening.c - regression tests of issue 14 on the server side, on
+ * test_hardening.c - regression tests of the request hardening on the server side, on
  * raw sockets (requests curl will not make):
  *
- *   aborted   item 1: uploads cut by their client release their
+ *   aborted   uploads cut by their client release their
  *             --max-inflight slot at once (logged 499, counted), and
  *             SIGTERM does not wait the drain timeout for them;
- *   framing   item 10: two different Content-Length headers,
+ *   framing   two different Content-Length headers,
  *             Transfer-Encoding with Content-Length, chunked twice: 400; a
  *             coding other than chunked: 501; all at once, JSON, closed;
- *   nulhdr    item 11: a header value holding a NUL is refused (401 for
+ *   nulhdr    a header value holding a NUL is refused (401 for
  *             Authorization, also on /metrics; 400 for another header);
- *   budget    items 2-3, server side: --max-memory bounds the bodies held
+ *   budget    server side: --max-memory bounds the bodies held
  *             at once (413 past the whole budget, 503 + Retry-After when
  *             not free now, 200 once freed), shown in /info and /metrics,
  *             set by flag (K/M/G) or POSENC_MAX_MEMORY;
@@ -124,7 +124,7 @@ static void expect_encode_works(const server *s, const char *label)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Item 1: aborted uploads                                                  */
+/* Aborted uploads                                                          */
 /* ---------------------------------------------------------------------- */
 
 /* Opens a connection, sends the headers of a 100000-byte body and a few
@@ -201,7 +201,7 @@ static void aborted_do_not_hold_sigterm(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Item 10: framing                                                         */
+/* Framing                                                                  */
 /* ---------------------------------------------------------------------- */
 
 typedef struct framing_case {
@@ -285,7 +285,7 @@ static void framing_cases(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Item 11: NUL in a header                                                 */
+/* NUL in a header                                                          */
 /* ---------------------------------------------------------------------- */
 
 /* A request whose header section holds a NUL byte: want and want_code
@@ -363,7 +363,7 @@ static void nul_headers(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Items 2-3, server side: the memory budget                                */
+/* Server side: the memory budget                                           */
 /* ---------------------------------------------------------------------- */
 
 static void budget_over_http(void)
@@ -401,7 +401,7 @@ static void budget_over_http(void)
     }
 
     /* 700 KiB held by an upload in progress (all but its last byte sent:
-     * a body is charged as it arrives, issue 21 item 3): a 500 KiB body
+     * a body is charged as it arrives, limit slow-body): a 500 KiB body
      * does not fit now (503 + Retry-After), a small one does; once the
      * upload is gone, the 500 KiB body is a 200. */
     size_t big = 700 * 1024, mid = 500 * 1024;

@@ -1,5 +1,5 @@
 /*
- * test_intake.c - issue 21 item 3: a request body holds resources only as
+ * test_intake.c - limit slow-body: a request body holds resources only as
  * its bytes arrive, on raw sockets (curl sends a body as fast as it can).
  *
  *   trickle   one connection declaring 64 MiB and sending a byte at a

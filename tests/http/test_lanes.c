@@ -1,5 +1,5 @@
 /*
- * test_lanes.c - scheduling by cost (issue 21 items 2 and 11), on servers
+ * test_lanes.c - scheduling by cost (limits lanes and small-heavy), on servers
  * of 2 HTTP threads and 2 workers:
  *   - lanes: while clients loop large /diagnose requests (a second of
  *     search each), a tiny /encode keeps a median latency within a

@@ -37,12 +37,16 @@
     XX(overload, test_overload, OWN)           /* test_robust.c: 503 over capacity */              \
     XX(drain, test_drain, OWN)                 /* test_robust.c: SIGTERM drains */                 \
     XX(observe, test_observe, OWN)             /* test_robust.c: logs and metrics */               \
-    XX(hardening, test_hardening, OWN)         /* test_hardening.c: issue 14, raw sockets */       \
-    XX(framing, test_framing, OWN)             /* test_framing.c: issue 21, RFC 9112 framing */    \
+    XX(hardening, test_hardening, OWN)         /* test_hardening.c: hardening, raw sockets */      \
+    XX(framing, test_framing, OWN)             /* test_framing.c: RFC 9112 framing, raw sockets */ \
     XX(determinism, test_determinism, OWN)     /* test_determinism.c: same bits under load */      \
     XX(waitpolicy, test_wait_policy, OWN)      /* test_wait_policy.c: OMP wait policy at start */  \
-    XX(intake, test_intake, OWN)               /* test_intake.c: issue 21 item 3, slow bodies */   \
-    XX(budget, test_budget, OWN)               /* test_budget.c: issue 21 items 10, 1 */           \
-    XX(lanes, test_lanes, OWN)                 /* test_lanes.c: issue 21 items 2, 11, by cost */
+    XX(intake, test_intake, OWN)               /* test_intake.c: slow bodies */                    \
+    XX(budget, test_budget, OWN)               /* test_budget.c: decoding and /diagnose charged */ \
+    XX(budget_own, test_budget_own, OWN)       /* test_budget_own.c: index, strings, own bytes */  \
+    XX(signals, test_signals, OWN)             /* test_signals.c: HUP, USR1/2, TERM at load */     \
+    XX(budget_default, test_budget_default, OWN) /* test_budget_default.c: cgroup v1, v2 */        \
+    XX(json_log, test_json_log, OWN)             /* test_json_log.c: JSON lines, times, stdout */  \
+    XX(lanes, test_lanes, OWN)                   /* test_lanes.c: light and heavy lanes, by cost */
 
 #endif /* POSENC_TEST_HTTP_LIST_H */

@@ -225,26 +225,28 @@ static void encode_alibi_mask(const server *s)
     http_resp_free(&r);
 }
 
-/* /encode rope with a mask: the rotation at the mask's positions. */
-static void encode_rope_mask(const server *s)
+/* /encode rope on three unbatched rows claimed at positions 1, 0, 1 by
+ * `claim` (a mask or the positions, flat or as one row [1][3]: both fields
+ * take both shapes): the rotation at those positions. */
+static void encode_rope_claim(const server *s, const char *claim)
 {
-    const char *L = "POST /encode rope attention_mask [0,1,1]";
     static const int64_t pos[3] = {1, 0, 1};
     static const double x[3 * 4] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4};
     static const size_t shape[2] = {3, 4};
     ref_rope_cfg rope = {.base = 10000, .head_dim = 4, .rotary_dim = 4};
     double want[12];
+    char label[128], body[256];
     farr f = {0};
     http_resp r;
 
+    snprintf(label, sizeof label, "POST /encode rope, 3 unbatched rows, %s", claim);
+    snprintf(body, sizeof body,
+             "{\"embeddings\":[[1,2,3,4],[1,2,3,4],[1,2,3,4]],\"scheme\":\"rope\",%s}", claim);
     ref_rope(&rope, x, pos, 3, 4, want);
-    http_post_json(s, "/encode",
-                   "{\"embeddings\":[[1,2,3,4],[1,2,3,4],[1,2,3,4]],\"scheme\":\"rope\","
-                   "\"attention_mask\":[0,1,1]}",
-                   &r);
-    if (expect_ok(L, &r) && get_farr(L, &r, "encoded", &f) &&
-        check_shape(L, "encoded", &f, 2, shape))
-        check_close(L, "encoded", &f, want, 12, 1e-7, 2);
+    http_post_json(s, "/encode", body, &r);
+    if (expect_ok(label, &r) && get_farr(label, &r, "encoded", &f) &&
+        check_shape(label, "encoded", &f, 2, shape))
+        check_close(label, "encoded", &f, want, 12, 1e-7, 2);
     farr_free(&f);
     http_resp_free(&r);
 }
@@ -268,6 +270,10 @@ static void mask_errors(const server *s)
          422},
         {"{\"shape\":[2,3,4],\"attention_mask\":[[1,1,1],[1,1]]}", "invalid_shape", NULL, 422},
         {"{\"shape\":[3,4],\"causal\":1}", "invalid_request", "causal", 400},
+        /* an unbatched input has one row: [1][tokens] at most */
+        {"{\"shape\":[3,4],\"positions\":[[0,1,2],[0,1,2]]}", "invalid_shape", "positions", 422},
+        {"{\"shape\":[3,4],\"attention_mask\":[[1,1,1],[1,1,1]]}", "invalid_shape",
+         "attention_mask", 422},
     };
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -289,6 +295,9 @@ void test_mask(const server *s)
     mask_apply(s, &c, true);
     causal_only(s);
     encode_alibi_mask(s);
-    encode_rope_mask(s);
+    encode_rope_claim(s, "\"attention_mask\":[0,1,1]");
+    encode_rope_claim(s, "\"attention_mask\":[[0,1,1]]");
+    encode_rope_claim(s, "\"positions\":[1,0,1]");
+    encode_rope_claim(s, "\"positions\":[[1,0,1]]");
     mask_errors(s);
 }

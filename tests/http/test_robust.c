@@ -688,7 +688,7 @@ void test_overload(void)
     server s;
     char buf[16384];
     /* Part 1: one slot, held by a request that computes (a request whose
-     * body is still coming holds none, issue 21 item 3: test_intake.c). */
+     * body is still coming holds none, limit slow-body: test_intake.c). */
     const char *args[] = {"--max-inflight", "1", "--workers", "1", "--threads", "2", NULL};
     if (!under_valgrind() && server_start(&s, "overload", args, NULL)) {
         double one = 0;

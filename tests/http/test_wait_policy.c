@@ -1,6 +1,6 @@
 /*
  * test_wait_policy.c - the server decides how its OpenMP threads wait
- * (issue 20 item 1, server/omp_policy.h): started with neither
+ * (server/omp_policy.h): started with neither
  * OMP_WAIT_POLICY nor GOMP_SPINCOUNT it runs with OMP_WAIT_POLICY=passive
  * and logs that it set it; an explicit setting wins and is logged as such.
  */

@@ -1,4 +1,4 @@
-"""Architectures of 2025-26 (issue 18) served as entries of the architecture
+"""Architectures of 2025-26 served as entries of the architecture
 table (api/models/hf_specs.c): InternLM2 (model_type internlm2: one fused
 `attention.wqkv` per layer in its grouped layout, RMSNorm `attention_norm`,
 `tok_embeddings`, biases when `bias`, Llama's rope with dynamic NTK or linear

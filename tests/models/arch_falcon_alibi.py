@@ -1,6 +1,6 @@
 """Falcon's alibi (falcon-rw-1b: alibi true, multi_query false,
 new_decoder_architecture false, parallel_attn false, bias true), refused
-before issue 18. modeling_falcon.py's default (sdpa) path: build_alibi_tensor
+before it was modeled. modeling_falcon.py's default (sdpa) path: build_alibi_tensor
 makes slopes.bfloat16() * key positions ((cumsum(mask) - 1) * mask) in
 bfloat16 whatever the model's dtype, _update_causal_mask folds
 alibi / sqrt(head_dim) into the mask and scaled_dot_product_attention adds it
@@ -93,7 +93,7 @@ def _cases():
     """name: (checkpoint, layer, prefix). 12 heads: slopes 2^-0.5... that
     bfloat16 rounds; 6 heads: head_dim 8, a divisor sqrt(8) not exact.
     falcon_alibi_mq: the checkpoint whose start-up refusal test_models.py
-    asserted before issue 18 (falcon-7b's flags with alibi true: multi-query,
+    asserted before it was modeled (falcon-7b's flags with alibi true: multi-query,
     parallel attention, no biases), now served."""
     return {"falcon_alibi": (_ckpt(1803, "F32", 12, "transformer."), 0, "transformer."),
             "falcon_alibi_bf16_l1": (_ckpt(1804, "BF16", 6, ""), 1, ""),

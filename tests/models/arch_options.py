@@ -1,4 +1,4 @@
-"""Architecture options refused before issue 18, now modeled: MPT's
+"""Architecture options once refused, now modeled: MPT's
 attn_config.clip_qkv (modeling_mpt.py, MptAttention.forward: the fused
 Wqkv output clamped to [-clip, clip] before it is chunked into q, k, v).
 Q, K, V, bias and scores over HTTP against a numpy port, layer 0 from

@@ -1,4 +1,4 @@
-"""Phi's qk_layernorm (issue 18; refused before): modeling_phi.py,
+"""Phi's qk_layernorm (refused before it was modeled): modeling_phi.py,
 PhiAttention builds q_layernorm / k_layernorm as nn.LayerNorm(hidden_size //
 num_attention_heads, eps=layer_norm_eps, elementwise_affine=True), one
 weight and one bias every head shares, and applies them to q and k viewed

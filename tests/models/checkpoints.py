@@ -727,7 +727,7 @@ def deepseek(seed=31, dtype="F32", prefix="model.", model_type="deepseek_v3", la
     return Checkpoint(cfg, g.out)
 
 
-# ----------------------------------- issue 18 item 3: Cohere, StableLM, ...
+# ----------------------------------------------- Cohere, StableLM, ...
 def _decoder_layers(g, prefix, layers, d, heads, kv_heads, hd, bias=False, norm_bias=False,
                     input_norm=True, qk=None, post_norms=("post_attention_layernorm",)):
     """The per-layer tensors of a Llama-style decoder under their real names:

@@ -310,7 +310,7 @@ def t5(cfg, w, x, positions, layer):
     return {"q": q, "k": k, "v": v, "bias": bias, "scores": scores(q, k, H, H, hd, 1.0, bias)}
 
 
-# ------------------------------------------------ issue 13 architectures
+# ------------------------------ GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma
 def _rope_qk(q, k, positions, cfg, H, KV, hd, partial=True):
     inv, att = rope_init(cfg, int(positions.max()) + 1, partial=partial)
     T = q.shape[0]
@@ -517,7 +517,7 @@ def mpt(cfg, w, x, positions, layer, prefix="transformer."):
             "bloom_scores": scores(q, k, H, H, hd, scale, bloom_bias)}
 
 
-# ------------------------------------- q/k norms and score transforms (MODELS3)
+# ------------------------------------------------ q/k norms and score transforms
 def qwen3(cfg, w, x, positions, layer, prefix="model."):
     """modeling_qwen3.py: Qwen3DecoderLayer.forward (input_layernorm,
     Qwen3RMSNorm), Qwen3Attention.forward: q_norm(q_proj(z).view(T, H, hd))
@@ -629,7 +629,7 @@ def gemma3(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="
             "attention_factor": att}
 
 
-# ------------------------------------------------ Llama 4 (issue 13, ARCH4)
+# --------------------------------------------------------------- Llama 4
 def llama4_uses_rope(cfg, layer):
     """Llama4TextConfig: no_rope_layers (1 = rope), or when empty/absent
     int((L + 1) % no_rope_layer_interval != 0), interval 4."""
@@ -687,7 +687,7 @@ def llama4(cfg, w, x, positions, layer, prefix="language_model.model.", cache_st
             "attention_factor": att}
 
 
-# ------------------------------------- DeepSeek-V2/V3 MLA (issue 13, ARCH4)
+# --------------------------------------------------- DeepSeek-V2/V3 MLA
 def deepseek(cfg, w, x, positions, layer, prefix="model."):
     """modeling_deepseek_v3.py DeepseekV3Attention.forward and
     modeling_deepseek_v2.py DeepseekV2Attention.forward: q = q_b_proj(
@@ -753,7 +753,7 @@ def deepseek(cfg, w, x, positions, layer, prefix="model."):
             "attention_factor": att, "score_scale": scale}
 
 
-# ------------------------------- Llama variations as spec entries (issue 18)
+# -------------------------------------- Llama variations as spec entries
 def _llama_like(cfg, w, h, positions, layer, prefix, rotate, theta, scale):
     """The Llama attention input and projections of h, rotated or not."""
     p = f"{prefix}layers.{layer}."
@@ -812,7 +812,7 @@ def smollm3(cfg, w, x, positions, layer, prefix="model."):
                        2e6, None)
 
 
-# ------------------------- issue 18 item 3: Cohere, StableLM, MiniCPM, EXAONE 4
+# -------------------------------------- Cohere, StableLM, MiniCPM, EXAONE 4
 def apply_rope_interleaved(x, positions, inv_freq, att):
     """modeling_cohere.py: cos/sin are repeat_interleave(freqs, 2) (each
     angle on channels 2i and 2i+1), and its rotate_half maps the pair

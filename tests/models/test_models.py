@@ -17,7 +17,8 @@ than the API's 512-byte error text); accepted oddities (rope_scaling keys
 Hugging Face does not read, Llama's ignored partial_rotary_factor) give one
 warning line each.
 
-Usage: BUILD=build tests/models/test_models.py   (prints "N passed, M failed")
+Usage: BUILD=build tests/models/test_models.py [NAME...]   (prints "N passed, M failed")
+       tests/models/test_models.py --list   (the group names, one a line; GROUPS says what each checks)
 """
 import json
 import os
@@ -216,7 +217,7 @@ def posenc_format(srv, p):
     C.check(st == 200, f"posenc-format token_ids: {st} {r}")
 
 
-# ------------------------------------------------ issue 13 architectures
+# ------------------------------ GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma
 def new_arch_cases():
     """The architectures that need only loader work, with real names."""
     cases = {
@@ -459,8 +460,8 @@ def falcon_mpt_malformed(root):
     return out
 
 
-# ------------------------- q/k norms and score transforms (issue 13, MODELS3)
-def models3_cases():
+# --------- q/k norms and score transforms: Qwen3, OLMo 2, Gemma 2, Gemma 3
+def qwen3_gemma_cases():
     """Qwen3, OLMo 2, Gemma 2 and Gemma 3 with their real names and keys.
     Config values of None stay in config.json as null, as the published
     configs have them (attn_logit_softcapping null means no cap)."""
@@ -516,7 +517,7 @@ def models3_cases():
     return cases
 
 
-def models3_info(models):
+def qwen3_gemma_info(models):
     qk = models["qwen3"].get("qk_norm")
     C.check(qk == {"type": "rmsnorm", "over": "head", "weights": "shared", "eps": 1e-6}
             and models["qwen3"]["norm"]["type"] == "rmsnorm",
@@ -552,11 +553,11 @@ def models3_info(models):
             f"/info gemma3: q/k norm per head, score_scale, soft cap only when set: {g3}")
 
 
-def models3_checks(root):
-    cases = models3_cases()
+def qwen3_gemma_checks(root):
+    cases = qwen3_gemma_cases()
     args = []
     for c in cases.values():
-        d = os.path.join(root, "m3_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        d = os.path.join(root, "qg_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
         if not os.path.exists(d):
             c.ckpt.write(d, shards=c.shards)
         args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
@@ -575,14 +576,14 @@ def models3_checks(root):
         st, info = srv.request("/info")
         models = {m["name"]: m for m in info["models"]}
         check_info_cases(models, cases)
-        models3_info(models)
+        qwen3_gemma_info(models)
         status = srv.stop()
         C.check(status == 0, f"q/k-norm architectures: server exits 0 (got {status})")
         C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
 
 
-def models3_malformed(root):
-    """A malformed value of each key the MODELS3 loaders read, and their
+def qwen3_gemma_malformed(root):
+    """A malformed value of each key the Qwen3, OLMo 2 and Gemma 2/3 loaders read, and their
     new tensors: exit 2 naming it."""
     out = []
 
@@ -654,8 +655,8 @@ def models3_malformed(root):
     return out
 
 
-# ------------- Cohere, Cohere 2, StableLM, MiniCPM, EXAONE 4 (issue 18 item 3)
-def arch18_cases():
+# ------------------------------ Cohere, Cohere 2, StableLM, MiniCPM, EXAONE 4
+def cohere_family_cases():
     """Each architecture with its named checkpoint's keys and tensor names:
     F32 and half-precision files, sharded or not, layer 0 and a later
     layer; rope layers and NoPE layers; the options each reads."""
@@ -719,7 +720,7 @@ def arch18_cases():
     return cases
 
 
-def arch18_info(models):
+def cohere_family_info(models):
     c, cq = models["cohere"], models["cohere_qk_bf16"]
     C.check(c["params"].get("layout") == "interleaved" and c["params"].get("base") == 8e6
             and c["norm"]["type"] == "layernorm" and "qk_norm" not in c,
@@ -758,7 +759,7 @@ def arch18_info(models):
     C.check(m.get("scaling", {}).get("type") == "longrope", f"/info minicpm longrope: {m}")
 
 
-def arch18_batch(srv, case):
+def cohere_family_batch(srv, case):
     """A left-padded batch with attention_mask and causal: positions
     cumsum(mask) - 1 (pads 1), masked keys float32's lowest, causal by
     slot; token_ids at layer 0, the hidden state later."""
@@ -788,7 +789,7 @@ def arch18_batch(srv, case):
                                   r["scores"][b], want["scores"], keep[None])
 
 
-def arch18_batch_max(srv, cases):
+def cohere_family_batch_max(srv, cases):
     """Dynamic NTK and longrope's long/short choice follow the largest
     position of the whole batch (Hugging Face's max over position_ids),
     not each row's."""
@@ -809,29 +810,29 @@ def arch18_batch_max(srv, cases):
                         arr(r, k)[b], want[k])
 
 
-def arch18_checks(root):
-    cases = arch18_cases()
+def cohere_family_checks(root):
+    cases = cohere_family_cases()
     args = []
     for c in cases.values():
-        d = os.path.join(root, "a18_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
+        d = os.path.join(root, "cf_" + (c.name if not c.layer else c.name.rsplit("_l", 1)[0]))
         if not os.path.exists(d):
             c.ckpt.write(d, shards=c.shards)
         args += ["--model", f"{c.name}={d}" + (f":{c.layer}" if c.layer else "")]
     with Server(args) as srv:
         for c in cases.values():
             run_case(srv, c)
-            arch18_batch(srv, c)
-        arch18_batch_max(srv, cases)
+            cohere_family_batch(srv, c)
+        cohere_family_batch_max(srv, cases)
         st, info = srv.request("/info")
         models = {m["name"]: m for m in info["models"]}
         check_info_cases(models, cases)
-        arch18_info(models)
+        cohere_family_info(models)
         status = srv.stop()
-        C.check(status == 0, f"issue 18 architectures: server exits 0 (got {status})")
+        C.check(status == 0, f"Cohere family: server exits 0 (got {status})")
         C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
 
 
-def arch18_malformed(root):
+def cohere_family_malformed(root):
     """A malformed value of each key these architectures add, and their
     q/k norm tensors: exit 2 naming it."""
     out = []
@@ -890,7 +891,7 @@ def arch18_malformed(root):
     return out
 
 
-# ------------------------------------------------- Llama 4 (issue 13, ARCH4)
+# ---------------------------------------------------------------- Llama 4
 def llama4_cases():
     """Llama 4's text model with Scout's text_config keys: the default
     NoPE pattern (layer 3 of 4), explicit no_rope_layers, the temperature
@@ -1024,7 +1025,7 @@ def llama4_malformed(root):
     return out
 
 
-# ------------------------------------------ DeepSeek-V2/V3 MLA (issue 13, ARCH4)
+# ------------------------------------------------------ DeepSeek-V2/V3 MLA
 def deepseek_cases():
     """DeepSeek-V3 (low-rank q, interleave permutation, yarn with mscale in
     the score scale), V3 without rope_interleave, DeepSeek-V2-Lite (q_proj,
@@ -1193,10 +1194,10 @@ def rope_cases():
         ("rope_params", {"rope_theta": None,
                          "rope_parameters": {"rope_type": "linear", "factor": 2.0,
                                              "rope_theta": 5000.0}}, [short]),
-        # Llama ignores partial_rotary_factor for the default rope (issue 14
-        # item 13): the whole head rotates; posenc warns.
+        # Llama ignores partial_rotary_factor for the default rope: the whole
+        # head rotates; posenc warns.
         ("rope_partial", {"partial_rotary_factor": 0.5}, [short, long_]),
-        # keys HF does not read for the type: served, one warning each (item 15)
+        # keys HF does not read for the type: served, one warning each
         ("rope_extra_keys", {"rope_scaling": {"type": "linear", "factor": 2.0,
                                               "low_freq_factor": 1.0, "zeta": 3}}, [short]),
     ]
@@ -1383,12 +1384,12 @@ def malformed_cases(root):
          ["config.json", "num_key_value_heads"]),
         ("config: wrong type", dict(base.config, num_attention_heads="four"),
          ["config.json", "num_attention_heads"]),
-        # HF's Llama fails for a scaled rope on part of the head (item 13)
+        # HF's Llama fails for a scaled rope on part of the head
         ("config: llama partial_rotary_factor with a scaled rope",
          dict(base.config, partial_rotary_factor=0.5,
               rope_scaling={"type": "linear", "factor": 2.0}),
          ["config.json", "partial_rotary_factor", "0.5", "linear"]),
-        # get_mscale(4, -20) / get_mscale(4, 1) < 0 (item 15)
+        # get_mscale(4, -20) / get_mscale(4, 1) < 0
         ("config: yarn attention factor from mscale <= 0",
          dict(base.config, rope_scaling={"rope_type": "yarn", "factor": 4.0,
                                          "original_max_position_embeddings": 16,
@@ -1461,7 +1462,7 @@ def new_arch_malformed(root):
 
 
 def fifo_cases(root):
-    """A FIFO where a file should be must not block start-up (item 9)."""
+    """A FIFO where a file should be must not block start-up."""
     out = []
     for label, name, shards in (("config.json", "config.json", 0),
                                 ("model.safetensors", "model.safetensors", 0),
@@ -1489,10 +1490,13 @@ def long_path_case(root):
 
 
 def malformed_checks(root):
+    if not os.path.exists(os.path.join(root, "good")):  # run without the core group
+        ck.posenc_format().write(os.path.join(root, "posenc"))
+        ck.llama(seed=7, layers=1).write(os.path.join(root, "good"))
     for label, d, want in (malformed_cases(root) + new_arch_malformed(root) +
-                           falcon_mpt_malformed(root) + models3_malformed(root) +
+                           falcon_mpt_malformed(root) + qwen3_gemma_malformed(root) +
                            llama4_malformed(root) + deepseek_malformed(root) +
-                           arch18_malformed(root) +
+                           cohere_family_malformed(root) +
                            fifo_cases(root) + [long_path_case(root)]):
         st, err, listened = run_failing(["--model", f"bad={d}"])
         ok = st == 2 and not listened and all(w in err for w in want) and "bad" in err
@@ -1515,110 +1519,142 @@ def malformed_checks(root):
 
 
 # ---------------------------------------------------------------------- main
-def main():
+def core_checks(root):
+    """Llama, Qwen2, GPT-2, BERT, BLOOM and T5 in every dtype, single and
+    sharded, layer 0 and a later one; every rope scaling type; /info; the
+    posenc format; POSENC_MODEL and the built-in default beside it."""
+    arch = {
+        "llama": Case("llama", ck.llama(), hf_ref.llama),
+        "qwen2": Case("qwen2", ck.llama(seed=11, dtype="F16", prefix="", model_type="qwen2",
+                                         head_dim=12, bias=True), hf_ref.llama, prefix="",
+                      shards=3),
+        # Qwen2Attention has q/k/v biases whatever attention_bias says
+        "qwen2_biaskey": Case("qwen2_biaskey",
+                              ck.llama(seed=13, prefix="model.", model_type="qwen2",
+                                       bias=True, attention_bias=False),
+                              hf_ref.llama),
+        "llama_bf16": Case("llama_bf16", ck.llama(seed=12, dtype="BF16", prefix="", bias=True,
+                                                  kv_heads=1), hf_ref.llama, prefix=""),
+        "gpt2": Case("gpt2", ck.gpt2(), hf_ref.gpt2, prefix=""),
+        "gpt2_f16": Case("gpt2_f16", ck.gpt2(seed=21, dtype="F16", prefix="transformer."),
+                         hf_ref.gpt2, prefix="transformer."),
+        "bert": Case("bert", ck.bert(), hf_ref.bert, prefix="bert."),
+        "bert_bf16": Case("bert_bf16", ck.bert(seed=31, dtype="BF16", prefix=""), hf_ref.bert,
+                          prefix="", shards=2),
+        "bloom": Case("bloom", ck.bloom(prefix=""), hf_ref.bloom, prefix=""),
+        "bloom_bf16": Case("bloom_bf16", ck.bloom(seed=41, dtype="BF16", n_embed=None,
+                                                  hidden_size=48, n_head=None,
+                                                  num_attention_heads=6),
+                           hf_ref.bloom, prefix="transformer."),
+        "t5": Case("t5", ck.t5(), hf_ref.t5),
+        "t5_f16": Case("t5_f16", ck.t5(seed=51, dtype="F16", own_embed=True), hf_ref.t5),
+    }
+    for c in arch.values():  # strip None-valued config overrides
+        c.ckpt.config = {kk: v for kk, v in c.ckpt.config.items() if v is not None}
+    later = {}
+    for base_name, other in (("llama", None), ("gpt2", None), ("bert", None), ("bloom", None),
+                             ("t5", None), ("gpt2_f16", {"scale_attn_by_inverse_layer_idx": True})):
+        c = arch[base_name]
+        name = base_name + "_l1"
+        ckpt = c.ckpt
+        if other:
+            ckpt = ck.Checkpoint(dict(c.ckpt.config, **other), c.ckpt.tensors)
+        later[name] = Case(name, ckpt, c.ref, layer=1, prefix=c.prefix)
+    dirs = {}
+    for c in list(arch.values()) + list(later.values()):
+        d = os.path.join(root, c.name)
+        c.ckpt.write(d, shards=c.shards)
+        dirs[c.name] = d
+    pf = ck.posenc_format()
+    pf.write(os.path.join(root, "posenc"))
+    ck.llama(seed=7, layers=1).write(os.path.join(root, "good"))
+
+    rope = {}
+    for name, over, reqs in rope_cases():
+        cfg_ckpt = ck.llama(seed=60 + len(rope), layers=1, head_dim=None, **over)
+        cfg_ckpt.config = {kk: v for kk, v in cfg_ckpt.config.items() if v is not None}
+        case = Case(name, cfg_ckpt, hf_ref.llama)
+        case.requests = reqs
+        cfg_ckpt.write(os.path.join(root, name))
+        rope[name] = case
+
+    args = []
+    for c in list(arch.values()) + list(later.values()):
+        args += ["--model", f"{c.name}={dirs[c.name]}" + (f":{c.layer}" if c.layer else "")]
+    for name in rope:
+        args += ["--model", f"{name}={os.path.join(root, name)}"]
+    args += ["--model", f"default={os.path.join(root, 'posenc')}"]
+    with Server(args) as srv:
+        for c in list(arch.values()) + list(later.values()):
+            run_case(srv, c)
+        extra_requests(srv, arch)
+        check_info(srv, {**arch, **later})
+        posenc_format(srv, pf)
+        answered, sent = self_diagnose.inline_models(srv, np.random.default_rng(5))
+        C.check(answered == sent, f"inline models: {answered} of {sent} /apply answered 200")
+        rope_checks(srv, rope)
+        status = srv.stop()
+        C.check(status == 0, f"server exits 0 after SIGTERM (got {status})")
+        C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
+        warning_checks(srv.stderr())
+
+    env = dict(os.environ, POSENC_MODEL=f"a={dirs['gpt2']},b={dirs['bert']}:1")
+    with Server([], env=env) as srv:
+        st, info = srv.request("/info")
+        names = {m["name"]: m for m in info.get("models", [])}
+        C.check(st == 200 and set(names) == {"default", "a", "b"} and names["b"]["layer"] == 1
+                and names["default"]["architecture"] == "posenc",
+                f"POSENC_MODEL loads a comma-separated list next to the built-in default: {names.keys()}")
+        # the built-in default model (sinusoidal) and a rope override of it, self-diagnosed
+        x = np.random.default_rng(9).standard_normal((6, 512)).round(3).tolist()  # d_model 512
+        for extra in ({}, {"scheme": "rope", "params": {"layout": "half"}, "offset": 3}):
+            st, r = srv.request("/apply", dict({"embeddings": x}, **extra))
+            C.check(st == 200, f"built-in default /apply {extra}: {st}")
+
+
+# The groups, in the order they run: NAME, what it checks, its function.
+# `test_models.py --list` names them, `test_models.py NAME...` runs those.
+GROUPS = [
+    ("core", "Llama, Qwen2, GPT-2, BERT, BLOOM, T5; rope scalings; /info; POSENC_MODEL",
+     core_checks),
+    ("neox_phi_gemma", "GPT-NeoX, Phi, Phi-3, StarCoder2, Gemma", new_arch_checks),
+    ("falcon_mpt", "Falcon (rope, multi-query, grouped) and MPT (ALiBi)", falcon_mpt_checks),
+    ("qwen3_gemma", "Qwen3, OLMo 2, Gemma 2, Gemma 3: q/k norms, two rope bases, soft cap",
+     qwen3_gemma_checks),
+    ("llama4", "Llama 4 text: NoPE layers, interleaved rotation, temperature", llama4_checks),
+    ("deepseek", "DeepSeek-V2/V3 multi-head latent attention", deepseek_checks),
+    ("cohere_family", "Cohere, Cohere 2, StableLM, MiniCPM, EXAONE 4", cohere_family_checks),
+    ("padding_masks", "attention_mask and causal on RoBERTa, OPT, BLOOM, MPT, rope models",
+     lambda root: mask_models.mask_checks(root, C)),
+    ("granite_smollm3", "Granite and SmolLM3, Llama variations of the spec table",
+     lambda root: llama_variants.variant_checks(root, C)),
+    ("internlm2_glm_gpt_oss", "InternLM2, GLM-4, gpt-oss",
+     lambda root: arch_2026.arch_checks(root, C)),
+    ("mpt_clip_qkv", "MPT's clip_qkv", lambda root: arch_options.option_checks(root, C)),
+    ("phi_qk_layernorm", "Phi's qk_layernorm", lambda root: arch_phi.phi_checks(root, C)),
+    ("falcon_alibi", "Falcon's ALiBi (falcon-rw-1b)",
+     lambda root: arch_falcon_alibi.falcon_alibi_checks(root, C)),
+    ("malformed", "malformed checkpoints and flags stop the server, naming what is wrong",
+     malformed_checks),
+]
+
+
+def main(argv):
+    if argv[:1] == ["--list"]:
+        for name, _, _ in GROUPS:
+            print(name)
+        return 0
+    unknown = [a for a in argv if a not in {g[0] for g in GROUPS}]
+    if unknown:
+        print(f"test_models.py: no group {', '.join(unknown)} (--list names them)", file=sys.stderr)
+        return 2
     root = tempfile.mkdtemp(prefix="posenc-models-")
     try:
-        arch = {
-            "llama": Case("llama", ck.llama(), hf_ref.llama),
-            "qwen2": Case("qwen2", ck.llama(seed=11, dtype="F16", prefix="", model_type="qwen2",
-                                             head_dim=12, bias=True), hf_ref.llama, prefix="",
-                          shards=3),
-            # Qwen2Attention has q/k/v biases whatever attention_bias says (item 12)
-            "qwen2_biaskey": Case("qwen2_biaskey",
-                                  ck.llama(seed=13, prefix="model.", model_type="qwen2",
-                                           bias=True, attention_bias=False),
-                                  hf_ref.llama),
-            "llama_bf16": Case("llama_bf16", ck.llama(seed=12, dtype="BF16", prefix="", bias=True,
-                                                      kv_heads=1), hf_ref.llama, prefix=""),
-            "gpt2": Case("gpt2", ck.gpt2(), hf_ref.gpt2, prefix=""),
-            "gpt2_f16": Case("gpt2_f16", ck.gpt2(seed=21, dtype="F16", prefix="transformer."),
-                             hf_ref.gpt2, prefix="transformer."),
-            "bert": Case("bert", ck.bert(), hf_ref.bert, prefix="bert."),
-            "bert_bf16": Case("bert_bf16", ck.bert(seed=31, dtype="BF16", prefix=""), hf_ref.bert,
-                              prefix="", shards=2),
-            "bloom": Case("bloom", ck.bloom(prefix=""), hf_ref.bloom, prefix=""),
-            "bloom_bf16": Case("bloom_bf16", ck.bloom(seed=41, dtype="BF16", n_embed=None,
-                                                      hidden_size=48, n_head=None,
-                                                      num_attention_heads=6),
-                               hf_ref.bloom, prefix="transformer."),
-            "t5": Case("t5", ck.t5(), hf_ref.t5),
-            "t5_f16": Case("t5_f16", ck.t5(seed=51, dtype="F16", own_embed=True), hf_ref.t5),
-        }
-        for c in arch.values():  # strip None-valued config overrides
-            c.ckpt.config = {kk: v for kk, v in c.ckpt.config.items() if v is not None}
-        later = {}
-        for base_name, other in (("llama", None), ("gpt2", None), ("bert", None), ("bloom", None),
-                                 ("t5", None), ("gpt2_f16", {"scale_attn_by_inverse_layer_idx": True})):
-            c = arch[base_name]
-            name = base_name + "_l1"
-            ckpt = c.ckpt
-            if other:
-                ckpt = ck.Checkpoint(dict(c.ckpt.config, **other), c.ckpt.tensors)
-            later[name] = Case(name, ckpt, c.ref, layer=1, prefix=c.prefix)
-        dirs = {}
-        for c in list(arch.values()) + list(later.values()):
-            d = os.path.join(root, c.name)
-            c.ckpt.write(d, shards=c.shards)
-            dirs[c.name] = d
-        pf = ck.posenc_format()
-        pf.write(os.path.join(root, "posenc"))
-        ck.llama(seed=7, layers=1).write(os.path.join(root, "good"))
-
-        rope = {}
-        for name, over, reqs in rope_cases():
-            cfg_ckpt = ck.llama(seed=60 + len(rope), layers=1, head_dim=None, **over)
-            cfg_ckpt.config = {kk: v for kk, v in cfg_ckpt.config.items() if v is not None}
-            case = Case(name, cfg_ckpt, hf_ref.llama)
-            case.requests = reqs
-            cfg_ckpt.write(os.path.join(root, name))
-            rope[name] = case
-
-        args = []
-        for c in list(arch.values()) + list(later.values()):
-            args += ["--model", f"{c.name}={dirs[c.name]}" + (f":{c.layer}" if c.layer else "")]
-        for name in rope:
-            args += ["--model", f"{name}={os.path.join(root, name)}"]
-        args += ["--model", f"default={os.path.join(root, 'posenc')}"]
-        with Server(args) as srv:
-            for c in list(arch.values()) + list(later.values()):
-                run_case(srv, c)
-            extra_requests(srv, arch)
-            check_info(srv, {**arch, **later})
-            posenc_format(srv, pf)
-            answered, sent = self_diagnose.inline_models(srv, np.random.default_rng(5))
-            C.check(answered == sent, f"inline models: {answered} of {sent} /apply answered 200")
-            rope_checks(srv, rope)
-            status = srv.stop()
-            C.check(status == 0, f"server exits 0 after SIGTERM (got {status})")
-            C.check(sanitizer_clean(srv.stderr()), f"server stderr clean: {srv.stderr()[-800:]}")
-            warning_checks(srv.stderr())
-
-        env = dict(os.environ, POSENC_MODEL=f"a={dirs['gpt2']},b={dirs['bert']}:1")
-        with Server([], env=env) as srv:
-            st, info = srv.request("/info")
-            names = {m["name"]: m for m in info.get("models", [])}
-            C.check(st == 200 and set(names) == {"default", "a", "b"} and names["b"]["layer"] == 1
-                    and names["default"]["architecture"] == "posenc",
-                    f"POSENC_MODEL loads a comma-separated list next to the built-in default: {names.keys()}")
-            # the built-in default model (sinusoidal) and a rope override of it, self-diagnosed
-            x = np.random.default_rng(9).standard_normal((6, 512)).round(3).tolist()  # d_model 512
-            for extra in ({}, {"scheme": "rope", "params": {"layout": "half"}, "offset": 3}):
-                st, r = srv.request("/apply", dict({"embeddings": x}, **extra))
-                C.check(st == 200, f"built-in default /apply {extra}: {st}")
-
-        new_arch_checks(root)
-        falcon_mpt_checks(root)
-        models3_checks(root)
-        llama4_checks(root)
-        deepseek_checks(root)
-        arch18_checks(root)
-        mask_models.mask_checks(root, C)
-        llama_variants.variant_checks(root, C)
-        arch_2026.arch_checks(root, C)
-        arch_options.option_checks(root, C)
-        arch_phi.phi_checks(root, C)
-        arch_falcon_alibi.falcon_alibi_checks(root, C)
-        malformed_checks(root)
+        for name, _, run in GROUPS:
+            if not argv or name in argv:
+                before = C.passed + C.failed
+                run(root)
+                print(f"group {name}: {C.passed + C.failed - before} checks")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"models: {C.passed} passed, {C.failed} failed")
@@ -1626,4 +1662,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -327,7 +327,7 @@ def f_slowloris():
 
 
 def f_aborted_upload_burst():
-    """Issue 14 item 1: uploads cut by their clients (headers and a little
+    """Uploads cut by their clients (headers and a little
     body, then close at once) must release their --max-inflight slots at
     once, so the service is back for the next client right away."""
     for _ in range(24):
@@ -343,7 +343,7 @@ def f_aborted_upload_burst():
 
 
 def f_big_answer_unread():
-    """Issue 14 item 2: clients that ask for a big answer (about 5 MB of
+    """Clients that ask for a big answer (about 5 MB of
     JSON) and do not read it for a while: the server's memory must stay
     within its budget (run.sh samples it) and the service go on."""
     socks = []
@@ -361,7 +361,7 @@ def f_big_answer_unread():
 
 
 def f_slow_body_holders():
-    """Issue 21 item 3: connections that declare a near-limit body and send
+    """Limit slow-body: connections that declare a near-limit body and send
     only its first bytes hold neither the memory budget (a body is charged
     as it arrives) nor --max-inflight slots (taken once the body is in):
     a client sending its whole body meanwhile is computed."""
@@ -392,7 +392,7 @@ def post_to(route, body):
 
 
 def f_stalled_diagnose_readers():
-    """Issue 21 item 1: clients that send a /diagnose with return_map (an
+    """Limit diagnose-budget: clients that send a /diagnose with return_map (an
     answer of about 1 MB, streamed and charged to the budget) and stop
     reading: the service goes on meanwhile."""
     body = b'{"scheme":"sinusoidal","return_map":true,"table":[' + b",".join(
@@ -414,7 +414,7 @@ def f_stalled_diagnose_readers():
 
 
 def f_idle_flood():
-    """Issue 21 item 9: TCP connections that send nothing must not blind
+    """Limit probes: TCP connections that send nothing must not blind
     the probes."""
     socks = []
     try:
@@ -444,7 +444,7 @@ def answer_body(data):
 
 
 def f_same_bits():
-    """Issue 21 item 8: the same /apply, sent while everything else runs,
+    """Limit same-bits: the same /apply, sent while everything else runs,
     has the same bytes every time."""
     data = post_to(b"/apply", SAME_APPLY)
     if status_of(data) == 503:  # the budget or the queue was full: no answer to compare

@@ -96,7 +96,8 @@ start_server() {
     port=""
     i=0
     while [ $i -lt 600 ]; do
-        port=$(sed -n 's|^posenc listening on http://127.0.0.1:\([0-9]*\)$|\1|p' "$out")
+        # the line alone (text logs) or the msg of a JSON line (JSON logs)
+        port=$(sed -n 's|^.*posenc listening on http://127.0.0.1:\([0-9]*\)["]*[}]*$|\1|p' "$out")
         [ -n "$port" ] && break
         sleep 0.1
         i=$((i + 1))

@@ -17,7 +17,7 @@ What is checked, and why:
   1. Every response that arrived is whole (all Content-Length bytes) and
      right: a 200 with the same answer as before the load, bit for bit
      (also for /apply: its products do not depend on what else runs, issue
-     21 item 8), or a 503 `unavailable` with Retry-After.
+     limit same-bits), or a 503 `unavailable` with Retry-After.
   2. Nothing fails before the SIGTERM.
   3. Accepted means logged: the server writes one access-log line per
      request whose headers it read. Every request id in the log must have

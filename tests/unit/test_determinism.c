@@ -1,6 +1,6 @@
 /*
  * test_determinism.c - batch invariance and team-size independence (issue
- * 21 item 8): a row's q|k|v depends only on that row and the weights, never
+ * limit same-bits): a row's q|k|v depends only on that row and the weights, never
  * on how many rows share the call, where the row sits among them or how
  * many OpenMP threads compute it; the scores of one sequence likewise never
  * depend on the team. Every comparison is memcmp: bits, not tolerances.

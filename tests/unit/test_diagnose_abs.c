@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "test_list.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 typedef struct ref_sin {
     double base;

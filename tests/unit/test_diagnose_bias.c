@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "test_list.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 static const pe_dx_tolerance tol = {1e-4, 1e-4};
 

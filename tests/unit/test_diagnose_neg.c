@@ -1,6 +1,6 @@
 /*
  * test_diagnose_neg.c - the negative set of pe_diagnose (contract 1.2
- * "/diagnose, version 2", Significance; issue 19): subjects with no known
+ * "/diagnose, version 2", Significance): subjects with no known
  * structure must not get one. Random, constant, element-shuffled and
  * unrelated subjects, encoded == embeddings under a sinusoidal claim, and
  * the right answer with noise at 1e-7, 1e-5 and 1e-3: no structural
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 static const pe_dx_tolerance tol = {1e-4, 1e-4};
 

@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "test_list.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 enum { SC_NONE, SC_LINEAR, SC_LLAMA3, SC_YARN, SC_DYNAMIC };
 enum { P_EXACT, P_F32, P_BF16, P_F16 };

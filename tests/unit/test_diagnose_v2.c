@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "pe_diagnose.h"
+#include "diagnose/pe_diagnose.h"
 
 static const pe_dx_tolerance tol = {1e-4, 1e-4};
 
@@ -551,6 +551,46 @@ static void time_bound(void)
     pe_dx_result_free(&r);
 }
 
+/* The pattern of one batch row against its claimed positions: a row
+ * shifted by its own constant is `offset`, the others as for a single
+ * row (reversed, constant, from_mask), a row as claimed not `offset`. */
+static void row_patterns(void)
+{
+    const int64_t claimed[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t shifted[6] = {9, 10, 11, 12, 13, 14};
+    const int64_t reversed[6] = {5, 4, 3, 2, 1, 0};
+    const int64_t zeros[6] = {0, 0, 0, 0, 0, 0};
+    const int64_t masked[6] = {1, 1, 0, 1, 2, 3}; /* two pads, HF fills 1 */
+    CHECK(pe_dx_row_pattern(shifted, claimed, 6) == PE_DX_PATTERN_OFFSET, "row +9: offset");
+    CHECK(pe_dx_row_pattern(reversed, claimed, 6) == PE_DX_PATTERN_REVERSED, "row reversed");
+    CHECK(pe_dx_row_pattern(zeros, claimed, 6) == PE_DX_PATTERN_CONSTANT, "row all zero");
+    CHECK(pe_dx_row_pattern(masked, claimed, 6) == PE_DX_PATTERN_FROM_MASK, "row from a mask");
+    CHECK(pe_dx_row_pattern(claimed, claimed, 6) != PE_DX_PATTERN_OFFSET, "row as claimed");
+    CHECK(strcmp(pe_dx_pattern_name(PE_DX_PATTERN_OFFSET), "offset") == 0, "pattern name");
+}
+
+/* A cos/sin cache whose width fits no rotary_dim of the claim: pe_dx_render
+ * refuses it (PE_EINVAL) and writes nothing. */
+static void render_refuses_shapes(void)
+{
+    enum { T = 4, W = 5 };
+    float cv[T * W] = {0}, sv[T * W] = {0}, out[2 * T * W + 1];
+    int64_t pos[T] = {0, 1, 2, 3};
+    pe_dx_subject s =
+        {.kind = PE_DX_SUBJ_ROPE_CACHE, .rows = T, .cols = W, .a = cv, .b = sv, .positions = pos};
+    pe_dx_variant c;
+    pe_dx_variant_init(&c);
+    c.rope.base = 10000.0;
+    c.rope.head_dim = c.rope.rotary_dim = 8;
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++)
+        out[i] = -7.0f;
+    CHECK(pe_dx_render(&s, &c, out) == PE_EINVAL, "cache width 5 under rotary_dim 8: refused");
+    bool untouched = true;
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++)
+        untouched = untouched && out[i] == -7.0f;
+    CHECK(untouched, "nothing written for a refused shape");
+}
+
 void test_diagnose_v2(void); /* main.c calls it */
 void test_diagnose_v2(void)
 {
@@ -561,4 +601,6 @@ void test_diagnose_v2(void)
     positions_mismatch();
     free_head_size();
     time_bound();
+    row_patterns();
+    render_refuses_shapes();
 }

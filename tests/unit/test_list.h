@@ -30,7 +30,8 @@
     XX(mla, test_mla)                         /* multi-head latent attention */                    \
     XX(diagnose_neg, test_diagnose_neg)       /* /diagnose negative set */                         \
     XX(diagnose_v2, test_diagnose_v2)         /* /diagnose version 2 */                            \
-    XX(determinism, test_determinism)         /* bits independent of batch and team size */
+    XX(determinism, test_determinism)         /* bits independent of batch and team size */        \
+    XX(version, test_version)                 /* pe_version, pe_status_name */
 
 #define UNIT_GROUP_DECLARE(name, function) void function(void);
 UNIT_GROUPS(UNIT_GROUP_DECLARE)
