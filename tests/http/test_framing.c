@@ -60,7 +60,8 @@
 typedef enum lib1_answer {
     LIB1_AS_POSENC = 0, /* passes them on: posenc's answer, as with 0.9.x */
     LIB1_REFUSES,       /* answers an HTML 400 itself and closes */
-    LIB1_SERVES         /* trims the value to a valid `chunked`: 200, kept open */
+    LIB1_SERVES,        /* trims the value to a valid `chunked`: 200, kept open */
+    LIB1_REDIRECTS      /* whitespace in the target: a 301 to it %20-encoded, closed */
 } lib1_answer;
 
 typedef struct framing_case {
@@ -133,16 +134,16 @@ static const framing_case syntax_cases[] = {
      LIB1_REFUSES},
     {"a space in the request target's path",
      RAW("GET /he althz HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400, "invalid_request", true,
-     LIB1_AS_POSENC},
+     LIB1_REDIRECTS},
     {"a space in a compute route's target",
      RAW("POST /en code HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
          "Content-Length: 2\r\n\r\n{}" SECOND),
-     400, "invalid_request", true, LIB1_AS_POSENC},
+     400, "invalid_request", true, LIB1_REDIRECTS},
     {"a space in the request target's query",
      RAW("GET /healthz?a b HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400, "invalid_request", true,
-     LIB1_AS_POSENC},
+     LIB1_REDIRECTS},
     {"a tab in the request target", RAW("GET /a\tb HTTP/1.1\r\nHost: t\r\n\r\n" SECOND), 400,
-     "invalid_request", true, LIB1_AS_POSENC},
+     "invalid_request", true, LIB1_REDIRECTS},
     {"a control byte in the request target", RAW("GET /a\x01b HTTP/1.1\r\nHost: t\r\n\r\n" SECOND),
      400, "invalid_request", true, LIB1_AS_POSENC},
     /* what stays accepted */
@@ -168,13 +169,17 @@ static const framing_case syntax_cases[] = {
 
 /* The case c as the running libmicrohttpd answers it: posenc's answer
  * (with 0.9.x, or 1.x where it passes the bytes on), the library's own
- * 400 (an HTML body, so no JSON code), or a well-formed chunked request
- * served and the connection kept. */
+ * 400 or 301 (an HTML body, so no JSON code), or a well-formed chunked
+ * request served and the connection kept. */
 static framing_case as_answered(const framing_case *c, mhd_answers lib)
 {
     framing_case w = *c;
     if (lib == MHD_REFUSES && c->lib1 == LIB1_REFUSES) {
         w.status = 400;
+        w.code = "";
+        w.must_close = true;
+    } else if (lib == MHD_REFUSES && c->lib1 == LIB1_REDIRECTS) {
+        w.status = 301;
         w.code = "";
         w.must_close = true;
     } else if (lib == MHD_REFUSES && c->lib1 == LIB1_SERVES) {
