@@ -13,6 +13,7 @@
 #include "forward.h"
 #include "json/array_writer.h"
 #include "json/finite.h"
+#include "positions_nd.h"
 #include "relative.h"
 #include "respond.h"
 #include "request.h"
@@ -46,6 +47,10 @@ static array_view view_of(const request *rq, const forward_plan *p, output_id id
         dim[n++] = rq->tokens;
         dim[n++] = rq->d;
         return array_dense(r->z, n, dim);
+    case OUT_GATE:
+        dim[n++] = rq->tokens;
+        dim[n++] = p->qd;
+        return array_dense(r->gate, n, dim);
     default:
         dim[n++] = m->heads;
         dim[n++] = rq->tokens;
@@ -110,6 +115,7 @@ static int write_answer(const request *rq, const forward_plan *p, forward_result
     write_shape(sb, rq);
     if (scheme_reports_attention_factor(&rq->scheme))
         json_write_float_field(sb, "attention_factor", p->rope.attention_factor);
+    positions_nd_write(sb, rq);
     for (size_t i = 0; i < rq->outputs.count; i++) {
         array_view v = view_of(rq, p, rq->outputs.order[i], r);
         strbuf_putc(answer_text(ans), ',');
@@ -120,6 +126,7 @@ static int write_answer(const request *rq, const forward_plan *p, forward_result
     answer_own(ans, r->qkv);
     answer_own(ans, r->bias);
     answer_own(ans, r->scores);
+    answer_own(ans, r->gate);
     *r = (forward_result){0};
     return 0;
 }

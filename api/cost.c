@@ -68,12 +68,12 @@ typedef struct cost_facts {
     bool bias_scheme; /* scheme alibi or t5 */
     bool scheme_given;
     const model *named;
-    unsigned returns; /* bits of q k v encoded bias scores; 0: default */
+    unsigned returns; /* bits of q k v encoded bias scores gate; 0: default */
     bool base64;
     uint64_t subject; /* /diagnose: values of every other array */
 } cost_facts;
 
-enum { R_Q = 1, R_K = 2, R_V = 4, R_ENC = 8, R_BIAS = 16, R_SCORES = 32 };
+enum { R_Q = 1, R_K = 2, R_V = 4, R_ENC = 8, R_BIAS = 16, R_SCORES = 32, R_GATE = 64 };
 
 static void skip_ws(scan *s)
 {
@@ -408,8 +408,8 @@ static void on_model(scan *s, void *ctx, const char *key, size_t klen, const val
 
 static unsigned return_bit(const char *name, size_t len)
 {
-    static const char *const names[] = {"q", "k", "v", "encoded", "bias", "scores"};
-    for (unsigned i = 0; i < 6; i++)
+    static const char *const names[] = {"q", "k", "v", "encoded", "bias", "scores", "gate"};
+    for (unsigned i = 0; i < 7; i++)
         if (key_is(name, len, names[i]))
             return 1u << i;
     return 0;
@@ -573,6 +573,9 @@ static double facts_cost(const cost_facts *f, api_endpoint ep, size_t len)
         out += (r & R_BIAS) ? square : 0;
         out += (r & R_SCORES) ? square : 0;
         macs += (r & R_SCORES) ? square * hd : 0;
+        /* gated attention's gate: one more projection, as wide as q */
+        out += (r & R_GATE) ? c.rows * (double)f->heads * hd : 0;
+        macs += (r & R_GATE) ? c.rows * c.d * (double)f->heads * hd : 0;
     }
     double ns = (double)len * COST_BODY_BYTE + macs / COST_MACS_PER_NS +
                 out * (f->base64 ? COST_OUT_B64 : COST_OUT_JSON);

@@ -13,8 +13,10 @@
 #include "api.h"
 #include "json/array_writer.h"
 #include "relative.h"
+#include "positions_nd.h"
 #include "respond.h"
 #include "request.h"
+#include "rope2d.h"
 #include "json/strbuf.h"
 
 static void write_header(strbuf *sb, const request *rq)
@@ -69,7 +71,7 @@ static bool table_streams(const api_service *svc, const request *rq, const rope_
                           const array_view *view)
 {
     scheme_kind k = rq->scheme.kind;
-    return !rq->x.data &&
+    return !rq->x.data && !rq->positions_nd &&
            (k == SCHEME_SINUSOIDAL || k == SCHEME_NONE ||
             (k == SCHEME_ROPE && fabs(plan->attention_factor) <= FLT_MAX)) &&
            array_text_bound(view, rq->base64) >= stream_min_bytes(svc);
@@ -123,6 +125,7 @@ typedef struct encode_plan {
     bool relative;    /* alibi or t5: the answer is a bias, not the encoded input */
     bias_plan bias;   /* relative only */
     rope_plan rope;   /* rope only; owns its frequencies */
+    pe_rope2d rope2d; /* rope2d only */
     pe_absolute pe;   /* absolute schemes; its cache is a reference to release */
     array_view view;  /* the answer's array: its shape, data set once computed */
     const char *name; /* "encoded" or "bias" */
@@ -145,6 +148,7 @@ static int encode_plan_init(const api_service *svc, const request *rq, encode_pl
     p->relative = rq->scheme.kind == SCHEME_ALIBI || rq->scheme.kind == SCHEME_T5;
     if ((p->relative && relative_plan(svc, rq, 0, &p->bias, err)) ||
         (rq->scheme.kind == SCHEME_ROPE && rope_plan_init(svc, rq, rq->d, 0, &p->rope, err)) ||
+        (rq->scheme.kind == SCHEME_ROPE2D && rope2d_plan(rq, &p->rope2d, err)) ||
         (!p->relative && absolute_plan(svc, rq, &p->pe, err)))
         return -1;
     if (rq->batched)
@@ -159,7 +163,8 @@ static int encode_plan_init(const api_service *svc, const request *rq, encode_pl
     return 0;
 }
 
-/* Compute values[count] as planned: fails only for a non-finite result. */
+/* Compute values[count] as planned: fails only for a non-finite result
+ * (or rope2d's frequencies out of memory). */
 static int encode_compute(const request *rq, const encode_plan *p, float *values, api_error *err)
 {
     size_t rows = request_rows(rq);
@@ -167,6 +172,12 @@ static int encode_compute(const request *rq, const encode_plan *p, float *values
     if (p->relative) {
         relative_fill(rq, &p->bias, values);
         relative_mask_keys(rq, p->bias.heads, values);
+    } else if (rq->scheme.kind == SCHEME_ROPE2D) {
+        if (pe_rope2d_apply(&p->rope2d, rq->positions_nd, rows, rq->d, rq->x.data, values) != PE_OK)
+            return api_fail_oom(err); /* the plan checked every parameter */
+    } else if (rq->scheme.kind == SCHEME_ROPE && rq->positions_nd) {
+        pe_mrope_apply(&p->rope.rope, &rq->scheme.mrope, p->rope.inv_freq, p->rope.attention_factor,
+                       rq->positions_nd, rows, rq->d, rq->x.data, rq->d, values, rq->d);
     } else if (rq->scheme.kind == SCHEME_ROPE) {
         pe_rope_apply(&p->rope.rope, p->rope.inv_freq, p->rope.attention_factor, rq->positions,
                       rows, rq->d, rq->x.data, rq->d, values, rq->d);
@@ -204,6 +215,7 @@ static int encode_respond(const api_service *svc, const request *rq, const encod
     answer_array(&ans, p->name, &view, rq->base64);
     if (scheme_reports_attention_factor(&rq->scheme))
         json_write_float_field(answer_text(&ans), "attention_factor", p->rope.attention_factor);
+    positions_nd_write(answer_text(&ans), rq);
     strbuf_putc(answer_text(&ans), '}');
     int rc = answer_respond(&ans, out, request_rows(rq), stream_min_bytes(svc), err);
     answer_free(&ans);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json/json_fields.h"
+
 /* The sizes of q, k, v and the scores, each checked against the caps. */
 static int plan_sizes(const api_service *svc, const request *rq, forward_plan *p, api_error *err)
 {
@@ -31,6 +33,21 @@ static int plan_sizes(const api_service *svc, const request *rq, forward_plan *p
     return request_check_output(svc, n, "scores", err);
 }
 
+/* `return: ["gate"]` needs a gated model. */
+static int gate_check(const request *rq, api_error *err)
+{
+    if (!rq->outputs.wanted[OUT_GATE] || rq->model->gated)
+        return 0;
+    for (size_t i = 0; i < rq->outputs.count; i++)
+        if (rq->outputs.order[i] == OUT_GATE) {
+            jpath at = jpath_index("return", i);
+            return api_fail(err, API_E_INVALID_REQUEST, at.s,
+                            "%s: model '%s' has no attention gate (weights.w_gate)", at.s,
+                            rq->model->name);
+        }
+    return 0;
+}
+
 int forward_plan_init(const api_service *svc, const request *rq, bool need_bias, bool need_scores,
                       forward_plan *p, api_error *err)
 {
@@ -41,13 +58,23 @@ int forward_plan_init(const api_service *svc, const request *rq, bool need_bias,
         return api_fail(err, API_E_INVALID_SHAPE, "embeddings",
                         "embeddings have d = %zu but model '%s' has d_model %zu", rq->d, m->name,
                         m->d_model);
-    if (t5_table_check(rq, err))
+    if (t5_table_check(rq, err) || gate_check(rq, err))
         return -1;
     p->need_bias = need_bias || need_scores;
     p->need_scores = need_scores;
+    p->need_gate = rq->outputs.wanted[OUT_GATE];
     if (plan_sizes(svc, rq, p, err) || absolute_plan(svc, rq, &p->pe, err))
         return -1;
     /* MLA rotates the last rope_dim channels of each head (model_mla_rotate) */
+    if (s->kind == SCHEME_ROPE2D)
+        return api_fail(err, API_E_INVALID_SHAPE, "scheme",
+                        "scheme rope2d (vision encoders' 2-D rope) is an /encode scheme: /apply "
+                        "serves text attention layers");
+    if (m->mla && rq->positions_nd)
+        return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
+                        "model '%s' uses multi-head latent attention, which has no multimodal "
+                        "rope",
+                        m->name);
     p->rot_offset = m->mla ? m->mla_w.nope_dim : 0;
     p->rot_width = m->mla ? m->mla_w.rope_dim : m->head_dim;
     if (s->kind == SCHEME_ROPE &&
@@ -74,8 +101,10 @@ size_t forward_work_bytes(const request *rq, const forward_plan *p, bool keep_pr
     size_t qkv = p->rows * p->width * sizeof(float);
     size_t square = p->need_bias ? p->per_row * rq->batch * sizeof(float) : 0;
 
+    size_t gate = p->need_gate ? p->rows * p->qd * sizeof(float) : 0;
+
     return p->rows * rq->d * sizeof(float) + qkv * (keep_pre ? 2 : 1) +
-           square * (p->need_scores ? 2 : 1) + p->rows * sizeof(int64_t);
+           square * (p->need_scores ? 2 : 1) + p->rows * sizeof(int64_t) + gate;
 }
 
 /* z = norm(embed_norm(embed_scale*x + PE + input_bias)), rounded to
@@ -109,6 +138,14 @@ static void rotate(const request *rq, const forward_plan *p, float *qkv)
     const model *m = rq->model;
     const rope_plan *rp = &p->rope;
 
+    if (rq->positions_nd) {
+        pe_mrope_apply(&rp->rope, &rq->scheme.mrope, rp->inv_freq, rp->attention_factor,
+                       rq->positions_nd, p->rows, p->qd, qkv, p->width, qkv, p->width);
+        pe_mrope_apply(&rp->rope, &rq->scheme.mrope, rp->inv_freq, rp->attention_factor,
+                       rq->positions_nd, p->rows, p->kvd, qkv + p->qd, p->width, qkv + p->qd,
+                       p->width);
+        return;
+    }
     if (m->mla) {
         model_mla_rotate(m, &rp->rope, rp->inv_freq, rp->attention_factor, rq->positions, p->rows,
                          qkv);
@@ -123,6 +160,8 @@ static void rotate(const request *rq, const forward_plan *p, float *qkv)
 /* What comes after the rotation (Llama 4), on qkv and, when kept, on pre:
  * a weightless per-head RMS norm and a per-token factor both commute with
  * a rotation (it keeps each head's norm), so rotating pre then gives qkv.
+ * A weighted norm (HunYuan's) does not: /diagnose does not search such
+ * models' q/k.
  * The attention temperature is read off each token's slot in its row
  * (Hugging Face's cache_position, contract 1.2), not off its position id:
  * they differ in a padded row. An `offset` stands for that many cached
@@ -146,6 +185,10 @@ static int post_rope(const request *rq, const forward_plan *p, float *qkv, float
     if (pre)
         model_apply_post_rope(m, p->rows, slots, pre);
     free(slots);
+    /* Mistral's query scale reads the position ids (position_ids in HF) */
+    model_apply_q_scale(m, p->rows, rq->positions, qkv);
+    if (pre)
+        model_apply_q_scale(m, p->rows, rq->positions, pre);
     return 0;
 }
 
@@ -196,6 +239,12 @@ int forward_run(const request *rq, const forward_plan *p, bool keep_pre, forward
         return -1;
     if (model_project(m, r->z, p->rows, r->qkv))
         return api_fail_oom(err);
+    if (p->need_gate) { /* only when asked: the default pass stays one product */
+        r->gate = malloc(p->rows * p->qd * sizeof *r->gate);
+        if (!r->gate)
+            return api_fail_oom(err);
+        model_project_gate(m, r->z, p->rows, r->gate);
+    }
     model_apply_qk_norm(m, p->rows, r->qkv); /* Qwen3, OLMo 2, Gemma 3: before the rotation */
     if (keep_pre)
         memcpy(r->pre, r->qkv, qkv_bytes);
@@ -213,5 +262,6 @@ void forward_result_free(forward_result *r)
     free(r->qkv);
     free(r->bias);
     free(r->scores);
+    free(r->gate);
     memset(r, 0, sizeof *r);
 }

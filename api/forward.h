@@ -10,6 +10,7 @@
  *   qkv = post_rope(rotate(pre))          rope (MLA: its rope channels only),
  *         then Llama 4's L2 norm and attention temperature
  *   bias, scores                          alibi/t5 bias, scale, soft cap, masks
+ *   gate = z.w_gate + b_gate              gated attention, only when asked for
  *
  * Two steps, like every endpoint: forward_plan_init makes every check and
  * size before any allocation (the caller then reserves the budget), and
@@ -33,6 +34,7 @@ typedef struct forward_plan {
     size_t width;       /* qd + kvd + vd: a row of qkv */
     bool need_bias;     /* bias or scores asked for */
     bool need_scores;   /* scores asked for */
+    bool need_gate;     /* the gate asked for (gated attention) */
     size_t per_row;     /* floats of bias (and of scores) per batch row */
     pe_absolute pe;     /* holds a table-cache reference (forward_plan_free) */
     rope_plan rope;     /* owns its frequencies; set for a rope scheme */
@@ -50,11 +52,12 @@ typedef struct forward_result {
     float *qkv;    /* [rows][width]: q|k|v as /apply returns them */
     float *bias;   /* [batch][heads][tokens][tokens] (need_bias) */
     float *scores; /* [batch][heads][tokens][tokens] (need_scores) */
+    float *gate;   /* [rows][heads*head_dim] (need_gate) */
 } forward_result;
 
 /* Check the request against its model and plan the pass: d_model, t5's
- * table, output sizes against the caps, the absolute table, the rope and
- * the bias. On failure *err says why; forward_plan_free(p) is due either
+ * table, a gate asked of a model without one, output sizes against the
+ * caps, the absolute table, the rope and the bias. On failure *err says why; forward_plan_free(p) is due either
  * way (p must start zeroed). */
 int forward_plan_init(const api_service *svc, const request *rq, bool need_bias, bool need_scores,
                       forward_plan *p, api_error *err);

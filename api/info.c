@@ -12,14 +12,13 @@
 #include "json/float_text.h"
 #include "json/strbuf.h"
 
-static const char *const norm_names[] = {"none", "layernorm", "rmsnorm"};
-
 static void write_norm(strbuf *sb, const char *key, pe_norm_kind kind, double eps)
 {
     if (kind == PE_NORM_NONE)
         strbuf_printf(sb, ",\"%s\":null", key);
     else
-        strbuf_printf(sb, ",\"%s\":{\"type\":\"%s\",\"eps\":%.17g}", key, norm_names[kind], eps);
+        strbuf_printf(sb, ",\"%s\":{\"type\":\"%s\",\"eps\":%.17g}", key, model_norm_names[kind],
+                      eps);
 }
 
 /* The norms and the steps around the projection and rotation that the
@@ -39,30 +38,39 @@ static void write_steps(strbuf *sb, const model *m)
                       m->qk_norm == MODEL_QK_NORM_WIDTH ? "width" : "head",
                       m->qk_norm == MODEL_QK_NORM_HEAD_WEIGHTS ? "per_head" : "shared",
                       m->weights[W_Q_NORM_BIAS].ndim ? "\"bias\":true," : "", m->qk_norm_eps);
+    /* gated attention: sigmoid(z.w_gate + b_gate) multiplies the attention's output */
+    if (m->gated)
+        strbuf_puts(sb, ",\"gate\":\"sigmoid\"");
+    /* how a legacy rotary_dim was read (MiniMax-M2): rotary_dim as partial */
+    if (m->rotary_dim_rule)
+        strbuf_printf(sb, ",\"rotary_dim_rule\":\"%s\"", m->rotary_dim_rule);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     if (m->qkv_clip > 0.0)
         strbuf_printf(sb, ",\"clip_qkv\":%.17g", m->qkv_clip);
     /* Llama 4: after the rotation */
-    if (m->post_rope_qk_norm)
+    if (m->post_rope_qk_norm) /* weighted: HunYuan's RMSNorm, one weight for the heads */
         strbuf_printf(sb,
-                      ",\"post_rope_qk_norm\":{\"type\":\"l2norm\",\"over\":\"head\","
+                      ",\"post_rope_qk_norm\":{\"type\":\"%s\",\"over\":\"head\",%s"
                       "\"eps\":%.17g}",
+                      model_post_rope_weighted(m) ? "rmsnorm" : "l2norm",
+                      model_post_rope_weighted(m) ? "\"weights\":\"shared\"," : "",
                       m->post_rope_qk_norm_eps);
     if (m->attn_temperature)
         strbuf_printf(sb, ",\"attn_temperature\":{\"floor_scale\":%.17g,\"attn_scale\":%.17g}",
                       m->attn_floor_scale, m->attn_temperature_scale);
+    if (m->q_scale) /* Ministral 3: every layer, from the position id */
+        strbuf_printf(sb,
+                      ",\"q_scale\":{\"form\":\"mistral\",\"beta\":%.17g,"
+                      "\"original_max_position_embeddings\":%.17g}",
+                      m->q_scale_beta, m->q_scale_orig);
 }
 
 /* How positions come from attention_mask / token_ids (contract v1.1). */
 static void write_positions(strbuf *sb, const model *m)
 {
-    static const char *const position_rules[] = {[MODEL_POSITIONS_CUMSUM] = "cumsum(mask)-1",
-                                                 [MODEL_POSITIONS_BLOOM] = "bloom",
-                                                 [MODEL_POSITIONS_SLOT] = "slot",
-                                                 [MODEL_POSITIONS_PAD_IDS] = "token_ids",
-                                                 [MODEL_POSITIONS_OPT] = "opt"};
-    strbuf_printf(sb, ",\"positions\":{\"rule\":\"%s\"", position_rules[m->position_rule]);
+    strbuf_printf(sb, ",\"positions\":{\"rule\":\"%s\"",
+                  model_position_rule_names[m->position_rule]);
     if (m->position_rule == MODEL_POSITIONS_PAD_IDS)
         strbuf_printf(sb, ",\"pad_token_id\":%" PRId64, m->pad_token_id);
     if (m->table_offset)
@@ -76,9 +84,10 @@ static void write_attention_extras(strbuf *sb, const model *m)
     if (m->mla) /* DeepSeek's multi-head latent attention */
         strbuf_printf(sb,
                       ",\"mla\":{\"q_lora_rank\":%zu,\"kv_lora_rank\":%zu,"
-                      "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu}",
+                      "\"qk_nope_head_dim\":%zu,\"qk_rope_head_dim\":%zu,\"v_head_dim\":%zu,"
+                      "\"eps\":%.17g}",
                       m->mla_w.q_lora_rank, m->mla_w.kv_lora_rank, m->mla_w.nope_dim,
-                      m->mla_w.rope_dim, m->mla_w.v_dim);
+                      m->mla_w.rope_dim, m->mla_w.v_dim, m->mla_w.q_norm_eps);
     /* gpt_oss: the sink logits, one per head (scores stay the tokens' logits) */
     const tensor *sinks = &m->weights[W_ATTN_SINKS];
     if (sinks->ndim == 1) {
@@ -125,6 +134,10 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_put_json_string(sb, m->name);
     strbuf_puts(sb, ",\"architecture\":");
     strbuf_put_json_string(sb, m->architecture);
+    if (m->wrapper[0]) { /* architecture is the text model's model_type */
+        strbuf_printf(sb, ",\"text_config\":%s,\"wrapper\":", m->text_config ? "true" : "false");
+        strbuf_put_json_string(sb, m->wrapper);
+    }
     strbuf_printf(sb, ",\"layer\":%zu,\"dtype\":", m->layer);
     strbuf_put_json_string(sb, m->dtype ? m->dtype : "F32");
     strbuf_printf(sb,
@@ -136,6 +149,8 @@ static void write_model(strbuf *sb, const model *m)
     strbuf_puts(sb, ",\"params\":");
     strbuf_puts(sb, params ? params : "{}");
     free(params);
+    if (m->rope_block) /* the block of a nested rope_parameters the layer uses */
+        strbuf_printf(sb, ",\"rope_block\":\"%s\"", m->rope_block);
     write_steps(sb, m);
     write_positions(sb, m);
     write_attention_extras(sb, m);

@@ -71,6 +71,21 @@ int absolute_fail(const request *rq, const pe_absolute *pe, pe_status st, size_t
     return api_fail_oom(err);
 }
 
+/* params.mrope.section that does not fit rotary_dim/2 (or an ernie
+ * section with s_h != s_w). */
+static int mrope_fail(const scheme *s, size_t rotary, api_error *err)
+{
+    const size_t *sec = s->mrope.section;
+
+    if (s->mrope.style == PE_MROPE_ERNIE && sec[1] != sec[2])
+        return api_fail(err, API_E_INVALID_SHAPE, "params.mrope.section",
+                        "params.mrope.section [%zu, %zu, %zu]: the ernie style needs s_h == s_w",
+                        sec[0], sec[1], sec[2]);
+    return api_fail(err, API_E_INVALID_SHAPE, "params.mrope.section",
+                    "params.mrope.section [%zu, %zu, %zu] must sum to rotary_dim/2 = %zu", sec[0],
+                    sec[1], sec[2], rotary / 2);
+}
+
 int rope_plan_init(const api_service *svc, const request *rq, size_t width, size_t fixed_head_dim,
                    rope_plan *plan, api_error *err)
 {
@@ -96,7 +111,7 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width, size
                         "d = %zu is not a multiple of head_dim %zu", width, head_dim);
     if (s->rotary_dim)
         rotary = s->rotary_dim;
-    else if (s->has_partial_rotary_factor)
+    else if (s->has_partial_rotary_factor && !s->rope_proportional) /* else the whole head */
         rotary = (size_t)((double)head_dim * s->partial_rotary_factor);
     else
         rotary = head_dim;
@@ -107,7 +122,10 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width, size
                            .head_dim = head_dim,
                            .rotary_dim = rotary,
                            .layout = s->rope_layout,
-                           .scaling = s->scaling};
+                           .scaling = s->scaling,
+                           .proportional = s->rope_proportional,
+                           .proportion = s->has_partial_rotary_factor ? s->partial_rotary_factor
+                                                                      : 1.0};
     if (s->scaling.type == PE_ROPE_SCALING_DYNAMIC && rotary == 2)
         return api_fail(err, API_E_INVALID_SHAPE, "params.rotary_dim",
                         "dynamic scaling needs rotary_dim > 2");
@@ -121,6 +139,8 @@ int rope_plan_init(const api_service *svc, const request *rq, size_t width, size
                             "params.scaling.long_factor has %zu entries; rotary_dim/2 = %zu",
                             s->long_len, rotary / 2);
     }
+    if (pe_mrope_check(&s->mrope, rotary / 2) != PE_OK)
+        return mrope_fail(s, rotary, err);
     plan->inv_freq = malloc(rotary / 2 * sizeof *plan->inv_freq);
     if (!plan->inv_freq)
         return api_fail_oom(err);

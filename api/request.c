@@ -337,7 +337,10 @@ static int decode_positions(request *rq, api_error *err)
     rq->positions = malloc(rows * sizeof *rq->positions);
     if (!rq->positions)
         return api_fail_oom(err);
-    if (positions) {
+    if (positions_nd_wanted(rq, positions)) {
+        if (positions_nd_fill(rq, err))
+            return -1;
+    } else if (positions) {
         rq->pos_field = RF(positions);
         if (decode_given_positions(rq, positions, err))
             return -1;
@@ -374,6 +377,10 @@ static int decode_positions(request *rq, api_error *err)
     for (size_t i = 0; i < rows; i++)
         if (rq->positions[i] > rq->max_position)
             rq->max_position = rq->positions[i];
+    if (positions_nd_expand(rq, err))
+        return -1;
+    if (positions_nd_max(rq) > rq->max_position)
+        rq->max_position = positions_nd_max(rq);
     if (rq->max_position > PE_MAX_POSITION)
         return api_fail(err, API_E_TOO_LARGE, rq->pos_field,
                         "the positions from %s reach %" PRId64
@@ -469,7 +476,7 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
     return decode_positions(rq, err);
 }
 
-const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", NULL};
+const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", "gate", NULL};
 
 static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err)
 {
@@ -490,7 +497,7 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
                         "return must be a list of strings");
     if (json_doc_array(doc, list)) /* a list of numbers: its first is wrong */
         return api_fail(err, API_E_INVALID_REQUEST, "return[0]",
-                        "return[0] must be one of q, k, v, encoded, bias, scores");
+                        "return[0] must be one of q, k, v, encoded, bias, scores, gate");
     json_array_foreach (list, i, item) {
         jpath at = jpath_index(RETURN_FIELD, i);
         int which = -1;
@@ -502,7 +509,7 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
                 which = k;
         if (which < 0)
             return api_fail(err, API_E_INVALID_REQUEST, at.s,
-                            "%s must be one of q, k, v, encoded, bias, scores", at.s);
+                            "%s must be one of q, k, v, encoded, bias, scores, gate", at.s);
         if (!o->wanted[which]) {
             o->wanted[which] = true;
             o->order[o->count++] = (output_id)which;
@@ -589,6 +596,20 @@ static int decode_input(const api_service *svc, request *rq, const input_words *
 
 /* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
 
+/* /diagnose does not compare claims in more than one dimension yet: a
+ * clear refusal rather than a 1-D reading of them. */
+static int diagnose_refuse_nd(const request *rq, api_error *err)
+{
+    if (rq->scheme.kind == SCHEME_ROPE2D)
+        return api_fail(err, API_E_INVALID_REQUEST, RF(scheme),
+                        "/diagnose does not take rope2d claims yet: /encode serves them");
+    if (rq->scheme.mrope.style != PE_MROPE_NONE)
+        return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
+                        "/diagnose does not take multimodal rope claims (params.mrope) yet: "
+                        "/encode and /apply serve them");
+    return 0;
+}
+
 int request_open(const api_service *svc, const api_budget *budget, const char *body, size_t len,
                  unsigned endpoint, bool default_model, request *rq, api_error *err)
 {
@@ -602,7 +623,7 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
 {
     static const input_words qkv = {"q, k and v need", "q, k and v need the input they came from: "
                                                        "give embeddings or token_ids"};
-    return decode_input(svc, rq, &qkv, err);
+    return decode_input(svc, rq, &qkv, err) || diagnose_refuse_nd(rq, err) ? -1 : 0;
 }
 
 int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
@@ -618,7 +639,10 @@ int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t
     rq->batch = batch;
     rq->tokens = tokens;
     rq->d = d;
-    return decode_output_options(rq, err) ? -1 : decode_positions(rq, err);
+    return decode_output_options(rq, err) || diagnose_refuse_nd(rq, err) ||
+                   decode_positions(rq, err)
+               ? -1
+               : 0;
 }
 
 int request_decode(const api_service *svc, const api_budget *budget, request_endpoint which,
@@ -646,7 +670,8 @@ size_t request_held_bytes(const request *rq)
     size_t rows = request_rows(rq);
     return (rq->x.data ? rows * rq->d * sizeof(float) : 0) + rows * sizeof *rq->positions +
            (rq->mask ? rows * sizeof *rq->mask : 0) +
-           (rq->token_ids ? rows * sizeof *rq->token_ids : 0);
+           (rq->token_ids ? rows * sizeof *rq->token_ids : 0) +
+           (rq->positions_nd ? rows * rq->nd * sizeof *rq->positions_nd : 0);
 }
 
 int request_reserve(request *rq, size_t bytes, reservation *held, api_error *err)
@@ -672,6 +697,7 @@ void request_free(request *rq)
     scheme_free(&rq->scheme);
     tensor_free(&rq->x);
     free(rq->positions);
+    free(rq->positions_nd);
     free(rq->mask);
     free(rq->token_ids);
     memset(rq, 0, sizeof *rq);

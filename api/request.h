@@ -27,6 +27,7 @@ typedef enum output_id {
     OUT_ENCODED,
     OUT_BIAS,
     OUT_SCORES,
+    OUT_GATE, /* gated attention's gate, before the sigmoid (a gated model only) */
     OUT_COUNT
 } output_id;
 extern const char *const output_names[]; /* NULL-terminated, by output_id */
@@ -48,7 +49,13 @@ typedef struct request {
     tensor x;           /* embeddings, owned; x.data NULL when absent */
     bool batched;
     size_t batch, tokens, d;
-    int64_t *positions;    /* owned, [batch * tokens] */
+    int64_t *positions;    /* owned, [batch * tokens]; with positions_nd,
+                              each token's first component */
+    int64_t *positions_nd; /* owned, [batch * tokens][nd]: the [t, h, w]
+                              of a multimodal rope (nd 3) or the [row, col]
+                              of rope2d (nd 2); NULL for 1-D positions */
+    size_t nd;
+    bool echo_positions;   /* mm_layout: the answer carries the positions */
     const char *pos_field; /* "offset", "positions", "attention_mask" or
                               "token_ids", for messages */
     uint8_t *mask;         /* owned, [batch * tokens] of 0/1; NULL without
@@ -126,6 +133,29 @@ size_t request_held_bytes(const request *rq);
  * the decoded input again), in place of what decoding holds: 0, or -1 with
  * *err as reservation_take words it. *held is then due a release. */
 int request_reserve(request *rq, size_t bytes, reservation *held, api_error *err);
+
+/* ---- positions in more than one dimension (defined in positions_nd.c) --- */
+
+/* Whether request_decode's positions go through positions_nd_fill: the
+ * scheme is rope2d, or has mrope and positions are given, or the body has
+ * mm_layout (merge, mm_rule), grid, positions_shape, base64 positions or
+ * positions (the body's, or NULL) that are not plain integer lists. Otherwise the 1-D reader
+ * fills rq->positions (and positions_nd_expand makes them triples). */
+bool positions_nd_wanted(const request *rq, const json_t *positions);
+
+/* Fill rq->positions (rows, allocated by the caller) and, for mrope and
+ * rope2d, rq->positions_nd (new) with rq->nd, from positions, mm_layout
+ * (over the kept slots of rq->mask, already decoded) or grid. Without
+ * mrope a triple must have t == h == w (else 422 naming it): the
+ * positions are then 1-D. */
+int positions_nd_fill(request *rq, api_error *err);
+
+/* With params.mrope and 1-D positions (offset, attention_mask): each
+ * position p as the triple [p, p, p] in rq->positions_nd (new). */
+int positions_nd_expand(request *rq, api_error *err);
+
+/* The largest component of rq->positions_nd (0 when NULL). */
+int64_t positions_nd_max(const request *rq);
 
 /* Rows of the flattened input: batch * tokens. */
 static inline size_t request_rows(const request *rq)

@@ -32,7 +32,8 @@ typedef enum request_field_kind {
     RFK_INTEGER,
     RFK_BOOL,
     RFK_OBJECT,
-    RFK_MODEL /* a model's name or an inline model object */
+    RFK_MODEL,  /* a model's name or an inline model object */
+    RFK_OBJECTS /* a list of objects */
 } request_field_kind;
 
 #define RF_ENCODE 1u
@@ -49,7 +50,12 @@ typedef enum request_field_kind {
     XX(params, OBJECT, RF_ALL)                                                                     \
     XX(model, MODEL, RF_ALL)                                                                       \
     XX(offset, INTEGER, RF_ALL)                                                                    \
-    XX(positions, INTS, RF_ALL)                                                                    \
+    XX(positions, INTS, RF_ALL) /* also [t, h, w] triples, or base64 */                            \
+    XX(positions_shape, DIMS, RF_ALL)                                                              \
+    XX(mm_layout, OBJECTS, RF_ENCODE | RF_APPLY)                                                   \
+    XX(merge, INTEGER, RF_ENCODE | RF_APPLY)                                                       \
+    XX(mm_rule, STRING, RF_ENCODE | RF_APPLY)                                                      \
+    XX(grid, OBJECT, RF_ENCODE)                                                                    \
     XX(attention_mask, INTS, RF_ALL)                                                               \
     XX(causal, BOOL, RF_ALL)                                                                       \
     XX(encoding, STRING, RF_ALL)                                                                   \

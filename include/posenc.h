@@ -224,8 +224,14 @@ typedef struct pe_rope_scaling {
                                          when the key is absent (a zeroed
                                          struct means false) */
     double low_freq_factor, high_freq_factor; /* llama3 */
-    const double *short_factor;               /* longrope: borrowed [rotary_dim/2] */
-    const double *long_factor;                /* longrope: borrowed [rotary_dim/2] */
+    /* dynamic with alpha != 0 (HunYuan's NTK-alpha): while seq_len <=
+     * original_max_position_embeddings the base is
+     * base * alpha^(rotary_dim / (rotary_dim - 2)); past it, the plain
+     * dynamic formula (Hugging Face's dynamic_rope_update recomputes with
+     * _compute_dynamic_ntk_parameters, which reads no alpha). 0: none */
+    double alpha;
+    const double *short_factor; /* longrope: borrowed [rotary_dim/2] */
+    const double *long_factor;  /* longrope: borrowed [rotary_dim/2] */
 } pe_rope_scaling;
 
 /* A RoPE configuration. head_dim divides the rotated width; rotary_dim is
@@ -237,6 +243,13 @@ typedef struct pe_rope {
     size_t rotary_dim;
     pe_rope_layout layout;
     pe_rope_scaling scaling;
+    /* Proportional rope (Hugging Face's "proportional", Gemma 4's full
+     * layers): with rotary_dim = head_dim, pair i turns at base^(-2i/head_dim)
+     * for i < floor(proportion * head_dim / 2) and not at all (inv_freq 0)
+     * beyond; proportion in (0, 1]. Only with no scaling or linear scaling
+     * (its factor divides every frequency). false: every pair turns. */
+    bool proportional;
+    double proportion;
     /* Optional: borrowed rows [cache_rows][rotary_dim/2][2] holding
      * cos(p*inv_freq[i])*attention_factor, sin(...)*attention_factor for
      * positions p < cache_rows, as pe_rope_table() makes them for the same
@@ -283,6 +296,82 @@ pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len, double *inv_f
 void pe_rope_apply(const pe_rope *rope, const double *inv_freq, double attention_factor,
                    const int64_t *positions, size_t n, size_t width, const float *x,
                    size_t x_stride, float *out, size_t out_stride);
+
+/* ---------------------------------------------------------------------- */
+/* Positions in more than one dimension: multimodal and vision 2-D RoPE     */
+/* ---------------------------------------------------------------------- */
+
+/* Which component of a token's position [t, h, w] turns frequency slot j
+ * (0 <= j < rotary_dim/2) of a multimodal RoPE (Qwen2-VL and successors).
+ * PE_MROPE_NONE (the zero value) is 1-D RoPE. */
+typedef enum pe_mrope_style {
+    PE_MROPE_NONE = 0,
+    PE_MROPE_CHUNKED,     /* t for j < s_t, h for the next s_h, w after: Qwen2/2.5-VL, GLM-4.xV */
+    PE_MROPE_INTERLEAVED, /* h where j%3 == 1 and j < 3 s_h, w where j%3 == 2 and j < 3 s_w,
+                             t elsewhere: Qwen3-VL, Qwen3.5 */
+    PE_MROPE_ERNIE        /* j < 2 s_h: h when j is even, w when odd; the last s_t: t
+                             (ERNIE-4.5-VL; needs s_h == s_w) */
+} pe_mrope_style;
+
+/* A multimodal RoPE setting: the style and the section [s_t, s_h, s_w]
+ * (the frequency slots each component owns), s_t + s_h + s_w =
+ * rotary_dim/2. A model carries one next to its pe_rope. */
+typedef struct pe_mrope {
+    pe_mrope_style style;
+    size_t section[3]; /* [s_t, s_h, s_w] */
+} pe_mrope;
+
+/* The component (0 = t, 1 = h, 2 = w) that turns slot j under *m. */
+unsigned pe_mrope_axis(const pe_mrope *m, size_t j);
+
+/* PE_OK when *m fits a rotary width of `half` frequency slots (section
+ * sums to half; ernie: s_h == s_w), else PE_EINVAL. */
+pe_status pe_mrope_check(const pe_mrope *m, size_t half);
+
+/* pe_rope_apply with a position triple [t, h, w] per row (positions[n][3])
+ * and the slot assignment of *mrope (pe_mrope_check must hold for
+ * rope->rotary_dim/2): slot j turns by positions[r][pe_mrope_axis(j)] *
+ * inv_freq[j]. Everything else (pairs, pass-through, rounding, x NULL,
+ * strides, aliasing) is pe_rope_apply's; a row with t == h == w == p gives
+ * the bits pe_rope_apply gives at p. rope->cache is not read. */
+void pe_mrope_apply(const pe_rope *rope, const pe_mrope *mrope, const double *inv_freq,
+                    double attention_factor, const int64_t *positions, size_t n, size_t width,
+                    const float *x, size_t x_stride, float *out, size_t out_stride);
+
+/* The 2-D RoPE of vision encoders, each variant as its Hugging Face model
+ * computes it, with D = head_dim and a patch at [row, col]:
+ *   QWEN_VIT  f_j = base^(-4j/D), j < D/4; slot j turns by row*f_j, slot
+ *             D/4 + j by col*f_j; pairs (i, i + D/2)
+ *   PIXTRAL   f_i = base^(-2i/D); slot j < D/4 by row*f_2j, slot D/4 + j
+ *             by col*f_(2j+1); pairs (i, i + D/2)
+ *   LLAMA4    f_k = base^(-4k/D), k < D/4; pair k by (col+1)*f_k, pair
+ *             D/4 + k by (row+1)*f_k; pairs (2i, 2i+1)
+ *   GEMMA4    the head is two halves of D/2, each a rotate-half RoPE with
+ *             f_i = base^(-2i/(D/2)): the first by col, the second by row */
+typedef enum pe_rope2d_variant {
+    PE_ROPE2D_QWEN_VIT = 0,
+    PE_ROPE2D_PIXTRAL,
+    PE_ROPE2D_LLAMA4,
+    PE_ROPE2D_GEMMA4
+} pe_rope2d_variant;
+
+typedef struct pe_rope2d {
+    pe_rope2d_variant variant;
+    double base;     /* > 0 */
+    size_t head_dim; /* a multiple of 4 */
+} pe_rope2d;
+
+/* A coordinate pair [PE_ROPE2D_UNTURNED, PE_ROPE2D_UNTURNED] is not turned
+ * (angle 0 in every slot): Llama 4's class token. */
+#define PE_ROPE2D_UNTURNED ((int64_t)-1)
+
+/* Rotate x[n][width] per head of r->head_dim (width a multiple of it) by
+ * coords[n][2] = [row, col], into out[n][width] (may alias x). Angles in
+ * double, one float32 rounding; x NULL is the unit input as for
+ * pe_rope_apply. PE_EINVAL when head_dim is not a positive multiple of 4,
+ * does not divide width, or base is not finite and > 0. */
+pe_status pe_rope2d_apply(const pe_rope2d *r, const int64_t *coords, size_t n, size_t width,
+                          const float *x, float *out);
 
 /* ---------------------------------------------------------------------- */
 /* Relative biases: ALiBi and T5                                            */
@@ -371,6 +460,13 @@ void pe_qkv_weights_free(pe_qkv_weights *w);
  * never on n, on t's place or on the OpenMP team. */
 void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qkv);
 
+/* out[n][d_out] = z[n][d_in] . w[d_in][d_out] + b (b may be NULL): one
+ * more projection of the attention input, unfused (gated attention's gate,
+ * computed only when asked for). Each element is the in-order fma chain of
+ * pe_project_qkv, then + b: batch-invariant. w and b are borrowed. */
+void pe_project_linear(const float *w, const float *b, size_t d_in, size_t d_out, const float *z,
+                       size_t n, float *out);
+
 /* Multi-head latent attention's projection (DeepSeek-V2/V3, Hugging Face's
  * DeepseekV3Attention / DeepseekV2Attention before the rotation). Every
  * matrix is [in][out] (borrowed):
@@ -452,6 +548,16 @@ void pe_group_layer_norm(size_t n, size_t width, size_t group, const float *weig
  * product q * s is rounded to float32. floor_scale > 0. */
 void pe_attn_temperature(size_t n, const int64_t *positions, double floor_scale, double attn_scale,
                          size_t width, float *x, size_t stride);
+
+/* Mistral's query scale by position (Ministral 3, Mistral 4:
+ * get_llama_4_attn_scale in modeling_ministral3.py), in place: row i of
+ * x + i*stride, `width` channels, is multiplied by
+ *     s(p) = 1 + beta * log(1 + floor(p / orig))
+ * with p = positions[i] (the position id), evaluated in float32 as torch
+ * does it (position_ids / orig is a float32 true division, each operation
+ * after it float32); the product is rounded to float32. orig > 0. */
+void pe_query_scale_mistral(size_t n, const int64_t *positions, double beta, double orig,
+                            size_t width, float *x, size_t stride);
 
 /* The tanh soft cap of pre-softmax scores, in place, then the bias:
  *     scores[i] = cap * tanh(scores[i] / cap) + (bias ? bias[i] : 0)

@@ -110,3 +110,17 @@ void pe_project_qkv(const pe_qkv_weights *w, const float *z, size_t n, float *qk
         for (size_t c = 0; c < width; c++)
             qkv[t * width + c] += w->b_qkv[c];
 }
+
+void pe_project_linear(const float *w, const float *b, size_t d_in, size_t d_out, const float *z,
+                       size_t n, float *out)
+{
+    if (n == 0 || d_out == 0)
+        return;
+    pe_matmul(z, d_in, n, d_in, w, d_out, false, d_out, out, d_out);
+    if (!b)
+        return;
+#pragma omp parallel for schedule(static) if (n * d_out >= PE_PARALLEL_MIN_WORK)
+    for (size_t t = 0; t < n; t++)
+        for (size_t c = 0; c < d_out; c++)
+            out[t * d_out + c] += b[c];
+}

@@ -29,15 +29,20 @@ static double get_mscale(double s, double m)
 }
 
 /* NTK-aware: the base grows once the sequence is longer than the original
- * context M (HF dynamic_rope_update with max_position_embeddings = M). */
+ * context M (HF dynamic_rope_update with max_position_embeddings = M);
+ * with alpha, the base is theta * alpha^(dim/(dim-2)) up to M (HunYuan). */
 static pe_status dynamic_freqs(const pe_rope *rope, double seq_len, double *inv_freq)
 {
     const pe_rope_scaling *sc = &rope->scaling;
     size_t dim = rope->rotary_dim;
     double factor = sc->factor, m = sc->original_max_position_embeddings;
 
-    if (dim <= 2 || !positive(factor) || !positive(m))
+    if (dim <= 2 || !positive(factor) || !positive(m) || !(sc->alpha >= 0.0 && isfinite(sc->alpha)))
         return PE_EINVAL;
+    if (sc->alpha != 0.0 && seq_len <= m) { /* HunYuan: NTK-alpha within the context */
+        default_freqs(rope->base * pow(sc->alpha, (double)dim / (double)(dim - 2)), dim, inv_freq);
+        return PE_OK;
+    }
     double len = seq_len > m ? seq_len : m;
     double base = rope->base *
                   pow(factor * len / m - (factor - 1.0), (double)dim / (double)(dim - 2));
@@ -164,6 +169,27 @@ static pe_status longrope_freqs(const pe_rope *rope, double seq_len, double *inv
     return PE_OK;
 }
 
+/* Hugging Face's _compute_proportional_rope_parameters: the default
+ * frequencies of the whole head for the first int(proportion * head_dim // 2)
+ * pairs, 0 for the others, then divided by factor (linear scaling). */
+static pe_status proportional_freqs(const pe_rope *rope, double *inv_freq)
+{
+    const pe_rope_scaling *sc = &rope->scaling;
+    size_t dim = rope->rotary_dim, half = dim / 2;
+    double p = rope->proportion;
+
+    if (dim != rope->head_dim || !(p > 0.0 && p <= 1.0) ||
+        (sc->type != PE_ROPE_SCALING_NONE && sc->type != PE_ROPE_SCALING_LINEAR) ||
+        (sc->type == PE_ROPE_SCALING_LINEAR && !positive(sc->factor)))
+        return PE_EINVAL;
+    /* Python: int(p * head_dim // 2), the float floor division exact for 2 */
+    size_t turning = (size_t)floor(p * (double)dim / 2.0);
+    double factor = sc->type == PE_ROPE_SCALING_LINEAR ? sc->factor : 1.0;
+    for (size_t i = 0; i < half; i++)
+        inv_freq[i] = i < turning ? pe_inv_freq(rope->base, i, dim) / factor : 0.0;
+    return PE_OK;
+}
+
 pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len, double *inv_freq,
                               double *attention_factor)
 {
@@ -173,6 +199,8 @@ pe_status pe_rope_frequencies(const pe_rope *rope, double seq_len, double *inv_f
     if (dim < 2 || dim % 2 != 0 || !positive(rope->base))
         return PE_EINVAL;
     *attention_factor = 1.0;
+    if (rope->proportional)
+        return proportional_freqs(rope, inv_freq);
     switch (sc->type) {
     case PE_ROPE_SCALING_NONE:
         default_freqs(rope->base, dim, inv_freq);

@@ -327,6 +327,9 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
         claim->embed_scale = rq->embed_scale;
         return 0;
     case SCHEME_ROPE:
+        if (s->rope_proportional) /* its variants are not searched: never ignored silently */
+            return api_fail(err, API_E_INVALID_REQUEST, "params.rope_type",
+                            "/diagnose does not diagnose proportional rope claims");
         if (rope_plan_init(svc, rq, width, fixed_head_dim, rope, err))
             return -1;
         diag_claim_of_rope(rope, claim);

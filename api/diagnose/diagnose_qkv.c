@@ -610,6 +610,14 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
          i++) {
         if (!dr->arr[i].data || w.claimed[i].mismatched == 0)
             continue;
+        /* the search rotates pre as is: a weighted norm after the rotation
+         * does not commute with it (a match needs no search) */
+        if (model_post_rope_weighted(rq->model)) {
+            api_fail(err, API_E_INVALID_REQUEST, "model",
+                     "/diagnose cannot search the q/k of a model whose q/k norm after the "
+                     "rotation has weights (HunYuan): only /apply's own answer is a match");
+            goto done;
+        }
         if (rotated_views(dr, &plan, &w, i)) {
             api_fail_oom(err);
             goto done;

@@ -28,8 +28,11 @@ typedef struct hf_load {
     const char *config_path; /* for messages */
     const json_t *config;    /* config.json, an object */
     st_set *weights;
-    size_t layer;             /* the chosen layer */
-    char prefix[32];          /* tensor-name prefix, "" or e.g. "model." */
+    size_t layer;    /* the chosen layer */
+    char prefix[32]; /* tensor-name prefix, "" or e.g. "model." */
+    /* a wrapper's candidate prefixes, tried in place of the spec's (static;
+     * NULL: the spec's) */
+    const char *const *prefixes;
     model *m;                 /* being filled; freed by the caller on error */
     const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;
@@ -74,10 +77,31 @@ int hf_bool(const hf_load *h, const char *key, bool dflt, bool *out, model_error
 int hf_string(const hf_load *h, const char *key, const char *dflt, const char **out,
               model_error *err);
 
-/* layer_types (a list of one string per layer, num_hidden_layers long):
- * whether layer L is "sliding_attention" (else "full_attention"); any
- * other value, at any layer, stops the load naming the entry. */
-int hf_layer_type(const hf_load *h, bool *sliding, model_error *err);
+/* layer_types (under the first present of `keys`: a list of one string
+ * per layer, num_hidden_layers long, in
+ * transformers 5's vocabulary): whether layer L is "sliding_attention"
+ * (else full or chunked attention); a value transformers does not know, at
+ * any layer, stops the load naming the entry, and so does layer L of a
+ * type posenc does not serve (hf_serve_layer_type). */
+int hf_layer_type(const hf_load *h, const char *const *keys, bool *sliding, model_error *err);
+
+/* Layer L's type from `key`, a list of the attention layers' indices
+ * (LFM2's full_attn_idxs; absent: every layer): full_attention when L is
+ * listed, else linear_attention (refused, hf_serve_layer_type). */
+int hf_attention_layer_list(const hf_load *h, const char *key, bool *sliding, model_error *err);
+
+/* Layer L's type from the pattern string under `key` (NemotronHConfig's
+ * _pattern_to_list: M linear_attention, E moe, * full_attention, - mlp),
+ * num_hidden_layers characters long. */
+int hf_pattern_layer_type(const hf_load *h, const char *key, bool *sliding, model_error *err);
+
+/* A layer type's name in transformers 5's vocabulary, legacy names
+ * ("mamba", "conv", "attention") remapped; NULL when unknown. */
+const char *hf_layer_type_name(const char *t);
+
+/* Layer L of type `type` (hf_layer_type_name's): full, sliding (*sliding)
+ * and chunked attention are served; another type fails naming it. */
+int hf_serve_layer_type(const hf_load *h, const char *type, bool *sliding, model_error *err);
 
 /* Whether layer L rotates (Llama 4, SmolLM3): no_rope_layers[L] (1 rope,
  * 0 none; a list of num_hidden_layers), or, when the list is absent (or
@@ -144,6 +168,22 @@ int hf_new_matrix(tensor *t, size_t rows, size_t cols, model_error *err);
 
 /* ---- RoPE ---------------------------------------------------------------- */
 
+/* How an architecture's convert_rope_params_to_dict nests its rope blocks
+ * by layer type (Gemma 3, OLMo 3, ModernBERT): rope_parameters is then
+ * {"full_attention": {...}, "sliding_attention": {...}}, and a legacy
+ * rope_scaling / top-level theta is moved into those blocks. */
+typedef struct hf_rope_nesting {
+    /* the top-level key that gives each block's rope_theta when the block
+     * has none (Gemma 3: rope_theta and rope_local_base_freq; ModernBERT:
+     * global_rope_theta and local_rope_theta), and its default. NULL: the
+     * default only (OLMo 3's sliding block: its rope_theta was popped for
+     * the full block already) */
+    const char *full_theta, *sliding_theta;
+    double full_default, sliding_default;
+    bool legacy_into_sliding; /* rope_scaling goes into both blocks (ModernBERT),
+                               * else into full_attention only */
+} hf_rope_nesting;
+
 /* Where an architecture keeps its rope settings in config.json. */
 typedef struct hf_rope_keys {
     const char *const *theta; /* rope_theta's aliases, in order (NULL: "rope_theta") */
@@ -155,14 +195,45 @@ typedef struct hf_rope_keys {
      * Face's own rotation would fail (cos/sin narrower than the head). */
     const char *const *partial;
     double partial_default; /* when no alias is present (with partial) */
+    /* keys of a block that the architecture reads itself (Ministral's
+     * llama_4_scaling_beta, HunYuan's alpha): not warned about. NULL: none */
+    const char *const *block_keys;
+    const hf_rope_nesting *nesting; /* NULL: one flat block for every layer */
+    /* a flat architecture's block (JSON text) when config.json has neither
+     * rope_parameters nor a non-empty rope_scaling (Ministral3Config's
+     * __post_init__ default); NULL: none, the default rope */
+    const char *default_block;
 } hf_rope_keys;
 
-/* The rope params object of a config: base (rope_theta), layout "half",
- * partial_rotary_factor and the scaling block from `rope_scaling` or
- * `rope_parameters` with Hugging Face's defaults made explicit (see
- * hf_rope.c). head_dim is the model's; keys NULL is Llama's. Keys of the
- * scaling block that Hugging Face does not read for its type are warned
- * about. New reference in *params. */
+/* The rope block that serves layers of `layer_type` ("full_attention",
+ * "sliding_attention"; ignored by a flat architecture), standardized as
+ * Hugging Face's convert_rope_params_to_dict and standardize_rope_params
+ * make it: rope_type and rope_theta always set, original_max_position_
+ * embeddings where the type needs it (see hf_rope_block.c). New reference
+ * in *block (NULL with *name NULL when the architecture has no block at
+ * all: the default rope with the top-level theta); *name (static) names
+ * where it came from for messages and /info: "rope_scaling",
+ * "rope_parameters" or "rope_parameters.<layer_type>". *nested tells a
+ * block of a nested rope_parameters (yarn's truncate is then not read,
+ * and a top-level original_max_position_embeddings not used). */
+int hf_rope_block(const hf_load *h, const hf_rope_keys *keys, const char *layer_type,
+                  json_t **block, const char **name, bool *nested, model_error *err);
+
+/* The rope params object of a config for layers of `layer_type` (NULL:
+ * a flat architecture's only block): base (rope_theta), layout "half",
+ * partial_rotary_factor, rope_type "proportional" when so, and the scaling
+ * object with Hugging Face's defaults made explicit (see hf_rope.c).
+ * head_dim is the model's; keys NULL is Llama's. Keys of the block that
+ * Hugging Face does not read for its type are warned about. New reference
+ * in *params; *block_name (static, may be NULL) as hf_rope_block's. This
+ * is what a spec hook calls for an architecture whose layers take blocks
+ * by type (Gemma 4: full_attention's proportional, sliding_attention's
+ * default). */
+int hf_rope_layer_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
+                         const char *layer_type, json_t **params, const char **block_name,
+                         model_error *err);
+
+/* hf_rope_layer_params of a flat architecture. */
 int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, json_t **params,
                    model_error *err);
 

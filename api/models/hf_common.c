@@ -384,9 +384,96 @@ out:
     return rc;
 }
 
-int hf_layer_type(const hf_load *h, bool *sliding, model_error *err)
+/* The layer types of transformers 5 (configuration_utils.py
+ * ALLOWED_ATTN_LAYER_TYPES) after its remap_legacy_layer_types ("mamba",
+ * "conv": linear_attention; "attention": full_attention); NULL: unknown. */
+const char *hf_layer_type_name(const char *t)
 {
-    const json_t *types = hf_get(h, HF_KEYS("layer_types"), NULL);
+    static const char *const known[] = {"full_attention",
+                                        "sliding_attention",
+                                        "chunked_attention",
+                                        "linear_attention",
+                                        "window_attention",
+                                        "compressed_sparse_attention",
+                                        "heavily_compressed_attention",
+                                        "deepseek_sparse_attention",
+                                        "hybrid",
+                                        "hybrid_sliding",
+                                        "moe",
+                                        "minimax_m3_sparse",
+                                        "mlp"}; /* Nemotron-H's MLP-only blocks */
+
+    if (strcmp(t, "mamba") == 0 || strcmp(t, "conv") == 0)
+        return "linear_attention";
+    if (strcmp(t, "attention") == 0)
+        return "full_attention";
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(t, known[i]) == 0)
+            return known[i];
+    return NULL;
+}
+
+int hf_serve_layer_type(const hf_load *h, const char *type, bool *sliding, model_error *err)
+{
+    *sliding = strcmp(type, "sliding_attention") == 0;
+    if (*sliding || strcmp(type, "full_attention") == 0 || strcmp(type, "chunked_attention") == 0)
+        return 0; /* the chunk or the window only masks the scores */
+    if (strcmp(type, "linear_attention") == 0 || strcmp(type, "mlp") == 0 ||
+        strcmp(type, "moe") == 0)
+        return hf_value_fail(h, err,
+                             "layer %zu is %s: it has no positional encoding or Q/K/V (serve one "
+                             "of the attention layers)",
+                             h->layer, type);
+    return hf_value_fail(h, err,
+                         "layer %zu is %s: posenc does not model that attention (serve a "
+                         "full_attention, sliding_attention or chunked_attention layer)",
+                         h->layer, type);
+}
+
+int hf_attention_layer_list(const hf_load *h, const char *key, bool *sliding, model_error *err)
+{
+    const json_t *list = hf_get(h, (const char *const[]){key, NULL}, NULL), *item;
+    bool listed = !list;
+    size_t i;
+
+    if (list && !json_is_array(list))
+        return hf_config_fail(h, err, "%s must be a list of layer indices", key);
+    json_array_foreach (list, i, item) {
+        if (!json_is_integer(item) || json_integer_value(item) < 0)
+            return hf_config_fail(h, err, "%s[%zu] must be a layer index (an integer >= 0)", key,
+                                  i);
+        listed = listed || (size_t)json_integer_value(item) == h->layer;
+    }
+    return hf_serve_layer_type(h, listed ? "full_attention" : "linear_attention", sliding, err);
+}
+
+int hf_pattern_layer_type(const hf_load *h, const char *key, bool *sliding, model_error *err)
+{
+    static const char chars[] = "ME*-";
+    static const char *const types[] = {"linear_attention", "moe", "full_attention", "mlp"};
+    const char *pattern;
+    int64_t layers;
+
+    if (hf_string(h, key, NULL, &pattern, err))
+        return -1;
+    size_t n = strlen(pattern);
+    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, (int64_t)n, 1, INT64_MAX, &layers, err))
+        return -1;
+    if ((size_t)layers != n)
+        return hf_value_fail(h, err, "%s has %zu characters but num_hidden_layers is %lld", key, n,
+                             (long long)layers);
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(chars, pattern[i]))
+            return hf_value_fail(h, err, "%s[%zu] is '%c', not one of M, E, *, -", key, i,
+                                 pattern[i]);
+    if (h->layer >= n)
+        return hf_value_fail(h, err, "%s has %zu characters: none for layer %zu", key, n, h->layer);
+    return hf_serve_layer_type(h, types[strchr(chars, pattern[h->layer]) - chars], sliding, err);
+}
+
+int hf_layer_type(const hf_load *h, const char *const *keys, bool *sliding, model_error *err)
+{
+    const json_t *types = hf_get(h, keys, NULL);
     size_t L = h->layer;
     int64_t layers;
 
@@ -401,20 +488,21 @@ int hf_layer_type(const hf_load *h, bool *sliding, model_error *err)
     if (L >= json_array_size(types))
         return hf_value_fail(h, err, "layer_types has %zu entries: none for layer %zu",
                              json_array_size(types), L);
-    /* every layer's type: one posenc does not model is refused even when
-     * another layer is served (contract 1.2, architecture settlements) */
+    /* every layer's type must be one transformers knows (contract 1.2,
+     * architecture settlements; 1.3: its version 5 vocabulary) */
     for (size_t i = 0; i < json_array_size(types); i++) {
         const char *t = json_string_value(json_array_get(types, i));
         if (!t)
             return hf_config_fail(h, err, "layer_types[%zu] must be a string", i);
-        if (strcmp(t, "sliding_attention") != 0 && strcmp(t, "full_attention") != 0)
+        if (!hf_layer_type_name(t))
             return hf_value_fail(h, err,
-                                 "layer_types[%zu] is '%.40s', not sliding_attention or "
-                                 "full_attention",
+                                 "layer_types[%zu] is '%.40s', not a layer type transformers "
+                                 "knows (full_attention, sliding_attention, chunked_attention, "
+                                 "linear_attention, ...)",
                                  i, t);
     }
-    *sliding = strcmp(json_string_value(json_array_get(types, L)), "sliding_attention") == 0;
-    return 0;
+    return hf_serve_layer_type(h, hf_layer_type_name(json_string_value(json_array_get(types, L))),
+                               sliding, err);
 }
 
 int hf_layer_uses_rope(const hf_load *h, bool empty_is_default, bool *rope, model_error *err)

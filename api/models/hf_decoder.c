@@ -5,7 +5,8 @@
  * architecture computes differently.
  *
  * The steps, in order: pad_token_id (RoBERTa's position rule), the shape
- * keys, eps, the bias key, head_dim, layer_types, no_rope_layers, the
+ * keys, eps, the bias key, head_dim, layer_types (or the spec's rule
+ * without it), the rope switch key, no_rope_layers, the
  * refused options, the configure hook; the shape checks and the model's
  * shape; the scheme params (rope, alibi, learned, none), the params hook,
  * Gemma's score transforms, a score scale and an embedding multiplier
@@ -156,6 +157,30 @@ static bool has_theta(const hf_load *h)
            (json_is_object(rp) && json_object_get(rp, "rope_theta"));
 }
 
+/* The rope_scaling type (its "type", else "rope_type") must be one the
+ * architecture's code knows, when the spec lists them. */
+static int check_scaling_type(const hf_load *h, const hf_spec *s, model_error *err)
+{
+    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL), *t;
+
+    if (!s->rope_scaling_types || !json_is_object(rs))
+        return 0;
+    if (!(t = json_object_get(rs, "type")))
+        t = json_object_get(rs, "rope_type");
+    if (!json_is_string(t))
+        return hf_config_fail(h, err, "rope_scaling.type must be a string");
+    char known[128] = "";
+    for (const char *const *k = s->rope_scaling_types; *k; k++) {
+        if (strcmp(*k, json_string_value(t)) == 0)
+            return 0;
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                 k == s->rope_scaling_types ? "" : ", ", *k);
+    }
+    return hf_value_fail(h, err,
+                         "rope_scaling.type '%.40s' is not one %s's modeling code knows (%s)",
+                         json_string_value(t), h->m->architecture, known);
+}
+
 /* m->params for the plan's scheme, unless a hook built them. */
 static int build_params(hf_load *h, hf_plan *p, model_error *err)
 {
@@ -171,12 +196,54 @@ static int build_params(hf_load *h, hf_plan *p, model_error *err)
                         : json_object();
         return m->params ? 0 : nomem(err);
     }
+    if (check_scaling_type(h, s, err))
+        return -1;
+    if (s->rope.nesting) /* the layer type's block, theta included */
+        return hf_rope_layer_params(h, m->head_dim, &s->rope,
+                                    p->sliding ? "sliding_attention" : "full_attention", &m->params,
+                                    &m->rope_block, err);
     if (hf_rope_params(h, m->head_dim, &s->rope, &m->params, err))
         return -1;
     if ((s->rope_layout && json_object_set_new(m->params, "layout", json_string(s->rope_layout))) ||
         (s->rope_theta_default && !has_theta(h) &&
          json_object_set_new(m->params, "base", json_real(s->rope_theta_default))))
         return nomem(err);
+    return 0;
+}
+
+/* Layer L's type: layer_types, or what the spec says without it. */
+static int read_layer_kind(hf_load *h, hf_plan *p, model_error *err)
+{
+    const hf_spec *s = p->spec;
+    const char *const *keys = s->layer_types_keys ? s->layer_types_keys : HF_KEYS("layer_types");
+
+    if (!s->reads_layer_types)
+        return 0;
+    if (hf_get(h, keys, NULL))
+        return hf_layer_type(h, keys, &p->sliding, err);
+    if (s->attn_idxs_key)
+        return hf_attention_layer_list(h, s->attn_idxs_key, &p->sliding, err);
+    if (s->layer_types_absent)
+        return hf_serve_layer_type(h, s->layer_types_absent, &p->sliding, err);
+    if (!s->layer_pattern_key)
+        return 0;
+    if (!hf_get(h, HF_KEYS(s->layer_pattern_key), NULL))
+        return hf_config_fail(h, err, "missing key '%s' (or %s): which layers are attention",
+                              s->layer_pattern_key, keys[0]);
+    return hf_pattern_layer_type(h, s->layer_pattern_key, &p->sliding, err);
+}
+
+/* No rotation unless the spec's switch key has its value (Granite 4.0-H). */
+static int read_rope_switch(hf_load *h, hf_plan *p, model_error *err)
+{
+    const char *v;
+
+    if (!p->spec->rope_when_key)
+        return 0;
+    if (hf_string(h, p->spec->rope_when_key, NULL, &v, err))
+        return -1;
+    if (!v || strcmp(v, p->spec->rope_when_value) != 0)
+        p->scheme = SCHEME_NONE;
     return 0;
 }
 
@@ -197,6 +264,16 @@ static int read_multipliers(hf_load *h, const hf_spec *s, model_error *err)
 {
     model *m = h->m;
     double v;
+
+    /* null is Python's None, which the model's inputs_embeds * None fails on */
+    const json_t *mult = s->embed_multiplier_key
+                             ? json_object_get(h->config, s->embed_multiplier_key)
+                             : NULL;
+    if (mult && json_is_null(mult))
+        return hf_value_fail(h, err,
+                             "%s is null: Hugging Face's model multiplies the embeddings by it "
+                             "and fails",
+                             s->embed_multiplier_key);
 
     if (s->score_scale_key) {
         if (hf_number(h, s->score_scale_key, s->score_scale_default, true, &v, err))
@@ -316,7 +393,9 @@ static int read_layer(hf_load *h, hf_plan *p, model_error *err)
     const char *dir = n->layer_dir, *tail = n->layer_tail ? n->layer_tail : "";
     const char *first = n->qkv == HF_QKV_HOOK ? p->norm_name : n->q;
 
-    if (s->prefixes && hf_pick_prefix(h, s->prefixes, err, LAYER ".weight", dir, L, tail, first))
+    const char *const *prefixes = h->prefixes ? h->prefixes : s->prefixes;
+
+    if (prefixes && hf_pick_prefix(h, prefixes, err, LAYER ".weight", dir, L, tail, first))
         return -1;
     if (read_qkv(h, p, err))
         return -1;
@@ -393,9 +472,7 @@ int hf_decoder_load(hf_load *h, const hf_spec *s, model_error *err)
         hf_int(h, HF_KEYS("pad_token_id"), false, 1, 0, PE_MAX_POSITION - 1, &h->m->pad_token_id,
                err))
         return -1;
-    if (read_shape(h, &p, err) ||
-        (s->reads_layer_types && hf_get(h, HF_KEYS("layer_types"), NULL) &&
-         hf_layer_type(h, &p.sliding, err)) ||
+    if (read_shape(h, &p, err) || read_layer_kind(h, &p, err) || read_rope_switch(h, &p, err) ||
         (s->nope && read_nope(h, &p, err)) || check_refusals(h, s->refusals, err) ||
         read_qk_norm_key(h, &p, err) || (s->configure && s->configure(h, &p, err)) ||
         set_shape(h, &p, err) || build_params(h, &p, err) || (s->params && s->params(h, &p, err)) ||

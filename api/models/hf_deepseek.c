@@ -39,7 +39,12 @@
  * rms_norm_eps (1e-6), q_lora_rank (1536; null = q_proj), kv_lora_rank
  * (512), qk_nope_head_dim (128), qk_rope_head_dim (64), v_head_dim (128),
  * rope_interleave (v3, true), attention_bias (true is refused: not
- * modelled), rope_theta, rope_scaling. Defaults are DeepseekV3Config's.
+ * modelled), rope_theta, rope_scaling (or rope_parameters). Defaults are
+ * DeepseekV3Config's, or the family's (GLM-4.7-Flash's glm4_moe_lite computes
+ * as V3). DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa)
+ * compute q, k and v as V3 with rope_interleave true, which they do not
+ * read, and need q_lora_rank; GLM-5's defaults are GlmMoeDsaConfig's
+ * (mla_family below).
  *
  * Tensors ([model.] prefix): embed_tokens.weight, layers.L.input_layernorm.
  * weight, layers.L.self_attn.{q_a_proj, q_a_layernorm, q_b_proj | q_proj,
@@ -91,28 +96,67 @@ static int deinterleave_columns(tensor *t, size_t off, size_t group, size_t r, m
 static int mla_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
 {
     const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
+    const char *bkey = "rope_scaling";
 
     *scale = 1.0 / sqrt(qk_head_dim);
+    if (!json_is_object(rs) || json_object_size(rs) == 0) { /* hf_rope.c's precedence */
+        const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
+        if (json_is_object(rp) || !rs) {
+            rs = rp;
+            bkey = "rope_parameters";
+        }
+    }
     if (!rs)
         return 0;
     if (!json_is_object(rs))
-        return hf_config_fail(h, err, "rope_scaling must be an object");
+        return hf_config_fail(h, err, "%s must be an object", bkey);
     const json_t *all = json_object_get(rs, "mscale_all_dim");
     if (!all || json_is_null(all))
         return 0;
     if (!json_is_number(all))
-        return hf_config_fail(h, err, "rope_scaling.mscale_all_dim must be a number");
+        return hf_config_fail(h, err, "%s.mscale_all_dim must be a number", bkey);
     if (json_number_value(all) == 0.0)
         return 0;
     const json_t *f = json_object_get(rs, "factor");
     if (!json_is_number(f))
         return hf_config_fail(h, err,
-                              "rope_scaling.factor must be a number (DeepSeek's attention "
-                              "reads it with mscale_all_dim)");
+                              "%s.factor must be a number (DeepSeek's attention reads it with "
+                              "mscale_all_dim)",
+                              bkey);
     double factor = json_number_value(f);
     double mscale = factor <= 1.0 ? 1.0 : 0.1 * json_number_value(all) * log(factor) + 1.0;
     *scale *= mscale * mscale;
     return 0;
+}
+
+/* What differs between the architectures that use MLA: the rotation
+ * (V2's complex pairs, or V3's apply_rotary_pos_emb_interleave: rotate_half
+ * of the de-interleaved channels), whether rope_interleave is read (V3;
+ * DeepseekV32Attention and GlmMoeDsaAttention always de-interleave and
+ * always project q through q_a_proj) and the config class's defaults. */
+typedef struct mla_family {
+    const char *model_type;
+    bool v3_rotation, reads_interleave, needs_q_lora;
+    int64_t q_rank, nope, v_dim;
+    double eps; /* rms_norm_eps when absent */
+} mla_family;
+
+static const mla_family families[] = {
+    {"deepseek_v2", false, false, false, 1536, 128, 128, 1e-6},
+    {"deepseek_v3", true, true, false, 1536, 128, 128, 1e-6},
+    {"deepseek_v32", true, false, true, 1536, 128, 128, 1e-6}, /* DeepseekV32Config */
+    {"glm_moe_dsa", true, false, true, 2048, 192, 256, 1e-5},  /* GlmMoeDsaConfig (GLM-5) */
+    /* Glm4MoeLiteConfig (GLM-4.7-Flash): Glm4MoeLiteAttention is
+     * DeepseekV3Attention */
+    {"glm4_moe_lite", true, true, false, 768, 192, 256, 1e-5},
+};
+
+static const mla_family *family_of(const model *m)
+{
+    for (size_t i = 1; i < sizeof families / sizeof families[0]; i++)
+        if (strcmp(m->architecture, families[i].model_type) == 0)
+            return &families[i];
+    return &families[0];
 }
 
 /* The MLA dimensions as config.json gives them. */
@@ -121,17 +165,25 @@ typedef struct mla_config {
     bool interleave;
 } mla_config;
 
-/* Reads and checks the MLA keys; v3: deepseek_v3. */
-static int read_mla_config(hf_load *h, const hf_plan *p, bool v3, mla_config *c, model_error *err)
+/* Reads and checks the MLA keys of family f. */
+static int read_mla_config(hf_load *h, const hf_plan *p, const mla_family *f, mla_config *c,
+                           model_error *err)
 {
-    c->interleave = true;
-    if (rank_or_null(h, "q_lora_rank", 1536, &c->q_rank, err) ||
+    c->interleave = f->v3_rotation;
+    if (rank_or_null(h, "q_lora_rank", f->q_rank, &c->q_rank, err) ||
         hf_int(h, HF_KEYS("kv_lora_rank"), false, 512, 1, SCHEME_MAX_DIM, &c->kv_rank, err) ||
-        hf_int(h, HF_KEYS("qk_nope_head_dim"), false, 128, 0, SCHEME_MAX_DIM, &c->nope, err) ||
+        hf_int(h, HF_KEYS("qk_nope_head_dim"), false, f->nope, 0, SCHEME_MAX_DIM, &c->nope, err) ||
         hf_int(h, HF_KEYS("qk_rope_head_dim"), false, 64, 2, SCHEME_MAX_DIM, &c->rope, err) ||
-        hf_int(h, HF_KEYS("v_head_dim"), false, 128, 1, SCHEME_MAX_DIM, &c->v_dim, err) ||
-        (v3 && hf_bool(h, "rope_interleave", true, &c->interleave, err)))
+        hf_int(h, HF_KEYS("v_head_dim"), false, f->v_dim, 1, SCHEME_MAX_DIM, &c->v_dim, err) ||
+        (f->reads_interleave && hf_bool(h, "rope_interleave", true, &c->interleave, err)))
         return -1;
+    if (!hf_get(h, HF_KEYS("rms_norm_eps"), NULL))
+        h->m->norm_eps = f->eps; /* the spec's default is V3's */
+    if (f->needs_q_lora && c->q_rank == 0)
+        return hf_value_fail(h, err,
+                             "q_lora_rank null: %s's attention always projects q through "
+                             "q_a_proj (its indexer reads q_a_layernorm's output)",
+                             f->model_type);
     if (p->a.kv_heads != p->a.heads)
         return hf_value_fail(h, err,
                              "num_key_value_heads %lld differs from num_attention_heads "
@@ -148,10 +200,10 @@ static int read_mla_config(hf_load *h, const hf_plan *p, bool v3, mla_config *c,
 int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
-    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0;
+    const mla_family *f = family_of(m);
     mla_config c;
 
-    if (read_mla_config(h, p, v3, &c, err))
+    if (read_mla_config(h, p, f, &c, err))
         return -1;
     size_t qk_head = (size_t)(c.nope + c.rope);
     p->a.head_dim = (int64_t)qk_head;
@@ -170,7 +222,8 @@ int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err)
         return -1;
     if (hf_rope_params(h, (size_t)c.rope, NULL, &m->params, err))
         return -1;
-    if (json_object_set_new(m->params, "layout", json_string(v3 ? "half" : "interleaved")) ||
+    if (json_object_set_new(m->params, "layout",
+                            json_string(f->v3_rotation ? "half" : "interleaved")) ||
         json_object_set_new(m->params, "score_scale", json_real(score_scale)))
         return model_nomem(err, "the model");
     return 0;
@@ -182,7 +235,8 @@ int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err)
 {
     model *m = h->m;
     const pe_mla_weights *w = &m->mla_w;
-    bool v3 = strcmp(m->architecture, "deepseek_v3") == 0, interleave = true;
+    const mla_family *f = family_of(m);
+    bool interleave = f->v3_rotation;
     size_t L = h->layer, d = w->d_model, qk_head = w->nope_dim + w->rope_dim;
     size_t q_rank = w->q_lora_rank, kv_rank = w->kv_lora_rank, rope = w->rope_dim;
     size_t qd = w->heads * qk_head, kv_a = kv_rank + rope,
@@ -203,9 +257,9 @@ int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err)
                   "layers.%zu.self_attn.kv_a_layernorm.weight", L) ||
         hf_linear(h, W_MLA_KV_B, kv_b, kv_rank, err, "layers.%zu.self_attn.kv_b_proj.weight", L))
         return -1;
-    if (v3 && hf_bool(h, "rope_interleave", true, &interleave, err))
+    if (f->reads_interleave && hf_bool(h, "rope_interleave", true, &interleave, err))
         return -1;
-    if (v3 && interleave &&
+    if (interleave &&
         (deinterleave_columns(&m->weights[W_MLA_Q_B], w->nope_dim, qk_head, rope, err) ||
          deinterleave_columns(&m->weights[W_MLA_KV_A], kv_rank, kv_a, rope, err)))
         return -1;

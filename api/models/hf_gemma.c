@@ -22,11 +22,12 @@
  * scaling = query_pre_attn_scalar ** -0.5, then, when softcap
  * (attn_logit_softcapping) is not None, tanh(scores / softcap) * softcap.
  * Sliding and global layers differ only in the mask (Gemma 2), or also in
- * the rope (Gemma 3: rotary_emb_local, a config copy with rope_theta =
- * rope_local_base_freq and the default rope, when the layer is sliding;
- * else rotary_emb with rope_theta, default 1e6, and rope_scaling). A layer
- * is sliding when layer_types[L] is "sliding_attention", or, without
- * layer_types, when (L + 1) % sliding_window_pattern != 0 (default 6).
+ * the rope (Gemma 3: each layer type has its block of rope_parameters,
+ * hf_rope_block.c; a legacy config's rope_theta, default 1e6, and
+ * rope_scaling make the full_attention block, its rope_local_base_freq,
+ * default 1e4, the sliding_attention block's theta). A layer is sliding
+ * when layer_types[L] is "sliding_attention", or, without layer_types,
+ * when (L + 1) % sliding_window_pattern != 0 (default 6).
  * final_logit_softcapping acts on the LM head's logits: not read.
  */
 #include <float.h>
@@ -148,21 +149,4 @@ int hf_sliding_pattern(hf_load *h, hf_plan *p, int64_t pattern_default, model_er
 int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     return hf_sliding_pattern(h, p, 6, err);
-}
-
-/* Gemma 3's rope: rope_scaling was read (and checked) for every layer, as
- * Hugging Face builds both rotary embeddings; a sliding layer then takes
- * the default rope of rope_local_base_freq. */
-int hf_gemma3_params(hf_load *h, hf_plan *p, model_error *err)
-{
-    model *m = h->m;
-    double local;
-
-    if (hf_number(h, "rope_local_base_freq", 10000.0, true, &local, err))
-        return -1;
-    if (!p->sliding)
-        return 0;
-    json_decref(m->params);
-    m->params = json_pack("{s:f, s:s}", "base", local, "layout", "half");
-    return m->params ? 0 : model_nomem(err, "the model");
 }

@@ -1,22 +1,31 @@
 /*
- * hf_rope.c - RoPE parameters from a Llama-family config.json, with the
- * newest Hugging Face semantics (modeling_rope_utils.py,
- * standardize_rope_params and the _compute_*_parameters functions):
+ * hf_rope.c - RoPE parameters from one rope block of a config.json (the
+ * block hf_rope_block.c picks for the layer), with the newest Hugging Face
+ * semantics (modeling_rope_utils.py, standardize_rope_params and the
+ * _compute_*_parameters functions):
  *
- * - The block is `rope_scaling` when it is a non-empty object, else
- *   `rope_parameters` (the newer name, which may also hold rope_theta and
- *   partial_rotary_factor). Its type is `rope_type`, else `type`, else
- *   "default". Per-layer-type nested blocks are not supported.
- * - theta: the block's rope_theta, else the top-level rope_theta, else 1e4.
- * - partial_rotary_factor: the top-level key wins over the block's.
- * - original_max_position_embeddings (yarn, llama3, longrope): the
- *   top-level key wins (Phi-3 keeps it there), else the block's, else
- *   max_position_embeddings. dynamic uses max_position_embeddings (HF's
- *   dynamic NTK compares against it); posenc calls that value
- *   original_max_position_embeddings.
+ * - The type is the block's `rope_type`, else `type`, else "default".
+ * - theta: the block's rope_theta, else the top-level rope_theta, else 1e4
+ *   (a nested block always has one: hf_rope_block.c sets it).
+ * - partial_rotary_factor: which of the top-level key and the block's
+ *   wins depends on when Hugging Face reads it. convert_rope_params_to_dict
+ *   setdefaults the top-level value into the block (the block's wins);
+ *   standardize_rope_params, run again by every non-default rope function
+ *   once the config's leftover keys are attributes, overwrites the block's
+ *   with the top-level value. So the top-level key wins for a scaled rope
+ *   and for architectures that declare it (GPT-NeoX, Phi: an attribute from
+ *   the start), and the block's wins for the default rope of the others.
+ * - original_max_position_embeddings (yarn, llama3, longrope): in a flat
+ *   block the top-level key wins (Phi-3 keeps it there), else the block's,
+ *   else max_position_embeddings; in a nested block (standardize_rope_
+ *   params' per-layer-type case) the block's, else max_position_embeddings.
+ *   dynamic uses max_position_embeddings (HF's dynamic NTK compares against
+ *   it); posenc calls that value original_max_position_embeddings.
  * - A missing yarn factor is max_position_embeddings / original (HF R3); a
  *   missing longrope factor likewise (when max_position_embeddings is
  *   there; otherwise 1).
+ * - yarn's truncate is read from the block when flat; nested, Hugging Face
+ *   reads it from the outer rope_parameters, which never has it: true.
  * The result is written out explicitly (every derived default visible in
  * /info) and checked by computing the frequencies once, so a bad value
  * stops the server at startup rather than failing every request.
@@ -36,10 +45,18 @@ typedef enum rope_type {
     RT_DYNAMIC,
     RT_YARN,
     RT_LLAMA3,
-    RT_LONGROPE
+    RT_LONGROPE,
+    RT_PROPORTIONAL /* not a scaling: params.rope_type (and a linear factor) */
 } rope_type;
-static const char *const scaling_types[] = {"default", "linear",   "dynamic", "yarn",
-                                            "llama3",  "longrope", NULL};
+static const char *const scaling_types[] = {"default", "linear",   "dynamic",      "yarn",
+                                            "llama3",  "longrope", "proportional", NULL};
+
+/* The block being read (hf_rope_block's). */
+typedef struct rope_src {
+    const json_t *block; /* borrowed; NULL: none */
+    const char *name;    /* for messages: "rope_scaling", "rope_parameters.full_attention" */
+    bool nested;         /* one of a nested rope_parameters */
+} rope_src;
 
 /* The keys Hugging Face reads for each type (modeling_rope_utils.py, the
  * _validate_*_rope_parameters functions: required and optional keys), after
@@ -58,6 +75,9 @@ static const char *const *const type_keys[] = {
     [RT_LONGROPE] = (const char *const[]){"short_factor", "long_factor", "factor",
                                           "attention_factor", "original_max_position_embeddings",
                                           NULL},
+    /* its validation lists no factor, but _compute_proportional_rope_
+     * parameters divides by one when given */
+    [RT_PROPORTIONAL] = (const char *const[]){"factor", NULL},
 };
 
 static bool listed(const char *const *keys, const char *key)
@@ -69,25 +89,28 @@ static bool listed(const char *const *keys, const char *key)
 }
 
 /* One warning line per key of the block that HF does not read for the type
- * (HF logs "Unrecognized keys in `rope_scaling`" and goes on). */
-static void warn_unknown_keys(const hf_load *h, const char *bkey, const json_t *block,
-                              rope_type type)
+ * (HF logs "Unrecognized keys in `rope_scaling`" and goes on), but for the
+ * keys the architecture reads itself (keys->block_keys). A nested block's
+ * yarn truncate is read by no one (see the file comment). */
+static void warn_unknown_keys(const hf_load *h, const rope_src *src, rope_type type,
+                              const hf_rope_keys *keys)
 {
     const char *key;
     const json_t *v;
 
-    json_object_foreach ((json_t *)(uintptr_t)block, key, v)
-        if (!listed(common_keys, key) && !listed(type_keys[type], key))
+    json_object_foreach ((json_t *)(uintptr_t)src->block, key, v) {
+        if (src->nested && type == RT_YARN && strcmp(key, "truncate") == 0)
+            hf_warn(h,
+                    "%s.truncate is ignored: Hugging Face's yarn reads truncate from the "
+                    "outer rope_parameters when the blocks are nested, and truncates",
+                    src->name);
+        else if (!listed(common_keys, key) && !listed(type_keys[type], key) &&
+                 !(keys && keys->block_keys && listed(keys->block_keys, key)))
             hf_warn(h,
                     "%s.%s is not a key of rope type '%s'; ignored, as Hugging Face "
                     "ignores it",
-                    bkey, key, scaling_types[type]);
-}
-
-/* A non-empty object (HF tests the block's truthiness). */
-static bool nonempty_object(const json_t *v)
-{
-    return json_is_object(v) && json_object_size(v) > 0;
+                    src->name, key, scaling_types[type]);
+    }
 }
 
 /* Copy block[key] into sc when present: a number (or, with is_bool, a
@@ -141,14 +164,15 @@ static int set_number(json_t *obj, const char *key, double v, model_error *err)
 
 /* original_max_position_embeddings and max_position_embeddings, as HF
  * resolves them (see the file comment). 0 = absent. */
-static int context_lengths(const hf_load *h, const char *bkey, const json_t *block, rope_type type,
-                           int64_t *orig, int64_t *max_pos, model_error *err)
+static int context_lengths(const hf_load *h, const rope_src *src, rope_type type, int64_t *orig,
+                           int64_t *max_pos, model_error *err)
 {
-    const json_t *in_block = json_object_get(block, "original_max_position_embeddings");
+    const char *bkey = src->name;
+    const json_t *in_block = json_object_get(src->block, "original_max_position_embeddings");
 
     if (hf_int(h, HF_KEYS("max_position_embeddings"), false, 0, 1, INT64_MAX / 2, max_pos, err) ||
-        hf_int(h, HF_KEYS("original_max_position_embeddings"), false, 0, 1, INT64_MAX / 2, orig,
-               err))
+        (!src->nested && hf_int(h, HF_KEYS("original_max_position_embeddings"), false, 0, 1,
+                                INT64_MAX / 2, orig, err)))
         return -1;
     if (type == RT_DYNAMIC) {
         if (!*max_pos)
@@ -191,20 +215,26 @@ static void warn_flat_llama3(const hf_load *h, const char *bkey, const json_t *s
                 bkey, bkey, low, low);
 }
 
-static int build_scaling(const hf_load *h, const char *bkey, const json_t *block, rope_type type,
-                         size_t rotary_dim, json_t *sc, model_error *err)
+static int build_scaling(const hf_load *h, const rope_src *src, rope_type type, size_t rotary_dim,
+                         json_t *sc, model_error *err)
 {
+    const char *bkey = src->name;
+    const json_t *block = src->block;
     int64_t orig = 0, max_pos = 0;
 
     if (json_object_set_new(sc, "type", json_string(scaling_types[type])))
         return model_nomem(err, "the model");
-    if (type != RT_LINEAR && context_lengths(h, bkey, block, type, &orig, &max_pos, err))
+    if (type != RT_LINEAR && context_lengths(h, src, type, &orig, &max_pos, err))
         return -1;
     if (orig && json_object_set_new(sc, "original_max_position_embeddings", json_integer(orig)))
         return model_nomem(err, "the model");
-    bool has_factor = json_is_number(json_object_get(block, "factor"));
+    const json_t *factor = json_object_get(block, "factor");
+    bool has_factor = factor && !json_is_null(factor);
+    if (has_factor && !json_is_number(factor)) /* not taken as absent */
+        return hf_config_fail(h, err, "%s.factor must be a number", bkey);
     switch (type) {
     case RT_DEFAULT:
+    case RT_PROPORTIONAL: /* proportional_params */
         return 0;
     case RT_LINEAR:
     case RT_DYNAMIC:
@@ -222,7 +252,7 @@ static int build_scaling(const hf_load *h, const char *bkey, const json_t *block
                        copy_key(h, bkey, block, "beta_slow", false, false, sc, err) ||
                        copy_key(h, bkey, block, "mscale", false, false, sc, err) ||
                        copy_key(h, bkey, block, "mscale_all_dim", false, false, sc, err) ||
-                       copy_key(h, bkey, block, "truncate", false, true, sc, err)
+                       (!src->nested && copy_key(h, bkey, block, "truncate", false, true, sc, err))
                    ? -1
                    : 0;
     case RT_LLAMA3:
@@ -261,7 +291,9 @@ static int check_frequencies(const hf_load *h, const json_t *params, size_t head
                     .head_dim = head_dim,
                     .rotary_dim = rotary_dim,
                     .layout = s.rope_layout,
-                    .scaling = s.scaling};
+                    .scaling = s.scaling,
+                    .proportional = s.rope_proportional,
+                    .proportion = s.has_partial_rotary_factor ? s.partial_rotary_factor : 1.0};
     if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > head_dim) {
         hf_value_fail(h, err,
                       "the rotary width %zu (head_dim %zu x partial_rotary_factor) must "
@@ -300,27 +332,6 @@ out:
     return rc;
 }
 
-/* The block's shape: rope_scaling and the chosen block are objects, with no
- * per-layer-type nested blocks. */
-static int check_block(const hf_load *h, const json_t *rs, const json_t *block, const char *bkey,
-                       model_error *err)
-{
-    if ((rs && !json_is_object(rs)) || (block && !json_is_object(block))) {
-        hf_config_fail(h, err, "%s must be an object",
-                       rs && !json_is_object(rs) ? "rope_scaling" : "rope_parameters");
-        return -1;
-    }
-    const char *key;
-    const json_t *v;
-    json_object_foreach ((json_t *)(uintptr_t)block, key, v)
-        if (json_is_object(v)) {
-            hf_value_fail(h, err, "%s.%s: rope parameters per layer type are not supported", bkey,
-                          key);
-            return -1;
-        }
-    return 0;
-}
-
 /* theta: the block's, else the top level's, else 10000 */
 static int read_theta(const hf_load *h, const json_t *block, const char *bkey,
                       const hf_rope_keys *keys, double *theta, model_error *err)
@@ -340,10 +351,12 @@ static int read_theta(const hf_load *h, const json_t *block, const char *bkey,
                : 0;
 }
 
-/* partial_rotary_factor: the top level's wins over the block's, else the
- * architecture's default (GPT-NeoX 0.25, Phi 0.5). *prf stays 1 and
- * *has_prf false when none applies; *pkey names the key read. */
-static int read_partial(const hf_load *h, const json_t *block, const hf_rope_keys *keys,
+/* partial_rotary_factor: the top level's wins over the block's for a
+ * scaled type or an architecture that declares it, the block's for the
+ * others' default rope (see the file comment); else the architecture's
+ * default (GPT-NeoX 0.25, Phi 0.5). *prf stays 1 and *has_prf false when
+ * none applies; *pkey names the key read. */
+static int read_partial(const hf_load *h, const json_t *block, const hf_rope_keys *keys, int type,
                         double *prf, bool *has_prf, const char **pkey, model_error *err)
 {
     bool partial = keys && keys->partial;
@@ -351,7 +364,11 @@ static int read_partial(const hf_load *h, const json_t *block, const hf_rope_key
     const json_t *pt = hf_get(h, partial ? keys->partial : HF_KEYS("partial_rotary_factor"),
                               &ptkey);
     const json_t *pb = json_object_get(block, "partial_rotary_factor");
-    const json_t *pv = pt ? pt : (pb && !json_is_null(pb)) ? pb : NULL;
+    if (pb && json_is_null(pb))
+        pb = NULL;
+    if (pt && pb && !partial && type == RT_DEFAULT)
+        pt = NULL; /* setdefault into the block: the block's stays */
+    const json_t *pv = pt ? pt : pb;
     if (pv) {
         if (!json_is_number(pv) || !(json_number_value(pv) > 0) || json_number_value(pv) > 1) {
             char got[64];
@@ -390,7 +407,7 @@ static int read_type(const hf_load *h, const json_t *block, const char *bkey, in
             return 0;
     hf_value_fail(h, err,
                   "%s: rope type '%.40s' is not supported (default, linear, "
-                  "dynamic, yarn, llama3, longrope)",
+                  "dynamic, yarn, llama3, longrope, proportional)",
                   bkey, json_string_value(t));
     return -1;
 }
@@ -416,11 +433,30 @@ static int settle_llama_partial(const hf_load *h, int type, double prf, const ch
     return 0;
 }
 
+/* rope_type "proportional", and its factor (1 when absent) as linear
+ * scaling when it is not 1. */
+static int proportional_params(const hf_load *h, const rope_src *src, json_t *p, model_error *err)
+{
+    const json_t *f = json_object_get(src->block, "factor");
+
+    if (json_object_set_new(p, "rope_type", json_string("proportional")))
+        return model_nomem(err, "the model");
+    if (!f || json_is_null(f))
+        return 0;
+    if (!json_is_number(f))
+        return hf_config_fail(h, err, "%s.factor must be a number", src->name);
+    if (json_number_value(f) == 1.0)
+        return 0;
+    json_t *sc = json_pack("{s:s, s:O}", "type", "linear", "factor", f); /* stolen by p */
+    if (!sc || json_object_set_new(p, "scaling", sc))
+        return model_nomem(err, "the model");
+    return 0;
+}
+
 /* base, layout, partial_rotary_factor and (for a scaled type) the scaling
  * object, into p (borrowed; the scaling object is owned by p once set). */
-static int write_params(const hf_load *h, const char *bkey, const json_t *block, int type,
-                        double theta, bool has_prf, double prf, size_t rotary_dim, json_t *p,
-                        model_error *err)
+static int write_params(const hf_load *h, const rope_src *src, int type, double theta, bool has_prf,
+                        double prf, size_t rotary_dim, json_t *p, model_error *err)
 {
     if (set_number(p, "base", theta, err) ||
         json_object_set_new(p, "layout", json_string("half")) ||
@@ -428,19 +464,18 @@ static int write_params(const hf_load *h, const char *bkey, const json_t *block,
         return -1;
     if (type == RT_DEFAULT)
         return 0;
+    if (type == RT_PROPORTIONAL)
+        return proportional_params(h, src, p, err);
     json_t *sc = json_object(); /* stolen by p */
     if (!sc || json_object_set_new(p, "scaling", sc))
         return model_nomem(err, "the model"), -1;
-    return build_scaling(h, bkey, block, (rope_type)type, rotary_dim, sc, err);
+    return build_scaling(h, src, (rope_type)type, rotary_dim, sc, err);
 }
 
-int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, json_t **params,
-                   model_error *err)
+/* The params of one block (see hf_rope_layer_params). */
+static int block_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
+                        const rope_src *src, json_t **params, model_error *err)
 {
-    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
-    const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
-    const json_t *block = nonempty_object(rs) ? rs : rp;
-    const char *bkey = block == rs ? "rope_scaling" : "rope_parameters";
     json_t *p = json_object(); /* owned; *params on success */
     double theta, prf = 1.0;
     bool has_prf;
@@ -450,17 +485,19 @@ int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, 
     *params = NULL;
     if (!p)
         return model_nomem(err, "the model");
-    if (check_block(h, rs, block, bkey, err) || read_theta(h, block, bkey, keys, &theta, err) ||
-        read_partial(h, block, keys, &prf, &has_prf, &pkey, err) ||
-        read_type(h, block, bkey, &type, err))
+    if (read_theta(h, src->block, src->name, keys, &theta, err) ||
+        read_type(h, src->block, src->name, &type, err) ||
+        read_partial(h, src->block, keys, type, &prf, &has_prf, &pkey, err))
         goto fail;
-    if (has_prf && !(keys && keys->partial) &&
+    /* proportional rotates the whole head whatever the factor says */
+    if (has_prf && !(keys && keys->partial) && type != RT_PROPORTIONAL &&
         settle_llama_partial(h, type, prf, pkey, &has_prf, err))
         goto fail;
-    size_t rotary_dim = has_prf ? (size_t)((double)head_dim * prf) : head_dim;
-    if (block)
-        warn_unknown_keys(h, bkey, block, (rope_type)type);
-    if (write_params(h, bkey, block, type, theta, has_prf, prf, rotary_dim, p, err) ||
+    size_t rotary_dim = has_prf && type != RT_PROPORTIONAL ? (size_t)((double)head_dim * prf)
+                                                           : head_dim;
+    if (src->block)
+        warn_unknown_keys(h, src, (rope_type)type, keys);
+    if (write_params(h, src, type, theta, has_prf, prf, rotary_dim, p, err) ||
         check_frequencies(h, p, head_dim, rotary_dim, err))
         goto fail;
     *params = p;
@@ -468,4 +505,49 @@ int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, 
 fail:
     json_decref(p);
     return -1;
+}
+
+/* The params of the block serving layer_type. */
+static int layer_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
+                        const char *layer_type, json_t **params, const char **block_name,
+                        model_error *err)
+{
+    json_t *block; /* owned */
+    rope_src src;
+
+    *params = NULL;
+    if (hf_rope_block(h, keys, layer_type, &block, &src.name, &src.nested, err))
+        return -1;
+    src.block = block;
+    if (!src.name)
+        src.name = "rope_parameters";
+    int rc = block_params(h, head_dim, keys, &src, params, err);
+    json_decref(block);
+    if (block_name) /* "rope_parameters.<type>": the type */
+        *block_name = src.nested ? strchr(src.name, '.') + 1 : NULL;
+    return rc;
+}
+
+int hf_rope_layer_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys,
+                         const char *layer_type, json_t **params, const char **block_name,
+                         model_error *err)
+{
+    json_t *other = NULL; /* owned */
+
+    /* Hugging Face builds the rotary embedding of every layer type: a bad
+     * block stops the load whichever layer is served */
+    if (keys && keys->nesting && layer_type) {
+        const char *t = strcmp(layer_type, "full_attention") == 0 ? "sliding_attention"
+                                                                  : "full_attention";
+        if (layer_params(h, head_dim, keys, t, &other, NULL, err))
+            return -1;
+        json_decref(other);
+    }
+    return layer_params(h, head_dim, keys, layer_type, params, block_name, err);
+}
+
+int hf_rope_params(const hf_load *h, size_t head_dim, const hf_rope_keys *keys, json_t **params,
+                   model_error *err)
+{
+    return layer_params(h, head_dim, keys, NULL, params, NULL, err);
 }

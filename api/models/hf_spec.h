@@ -137,15 +137,31 @@ struct hf_spec {
     const char *embed_scale_key; /* HF_EMBED_GEMMA_IDS: the scale's key (NULL: sqrt(hidden)) */
     double embed_scale_default;
     bool gemma_scores; /* query_pre_attn_scalar and attn_logit_softcapping */
-    /* Hugging Face reads layer_types (sliding_attention / full_attention per
+    /* Hugging Face reads layer_types (transformers 5's vocabulary, one per
      * layer): when present, every entry is checked and plan.sliding set */
     bool reads_layer_types;
+    const char *const *layer_types_keys; /* its aliases (NULL: "layer_types") */
+    /* without layer_types: the key listing the attention layers, the others
+     * being linear (LFM2's full_attn_idxs; absent too: all attention), or
+     * the type of every layer (NULL: none) */
+    const char *attn_idxs_key;
+    const char *layer_types_absent;
+    /* without layer_types: Nemotron-H's pattern string, one character a
+     * layer (M linear, E moe, * attention, - mlp), required then */
+    const char *layer_pattern_key;
+    /* the layers rotate only when this string key has this value (Granite
+     * 4.0-H: position_embedding_type "rope"; absent: NoPE); NULL: always */
+    const char *rope_when_key, *rope_when_value;
     double softcap_default;
     scheme_kind scheme;
     bool positions_layer0_only; /* learned positions at layer 0, scheme none later */
     hf_rope_keys rope;
     double rope_theta_default; /* 0: hf_rope_params' 10000 */
     const char *rope_layout;   /* NULL: half */
+    /* the rope_scaling types the architecture's own code knows (InternLM2's
+     * remote code: dynamic, linear); another stops the load. NULL: any
+     * that hf_rope_params reads */
+    const char *const *rope_scaling_types;
     const char *alibi_form;
     hf_nope_rule nope; /* layer L may be a NoPE layer: scheme none there */
     /* a config number that is the score scale in place of head_dim ** -0.5
@@ -186,7 +202,6 @@ int hf_roberta_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_t5_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_t5_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_gemma3_configure(hf_load *h, hf_plan *p, model_error *err);
-int hf_gemma3_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_llama4_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_cohere2_params(hf_load *h, hf_plan *p, model_error *err);
 int hf_exaone4_params(hf_load *h, hf_plan *p, model_error *err);
@@ -194,6 +209,18 @@ int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_deepseek_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_gpt_oss_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_gpt_oss_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_falcon_h1_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_afmoe_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_afmoe_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_olmo3_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_modernbert_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_modernbert_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_ministral3_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_hunyuan_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_qwen3_next_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_qwen3_next_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_minimax_m2_params(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

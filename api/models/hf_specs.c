@@ -5,7 +5,7 @@
  * the hidden state (later layers) to the Q, K and V of a layer's attention.
  *
  * What each entry encodes, in Hugging Face's terms:
- * - llama, mistral, mixtral, qwen2: h = embed_tokens[ids]; z =
+ * - llama, mistral, mixtral, arcee, qwen2: h = embed_tokens[ids]; z =
  *   input_layernorm(h) (RMSNorm, rms_norm_eps); q/k/v_proj (nn.Linear,
  *   biases when attention_bias; Qwen2Attention always has them and never
  *   reads the key); rotate_half over the whole head (rope_theta,
@@ -29,7 +29,7 @@
  *   weights), head_dim default 256, the sqrt(hidden_size) normalizer
  *   (hf_gemma.c); Gemma 2 and 3: query_pre_attn_scalar ** -0.5 as score
  *   scale and the tanh soft cap (default 50 and none); Gemma 3: q/k norms
- *   per head, two rope bases by layer type (hf_gemma.c).
+ *   per head, a rope block per layer type (hf_rope_block.c).
  * - bloom: word_embeddings_layernorm then input_layernorm (LayerNorm,
  *   layer_norm_epsilon), query_key_value per head, ALiBi form "bloom" with
  *   key positions (cumsum(mask) - 1) * mask.
@@ -40,10 +40,44 @@
  *   500000 and NoPE layers (hf_llama4.c).
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
  * - granite, smollm3: Llama variations, table entries only (see there).
+ * - the text models of wrapper configs (their model_type in text_config,
+ *   hf_text_model.c): qwen2_vl_text, qwen2_5_vl_text (Qwen2's layer),
+ *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
+ *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
+ *   their M-RoPE is 1-D RoPE for text positions.
+ * - families of 2025-26 that differ from the above only in keys and
+ *   defaults: qwen3_moe (Qwen3's attention), qwen2_moe (Qwen2's, qkv_bias),
+ *   glm4_moe (rotate_half on half the head, use_qk_norm), seed_oss,
+ *   apertus (Qwen3's q/k norms, llama3 rope by default), ernie4_5,
+ *   ernie4_5_moe (GLM's pairs over the whole head), exaone_moe (EXAONE 4's
+ *   attention after an input norm), glm4_moe_lite (DeepSeek-V3's
+ *   multi-head latent attention, hf_deepseek.c), afmoe (q/k norms, rope on sliding
+ *   layers only; hf_afmoe.c); arcee is Llama's.
+ * - hybrid stacks, their attention layers: lfm2, lfm2_moe (q/k norms per
+ *   head; full_attn_idxs), granitemoehybrid (Granite's multipliers, NoPE
+ *   unless position_embedding_type is "rope"), nemotron_h (NoPE;
+ *   hybrid_override_pattern), falcon_h1 (every layer; its multipliers in
+ *   hf_falcon_h1.c); a chosen layer of another type is refused by name.
+ * - olmo3 (hf_olmo3.c): OLMo 2's layer; layer_types (3 sliding : 1 full by
+ *   default) pick each layer's block of a nested rope_parameters, a legacy
+ *   rope_scaling (YaRN) going into the full_attention block only.
+ * - modernbert (hf_modernbert.c): an encoder; the embedding LayerNorm feeds
+ *   layer 0 (no attn_norm there), fused Wqkv stacked, LayerNorms without
+ *   bias, global / local rope thetas by layer type, slot positions.
+ * - ministral3 (hf_ministral.c): Llama's layer, head_dim default 128, q
+ *   multiplied after the rotation by Mistral's query scale (the block's
+ *   llama_4_scaling_beta; Ministral3Config's default block when none).
+ * - hunyuan_v1_dense, hunyuan_v1_moe (hf_hunyuan.c): Llama's layer, head_dim
+ *   required; a dynamic block's alpha is NTK-alpha; query_layernorm /
+ *   key_layernorm (with weights) after the rotation.
+ * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
+ * (hf_rope_block.c).
  *
- * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3: sliding_attention
- * or full_attention per layer; only the mask differs, except Gemma 3's
- * rope) is checked for every layer: another value stops the load naming the entry.
+ * layer_types (qwen2, qwen3, gemma2, gemma3_text, smollm3, ...: transformers
+ * 5's vocabulary; full, sliding and chunked attention differ only in the
+ * mask, except Gemma 3's rope) is checked for every layer: a value
+ * transformers does not know stops the load naming the entry, and a chosen
+ * layer of another type (linear_attention, ...) is refused by name.
  * Llama 4's layer_types ("chunked_attention" for its rope layers,
  * Llama4TextConfig's default) is not read: no_rope_layers decides there.
  *
@@ -257,6 +291,43 @@ static const hf_tensor_names internlm2_names = {.layer_dir = "layers",
                                                 .norm = "attention_norm",
                                                 .embed = HF_KEYS("tok_embeddings.weight")};
 
+/* LFM2 (Lfm2DecoderLayer, Lfm2Attention): operator_norm before the
+ * attention, q_layernorm / k_layernorm per head, out_proj */
+static const hf_tensor_names lfm2_names = {
+    .layer_dir = "layers",
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "operator_norm",
+    .q_norm = "self_attn.q_layernorm",
+    .k_norm = "self_attn.k_layernorm",
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+
+/* Nemotron-H (NemotronHBlock, NemotronHAttention): one mixer per block
+ * after its norm; embeddings */
+static const hf_tensor_names nemotron_h_names = {
+    .layer_dir = "layers",
+    .q = "mixer.q_proj",
+    .k = "mixer.k_proj",
+    .v = "mixer.v_proj",
+    .norm = "norm",
+    .embed = HF_KEYS("embeddings.weight"),
+};
+
+/* Gated attention (hf_qwen3_next.c): q_proj holds [query | gate] per head */
+static const hf_tensor_names gated_names = {
+    .layer_dir = "layers",
+    .qkv = HF_QKV_HOOK,
+    .q = "self_attn.q_proj",
+    .k = "self_attn.k_proj",
+    .v = "self_attn.v_proj",
+    .norm = "input_layernorm",
+    .q_norm = "self_attn.q_norm",
+    .k_norm = "self_attn.k_norm",
+    .embed = HF_KEYS("embed_tokens.weight"),
+};
+
 /* ---- refused options ------------------------------------------------------------ */
 
 static const hf_refusal phi3_refusals[] = {{"attention_bias", HF_WARN_TRUE, NULL,
@@ -288,13 +359,69 @@ static const hf_refusal mla_refusals[] = {{"attention_bias", HF_REFUSE_TRUE, NUL
                                            "posenc"},
                                           {0}};
 
+/* ---- rope blocks by layer type (hf_rope_block.c) ------------------------------------ */
+
+/* Gemma3TextConfig.convert_rope_params_to_dict: rope_scaling into the full
+ * block; thetas rope_theta (1e6) and rope_local_base_freq (1e4) */
+static const hf_rope_nesting gemma3_rope_blocks = {.full_theta = "rope_theta",
+                                                   .full_default = 1e6,
+                                                   .sliding_theta = "rope_local_base_freq",
+                                                   .sliding_default = 1e4};
+
+/* Olmo3Config.convert_rope_params_to_dict: rope_scaling into the full block;
+ * rope_theta (default 5e5) is popped for the full block, so the sliding
+ * block's own pop finds nothing: its theta is always the default */
+static const hf_rope_nesting olmo3_rope_blocks = {.full_theta = "rope_theta",
+                                                  .full_default = 5e5,
+                                                  .sliding_default = 5e5};
+
+/* ModernBertConfig.convert_rope_params_to_dict: rope_scaling into both
+ * blocks; thetas global_rope_theta (160000) and local_rope_theta (10000) */
+static const hf_rope_nesting modernbert_rope_blocks = {.full_theta = "global_rope_theta",
+                                                       .full_default = 160000.0,
+                                                       .sliding_theta = "local_rope_theta",
+                                                       .sliding_default = 10000.0,
+                                                       .legacy_into_sliding = true};
+/* ModernBERT: Wqkv viewed [3][heads][head_dim]; the embedding norm is read
+ * by hf_modernbert_weights (it has no bias) */
+static const hf_tensor_names modernbert_names = {.layer_dir = "layers",
+                                                 .qkv = HF_QKV_FUSED,
+                                                 .q = "attn.Wqkv",
+                                                 .fused = HF_FUSED_STACKED,
+                                                 .norm = "attn_norm",
+                                                 .embed = HF_KEYS(
+                                                     "embeddings.tok_embeddings.weight")};
+static const hf_refusal modernbert_refusals[] = {{"norm_bias", HF_REFUSE_TRUE, NULL,
+                                                  "norm_bias true: posenc serves ModernBERT's "
+                                                  "LayerNorms without bias, as every released "
+                                                  "checkpoint has them"},
+                                                 {NULL}};
+
+/* HunYuan: head_dim required (HunYuanDenseV1Config's None fails) */
+static const hf_shape_keys hunyuan_shape = {
+    .hidden = HF_KEYS("hidden_size"),
+    .heads = HF_KEYS("num_attention_heads"),
+    .kv_heads = HF_KEYS("num_key_value_heads"),
+    .layers = HF_KEYS("num_hidden_layers"),
+    .head_dim = HF_KEYS("head_dim"),
+    .head_dim_required = true,
+    .check_kv = true,
+};
+
+/* Ministral3Config.__post_init__'s block when rope_parameters is None (its
+ * max_position_embeddings key, ignored by Hugging Face, left out) */
+#define MINISTRAL3_DEFAULT_ROPE                                                                    \
+    "{\"type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 16.0, "                           \
+    "\"original_max_position_embeddings\": 16384, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "       \
+    "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
+
 /* ---- the architectures ------------------------------------------------------------ */
 
 #define LLAMA_PREFIXES HF_KEYS("model.", "")
 #define TRANSFORMER_PREFIXES HF_KEYS("transformer.", "")
 
 static const hf_spec specs[] = {
-    {.model_types = HF_KEYS("llama", "mistral", "mixtral"),
+    {.model_types = HF_KEYS("llama", "mistral", "mixtral", "arcee"),
      .shape = &llama_shape,
      .names = &llama_names,
      .prefixes = LLAMA_PREFIXES,
@@ -453,9 +580,8 @@ static const hf_spec specs[] = {
      .gemma_scores = true,
      .reads_layer_types = true,
      .scheme = SCHEME_ROPE,
-     .rope_theta_default = 1e6,
-     .configure = hf_gemma3_configure,
-     .params = hf_gemma3_params},
+     .rope = {.nesting = &gemma3_rope_blocks},
+     .configure = hf_gemma3_configure},
     {.model_types = HF_KEYS("qwen3"),
      .shape = &llama_shape,
      .names = &qk_norm_names,
@@ -516,7 +642,8 @@ static const hf_spec specs[] = {
      .rope_layout = "interleaved",
      .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
-    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3"),
+    /* deepseek_v32, glm_moe_dsa (DeepSeek-V3.2, GLM-5): V3's q, k and v (hf_deepseek.c) */
+    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
      .shape = &mla_shape,
      .names = &mla_names,
      .prefixes = LLAMA_PREFIXES,
@@ -653,7 +780,8 @@ static const hf_spec specs[] = {
      .params = hf_exaone4_params},
     /* InternLM2: Llama's attention with the grouped wqkv, biases when
      * `bias` (InternLM2Config's default true), rms_norm_eps default 1e-6,
-     * rope_scaling {"type": "dynamic" | "linear", "factor"} as Llama's */
+     * rope_scaling {"type": "dynamic" | "linear", "factor"} as Llama's; its
+ * _init_rope raises for any other type, and so does posenc */
     {.model_types = HF_KEYS("internlm2"),
      .shape = &fixed_head_shape,
      .names = &internlm2_names,
@@ -663,7 +791,8 @@ static const hf_spec specs[] = {
      .bias_key = "bias",
      .bias_default = true,
      .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE},
+     .scheme = SCHEME_ROPE,
+     .rope_scaling_types = HF_KEYS("dynamic", "linear")},
     /* GLM-4 (glm: glm-4-9b-chat-hf; glm4: GLM-4-0414, whose extra
      * post_self_attn / post_mlp norms act after attention): Llama's layer
      * with GlmConfig's defaults (head_dim 128, num_key_value_heads 2,
@@ -703,6 +832,389 @@ static const hf_spec specs[] = {
      .rope_theta_default = 150000.0,
      .configure = hf_gpt_oss_configure,
      .weights = hf_gpt_oss_weights},
+    /* ---- text models of wrapper configs (hf_text_model.c) ---- */
+    /* Qwen2-VL / Qwen2.5-VL text (Qwen2VLTextAttention): Qwen2's layer with
+     * head_dim hidden / heads, biases always, rms_norm_eps 1e-5, rope_theta
+     * 1e6; M-RoPE over the whole head is 1-D RoPE for text positions */
+    {.model_types = HF_KEYS("qwen2_vl_text", "qwen2_5_vl_text"),
+     .shape = &fixed_head_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_always = true,
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 1e6},
+    /* Qwen3-VL text (Qwen3VLTextAttention): Qwen3's layer, rope_theta 5e5;
+     * head_dim default 128 (the MoE's: hidden / heads) */
+    {.model_types = HF_KEYS("qwen3_vl_text"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5},
+    {.model_types = HF_KEYS("qwen3_vl_moe_text"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5},
+    /* GLM-4.1V text (Glm4vTextAttention): head_dim hidden / heads, biases
+     * always, num_key_value_heads default 2, GLM's interleaved pairs over
+     * int(head_dim * partial_rotary_factor) channels (default 1) */
+    {.model_types = HF_KEYS("glm4v_text"),
+     .shape = &fixed_head_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_always = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0},
+     .rope_layout = "interleaved"},
+    /* GLM-4.5V text (Glm4vMoeTextAttention): rotate_half over the first half
+     * of each head (partial_rotary_factor default 0.5), biases when
+     * attention_bias (default true), num_key_value_heads default 8 */
+    {.model_types = HF_KEYS("glm4v_moe_text"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
+    /* ---- families of 2025-26 that are table entries ---- */
+    /* Qwen3-MoE (Qwen3MoeAttention): Qwen3's attention; head_dim default
+     * hidden / heads, num_key_value_heads default 4 */
+    {.model_types = HF_KEYS("qwen3_moe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 4,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE},
+    /* Qwen1.5/2-MoE (Qwen2MoeAttention): Qwen2's, biases when qkv_bias
+     * (default true), num_key_value_heads default 16 */
+    {.model_types = HF_KEYS("qwen2_moe"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 16,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "qkv_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE},
+    /* GLM-4.5/4.6/4.7 (Glm4MoeAttention): biases when attention_bias, q/k
+     * RMSNorm per head when use_qk_norm, rotate_half over
+     * int(head_dim * partial_rotary_factor) channels (default 0.5) */
+    {.model_types = HF_KEYS("glm4_moe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .qk_norm_key = "use_qk_norm",
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.5}},
+    /* Seed-OSS (SeedOssAttention): Llama's with biases when attention_bias
+     * (default true), head_dim default 128, num_key_value_heads 8 */
+    {.model_types = HF_KEYS("seed_oss"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .bias_default = true,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE},
+    /* Apertus (ApertusAttention): Qwen3's q/k norms before the rotation;
+     * without rope keys ApertusConfig's llama3 block (hf_text_model.c) */
+    {.model_types = HF_KEYS("apertus"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 12e6},
+    /* ERNIE 4.5 (Ernie4_5Attention): biases when use_bias, GLM's adjacent
+     * pairs over the whole head, rope_theta 5e5; head_dim default 128 and
+     * num_key_value_heads 2 (the MoE's: hidden / heads and 4) */
+    {.model_types = HF_KEYS("ernie4_5"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "use_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5,
+     .rope_layout = "interleaved"},
+    {.model_types = HF_KEYS("ernie4_5_moe"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 4,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "use_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 5e5,
+     .rope_layout = "interleaved"},
+    /* K-EXAONE (ExaoneMoeDecoderLayer / ExaoneMoeAttention): EXAONE 4's
+     * attention (q/k norms, NoPE full layers when sliding_window is set)
+     * after input_layernorm; num_key_value_heads default 32 */
+    {.model_types = HF_KEYS("exaone_moe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 32,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .params = hf_exaone4_params},
+    /* GLM-4.7-Flash (Glm4MoeLiteAttention is DeepseekV3Attention): V3's
+     * multi-head latent attention with Glm4MoeLiteConfig's defaults (ranks
+     * 768 / 512, qk_nope_head_dim 192, qk_rope_head_dim 64, v_head_dim 256,
+     * rms_norm_eps 1e-5) */
+    {.model_types = HF_KEYS("glm4_moe_lite"),
+     .shape = &mla_shape,
+     .names = &mla_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .refusals = mla_refusals,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .configure = hf_deepseek_configure,
+     .weights = hf_deepseek_weights},
+    /* Arcee Trinity (AfmoeAttention): q/k RMSNorm per head, rope on
+     * sliding layers only, mup_enabled's input scale (hf_afmoe.c) */
+    {.model_types = HF_KEYS("afmoe"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .configure = hf_afmoe_configure,
+     .params = hf_afmoe_params},
+    /* ---- hybrid stacks: their attention layers (the others refused) ---- */
+    /* LFM2 / LFM2-MoE: layer_types, else full_attn_idxs (the others conv);
+     * norm_eps, no biases, q/k RMSNorm per head, rope_theta 1e6 */
+    {.model_types = HF_KEYS("lfm2", "lfm2_moe"),
+     .shape = &llama_shape,
+     .names = &lfm2_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .reads_layer_types = true,
+     .attn_idxs_key = "full_attn_idxs",
+     .scheme = SCHEME_ROPE,
+     .rope_theta_default = 1e6},
+    /* Granite 4.0-H (GraniteMoeHybridAttention): Granite's multipliers;
+     * layer_types (alias layers_block_type, legacy mamba / attention;
+     * absent: every layer linear); rope only with position_embedding_type
+     * "rope" (GraniteMoeHybridModel builds no rotary embedding otherwise) */
+    {.model_types = HF_KEYS("granitemoehybrid"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .layer_types_keys = HF_KEYS("layer_types", "layers_block_type"),
+     .layer_types_absent = "linear_attention",
+     .rope_when_key = "position_embedding_type",
+     .rope_when_value = "rope",
+     .scheme = SCHEME_ROPE,
+     .score_scale_key = "attention_multiplier",
+     .score_scale_default = 1.0,
+     .embed_multiplier_key = "embedding_multiplier"},
+    /* Nemotron-H / Nemotron Nano 2: NoPE attention blocks (no rotary
+     * embedding), layers_block_type (alias layer_types), else
+     * hybrid_override_pattern; layer_norm_epsilon, head_dim default 128,
+     * num_key_value_heads 8; tensors under backbone. (model. in v5) */
+    {.model_types = HF_KEYS("nemotron_h"),
+     .shape = &llama_shape,
+     .names = &nemotron_h_names,
+     .prefixes = HF_KEYS("backbone.", "model.", ""),
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "layer_norm_epsilon",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .layer_types_keys = HF_KEYS("layers_block_type", "layer_types"),
+     .layer_pattern_key = "hybrid_override_pattern",
+     .scheme = SCHEME_NONE},
+    /* Falcon-H1: Llama's attention on every layer (beside Mamba) with
+     * attention_in_multiplier and key_multiplier (hf_falcon_h1.c);
+     * embedding_multiplier on token ids' embeddings only */
+    {.model_types = HF_KEYS("falcon_h1"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .embed_scale = HF_EMBED_GEMMA_IDS,
+     .embed_scale_key = "embedding_multiplier",
+     .embed_scale_default = 1.0,
+     .scheme = SCHEME_ROPE,
+     .weights = hf_falcon_h1_weights},
+    /* rope blocks by layer type (transformers 5): OLMo 3 */
+    {.model_types = HF_KEYS("olmo3"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .eps_into = HF_EPS_QK_NORM,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_NONE,
+     .qk_norm = MODEL_QK_NORM_WIDTH,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &olmo3_rope_blocks},
+     .configure = hf_olmo3_configure},
+    {.model_types = HF_KEYS("modernbert"),
+     .shape = &mha_shape,
+     .names = &modernbert_names,
+     .prefixes = HF_KEYS("model.", ""),
+     .eps_key = "norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .refusals = modernbert_refusals,
+     .norm = PE_NORM_LAYER,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &modernbert_rope_blocks},
+     .position_rule = MODEL_POSITIONS_SLOT,
+     .configure = hf_modernbert_configure,
+     .weights = hf_modernbert_weights},
+    /* model keys in a flat block: Ministral 3's query scale */
+    {.model_types = HF_KEYS("ministral3"),
+     .shape = &llama_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.block_keys = HF_KEYS("llama_4_scaling_beta", "max_position_embeddings"),
+              .default_block = MINISTRAL3_DEFAULT_ROPE},
+     .params = hf_ministral3_params},
+    /* HunYuan: NTK-alpha (the block's alpha), q/k norms after the rotation */
+    {.model_types = HF_KEYS("hunyuan_v1_dense", "hunyuan_v1_moe"),
+     .shape = &hunyuan_shape,
+     .names = &llama_names,
+     .prefixes = LLAMA_PREFIXES,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-5,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .scheme = SCHEME_ROPE,
+     .rope = {.block_keys = HF_KEYS("alpha")},
+     .params = hf_hunyuan_params,
+     .weights = hf_hunyuan_weights},
+    /* ---- the layer math of 2026 (one block) ---- */
+    /* Qwen3-Next, Qwen3.5 / 3.6 text: gated attention, q/k RMSNorm per head
+     * and the input norm as x*(1 + w), rotate_half on the first
+     * partial_rotary_factor (0.25) of each 256-wide head; linear_attention
+     * layers refused by name (hf_qwen3_next.c). The tensors of a Qwen3.5
+     * checkpoint are under model.language_model. */
+    {.model_types = HF_KEYS("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"),
+     .shape = &llama_shape,
+     .names = &gated_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .norm_one_plus = true,
+     .qk_norm = MODEL_QK_NORM_PER_HEAD,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 0.25},
+     .configure = hf_qwen3_next_configure,
+     .weights = hf_qwen3_next_weights},
+    /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k
+     * projections (rms_norm_eps), rotate_half on the first rotary_dim
+     * channels of each head (hf_minimax_m2.c); MiniMaxM2Config's defaults:
+     * head_dim 128, num_key_value_heads 8, theta 5e6; no biases */
+    {.model_types = HF_KEYS("minimax_m2"),
+     .shape = &llama_shape,
+     .names = &qk_norm_names,
+     .prefixes = LLAMA_PREFIXES,
+     .head_dim_default = 128,
+     .kv_heads_default = 8,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .norm = PE_NORM_RMS,
+     .qk_norm = MODEL_QK_NORM_WIDTH,
+     .scheme = SCHEME_ROPE,
+     .rope = {.partial = HF_KEYS("partial_rotary_factor"), .partial_default = 1.0},
+     .rope_theta_default = 5e6,
+     .params = hf_minimax_m2_params},
 };
 
 const hf_spec *hf_spec_find(const char *model_type)

@@ -40,10 +40,32 @@ const char *const weight_names[W_COUNT] = {"wq",
                                            "kv_a_proj",
                                            "kv_a_norm_weight",
                                            "kv_b_proj",
-                                           "attention_sinks"};
+                                           "attention_sinks",
+                                           "w_gate",
+                                           "b_gate"};
 
-static const char *const model_keys[] = {"d_model", "heads", "kv_heads", "head_dim", "scheme",
-                                         "params",  "norm",  "weights",  NULL};
+/* An inline model's keys: the contract's, then the steps /info reports for
+ * loaded models (model_steps.c). */
+static const char *const model_keys[] = {"d_model",
+                                         "heads",
+                                         "kv_heads",
+                                         "head_dim",
+                                         "scheme",
+                                         "params",
+                                         "norm",
+                                         "weights",
+                                         "embed_norm",
+                                         "qk_norm",
+                                         "post_rope_qk_norm",
+                                         "attn_temperature",
+                                         "positions",
+                                         "mla",
+                                         "attention_sinks",
+                                         "gate",
+                                         "rotary_dim_rule",
+                                         "score_softcap",
+                                         "clip_qkv",
+                                         NULL};
 
 void model_free(model *m)
 {
@@ -139,6 +161,12 @@ int model_project(const model *m, const float *z, size_t rows, float *qkv)
     return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : -1;
 }
 
+void model_project_gate(const model *m, const float *z, size_t rows, float *out)
+{
+    pe_project_linear(m->weights[W_GATE].data, m->weights[W_GATE_BIAS].data, m->d_model,
+                      m->heads * m->head_dim, z, rows, out);
+}
+
 void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_freq,
                       double attention_factor, const int64_t *positions, size_t rows, float *qkv)
 {
@@ -160,12 +188,24 @@ void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions
     size_t width = qd + 2 * kvd;
 
     if (m->post_rope_qk_norm) {
-        pe_group_rms_norm(rows, qd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv, width);
-        pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->post_rope_qk_norm_eps, qkv + qd, width);
+        /* HunYuan's norms have a weight [head_dim]; Llama 4's none (NULL) */
+        const float *wq = m->qk_norm ? NULL : m->weights[W_Q_NORM_WEIGHT].data;
+        const float *wk = m->qk_norm ? NULL : m->weights[W_K_NORM_WEIGHT].data;
+        pe_group_rms_norm(rows, qd, m->head_dim, wq, m->post_rope_qk_norm_eps, qkv, width);
+        pe_group_rms_norm(rows, kvd, m->head_dim, wk, m->post_rope_qk_norm_eps, qkv + qd, width);
     }
     if (m->attn_temperature)
         pe_attn_temperature(rows, positions, m->attn_floor_scale, m->attn_temperature_scale, qd,
                             qkv, width);
+}
+
+void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv)
+{
+    size_t qd = m->heads * m->head_dim, width = qd + 2 * m->kv_heads * m->head_dim;
+
+    if (m->q_scale)
+        pe_query_scale_mistral(rows, position_ids, m->q_scale_beta, m->q_scale_orig, qd, qkv,
+                               width);
 }
 
 static int alloc_square(tensor *t, size_t d)
@@ -258,64 +298,56 @@ static int parse_dims(const json_doc *doc, const json_t *obj, const char *path, 
     return 0;
 }
 
-static int parse_norm(const json_doc *doc, const json_t *obj, const char *path, model *m,
-                      desc_error *err)
+/* The rank a weight of an inline model may have: 1 or 2 (q/k norms' are
+ * [heads][head_dim] when each head has its own). */
+static void weight_ranks(weight_id w, size_t *lo, size_t *hi)
 {
-    static const char *const norm_keys[] = {"type", "eps", NULL};
-    static const char *const norm_types[] = {"layernorm", "rmsnorm", NULL};
-    const json_t *norm = jf_get(obj, "norm");
-    jpath at = jpath_key(path, "norm");
-    bool present;
-    int which = 0;
-
-    m->norm = PE_NORM_NONE;
-    if (!norm)
-        return 0;
-    if (desc_json(err, jf_check_object(norm, at.s, norm_keys, &err->json)) ||
-        desc_json(err,
-                  jf_choice(doc, norm, at.s, "type", norm_types, &present, &which, &err->json)))
-        return -1;
-    if (!present) {
-        jpath t = jpath_key(at.s, "type");
-        return desc_fail(err, DESC_E_KEY, t.s, "missing field '%s'", t.s);
-    }
-    m->norm = which ? PE_NORM_RMS : PE_NORM_LAYER;
-    m->norm_eps = pe_norm_default_eps(m->norm);
-    return desc_json(err,
-                     jf_number(doc, norm, at.s, "eps", true, &present, &m->norm_eps, &err->json));
+    static const weight_id matrices[] = {W_WQ,       W_WK,
+                                         W_WV,       W_POSITION_TABLE,
+                                         W_T5_BIAS,  W_TOKEN_EMBEDDING,
+                                         W_MLA_Q_A,  W_MLA_Q_B,
+                                         W_MLA_KV_A, W_MLA_KV_B,
+                                         W_GATE};
+    *lo = *hi = 1;
+    for (size_t i = 0; i < sizeof matrices / sizeof matrices[0]; i++)
+        if (matrices[i] == w)
+            *lo = *hi = 2;
+    if (w >= W_Q_NORM_WEIGHT && w <= W_K_NORM_BIAS)
+        *hi = 2;
 }
 
 static int parse_weights(json_doc *doc, const json_t *obj, const char *path, model *m,
                          desc_error *err)
 {
-    const char *allowed[2 * W_CONTRACT_COUNT + 1];
-    char shape_keys[W_CONTRACT_COUNT][40];
+    const char *allowed[2 * W_COUNT + 1];
+    char shape_keys[W_COUNT][40];
     const json_t *weights = jf_get(obj, "weights");
     jpath wpath = jpath_key(path, "weights");
 
     if (!weights)
         return 0;
-    for (int w = 0; w < W_CONTRACT_COUNT; w++) {
+    for (int w = 0; w < W_COUNT; w++) {
         snprintf(shape_keys[w], sizeof shape_keys[w], "%s_shape", weight_names[w]);
         allowed[2 * w] = weight_names[w];
         allowed[2 * w + 1] = shape_keys[w];
     }
-    allowed[2 * W_CONTRACT_COUNT] = NULL;
+    allowed[2 * W_COUNT] = NULL;
     if (desc_json(err, jf_check_object(weights, wpath.s, allowed, &err->json)))
         return -1;
-    for (int w = 0; w < W_CONTRACT_COUNT; w++) {
+    for (int w = 0; w < W_COUNT; w++) {
         jpath at = jpath_key(wpath.s, weight_names[w]);
         jpath shape_at = jpath_key(wpath.s, shape_keys[w]);
         const json_t *value = jf_get(weights, weight_names[w]);
         const json_t *shape = jf_get(weights, shape_keys[w]);
-        size_t rank = (w >= W_BQ && w <= W_NORM_BIAS) ? 1 : 2;
+        size_t lo, hi;
         if (!value) {
             if (shape)
                 return desc_fail(err, DESC_E_KEY, shape_at.s, "%s is given without %s", shape_at.s,
                                  at.s);
             continue;
         }
-        if (desc_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, rank, rank,
+        weight_ranks((weight_id)w, &lo, &hi);
+        if (desc_json(err, tensor_from_json(doc, value, at.s, shape, shape_at.s, lo, hi,
                                             &m->weights[w], &err->json)))
             return -1;
     }
@@ -395,6 +427,13 @@ static int parse_description(json_doc *doc, const json_t *obj, const char *path,
                   jf_choice(doc, obj, path, "scheme", scheme_names, &present, &which, &err->json)))
         return -1;
     m->scheme = (scheme_kind)which;
+    if (m->scheme == SCHEME_ROPE2D) {
+        jpath at = jpath_key(path, "scheme");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "%s rope2d is an /encode scheme of vision encoders; a model serves text "
+                         "attention",
+                         at.s);
+    }
     const json_t *params = jf_get(obj, "params");
     jpath ppath = jpath_key(path, "params");
     /* A bad model param fails here, once, rather than on every use; the
@@ -406,7 +445,7 @@ static int parse_description(json_doc *doc, const json_t *obj, const char *path,
     m->params = params ? json_deep_copy(params) : json_object();
     if (!m->params)
         return desc_fail_oom(err);
-    return parse_norm(doc, obj, path, m, err);
+    return model_parse_norm(doc, obj, path, "norm", &m->norm, &m->norm_eps, err);
 }
 
 int model_parse_description(const json_t *obj, const char *path, bool with_weights, model *m,
@@ -434,7 +473,8 @@ model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_
         return NULL;
     }
     if (parse_description(doc, obj, path, true, m, err) || parse_weights(doc, obj, path, m, err) ||
-        check_weights(m, path, err) || model_fuse(m, err))
+        model_parse_steps(doc, obj, path, m, err) || check_weights(m, path, err) ||
+        model_fuse(m, err))
         goto fail;
     return m;
 fail:

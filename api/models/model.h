@@ -58,6 +58,9 @@ typedef enum weight_id {
     W_MLA_KV_A_NORM, /* kv_a_layernorm [kv_lora_rank] */
     W_MLA_KV_B,      /* kv_b_proj [kv_lora_rank][heads*(qk_nope_head_dim + v_head_dim)] */
     W_ATTN_SINKS,    /* [heads]: gpt_oss's per-head sink logits, reported, not in scores */
+    /* Gated attention (Qwen3-Next, Qwen3.5): the gate half of q_proj, [in][out] like wq */
+    W_GATE,      /* [d_model][heads*head_dim] */
+    W_GATE_BIAS, /* [heads*head_dim] */
     W_COUNT
 } weight_id;
 
@@ -94,8 +97,13 @@ typedef struct model {
     char *name;         /* owned */
     char *source;       /* owned: "built-in ...", "inline", a file path */
     char *architecture; /* owned: "posenc", or the checkpoint's model_type */
-    size_t layer;       /* the attention layer the weights come from */
-    const char *dtype;  /* static: dtype on disk ("F32", "BF16", "mixed") */
+    /* a wrapper config (a vision-language or multimodal model's) whose
+     * text model was loaded: its model_type, and whether the text keys came
+     * from its text_config object (else from its top level); "" otherwise */
+    char wrapper[48];
+    bool text_config;
+    size_t layer;      /* the attention layer the weights come from */
+    const char *dtype; /* static: dtype on disk ("F32", "BF16", "mixed") */
     size_t d_model, heads, kv_heads, head_dim;
     scheme_kind scheme;
     json_t *params; /* owned reference: the model's params object, as
@@ -122,17 +130,24 @@ typedef struct model {
                                   W_Q_NORM_BIAS, W_K_NORM_BIAS) */
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
+    bool gated;           /* gated attention: W_GATE (and W_GATE_BIAS) give the gate */
     /* > 0: every q, k and v value clamped to [-qkv_clip, qkv_clip] right
      * after the projection (MPT's attn_config.clip_qkv); 0: none */
     double qkv_clip;
     /* After the rotation (Llama 4): a weightless RMSNorm of q and k per head
-     * (Llama4TextL2Norm, use_qk_norm, rope layers only), and on the layers
+     * (Llama4TextL2Norm, use_qk_norm, rope layers only; HunYuan's with the
+     * weights W_Q/K_NORM_WEIGHT [head_dim], present only when qk_norm is
+     * none), and on the layers
      * without rope the attention-temperature tuning of q,
      * q *= log(floor((pos + 1) / floor_scale) + 1) * attn_scale + 1. */
     bool post_rope_qk_norm;
     double post_rope_qk_norm_eps;
     bool attn_temperature;
     double attn_floor_scale, attn_temperature_scale;
+    /* After the rotation (Ministral 3), on every layer: q *= 1 + q_scale_beta
+     * * log(1 + floor(position_id / q_scale_orig)) (pe_query_scale_mistral) */
+    bool q_scale;
+    double q_scale_beta, q_scale_orig;
     /* Multi-head latent attention (DeepSeek-V2/V3) instead of wq|wk|wv: q
      * and k heads are [nope | rope] of head_dim = nope + rope, v heads are
      * mla_w.v_dim wide, kv_heads == heads; the rope rotates the last
@@ -140,6 +155,12 @@ typedef struct model {
      * matrices are borrowed from weights[W_MLA_*] (set by model_fuse). */
     bool mla;
     pe_mla_weights mla_w;
+    /* static: the layer type whose block of a nested rope_parameters the
+     * layer's rope comes from ("full_attention"); NULL: one block for all */
+    const char *rope_block;
+    /* static: how the config's legacy rotary_dim was read ("partial": the
+     * first rotary_dim channels of each head rotate; MiniMax-M2), or NULL */
+    const char *rotary_dim_rule;
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
     int64_t table_offset;              /* added to every position of a request (OPT: 2,
@@ -157,6 +178,25 @@ model *model_from_json(json_doc *doc, const json_t *obj, const char *path, desc_
 /* Decode m->params of m->scheme into m->decoded, once, when the model is
  * built (the service calls it for every loaded model). */
 int model_decode_scheme(model *m, desc_error *err);
+
+/* The names /info writes and inline models read: norm types by
+ * pe_norm_kind ("none", "layernorm", "rmsnorm") and position rules by
+ * model_position_rule; both NULL-terminated. */
+extern const char *const model_norm_names[];
+extern const char *const model_position_rule_names[];
+
+/* The norm object obj[key] ({type, eps}; absent or null: none) at path. */
+int model_parse_norm(const json_doc *doc, const json_t *obj, const char *path, const char *key,
+                     pe_norm_kind *kind, double *eps, desc_error *err);
+
+/* The steps of an inline model object beyond the contract's pipeline, under
+ * /info's names (embed_norm, qk_norm, post_rope_qk_norm, attn_temperature,
+ * positions, mla, attention_sinks, gate, rotary_dim_rule, score_softcap,
+ * clip_qkv), after its dimensions and weights were read; then every weight
+ * against what the steps need (a weight no step uses, a missing or
+ * misshapen one fails). */
+int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model *m,
+                      desc_error *err);
 
 /* Frees a model; accepts NULL. */
 void model_free(model *m);
@@ -185,10 +225,19 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
  * positions[rows] are the rows' positions. */
 void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv);
 
+/* Mistral's query scale of m (none: nothing) on the q of qkv[rows][q | k | v]
+ * in place, from the rows' position ids. */
+void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv);
+
 /* [rows][q | k | v] = the projection of z[rows][d_model]: the fused sgemm,
  * or multi-head latent attention's. 0, or -1 when out of memory (the
  * only way it can fail). */
 int model_project(const model *m, const float *z, size_t rows, float *qkv);
+
+/* Gated attention: out[rows][heads*head_dim] = z.w_gate + b_gate, the
+ * gate before its sigmoid (which multiplies the attention's output, so q,
+ * k and v do not depend on it). Only for a model with W_GATE. */
+void model_project_gate(const model *m, const float *z, size_t rows, float *out);
 
 /* Width of v: heads*v_dim for MLA, else kv_heads*head_dim. */
 static inline size_t model_v_width(const model *m)
@@ -206,6 +255,12 @@ void model_mla_rotate(const model *m, const pe_rope *rope, const double *inv_fre
 static inline bool model_has(const model *m, weight_id w)
 {
     return m->weights[w].data != NULL;
+}
+
+/* Whether m's norm after the rotation has weights (HunYuan's). */
+static inline bool model_post_rope_weighted(const model *m)
+{
+    return m->post_rope_qk_norm && !m->qk_norm && model_has(m, W_Q_NORM_WEIGHT);
 }
 
 #endif /* MODEL_H */

@@ -6,12 +6,14 @@
  */
 #include "models/model_dir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "models/hf_spec.h"
+#include "models/hf_text_model.h"
 #include "models/model_file.h"
 #include "models/safetensors.h"
 #include "models/scheme.h"
@@ -127,6 +129,44 @@ static int load_posenc(model *m, const json_t *cfg, const char *cfg_path, st_set
 
 /* ---- Hugging Face ----------------------------------------------------------- */
 
+/* The unsupported-model_type error: the table's model_type values. */
+static int unsupported(const char *cfg_path, const hf_text_model *t, model_error *err)
+{
+    char names[2048], wrappers[512]; /* the table's model_type values, the wrappers served */
+
+    hf_spec_names(names, sizeof names);
+    hf_wrapper_names(wrappers, sizeof wrappers);
+    if (t->wrapper)
+        return model_fail(err, MODEL_E_VALUE,
+                          "%s: model_type '%.60s' serves its text model, model_type '%.60s', "
+                          "which is not supported (%s)",
+                          cfg_path, t->wrapper, t->model_type, names);
+    return model_fail(err, MODEL_E_VALUE,
+                      "%s: model_type '%.60s' is not supported (%s; wrappers of these: %s; a "
+                      "config without model_type is posenc's own format)",
+                      cfg_path, t->model_type, names, wrappers);
+}
+
+/* The text model's spec and config (a wrapper's text_config) into h. */
+static int load_hf_text(model *m, hf_load *h, const hf_text_model *t, model_error *err)
+{
+    const hf_spec *spec = hf_spec_find(t->model_type);
+
+    if (!spec)
+        return unsupported(h->config_path, t, err);
+    free(m->architecture);
+    if (!(m->architecture = strdup(t->model_type)))
+        return nomem(err);
+    if (t->wrapper) {
+        snprintf(m->wrapper, sizeof m->wrapper, "%s", t->wrapper);
+        m->text_config = t->text_config;
+    }
+    if (t->config)
+        h->config = t->config;
+    h->prefixes = t->prefixes;
+    return hf_decoder_load(h, spec, err);
+}
+
 static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w, size_t layer,
                    const model_warner *warn, model_error *err)
 {
@@ -137,25 +177,20 @@ static int load_hf(model *m, const json_t *cfg, const char *cfg_path, st_set *w,
                  .layer = layer,
                  .m = m,
                  .warn = warn};
+    hf_text_model text = {0}; /* owns text.config */
     desc_error inner;
     scheme check;
 
     if (!type)
         return model_fail(err, MODEL_E_KEY, "%s: model_type must be a string", cfg_path);
-    const hf_spec *spec = hf_spec_find(type);
-    if (!spec) {
-        char names[1024]; /* the table's model_type values */
-        hf_spec_names(names, sizeof names);
-        return model_fail(err, MODEL_E_VALUE,
-                          "%s: model_type '%.60s' is not supported (%s; a config without "
-                          "model_type is posenc's own format)",
-                          cfg_path, type, names);
+    if (hf_text_model_find(cfg, type, cfg_path, &text, err)) {
+        json_decref(text.config);
+        return -1;
     }
-    free(m->architecture);
-    if (!(m->architecture = strdup(type)))
-        return nomem(err);
     m->layer = layer;
-    if (hf_decoder_load(&h, spec, err))
+    int rc = load_hf_text(m, &h, &text, err);
+    json_decref(text.config);
+    if (rc)
         return -1;
     /* The bound of inline models: keeps every BLAS size within an int. */
     if ((m->heads + 2 * m->kv_heads) * m->head_dim > (size_t)1 << 24)

@@ -16,19 +16,23 @@
 #include "json/json_fields.h"
 #include "json/tensor.h"
 
-const char *const scheme_names[] = {"sinusoidal", "learned", "rope", "alibi", "t5", "none", NULL};
+const char *const scheme_names[] = {"sinusoidal", "learned", "rope",   "alibi",
+                                    "t5",         "none",    "rope2d", NULL};
 
 static const char *const sinusoidal_keys[] = {"base", "layout", "score_scale", NULL};
 static const char *const learned_keys[] = {"score_scale", NULL};
-static const char *const rope_keys[] = {"base",        "head_dim",
-                                        "rotary_dim",  "partial_rotary_factor",
-                                        "layout",      "scaling",
-                                        "score_scale", NULL};
+static const char *const rope_keys[] = {"base",       "head_dim",
+                                        "rotary_dim", "rope_type",
+                                        "layout",     "partial_rotary_factor",
+                                        "scaling",    "score_scale",
+                                        "mrope",      "tokens_per_second",
+                                        NULL};
 static const char *const alibi_keys[] = {"heads",        "form",        "bf16",
                                          "bias_divisor", "score_scale", NULL};
 static const char *const t5_keys[] = {"num_buckets", "max_distance", "bidirectional", "score_scale",
                                       NULL};
 static const char *const none_keys[] = {"score_scale", NULL};
+static const char *const rope2d_keys[] = {"variant", "head_dim", "base", "score_scale", NULL};
 
 static const char *const *const keys_by_kind[] = {
     [SCHEME_SINUSOIDAL] = sinusoidal_keys,
@@ -37,6 +41,7 @@ static const char *const *const keys_by_kind[] = {
     [SCHEME_ALIBI] = alibi_keys,
     [SCHEME_T5] = t5_keys,
     [SCHEME_NONE] = none_keys,
+    [SCHEME_ROPE2D] = rope2d_keys,
 };
 
 bool scheme_is_absolute(scheme_kind kind)
@@ -97,7 +102,8 @@ static const pe_rope_scaling_type scaling_type_values[] = {PE_ROPE_SCALING_NONE,
 static const char *const *const scaling_keys[] = {
     (const char *const[]){"type", "rope_type", NULL},
     (const char *const[]){"type", "rope_type", "factor", NULL},
-    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings", NULL},
+    (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
+                          "alpha", NULL},
     (const char *const[]){"type", "rope_type", "factor", "original_max_position_embeddings",
                           "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
                           "truncate", NULL},
@@ -137,6 +143,7 @@ static int read_scaling_numbers(const json_doc *doc, const json_t *v, const char
         desc_json(err, jf_number(doc, v, path, "mscale_all_dim", false, &sc->has_mscale_all_dim,
                                  &sc->mscale_all_dim, &err->json)) ||
         desc_json(err, jf_bool(v, path, "truncate", &present, &sc->truncate, &err->json)) ||
+        desc_json(err, jf_number(doc, v, path, "alpha", true, &present, &sc->alpha, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "low_freq_factor", true, &present,
                                  &sc->low_freq_factor, &err->json)) ||
         desc_json(err, jf_number(doc, v, path, "high_freq_factor", true, &present,
@@ -218,6 +225,37 @@ static int parse_scaling(const json_doc *doc, const json_t *v, const char *path,
 
 /* ---- per scheme ------------------------------------------------------- */
 
+/* rope_type: "default", or "proportional" (Gemma 4's full layers: the
+ * whole head rotates, its first floor(partial_rotary_factor * head_dim / 2)
+ * pairs turning). Proportional takes no rotary_dim and no scaling but
+ * linear (Hugging Face divides its frequencies by factor). */
+static int parse_rope_type(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                           desc_error *err)
+{
+    static const char *const rope_types[] = {"default", "proportional", NULL};
+    int which = s->rope_proportional;
+    bool present;
+
+    if (desc_json(err, jf_choice(doc, params, path, "rope_type", rope_types, &present, &which,
+                                 &err->json)))
+        return -1;
+    s->rope_proportional = which == 1;
+    if (!s->rope_proportional)
+        return 0;
+    if (s->rotary_dim) {
+        jpath at = jpath_key(path, "rotary_dim");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "rope_type proportional rotates the whole head: give "
+                         "partial_rotary_factor, not rotary_dim");
+    }
+    if (s->scaling.type != PE_ROPE_SCALING_NONE && s->scaling.type != PE_ROPE_SCALING_LINEAR) {
+        jpath at = jpath_key(path, "scaling");
+        return desc_fail(err, DESC_E_KEY, at.s,
+                         "rope_type proportional takes no scaling but linear (its factor)");
+    }
+    return 0;
+}
+
 /* The keys of params present override *s (already the model's or the
  * defaults). */
 static int parse_rope(const json_doc *doc, const json_t *params, const char *path, scheme *s,
@@ -262,13 +300,15 @@ static int parse_rope(const json_doc *doc, const json_t *params, const char *pat
         return desc_fail(err, DESC_E_RANGE, at.s, "%s = %g must be in (0, 1]", at.s,
                          s->partial_rotary_factor);
     }
+    if (scheme_parse_multimodal(doc, params, path, s, err))
+        return -1;
     const json_t *scaling = jf_get(params, "scaling");
     if (scaling) {
         jpath at = jpath_key(path, "scaling");
         if (parse_scaling(doc, scaling, at.s, s, err))
             return -1;
     }
-    return 0;
+    return parse_rope_type(doc, params, path, s, err);
 }
 
 static int range_fail(const char *path, const char *key, int64_t v, int64_t lo, int64_t hi,
@@ -442,6 +482,10 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, c
         break;
     case SCHEME_T5:
         if (parse_t5(doc, params, path, out, err))
+            goto out;
+        break;
+    case SCHEME_ROPE2D:
+        if (scheme_parse_rope2d(doc, params, path, out, err))
             goto out;
         break;
     case SCHEME_LEARNED:

@@ -19,7 +19,8 @@ typedef enum scheme_kind {
     SCHEME_ROPE,
     SCHEME_ALIBI,
     SCHEME_T5,
-    SCHEME_NONE
+    SCHEME_NONE,
+    SCHEME_ROPE2D /* vision encoders' 2-D rope: /encode only */
 } scheme_kind;
 
 /* NULL-terminated names, indexed by scheme_kind. */
@@ -42,10 +43,20 @@ typedef struct scheme {
     bool has_partial_rotary_factor;
     double partial_rotary_factor;
     pe_rope_layout rope_layout;
+    bool rope_proportional;  /* rope_type "proportional" (pe_rope.proportional) */
     pe_rope_scaling scaling; /* short/long factor arrays point into the two below */
     double *short_factor;    /* owned */
     double *long_factor;     /* owned */
     size_t short_len, long_len;
+    /* rope: multimodal RoPE (style PE_MROPE_NONE: 1-D). A loader sets it
+     * from a config's mrope_section / mrope_interleaved (or writes
+     * params.mrope, which /info then shows); its fit to rotary_dim is
+     * checked per request (rope_plan_init). */
+    pe_mrope mrope;
+    double tokens_per_second; /* rope: mm_layout's video frame rate; 0: not given (2) */
+
+    /* rope2d (head_dim above: 0 means the whole vector; base) */
+    pe_rope2d_variant rope2d_variant;
 
     /* alibi: heads 0 means "not given" */
     size_t heads;
@@ -79,6 +90,21 @@ int scheme_decode(const json_doc *doc, scheme_kind kind, const json_t *params, c
 int scheme_copy(const scheme *from, scheme *to);
 
 void scheme_free(scheme *s);
+
+/* The rope params of positions in more than one dimension, present keys
+ * over *s: mrope (an object: style and section; the section's sum is
+ * checked against rotary_dim/2 later, where the width is known) and
+ * tokens_per_second. */
+int scheme_parse_multimodal(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                            desc_error *err);
+
+/* rope2d's params (variant required; base default 10000, 100 for
+ * gemma4_vision) over *s. */
+int scheme_parse_rope2d(const json_doc *doc, const json_t *params, const char *path, scheme *s,
+                        desc_error *err);
+
+/* The names of pe_mrope_style from PE_MROPE_CHUNKED on, NULL-terminated. */
+extern const char *const scheme_mrope_styles[];
 
 /* Whether a scheme adds a table to the embeddings (sinusoidal, learned). */
 bool scheme_is_absolute(scheme_kind kind);

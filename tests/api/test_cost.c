@@ -73,6 +73,17 @@ void test_cost(void)
                         "\"embeddings\":\"AAAA\",\"shape\":[1000,1]}");
     CHECK(qkv < s1000 / 3, "cost: /apply q/k/v of 1000x64: %llu ns, not < 1/3 of the scores'",
           (unsigned long long)qkv);
+    /* q and the gate: two arrays of 64k values against q, k and v's three */
+    uint64_t q_only = cost(svc, API_ENDPOINT_APPLY,
+                           "{\"model\":{\"d_model\":1,\"heads\":1,\"head_dim\":64,\"weights\":{}},"
+                           "\"embeddings\":\"AAAA\",\"shape\":[1000,1],\"return\":[\"q\"]}");
+    uint64_t gated = cost(svc, API_ENDPOINT_APPLY,
+                          "{\"model\":{\"d_model\":1,\"heads\":1,\"head_dim\":64,\"weights\":{}},"
+                          "\"embeddings\":\"AAAA\",\"shape\":[1000,1],"
+                          "\"return\":[\"q\",\"gate\"]}");
+    CHECK(gated > q_only + (q_only - tiny) / 2 && gated < qkv,
+          "cost: /apply q and gate %llu ns: not between q's %llu and q, k, v's %llu",
+          (unsigned long long)gated, (unsigned long long)q_only, (unsigned long long)qkv);
 
     CHECK(cost(svc, API_ENDPOINT_ENCODE, "{\"sh\\u0061pe\":[4096,512]}") == API_COST_UNKNOWN,
           "cost: a key with an escape is not read: unknown");

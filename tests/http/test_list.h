@@ -26,6 +26,7 @@
     XX(errors, test_errors, SERVER)            /* test_errors.c: the error table */                \
     XX(grammar, test_grammar, SERVER)          /* test_grammar.c: streaming, number grammar */     \
     XX(mask, test_mask, SERVER)                /* test_mask.c: attention_mask and causal */        \
+    XX(multidim, test_multidim, SERVER)        /* test_multidim.c: mrope, mm_layout */             \
     XX(concurrency, test_concurrency, WEIGHTS) /* test_concurrency.c: answers never cross */       \
     XX(diagnose, test_diagnose, WEIGHTS)       /* test_diagnose.c: every finding code */           \
     XX(fields, test_fields, WEIGHTS)           /* test_fields.c: X_shape on every endpoint */      \

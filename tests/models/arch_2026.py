@@ -441,6 +441,10 @@ def _malformed(C, root):
          {"num_key_value_heads": 3}),
         ("internlm2: rope_scaling type", c1, ["rope_scaling", "ntk"],
          {"rope_scaling": {"type": "ntk", "factor": 2.0}}),
+        # InternLM2's own _init_rope knows linear and dynamic only
+        ("internlm2: rope_scaling yarn", c1, ["rope_scaling.type", "'yarn'", "dynamic, linear"],
+         {"rope_scaling": {"type": "yarn", "factor": 2.0,
+                           "original_max_position_embeddings": 16}}),
         ("internlm2: dynamic factor 0", c1, ["factor"],
          {"rope_scaling": {"type": "dynamic", "factor": 0}}),
         ("internlm2: rms_norm_eps a string", c1, ["rms_norm_eps"], {"rms_norm_eps": "1e-5"}),
@@ -452,8 +456,10 @@ def _malformed(C, root):
         ("glm4: num_key_value_heads 3", g1, ["num_key_value_heads", "3"],
          {"num_key_value_heads": 3}),
         ("gpt_oss: rope_scaling absent", o1, ["rope_scaling", "yarn"], {"rope_scaling": None}),
-        ("gpt_oss: layer_types chunked", o1, ["layer_types[1]", "chunked_attention"],
-         {"layer_types": ["sliding_attention", "chunked_attention"]}),
+        ("gpt_oss: layer_types unknown", o1, ["layer_types[1]", "global_attention"],
+         {"layer_types": ["sliding_attention", "global_attention"]}),
+        ("gpt_oss: layer 0 compressed", o1, ["layer 0 is compressed_sparse_attention"],
+         {"layer_types": ["compressed_sparse_attention", "full_attention"]}),
         ("gpt_oss: yarn truncate a string", o1, ["truncate"],
          {"rope_scaling": dict(YARN, truncate="no")}),
     ]

@@ -135,3 +135,32 @@ def run_failing(args, env=None):
 
 def sanitizer_clean(text):
     return not any(mark in text for mark in SANITIZER_MARKS)
+
+
+def info_models(checks, srv, label):
+    """/info's models by name, or None (a failed check) when /info fails."""
+    st, info = srv.request("/info")
+    if not checks.check(st == 200, f"{label} /info: status {st}"):
+        return None
+    return {m["name"]: m for m in info["models"]}
+
+
+def stop_clean(checks, srv, label):
+    """SIGTERM the server; it must exit 0 with a sanitizer-clean stderr."""
+    status = srv.stop()
+    checks.check(status == 0, f"{label}: server exits 0 (got {status})")
+    checks.check(sanitizer_clean(srv.stderr()), f"{label}: stderr clean: {srv.stderr()[-800:]}")
+
+
+def fixture_args(root, label, fixtures):
+    """Write each distinct checkpoint of fixtures {name: (checkpoint, layer,
+    shards)} once under root and return the --model flags serving every name
+    at its layer."""
+    args, dirs = [], {}
+    for name, (ckpt, layer, shards) in fixtures.items():
+        d = dirs.get(id(ckpt))
+        if d is None:
+            d = dirs[id(ckpt)] = os.path.join(root, f"{label}_{name}")
+            ckpt.write(d, shards=shards)
+        args += ["--model", f"{name}={d}" + (f":{layer}" if layer else "")]
+    return args

@@ -154,7 +154,7 @@ def llama(cfg, w, x, positions, layer, prefix="model."):
     z = rms_norm(x, w[p + "input_layernorm.weight"], cfg.get("rms_norm_eps", 1e-6))
     q, k, v = (z @ w[p + f"self_attn.{n}_proj.weight"].T for n in "qkv")
     # Qwen2Attention: q/k/v_proj always have bias=True (attention_bias unread)
-    if cfg["model_type"] == "qwen2" or cfg.get("attention_bias", False):
+    if cfg.get("model_type") == "qwen2" or cfg.get("attention_bias", False):
         q, k, v = (a + w[p + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
     inv, att = rope_init(cfg, int(positions.max()) + 1, partial=False)
     T = x.shape[0]

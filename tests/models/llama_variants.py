@@ -107,6 +107,9 @@ def _malformed(C, root):
          {"embedding_multiplier": 0}),
         ("granite: embedding_multiplier negative", g1, ["embedding_multiplier", "-12"],
          {"embedding_multiplier": -12.0}),
+        # GraniteModel computes inputs_embeds * None and fails
+        ("granite: embedding_multiplier null", g1, ["embedding_multiplier is null"],
+         {"embedding_multiplier": None}),
         ("granite: attention_multiplier a string", g1, ["attention_multiplier", "a number"],
          {"attention_multiplier": "0.1"}),
         ("smollm3: no_rope_layers entry 2", s1, ["no_rope_layers[1]", "2"],
@@ -114,8 +117,10 @@ def _malformed(C, root):
         # SmolLM3Config keeps an empty list (only None takes the default)
         ("smollm3: no_rope_layers empty", s1, ["no_rope_layers has 0 entries",
                                               "num_hidden_layers"], {"no_rope_layers": []}),
-        ("smollm3: layer_types chunked", s1, ["layer_types[1]", "chunked_attention"],
-         {"layer_types": ["full_attention", "chunked_attention"]}),
+        ("smollm3: layer_types unknown", s1, ["layer_types[1]", "global_attention"],
+         {"layer_types": ["full_attention", "global_attention"]}),
+        ("smollm3: layer 0 linear", s1, ["layer 0 is linear_attention", "no positional"],
+         {"layer_types": ["mamba", "full_attention"]}),
     ]
     for label, ckpt, want, over in bad:
         d = os.path.join(root, "badv_" + label.split(":")[1].strip().replace(" ", "_"))

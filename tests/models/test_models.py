@@ -32,13 +32,25 @@ import numpy as np
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_2026  # noqa: E402
+import arch_wrappers  # noqa: E402
+import arch_families  # noqa: E402
+import arch_hybrid  # noqa: E402
+import arch_block_keys  # noqa: E402
+import arch_rope_blocks  # noqa: E402
+import rope_proportional  # noqa: E402
 import checkpoints as ck  # noqa: E402
 import hf_ref  # noqa: E402
 import llama_variants  # noqa: E402
 import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
+import arch_gated  # noqa: E402
+import arch_minimax  # noqa: E402
+import arch_dsa  # noqa: E402
+import inline_roundtrip  # noqa: E402
 import mask_models  # noqa: E402
+import mrope_refs  # noqa: E402
+import rope2d_refs  # noqa: E402
 import self_diagnose  # noqa: E402
 import st_write  # noqa: E402
 from harness import Checks, Server, run_failing, sanitizer_clean  # noqa: E402
@@ -609,20 +621,22 @@ def qwen3_gemma_malformed(root):
          query_pre_attn_scalar=0)
     case("gemma3: query_pre_attn_scalar null", g3, ["query_pre_attn_scalar", "null"],
          query_pre_attn_scalar=None)
-    case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "chunked_attention"],
-         layer_types=["chunked_attention", "full_attention"])
-    # any layer's type posenc does not model stops the load, not only the
-    # served layer's (contract 1.2), for every architecture HF reads it for
+    case("gemma3: layer_types entry unknown", g3, ["layer_types[0]", "global_attention"],
+         layer_types=["global_attention", "full_attention"])
+    # any layer's type transformers does not know stops the load, not only
+    # the served layer's, for every architecture HF reads it for
     case("gemma3: layer_types of another layer unknown", g3,
-         ["layer_types[1]", "chunked_attention", "sliding_attention or full_attention"],
-         layer_types=["full_attention", "chunked_attention"])
-    case("qwen3: layer_types entry unknown", q3, ["layer_types[0]", "chunked_attention"],
-         layer_types=["chunked_attention"])
-    case("gemma2: layer_types entry unknown", g2, ["layer_types[0]", "linear_attention"],
+         ["layer_types[1]", "global_attention", "not a layer type transformers knows"],
+         layer_types=["full_attention", "global_attention"])
+    case("qwen3: layer_types entry unknown", q3, ["layer_types[0]", "global_attention"],
+         layer_types=["global_attention"])
+    # a served layer of a type posenc does not model is refused by name
+    case("gemma2: layer 0 linear_attention", g2,
+         ["layer 0 is linear_attention", "no positional encoding or Q/K/V"],
          layer_types=["linear_attention"])
     case("qwen2: layer_types entry unknown", ck.llama(seed=7, layers=1, model_type="qwen2",
                                                       bias=True),
-         ["layer_types[0]", "chunked_attention"], layer_types=["chunked_attention"])
+         ["layer_types[0]", "global_attention"], layer_types=["global_attention"])
     case("qwen3: layer_types a number", q3, ["layer_types", "list"], layer_types=3)
     case("gemma3: layer_types not a list", g3, ["layer_types", "list"],
          layer_types="sliding_attention")
@@ -633,7 +647,9 @@ def qwen3_gemma_malformed(root):
          sliding_window_pattern=0)
     case("gemma3: rope_local_base_freq 0", g3, ["rope_local_base_freq", "> 0"],
          rope_local_base_freq=0)
-    case("gemma3: rope_parameters per layer type", g3, ["rope_parameters", "per layer type"],
+    # Qwen3Config keeps one block: blocks by layer type are refused, naming them
+    case("qwen3: rope_parameters per layer type", q3,
+         ["rope_parameters.full_attention", "per layer type", "qwen3"],
          rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})
     case("gemma3: rope_scaling of an unknown type", g3, ["rope_scaling", "ntk9"],
@@ -852,8 +868,8 @@ def cohere_family_malformed(root):
          rope_scaling={"rope_type": "ntk9", "factor": 2.0})
     case("cohere2: sliding_window_pattern 0", c2, ["sliding_window_pattern", "0"],
          sliding_window_pattern=0)
-    case("cohere2: layer_types entry unknown", c2, ["layer_types[1]", "chunked_attention"],
-         layer_types=["full_attention", "chunked_attention"])
+    case("cohere2: layer_types entry unknown", c2, ["layer_types[1]", "global_attention"],
+         layer_types=["full_attention", "global_attention"])
     case("cohere2: sliding_window a string", c2, ["sliding_window"], sliding_window="4k")
     # the rope of a NoPE layer is still checked, as Hugging Face builds it
     case("cohere2: NoPE layer with a bad rope_scaling", c2, ["rope_scaling", "factor"],
@@ -871,7 +887,7 @@ def cohere_family_malformed(root):
          ["sliding_window is null", "layer_types"], sliding_window=None)
     case("exaone4: sliding_window_pattern LLLG without layer_types", ex,
          ["sliding_window_pattern"], sliding_window_pattern="LLLG")
-    case("exaone4: layer_types entry unknown", ex, ["layer_types[0]", "linear_attention"],
+    case("exaone4: layer 0 linear_attention", ex, ["layer 0 is linear_attention"],
          layer_types=["linear_attention", "full_attention"])
     case("exaone4: rms_norm_eps negative", ex, ["rms_norm_eps", "-1"], rms_norm_eps=-1.0)
     for label, ckpt, name, edit, want in (
@@ -1054,7 +1070,7 @@ def deepseek_cases():
 def deepseek_info(models, cases):
     m = models["ds3"]
     C.check(m.get("mla") == {"q_lora_rank": 12, "kv_lora_rank": 10, "qk_nope_head_dim": 6,
-                             "qk_rope_head_dim": 4, "v_head_dim": 5}
+                             "qk_rope_head_dim": 4, "v_head_dim": 5, "eps": 1e-6}
             and m["head_dim"] == 10 and m["kv_heads"] == 4
             and m["params"].get("layout") == "half"
             and m["params"].get("scaling", {}).get("type") == "yarn"
@@ -1634,6 +1650,30 @@ GROUPS = [
     ("phi_qk_layernorm", "Phi's qk_layernorm", lambda root: arch_phi.phi_checks(root, C)),
     ("falcon_alibi", "Falcon's ALiBi (falcon-rw-1b)",
      lambda root: arch_falcon_alibi.falcon_alibi_checks(root, C)),
+    ("wrappers", "wrapper configs (text_config) of multimodal checkpoints",
+     lambda root: arch_wrappers.wrapper_checks(root, C)),
+    ("families", "families served as table entries: Qwen3-MoE, GLM-4.5, ERNIE 4.5, Seed-OSS, "
+     "Apertus, Arcee, AFMoE, EXAONE-MoE", lambda root: arch_families.family_checks(root, C)),
+    ("hybrid", "attention layers of hybrid stacks: Granite 4.0-H, Nemotron-H, LFM2, Falcon-H1",
+     lambda root: arch_hybrid.hybrid_checks(root, C)),
+    ("rope_blocks", "transformers 5 rope blocks by layer type: Gemma 3, OLMo 3, ModernBERT",
+     lambda root: arch_rope_blocks.rope_block_checks(root, C)),
+    ("rope_proportional", "the proportional rope of Gemma 4's full layers",
+     lambda root: rope_proportional.proportional_checks(root, C)),
+    ("rope_block_keys", "model keys inside rope blocks: Ministral 3's query scale, HunYuan's "
+     "NTK-alpha", lambda root: arch_block_keys.block_key_checks(root, C)),
+    ("gated", "gated attention: Qwen3-Next, Qwen3.5 text (query half, (1+w) norms, gate)",
+     lambda root: arch_gated.gated_checks(root, C)),
+    ("minimax", "MiniMax-M2: whole-projection q/k norms, rotary_dim",
+     lambda root: arch_minimax.minimax_checks(root, C)),
+    ("dsa", "DeepSeek-V3.2 and GLM-5: V3's multi-head latent attention",
+     lambda root: arch_dsa.dsa_checks(root, C)),
+    ("inline_roundtrip", "/info's description of every loaded model, with its weights, as an "
+     "inline model answers bit for bit", lambda root: inline_roundtrip.roundtrip_checks(root, C)),
+    ("mrope", "multimodal rope (params.mrope), triples, mm_layout under both rules",
+     lambda root: mrope_refs.mrope_checks(root, C)),
+    ("rope2d", "vision encoders' 2-D rope: qwen_vit, pixtral, llama4_vision, gemma4_vision",
+     lambda root: rope2d_refs.rope2d_checks(root, C)),
     ("malformed", "malformed checkpoints and flags stop the server, naming what is wrong",
      malformed_checks),
 ]

@@ -16,6 +16,7 @@
     XX(absolute, test_absolute)               /* absolute schemes on embeddings */                 \
     XX(rope, test_rope)                       /* rotations, layouts, partial rotary */             \
     XX(rope_freq, test_rope_freq)             /* frequencies of every scaling type */              \
+    XX(mrope, test_mrope)                     /* multimodal rope: styles, text = 1-D */            \
     XX(alibi, test_alibi)                     /* slopes and bias forms */                          \
     XX(t5, test_t5)                           /* buckets and bias */                               \
     XX(qkv, test_qkv)                         /* projections, GQA */                               \

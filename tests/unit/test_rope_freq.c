@@ -1,7 +1,8 @@
 /*
  * test_rope_freq.c - RoPE scaling: inverse frequencies and attention
  * factors against known numpy float64 vectors (head_dim 8), the short/long
- * choice of longrope, and the configurations that cannot be computed.
+ * choice of longrope, the proportional rope's pairs, and the
+ * configurations that cannot be computed.
  */
 #include <math.h>
 #include <string.h>
@@ -127,6 +128,18 @@ static void dynamic_linear(void)
     CHECK_CLOSE_D(inv, want, 4, 1e-6, "dynamic seq 4096, 11.3");
     CHECK_NEAR(pow(inv[1], -4.0), 43267.487109, 1e-5, "dynamic seq 4096: base 43267.487109, 11.3");
 
+    /* HunYuan's NTK-alpha: base 10000 * 16^(8/6) = 10000 * 40.3175 within
+     * the context, the dynamic base past it (alpha unread there) */
+    pe_rope alpha = dyn;
+    alpha.scaling.alpha = 16;
+    CHECK(pe_rope_frequencies(&alpha, 2048, inv, &att) == PE_OK, "alpha PE_OK");
+    CHECK_NEAR(pow(inv[1], -4.0), 10000 * pow(16.0, 8.0 / 6.0), 1e-6,
+               "alpha within the context: base 10000 * 16^(8/6)");
+    pe_rope_frequencies(&alpha, 4096, inv, &att);
+    CHECK_NEAR(pow(inv[1], -4.0), 43267.487109, 1e-5, "alpha past the context: the dynamic base");
+    alpha.scaling.alpha = -1;
+    CHECK(pe_rope_frequencies(&alpha, 1, inv, &att) == PE_EINVAL, "alpha -1: PE_EINVAL");
+
     pe_rope lin = cfg(10000, PE_ROPE_SCALING_LINEAR, 4);
     static const double want_lin[4] = {0.25, 0.025, 0.0025, 0.00025};
     pe_rope_frequencies(&lin, 1, inv, &att);
@@ -188,8 +201,53 @@ static void invalid(void)
           "longrope within orig uses the short factors");
 }
 
+/* proportional: 1/theta^(2i/8) for i < floor(p * 8 / 2), then 0; a linear
+ * factor divides them; only over the whole head and with none or linear. */
+static void proportional(void)
+{
+    static const struct {
+        double p;
+        double inv[4];
+    } cases[] = {
+        {0.25, {1, 0, 0, 0}},
+        {0.5, {1, 0.1, 0, 0}},
+        {0.7, {1, 0.1, 0, 0}}, /* 2.8 pairs: 2 */
+        {1.0, {1, 0.1, 0.01, 0.001}},
+    };
+    double inv[4], att;
+    for (size_t c = 0; c < ARRAY_LEN(cases); c++) {
+        pe_rope r = cfg(10000, PE_ROPE_SCALING_NONE, 0);
+        r.proportional = true;
+        r.proportion = cases[c].p;
+        CHECK(pe_rope_frequencies(&r, 1, inv, &att) == PE_OK && att == 1.0,
+              "proportional PE_OK, attention factor 1");
+        CHECK_CLOSE_D(inv, cases[c].inv, 4, 1e-15, "proportional inv_freq");
+    }
+    pe_rope lin = cfg(10000, PE_ROPE_SCALING_LINEAR, 4);
+    lin.proportional = true;
+    lin.proportion = 0.5;
+    static const double quarter[4] = {0.25, 0.025, 0, 0};
+    CHECK(pe_rope_frequencies(&lin, 1, inv, &att) == PE_OK, "proportional linear PE_OK");
+    CHECK_CLOSE_D(inv, quarter, 4, 1e-15, "proportional divided by the linear factor");
+    pe_rope narrow = cfg(10000, PE_ROPE_SCALING_NONE, 0);
+    narrow.proportional = true;
+    narrow.proportion = 0.5;
+    narrow.rotary_dim = 4;
+    CHECK(pe_rope_frequencies(&narrow, 1, inv, &att) == PE_EINVAL,
+          "proportional over part of the head: PE_EINVAL");
+    pe_rope yarn = cfg(10000, PE_ROPE_SCALING_YARN, 2);
+    yarn.scaling.original_max_position_embeddings = 2048;
+    yarn.proportional = true;
+    yarn.proportion = 0.5;
+    CHECK(pe_rope_frequencies(&yarn, 1, inv, &att) == PE_EINVAL, "proportional yarn: PE_EINVAL");
+    narrow.rotary_dim = 8;
+    narrow.proportion = 0;
+    CHECK(pe_rope_frequencies(&narrow, 1, inv, &att) == PE_EINVAL, "proportion 0: PE_EINVAL");
+}
+
 void test_rope_freq(void)
 {
+    proportional();
     llama3();
     yarn();
     dynamic_linear();
