@@ -19,6 +19,7 @@
 #   make test-float-text  float_to_text vs Dragonbox for all 2^32 floats
 #   make fuzz       libFuzzer over the request decoding (FUZZ_SECONDS=60)
 #   make test-docker  build and run the container images (root, podman)
+#   make test-debian13  make test in a Debian 13 root (root, debootstrap)
 #   make            build build/posenc-server and build/libposenc.a
 #
 # SANITIZE=1 builds everything with -fsanitize=address,undefined into
@@ -348,6 +349,15 @@ test-browser: deps
 test-docker:
 	@tools/install-deps.sh docker
 	tests/docker/run.sh
+
+# The README's `make test` on Debian 13 (trixie) from this Debian 12 machine:
+# a debootstrap root cached in /var/tmp/posenc-debian13, this tree copied
+# into it, make test run there with chroot (tests/debian13/run.sh; root;
+# about 8 minutes the first time, then build and suite only).
+.PHONY: test-debian13
+test-debian13:
+	@tools/install-deps.sh packages debootstrap
+	tests/debian13/run.sh
 
 # The C library for other programs: include/posenc.h, libposenc.a and a
 # pkg-config file, under PREFIX (DESTDIR for staged installs).
