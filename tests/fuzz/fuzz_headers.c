@@ -39,7 +39,7 @@ typedef struct laid_out {
     size_t block_len;
     framing_header h[MAX_HEADERS];
     size_t n, cut;
-    size_t cut_tail; /* bytes of the cut value after its first NUL */
+    size_t cut_tail;           /* bytes of the cut value after its first NUL */
     const char *last_line_end; /* the NUL ending the last value */
 } laid_out;
 
