@@ -1,28 +1,47 @@
-# posenc server image: docker build -t posenc .   (see "Deployment" in README.md)
+# posenc server image (docs/deployment.md):
 #
-# Two stages on Debian 12. The build stage installs the -dev packages with
-# the project's own tools/install-deps.sh (one list for the machine and the
-# image) and runs make; the runtime stage gets only the shared libraries the
-# binary links against, the binary, and a non-root user. Nothing is
-# downloaded but Debian packages.
+#   docker build -t posenc:1.2.0 .
+#   podman build --format docker -t posenc:1.2.0 .   (OCI, podman's default,
+#                                                    has no HEALTHCHECK)
+#
+# Two stages on Debian 13 (trixie): its libmicrohttpd 1.0.1 refuses
+# malformed header sections itself, where Debian 12's 0.9.75 sends the
+# header block of its own 400 twice. The build stage installs the -dev
+# packages with the project's own tools/install-deps.sh (one list for the
+# machine and the image) and runs make; the runtime stage gets only the
+# shared libraries the binary links against, the binary, and a non-root
+# user. Nothing is downloaded but Debian packages, and no downloaded .deb
+# stays in a layer (a base made by debootstrap keeps them otherwise).
 
-FROM debian:bookworm AS build
+# The release, in the labels; the build fails unless the binary says the
+# same (include/posenc.h PE_VERSION_STRING; tests/docker/check_manifests.py checks
+# the tags in docker/ against it).
+ARG POSENC_VERSION=1.2.0
+
+FROM debian:trixie AS build
+ARG POSENC_VERSION
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /src
 COPY tools/install-deps.sh tools/
-RUN tools/install-deps.sh build && rm -rf /var/lib/apt/lists/*
+RUN tools/install-deps.sh build && apt-get clean && rm -rf /var/lib/apt/lists/*
 # The sources make reads (Makefile, lib/, api/, server/, web/, tools/; see
 # .dockerignore for what stays out).
 COPY . .
 RUN make -j"$(nproc)" build/posenc-server && strip build/posenc-server \
-    && build/posenc-server --version
+    && test "$(build/posenc-server --version)" = "posenc $POSENC_VERSION"
 
-FROM debian:bookworm
+FROM debian:trixie
+ARG POSENC_VERSION
+LABEL org.opencontainers.image.title="posenc" \
+      org.opencontainers.image.description="Transformer positional encodings and position-aware Q/K/V projections over HTTP/JSON" \
+      org.opencontainers.image.version="$POSENC_VERSION" \
+      org.opencontainers.image.base.name="debian:trixie"
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-       libmicrohttpd12 libjansson4 libgomp1 libstdc++6 \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
+       libmicrohttpd12t64 libjansson4 libgomp1 libstdc++6 \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
     && useradd --system --uid 10001 --user-group --no-create-home \
        --home-dir /nonexistent --shell /usr/sbin/nologin posenc \
     && mkdir -p /models

@@ -69,8 +69,8 @@ static void tile_scalar(const float *ap, const float *panel, size_t kc, float *c
  * loads of the panel row, six broadcasts of a, twelve fmas. Written out
  * row by row so that the accumulators stay in registers. */
 #define ROW_INIT(r)                                                                                \
-    __m256 c##r##0 = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (r)*ldc);                   \
-    __m256 c##r##1 = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + (r)*ldc + 8)
+    __m256 c##r##0 = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + ldc * (r));                 \
+    __m256 c##r##1 = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + ldc * (r) + 8)
 #define ROW_FMA(r)                                                                                 \
     do {                                                                                           \
         __m256 x = _mm256_broadcast_ss(ap + k * MR + (r));                                         \
@@ -79,8 +79,8 @@ static void tile_scalar(const float *ap, const float *panel, size_t kc, float *c
     } while (0)
 #define ROW_STORE(r)                                                                               \
     do {                                                                                           \
-        _mm256_storeu_ps(c + (r)*ldc, c##r##0);                                                    \
-        _mm256_storeu_ps(c + (r)*ldc + 8, c##r##1);                                                \
+        _mm256_storeu_ps(c + ldc * (r), c##r##0);                                                  \
+        _mm256_storeu_ps(c + ldc * (r) + 8, c##r##1);                                              \
     } while (0)
 
 __attribute__((target("avx2,fma"))) static void

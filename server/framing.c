@@ -190,3 +190,16 @@ framing_tail framing_check_tail(const char *line_end, const char *block_start,
         return nuls == 1 ? TAIL_NUL : TAIL_LOST;
     return width != 0 && nuls == 2 * width + 1 ? TAIL_NUL : TAIL_OK;
 }
+
+bool framing_layout_is_in_place(const char *version)
+{
+    /* "0.9." then the patch number's digits, and nothing else */
+    if (version == NULL || strncmp(version, "0.9.", 4) != 0)
+        return false;
+    const char *p = version + 4;
+    if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return *p == '\0';
+}

@@ -22,6 +22,7 @@
 #ifndef SERVER_FRAMING_H
 #define SERVER_FRAMING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* One received header, in arrival order. Both strings are borrowed from
@@ -65,6 +66,16 @@ const char *framing_message(framing_verdict v);
  * ("Bearer KEY\0" then CR LF, nothing after the NUL): telling it from a
  * plain line end would mean reading past the header block. */
 size_t framing_find_nul(const framing_header *h, size_t n);
+
+/* Whether the libmicrohttpd of version `version` (MHD_get_version() of the
+ * running library: 0.9.x and 1.x ship the same soname, so the one the
+ * binary was built against says nothing) lays the header block out as
+ * framing_find_nul and framing_check_tail read it: true for 0.9.x only.
+ * libmicrohttpd 1.0 rewrote its header parser: it answers a NUL byte or an
+ * empty name in a header line itself (HTML 400, connection closed, before
+ * any posenc callback), and its block is laid out otherwise, so neither
+ * reader may be used there, nor on a version this code does not know. */
+bool framing_layout_is_in_place(const char *version);
 
 /* What follows the text of the last line of the header block. */
 typedef enum framing_tail {

@@ -91,7 +91,8 @@ static void check_tail(http_request *req, const header_list *l, const header_blo
 }
 
 /* Looks at the received headers: framing (framing_check), syntax
- * (header_syntax_check) and NUL bytes (framing_find_nul, check_tail).
+ * (header_syntax_check) and, where the library's layout is known, NUL
+ * bytes and lost lines (framing_find_nul, check_tail).
  * False when out of memory. */
 static bool inspect_headers(http_request *req, const header_block *b)
 {
@@ -106,10 +107,12 @@ static bool inspect_headers(http_request *req, const header_block *b)
     }
     req->framing = framing_check(l.items, l.n);
     check_syntax(req, &l, b->http11);
-    size_t bad = framing_find_nul(l.items, l.n);
-    if (bad < l.n)
-        req->nul_header = l.items[bad].name; /* lives as long as the request */
-    check_tail(req, &l, b);
+    if (req->srv->header_block_in_place) { /* else the library refused those */
+        size_t bad = framing_find_nul(l.items, l.n);
+        if (bad < l.n)
+            req->nul_header = l.items[bad].name; /* lives as long as the request */
+        check_tail(req, &l, b);
+    }
     free(l.items);
     return true;
 }

@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "access_log.h"
+#include "framing.h"
 #include "request_id.h"
 
 #if defined(__clang__)
@@ -61,6 +62,7 @@ server_ctx *server_new(const server_config *cfg, api_service *svc, const char *h
     srv->svc = svc;
 
     describe_build(srv, http_library);
+    srv->header_block_in_place = framing_layout_is_in_place(http_library);
     srv->facts = (api_server_facts){
         .version = POSENC_VERSION,
         .build = srv->build,

@@ -38,6 +38,9 @@ typedef struct server_ctx {
     atomic_bool draining;                         /* set once on SIGTERM/SIGINT */
     atomic_uint_fast64_t next_request_id;
     uint64_t request_id_seed; /* random, fixed at startup */
+    /* The running libmicrohttpd parses headers in place, as the NUL and
+     * block-end checks read them (framing_layout_is_in_place). */
+    bool header_block_in_place;
 } server_ctx;
 
 /* New context for *cfg (copied) serving svc (built by models_load; the

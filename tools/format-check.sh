@@ -11,7 +11,9 @@
 #   tools/format-check.sh --diff     also print what would change
 #   tools/format-check.sh FILE...    check just these files
 #
-# Needs clang-format 14 (Debian 12's; tools/install-deps.sh test installs it).
+# Needs clang-format 14 (Debian 12) or 19 (Debian 13; tools/install-deps.sh test
+# installs the release's): the tree is written so that both give the same text
+# (a construct they lay out apart sits between clang-format off and on).
 set -u
 
 cd "$(dirname "$0")/.." || exit 2

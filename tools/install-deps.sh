@@ -1,7 +1,9 @@
 #!/bin/sh
 # Install the Debian packages posenc needs to build, run and test, if any
 # are missing. Runs apt-get as root, or through sudo; does nothing when all
-# are present. Usage: tools/install-deps.sh [build|test|fuzz|soak|bench|docker]
+# are present. Debian 12 (bookworm) and 13 (trixie); where a name differs,
+# /etc/os-release picks the release's.
+# Usage: tools/install-deps.sh [build|test|fuzz|soak|bench|docker]
 set -eu
 
 build_pkgs="gcc g++ make pkg-config libc6-dev libmicrohttpd-dev libjansson-dev
@@ -9,7 +11,13 @@ libdragonbox-dev libfast-float-dev python3-yaml"
 # the Python client's tests: a venv with pip, setuptools and wheel (offline)
 test_pkgs="libcurl4-openssl-dev python3-numpy valgrind clang-format
 python3-venv python3-pip python3-setuptools python3-wheel"
-fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev"
+# libFuzzer's runtime and OpenMP for clang: versioned names on Debian 12,
+# the default LLVM's on Debian 13 (which renamed them).
+. /etc/os-release
+case "${VERSION_ID:-}" in
+12) fuzz_pkgs="clang libclang-rt-14-dev libomp-14-dev" ;;
+*) fuzz_pkgs="clang libclang-rt-dev libomp-dev" ;;
+esac
 # make test-soak: wrk drives the ASan server; curl for the known-answer checks
 soak_pkgs="wrk curl"
 bench_pkgs="wrk gnuplot-nox python3-fastapi python3-uvicorn python3-httptools

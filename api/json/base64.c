@@ -211,9 +211,8 @@ uint8_t *base64_decode_with(const base64_kernels *kernels, const char *text, siz
     /* Every group but the last: four alphabet characters, no padding. */
     size_t full = len == 0 ? 0 : len / 4 - 1, o = full * 3;
     size_t chunks = (full + DECODE_CHUNK_GROUPS - 1) / DECODE_CHUNK_GROUPS;
-    bool all_valid = true;
-#pragma omp parallel for schedule(static) reduction(&& : all_valid) \
-    if (full >= DECODE_PARALLEL_MIN_GROUPS)
+    bool all_valid = true, parallel = full >= DECODE_PARALLEL_MIN_GROUPS;
+#pragma omp parallel for schedule(static) reduction(&& : all_valid) if (parallel)
     for (size_t c = 0; c < chunks; c++) {
         size_t g0 = c * DECODE_CHUNK_GROUPS;
         size_t groups = full - g0 < DECODE_CHUNK_GROUPS ? full - g0 : DECODE_CHUNK_GROUPS;

@@ -198,7 +198,7 @@ static void mutate(gen *g, char *body, size_t *len, size_t cap)
 {
     static const char bytes[] = "\"\\,:[]{}0-.eE1u \n\x01\x80\xc3\xff\xed\xa0\xf4\x90tnx";
     size_t edits = 1 + pick(g, 3);
-    for (size_t e = 0; e<edits && * len> 0; e++) {
+    for (size_t e = 0; e < edits && len[0] > 0; e++) {
         size_t at = pick(g, *len), op = pick(g, 4);
         char c = bytes[pick(g, sizeof bytes - 1)];
         if (op == 0) {

@@ -14,6 +14,15 @@ import yaml
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 failures = 0
+PODMAN_STOP_S = 10  # podman kube play ignores terminationGracePeriodSeconds
+
+
+def posenc_version():
+    with open(os.path.join(ROOT, "include", "posenc.h"), encoding="utf-8") as fh:
+        return re.search(r'^#define PE_VERSION_STRING "([^"]+)"', fh.read(), re.M).group(1)
+
+
+VERSION = posenc_version()
 
 
 def check(cond, what):
@@ -58,20 +67,27 @@ def pod_checks(label, spec, posenc_name="posenc"):
         port = ports.get(port, port)
         check(p.get("path") == path and port == want, f"{label}: {kind} is GET {path} on {want}")
 
-    probe("livenessProbe", "/healthz")
+    # GET /healthz, or the binary's --check, which probes it on the same port
+    if "exec" in c.get("livenessProbe", {}):
+        check(c["livenessProbe"]["exec"].get("command") == ["/usr/local/bin/posenc-server", "--check"],
+              f"{label}: livenessProbe is posenc-server --check (GET /healthz on {want}, no curl)")
+    else:
+        probe("livenessProbe", "/healthz")
     probe("readinessProbe", "/readyz")
+    check(c["image"].endswith(f"posenc:{VERSION}"), f"{label}: image posenc:{VERSION} (include/posenc.h's version)")
     res = c.get("resources", {})
     req, lim = res.get("requests", {}), res.get("limits", {})
     check(all(k in req and k in lim for k in ("cpu", "memory"))
           and cpu(req["cpu"]) <= cpu(lim["cpu"]) and mem(req["memory"]) <= mem(lim["memory"]),
           f"{label}: cpu and memory requests and limits (requests <= limits)")
     env = env_of(c)
-    drain = int(env.get("POSENC_DRAIN_TIMEOUT", {}).get("value", 8))
+    drain = int(env.get("POSENC_DRAIN_TIMEOUT", {}).get("value", 6))
+    drain += int(env.get("POSENC_DRAIN_SEND_TIMEOUT", {}).get("value", 3))
     pre = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
     pre_s = int(pre[-1]) if pre and pre[0].endswith("sleep") else 0
     grace = spec.get("terminationGracePeriodSeconds", 30)
     check(grace > drain + pre_s,
-          f"{label}: terminationGracePeriodSeconds {grace} > preStop {pre_s} s + drain timeout {drain} s")
+          f"{label}: terminationGracePeriodSeconds {grace} > preStop {pre_s} s + drain timeouts {drain} s")
     ref = env.get("POSENC_OMP_THREADS", {}).get("valueFrom", {}).get("resourceFieldRef", {})
     check(ref.get("resource") == "limits.cpu" and ref.get("containerName", posenc_name) == posenc_name
           and str(ref.get("divisor", "1")) == "1",
@@ -83,26 +99,46 @@ def pod_checks(label, spec, posenc_name="posenc"):
     return c
 
 
-# --- Deployment + Service + HPA ---------------------------------------------
+# --- Deployment + Service + HPA + PDB ---------------------------------------
 docs = load_all("docker/k8s/posenc.yaml")
 by_kind = {d["kind"]: d for d in docs}
-check(set(by_kind) == {"Deployment", "Service", "HorizontalPodAutoscaler"},
-      "k8s/posenc.yaml holds a Deployment, a Service and a HorizontalPodAutoscaler")
+check(set(by_kind) == {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"},
+      "k8s/posenc.yaml holds a Deployment, a Service, a HorizontalPodAutoscaler and a PodDisruptionBudget")
 dep, svc, hpa = by_kind["Deployment"], by_kind["Service"], by_kind["HorizontalPodAutoscaler"]
+pdb = by_kind["PodDisruptionBudget"]
 tmpl = dep["spec"]["template"]
 labels = tmpl["metadata"]["labels"]
 check(dep["spec"]["selector"]["matchLabels"].items() <= labels.items(),
       "Deployment: selector matches the Pod template")
 c = pod_checks("Deployment", tmpl["spec"])
+check("replicas" not in dep["spec"], "Deployment: no replicas (the HPA's; podman kube play runs one Pod)")
+check(not c.get("ports"), "Deployment: no containerPorts (podman kube play would publish them on 0.0.0.0)")
+denv = env_of(c)
+drain = int(denv.get("POSENC_DRAIN_TIMEOUT", {}).get("value", 6)) + int(
+    denv.get("POSENC_DRAIN_SEND_TIMEOUT", {}).get("value", 3))
+check(drain < PODMAN_STOP_S, f"Deployment: drain timeouts {drain} s < podman's stop timeout {PODMAN_STOP_S} s")
+mref = denv.get("POSENC_MAX_MEMORY", {}).get("valueFrom", {}).get("resourceFieldRef", {})
+res = c["resources"]
+check(mref.get("resource") == "requests.memory" and str(mref.get("divisor", "1")) == "1"
+      and 2 * mem(res["requests"]["memory"]) <= mem(res["limits"]["memory"]),
+      "Deployment: POSENC_MAX_MEMORY = requests.memory, at most half of limits.memory")
 check(svc["spec"]["selector"].items() <= labels.items(), "Service: selector matches the Deployment's Pods")
 names = {p.get("name") for p in c.get("ports", [])} | {p["containerPort"] for p in c.get("ports", [])}
-check(all(p["targetPort"] in names for p in svc["spec"]["ports"]), "Service: targetPort is posenc's port")
+api_port = int(env_of(c).get("POSENC_PORT", {}).get("value") or 8080)  # the image's default
+check(all(p["targetPort"] in names | {api_port} for p in svc["spec"]["ports"]),
+      f"Service: targetPort is posenc's port ({api_port})")
 ref = hpa["spec"]["scaleTargetRef"]
 check(hpa["apiVersion"] == "autoscaling/v2" and ref["kind"] == "Deployment"
       and ref["name"] == dep["metadata"]["name"]
       and 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
       and any(m.get("resource", {}).get("name") == "cpu" for m in hpa["spec"]["metrics"]),
       "HPA: autoscaling/v2 on the Deployment's CPU, min <= max replicas")
+min_up = hpa["spec"]["minReplicas"] - pdb["spec"].get("maxUnavailable", 0) if "maxUnavailable" in pdb["spec"] \
+    else pdb["spec"].get("minAvailable", 0)
+check(pdb["apiVersion"] == "policy/v1" and pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+      and 1 <= min_up < hpa["spec"]["minReplicas"],
+      f"PodDisruptionBudget: policy/v1 on the Deployment's Pods, {min_up} of the HPA's "
+      f"{hpa['spec']['minReplicas']} kept through drains")
 
 # --- the sidecar Pod --------------------------------------------------------
 pod = load_all("docker/k8s/sidecar-pod.yaml")[0]
@@ -129,6 +165,11 @@ penv = dict(e.split("=", 1) if "=" in e else (e, None) for e in svcs["posenc"].g
 grace = int(str(svcs["posenc"].get("stop_grace_period", "10s")).rstrip("s"))
 drain = int(penv.get("POSENC_DRAIN_TIMEOUT") or 6) + int(penv.get("POSENC_DRAIN_SEND_TIMEOUT") or 3)
 check(grace > drain, "compose: stop_grace_period above the drain timeouts")
+budget = penv.get("POSENC_MAX_MEMORY")
+check(budget and "mem_limit" in svcs["posenc"]
+      and 2 * mem(budget.replace("G", "Gi").replace("M", "Mi")) <= mem(str(svcs["posenc"]["mem_limit"]).upper().replace("G", "Gi")),
+      "compose: posenc's mem_limit, POSENC_MAX_MEMORY at most half of it")
+check(all(svcs[s]["image"].endswith(f":{VERSION}") for s in svcs), f"compose: images tagged {VERSION}")
 
 # --- Dockerfiles --------------------------------------------------------------
 for rel in ("Dockerfile", "docker/tokenizer/Dockerfile"):
@@ -136,11 +177,19 @@ for rel in ("Dockerfile", "docker/tokenizer/Dockerfile"):
         text = fh.read()
     runs = " ".join(re.findall(r"^RUN .*?(?<!\\)$", text, re.S | re.M))
     froms = re.findall(r"^FROM (\S+)", text, re.M)
-    check(froms and all(f == "debian:bookworm" for f in froms), f"{rel}: FROM debian:bookworm")
+    check(froms and all(f == "debian:trixie" for f in froms), f"{rel}: FROM debian:trixie")
+    check(re.search(r"apt-get install[^&]*&& apt-get clean", runs) is not None,
+          f"{rel}: apt-get clean after the install (no downloaded .deb in the layer)")
     check(not re.search(r"\b(pip3?|curl|wget|git clone)\b", runs),
           f"{rel}: downloads nothing but Debian packages")
     check(re.search(r'^ENTRYPOINT \[', text, re.M) and re.search(r'^HEALTHCHECK .*CMD \[', text, re.M | re.S)
           and re.search(r"^USER \d+", text, re.M),
           f"{rel}: exec-form ENTRYPOINT and HEALTHCHECK, numeric non-root USER")
+
+with open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8") as fh:
+    text = fh.read()
+check(re.search(rf"^ARG POSENC_VERSION={re.escape(VERSION)}$", text, re.M)
+      and 'org.opencontainers.image.version="$POSENC_VERSION"' in text,
+      f"Dockerfile: POSENC_VERSION {VERSION} in the OCI labels")
 
 sys.exit(1 if failures else 0)

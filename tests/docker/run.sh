@@ -2,10 +2,12 @@
 # make test-docker: build the posenc and tokenizer images and run them for
 # real with rootful podman (no Docker engine, no image registry needed):
 #
-#   1. the Debian 12 base image, made with debootstrap from the machine's
-#      Debian mirror and tagged docker.io/library/debian:bookworm (cached);
+#   1. the Debian 13 base image: the minimal root of tests/debian13/minbase.sh
+#      (debootstrap from the machine's Debian mirror, shared with make
+#      test-debian13) imported as docker.io/library/debian:trixie (cached);
 #   2. `Dockerfile` and `docker/tokenizer/Dockerfile` built as
-#      posenc:latest and posenc-tokenizer:latest;
+#      posenc:VERSION and posenc-tokenizer:VERSION (VERSION: include/posenc.h's
+#      POSENC_VERSION, the tag the manifests deploy); labels, no .deb left;
 #   3. the posenc image run with a loopback-published port: /healthz,
 #      /readyz, /encode, /apply, HEALTHCHECK, non-root, POSENC_* variables,
 #      SIGTERM drain and a clean exit;
@@ -25,14 +27,19 @@ cd "$(dirname "$0")/../.." || exit 1
 
 STATE=${POSENC_DOCKER_STATE:-/var/lib/posenc-test-docker}
 RUNDIR=/run/posenc-test-docker
-BASE_IMAGE=docker.io/library/debian:bookworm
-IMAGE=posenc:latest
-TOK_IMAGE=posenc-tokenizer:latest
+BASE_IMAGE=docker.io/library/debian:trixie
+VERSION=$(sed -n 's/^#define PE_VERSION_STRING "\(.*\)"$/\1/p' include/posenc.h)
+IMAGE=posenc:$VERSION
+TOK_IMAGE=posenc-tokenizer:$VERSION
+OCI_IMAGE=posenc-oci:$VERSION
 CTR=posenc-test
 CTR2=posenc-test-env
 CTR3=posenc-test-model
+CTR4=posenc-test-oci
 POD_YAML=docker/k8s/sidecar-pod.yaml
 POD=posenc-sidecar
+DEP_YAML=docker/k8s/posenc.yaml
+DEP_POD=posenc-pod-0 # podman names the Deployment's Pod NAME-pod-0
 PROJECT=posenc-test
 COMPOSE=docker/compose.yaml
 
@@ -102,14 +109,15 @@ cleanup() {
     note "cleaning up"
     podman-compose -p "$PROJECT" -f "$COMPOSE" down -v >"$LOG/compose-down.log" 2>&1
     podman play kube --down "$POD_YAML" >"$LOG/kube-down.log" 2>&1
-    podman pod rm -f "$POD" >/dev/null 2>&1
-    for c in "$CTR" "$CTR2" "$CTR3" "${PROJECT}_client_1" "${PROJECT}_posenc_1" "${PROJECT}_tokenizer_1"; do
+    podman kube down "$DEP_YAML" >>"$LOG/kube-down.log" 2>&1
+    podman pod rm -f "$POD" "$DEP_POD" >/dev/null 2>&1
+    for c in "$CTR" "$CTR2" "$CTR3" "$CTR4" "${PROJECT}_client_1" "${PROJECT}_posenc_1" "${PROJECT}_tokenizer_1"; do
         podman rm -f -v "$c" >/dev/null 2>&1
     done
     podman network rm -f "${PROJECT}_default" podman-default-kube-network >/dev/null 2>&1
     podman volume rm -f "${PROJECT}_models" >/dev/null 2>&1
     podman volume prune -f >/dev/null 2>&1
-    podman rmi -f "$IMAGE" "$TOK_IMAGE" >/dev/null 2>&1
+    podman rmi -f "$IMAGE" "$TOK_IMAGE" "$OCI_IMAGE" >/dev/null 2>&1
     # Every other image this run made (build stages, the pod's pause image),
     # keeping the base image that was there before.
     if [ -n "$images_before" ]; then
@@ -166,6 +174,10 @@ healthy() { # healthy CONTAINER: the image's HEALTHCHECK passes now
 jq_py() { # jq_py EXPR < json: a Python expression over `d`
     /usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"
 }
+debs_in() { # debs_in IMAGE: the first downloaded .deb or apt package list in it
+    podman run --rm --no-healthcheck --user 0 --entrypoint /usr/bin/find "$1" / -xdev \
+        \( -name '*.deb' -o -path '/var/lib/apt/lists/*_Packages' \) -print -quit
+}
 uid_of_pid1() { # uid_of_pid1 CONTAINER: the effective uid of its main process, seen from the host
     local pid
     pid=$(podman inspect -f '{{.State.Pid}}' "$1" 2>/dev/null) || return 1
@@ -181,40 +193,19 @@ note "podman $(podman version -f '{{.Client.Version}}' 2>/dev/null), state in $S
 # Leftovers of an interrupted run.
 podman-compose -p "$PROJECT" -f "$COMPOSE" down -v >/dev/null 2>&1
 podman play kube --down "$POD_YAML" >/dev/null 2>&1
+podman kube down "$DEP_YAML" >/dev/null 2>&1
 podman rm -f -v "$CTR" "$CTR2" "$CTR3" >/dev/null 2>&1
 
 # --- 1. base image ------------------------------------------------------------
 if podman image exists "$BASE_IMAGE"; then
     ok "base image $BASE_IMAGE (cached in $STATE)"
 else
-    mirror=${DEBIAN_MIRROR:-}
-    if [ -z "$mirror" ] && [ -f /etc/apt/sources.list.d/debian.sources ]; then
-        mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
-    fi
-    if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-        mirror=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list)
-    fi
-    mirror=${mirror:-http://deb.debian.org/debian}
-    note "debootstrap --variant=minbase bookworm from $mirror"
-    rootfs=$STATE/rootfs
-    rm -rf "$rootfs"
-    if timeout 900 debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$LOG/debootstrap.log" 2>&1; then
-        # The machine's Debian sources (with updates and security), as in
-        # the official image; apt caches out.
-        if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-            cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/"
-            rm -f "$rootfs/etc/apt/sources.list"
-        fi
-        rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-        if tar -C "$rootfs" -c . | podman import --change 'CMD ["bash"]' - "$BASE_IMAGE" >"$LOG/import.log" 2>&1; then
-            ok "base image $BASE_IMAGE made with debootstrap and podman import"
-        else
-            fail "podman import of the base image"; show_log "$LOG/import.log"
-        fi
+    if tar=$(tests/debian13/minbase.sh "${POSENC_DEBIAN13_CACHE:-/var/tmp/posenc-debian13}") &&
+        podman import --change 'CMD ["bash"]' "$tar" "$BASE_IMAGE" >"$LOG/import.log" 2>&1; then
+        ok "base image $BASE_IMAGE made with debootstrap and podman import"
     else
-        fail "debootstrap of the base image"; show_log "$LOG/debootstrap.log"
+        fail "the base image $BASE_IMAGE (debootstrap, podman import)"; show_log "$LOG/import.log"
     fi
-    rm -rf "$rootfs"
     podman image exists "$BASE_IMAGE" || exit 1
 fi
 images_before=$(podman images -a -q --no-trunc)
@@ -251,6 +242,31 @@ expect "HEALTHCHECK is the binary's --check (kept by --format docker)" \
 check "no curl, wget or compiler in the runtime image" \
     podman run --rm --no-healthcheck --entrypoint /bin/sh "$IMAGE" -c \
     '! command -v curl && ! command -v wget && ! command -v gcc && ! command -v cc && ! command -v make'
+expect "OCI label org.opencontainers.image.version" "$VERSION" \
+    "$(podman image inspect -f '{{index .Labels "org.opencontainers.image.version"}}' "$IMAGE")"
+expect "the binary in the image is the same version" "posenc $VERSION" \
+    "$(podman run --rm --no-healthcheck "$IMAGE" --version 2>&1)"
+for i in "$IMAGE" "$TOK_IMAGE"; do
+    expect "no downloaded .deb and no apt package list in $i" "" "$(debs_in "$i" 2>&1)"
+done
+# podman's default image format, OCI, has no HEALTHCHECK (podman build warns
+# and drops it): the same check is then given at run time. The OCI image is
+# the one built above converted (what `podman build --format oci` makes,
+# without building again: it shares no cached layer with a docker-format
+# build).
+if podman push "$IMAGE" "oci-archive:$LOG/oci.tar:$OCI_IMAGE" >"$LOG/build-oci.log" 2>&1 &&
+    podman pull "oci-archive:$LOG/oci.tar" >>"$LOG/build-oci.log" 2>&1 &&
+    rm -f "$LOG/oci.tar"; then
+    expect "the image in OCI format keeps no HEALTHCHECK" "" \
+        "$(podman image inspect -f '{{if .HealthCheck}}{{.HealthCheck.Test}}{{end}}' "$OCI_IMAGE")"
+    podman run -d --name "$CTR4" "${HC_ARGS[@]}" --read-only \
+        --health-cmd '["/usr/local/bin/posenc-server", "--check"]' "$OCI_IMAGE" >"$LOG/run4.log" 2>&1
+    wait_for 30 podman exec "$CTR4" /usr/local/bin/posenc-server --check
+    check "OCI image run with --health-cmd posenc-server --check: healthy" healthy "$CTR4"
+    podman rm -f -v "$CTR4" >/dev/null 2>&1
+else
+    fail "the image in OCI format ($OCI_IMAGE)"; show_log "$LOG/build-oci.log"
+fi
 
 # --- 3. run the posenc image --------------------------------------------------
 port=$(free_port)
@@ -409,6 +425,44 @@ expect "Pod: SIGTERM, posenc exits 0" 0 "$(podman inspect -f '{{.State.ExitCode}
 expect "Pod: SIGTERM, tokenizer exits 0" 0 "$(podman inspect -f '{{.State.ExitCode}}' "$POD-tokenizer" 2>&1)"
 check "Pod: torn down (podman play kube --down)" sh -c "podman play kube --down $POD_YAML >/dev/null 2>&1 && ! podman pod exists $POD"
 
+# --- 4b. the Deployment as shipped (podman kube play docker/k8s/posenc.yaml) --
+# podman 4.3 plays the Deployment as one Pod, posenc-pod-0 (the replicas are the HPA's),
+# publishes nothing (no containerPort), runs the exec liveness probe as its
+# healthcheck and stops with its own 10 s; the Pod is reached at its address
+# on podman's network, from this machine only.
+t0=$(date +%s)
+if podman kube play "$DEP_YAML" >"$LOG/kube-dep.log" 2>&1; then
+    ok "podman kube play $DEP_YAML, unchanged ($(($(date +%s) - t0)) s)"
+else
+    fail "podman kube play $DEP_YAML"; show_log "$LOG/kube-dep.log"
+fi
+expect "Deployment: one Pod, $DEP_POD" "$DEP_POD" "$(podman pod ps --format '{{.Name}}' --filter "name=^$DEP_POD\$")"
+expect "Deployment: no port published on the machine" "" \
+    "$(podman pod inspect -f '{{range .InfraConfig.PortBindings}}{{.}}{{end}}' "$DEP_POD" 2>&1)"
+infra=$(podman pod inspect -f '{{.InfraContainerID}}' "$DEP_POD" 2>/dev/null)
+dep_ip=$(podman inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$infra" 2>/dev/null)
+note "the Deployment's Pod is at ${dep_ip:-?} on podman's network"
+check "Deployment: ready (GET /readyz on the probe port 8081)" wait_for 30 curl -sf "http://$dep_ip:8081/readyz"
+expect "Deployment: POST /encode on 8080" \
+    '200 {"scheme":"sinusoidal","shape":[2,2],"encoded":[[0,1],[0.84147096,0.5403023]]}' \
+    "$(http POST "http://$dep_ip:8080/encode" '{"shape": [2, 2]}')"
+check "Deployment: the livenessProbe (posenc-server --check) is podman's healthcheck and passes" \
+    healthy "$DEP_POD-posenc"
+expect "Deployment: /info memory budget = requests.memory (1Gi, POSENC_MAX_MEMORY from the downward API)" \
+    1073741824 "$(curl -s -m 10 "http://$dep_ip:8080/info" | jq_py 'd["memory"]["budget_bytes"]' 2>&1)"
+expect "Deployment: cgroup memory limit = limits.memory (2Gi)" 2147483648 \
+    "$(podman inspect -f '{{.HostConfig.Memory}}' "$DEP_POD-posenc" 2>&1)"
+check "Deployment: OpenMP threads = limits.cpu (2)" \
+    sh -c "podman logs $DEP_POD-posenc 2>&1 | grep -q 'omp_threads=2 '"
+expect "Deployment: posenc runs as uid 10001" 10001 "$(uid_of_pid1 "$DEP_POD-posenc")"
+t0=$(date +%s)
+podman pod stop "$DEP_POD" >"$LOG/dep-stop.log" 2>&1
+elapsed=$(($(date +%s) - t0))
+expect "Deployment: podman pod stop (its 10 s), posenc drains and exits 0 in ${elapsed} s" 0 \
+    "$(podman inspect -f '{{.State.ExitCode}}' "$DEP_POD-posenc" 2>&1)"
+check "Deployment: torn down (podman kube down)" \
+    sh -c "podman kube down $DEP_YAML >/dev/null 2>&1 && ! podman pod exists $DEP_POD"
+
 # --- 5. compose (podman-compose) ---------------------------------------------
 # podman-compose 1.0.3 ignores depends_on conditions (the client waits for
 # the services itself) and cannot share localhost between services (the Pod
@@ -441,8 +495,10 @@ check "compose: torn down" sh -c "[ -z \"\$(podman ps -a -q --filter label=io.po
 # --- 6. static checks of the manifests -----------------------------------------
 if /usr/bin/python3 tests/docker/check_manifests.py >"$LOG/manifests.log" 2>&1; then
     while read -r line; do ok "$line"; done <"$LOG/manifests.log"
-else
+elif grep -q '^FAIL ' "$LOG/manifests.log"; then
     while read -r line; do
         case $line in FAIL*) fail "${line#FAIL }" ;; *) ok "$line" ;; esac
     done <"$LOG/manifests.log"
+else
+    fail "tests/docker/check_manifests.py stopped"; show_log "$LOG/manifests.log"
 fi
