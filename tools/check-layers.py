@@ -3,7 +3,7 @@
 or on a circle of modules that include each other.
 
 The layers, lowest first; each may include its own folder and the folders
-below it, never one above (README "Layout"):
+below it, never one above (docs/hacking.md, "Layout"):
 
     lib/          the numeric core            includes lib/
     lib/diagnose/ /diagnose's numeric search  includes lib/, lib/diagnose/

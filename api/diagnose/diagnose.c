@@ -141,18 +141,23 @@ static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
 static void write_error_map(strbuf *sb, const diag_request *dr, const float *map, size_t n)
 {
     size_t half = dr->kind == DX_CACHE ? n / 2 : n;
+    /* batch rows read one after another keep the order of the array as
+     * sent: the map takes its shape (bhtd's is read transposed) */
+    bool as_sent = dr->batch > 1 && !dr->bhtd;
+    size_t ndim = as_sent ? dr->sent_ndim : dr->arr[0].ndim;
+    const size_t *dim = as_sent ? dr->sent_dim : dr->arr[0].dim;
 
     strbuf_putc(sb, ',');
     if (dr->kind == DX_CACHE) {
-        array_view cos = array_dense(map, dr->arr[0].ndim, dr->arr[0].dim);
-        array_view sin = array_dense(map + half, dr->arr[1].ndim, dr->arr[1].dim);
+        array_view cos = array_dense(map, ndim, dim);
+        array_view sin = array_dense(map + half, ndim, dim);
         strbuf_puts(sb, "\"error_map\":{");
         array_write(sb, "cos", &cos, dr->rq.base64);
         strbuf_putc(sb, ',');
         array_write(sb, "sin", &sin, dr->rq.base64);
         strbuf_putc(sb, '}');
     } else {
-        array_view v = array_dense(map, dr->arr[0].ndim, dr->arr[0].dim);
+        array_view v = array_dense(map, ndim, dim);
         array_write(sb, "error_map", &v, dr->rq.base64);
     }
 }

@@ -455,6 +455,26 @@ static void write_error_maps(strbuf *sb, const diag_request *dr, const qkv_work 
     strbuf_putc(sb, '}');
 }
 
+/* The index of flat value `flat` of array i as the client sent it: axes
+ * bhtd were folded to [batch][tokens][heads*head_dim] on reading, and are
+ * given back as [batch][head][token][channel]. Returns the axes. */
+static size_t worst_index(const diag_request *dr, int i, size_t flat, size_t *index)
+{
+    const tensor *a = &dr->arr[i];
+    size_t hd = dr->rq.model->head_dim;
+
+    if (!dr->bhtd || a->ndim != 3 || hd == 0) {
+        diag_unflatten(flat, a->ndim, a->dim, index);
+        return a->ndim;
+    }
+    size_t row = flat / a->dim[2], c = flat % a->dim[2];
+    index[0] = row / a->dim[1];
+    index[1] = c / hd;
+    index[2] = row % a->dim[1];
+    index[3] = c % hd;
+    return 4;
+}
+
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
                          qkv_work *w)
 {
@@ -501,8 +521,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     }
     pe_dx_errors all = w->claimed[worst];
     all.mismatched = total > 0 ? bad / total : 0;
-    size_t index[3], ndim = dr->arr[worst].ndim;
-    diag_unflatten(all.worst, ndim, dr->arr[worst].dim, index);
+    size_t index[4], ndim = worst_index(dr, worst, all.worst, index);
 
     bool truncated = (w->diagnosed[Q] && w->res[Q].truncated) ||
                      (w->diagnosed[K] && w->res[K].truncated);

@@ -63,6 +63,7 @@ static const char *const model_keys[] = {"d_model",
                                          "attention_sinks",
                                          "gate",
                                          "rotary_dim_rule",
+                                         "rope_block",
                                          "score_softcap",
                                          "clip_qkv",
                                          NULL};

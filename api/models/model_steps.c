@@ -387,9 +387,12 @@ int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model 
 {
     static const char *const gates[] = {"sigmoid", NULL};
     static const char *const rules[] = {"partial", NULL};
+    /* provenance, as /info reports a loaded layer's block of a nested
+     * rope_parameters: the params object carries its values */
+    static const char *const blocks[] = {"full_attention", "sliding_attention", NULL};
     weight_need needs[W_COUNT];
-    bool rule, capped, clipped, qk_bias = false;
-    int which = 0;
+    bool rule, capped, clipped, qk_bias = false, block;
+    int which = 0, block_which = 0;
 
     if (model_parse_norm(doc, obj, path, "embed_norm", &m->embed_norm, &m->embed_norm_eps, err) ||
         parse_qk_norm(doc, obj, path, m, &qk_bias, err) ||
@@ -399,6 +402,8 @@ int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model 
         desc_json(err, jf_choice(doc, obj, path, "gate", gates, &m->gated, &which, &err->json)) ||
         desc_json(err,
                   jf_choice(doc, obj, path, "rotary_dim_rule", rules, &rule, &which, &err->json)) ||
+        desc_json(err, jf_choice(doc, obj, path, "rope_block", blocks, &block, &block_which,
+                                 &err->json)) ||
         desc_json(err, jf_number(doc, obj, path, "score_softcap", true, &capped, &m->score_softcap,
                                  &err->json)) ||
         desc_json(err, jf_number(doc, obj, path, "clip_qkv", true, &clipped, &m->qkv_clip,
@@ -406,6 +411,7 @@ int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model 
         (m->mla && check_mla_steps(obj, path, err)))
         return -1;
     m->rotary_dim_rule = rule ? rules[0] : NULL;
+    m->rope_block = block ? blocks[block_which] : NULL;
     step_needs(m, qk_bias, needs);
     return check_needs(m, needs, path, err);
 }

@@ -54,13 +54,21 @@ def batch_cases():
     starts = [5, 9]
     rows = [cache(s + np.arange(T)) for s in starts]
     pos = [list(range(s, s + T)) for s in starts]
+    rows_check = expect_rows("positions_mismatch", [0, 1], pos, "offset")
+
+    def as_sent(answer):
+        """worst.index and error_map index the [2][T][hd] cache as sent."""
+        index = answer.get("claimed", {}).get("worst", {}).get("index", [])
+        cos_map = np.asarray(answer.get("error_map", {}).get("cos", []))
+        if len(index) != 3 or cos_map.shape != (2, T, hd):
+            return f"worst.index {index}, error_map.cos shape {cos_map.shape}: want 3 axes"
+        return rows_check(answer)
     out.append(Case("decode_rows_own_offsets", "HF generate with a KV cache: row 0 decodes from "
                     "position 5, row 1 from 9 (cache_position per row), claimed 0..T-1",
-                    {"scheme": "rope", "params": half,
+                    {"scheme": "rope", "params": half, "return_map": True,
                      "cos": np.stack([r[0] for r in rows]).tolist(),
                      "sin": np.stack([r[1] for r in rows]).tolist()},
-                    "explained", ["positions_mismatch"],
-                    check=expect_rows("positions_mismatch", [0, 1], pos, "offset")))
+                    "explained", ["positions_mismatch"], check=as_sent))
     # row 0 right, row 1 counted down (Transformer-XL's klen-1 .. 0)
     rows = [cache(np.arange(T)), cache(np.arange(T)[::-1].copy())]
     out.append(Case("batch_one_row_reversed", "a batch whose second row's position_ids were "

@@ -231,7 +231,7 @@ def _info(C, models):
             "and mup folded into layer 0's eps")
     lite = models["glm4_moe_lite_bf16"].get("mla", {})
     C.check(lite == {"q_lora_rank": 768, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
-                     "qk_rope_head_dim": 64, "v_head_dim": 256}
+                     "qk_rope_head_dim": 64, "v_head_dim": 256, "eps": 1e-6}
             and models["glm4_moe_lite_bf16"]["norm"]["eps"] == 1e-5
             and models["glm4_moe_lite"]["params"].get("layout") == "half",
             f"/info glm4_moe_lite: Glm4MoeLiteConfig's MLA sizes and eps by default, V3's "
