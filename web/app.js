@@ -21,11 +21,14 @@ const SHIFT = 10000;        // second absolute position for the q.k plot
 const SCHEMES = ['sinusoidal', 'rope', 'alibi', 't5'];
 const LAYOUTS = { sinusoidal: ['interleaved', 'split'], rope: ['half', 'interleaved'] };
 const SCALINGS = ['none', 'linear', 'dynamic', 'yarn', 'llama3'];
+const VARIANTS = ['qwen_vit', 'pixtral', 'llama4_vision', 'gemma4_vision'];
 
 const DEFAULTS = {
   scheme: 'sinusoidal', n: 100, d: 64, base: 10000, layout: '',
   scaling: 'none', factor: 4, omax: 2048, heads: 8, head: 0,
   dims: '', pair: -1, qk: 'same', form: 'symmetric', model: 'default', sim: 'cosine',
+  mtext: 3, mimg: '1,8,12', mafter: 4, merge: 2, mrule: 'qwen', msec: '2,3,3',
+  variant: 'qwen_vit', gh: 8, gw: 12, vhd: 32,
 };
 const KEYS = Object.keys(DEFAULTS);
 
@@ -74,7 +77,32 @@ function normalize(raw) {
   s.form = oneOf(raw.form, ['symmetric', 'bloom'], DEFAULTS.form);
   s.model = typeof raw.model === 'string' && raw.model ? raw.model.slice(0, 200) : DEFAULTS.model;
   s.sim = oneOf(raw.sim, ['cosine', 'scores'], DEFAULTS.sim);
+  normalizeVision(raw, s);
   return s;
+}
+
+/* Sections 7 and 8: the layout (text, one image or video, text), the mrope
+ * section and the 2-D grid; h and w of the image are multiples of merge. */
+function normalizeVision(raw, s) {
+  s.mtext = clampInt(raw.mtext, 0, 256, DEFAULTS.mtext);
+  s.mafter = clampInt(raw.mafter, 0, 256, DEFAULTS.mafter);
+  s.merge = clampInt(raw.merge, 1, 8, DEFAULTS.merge);
+  s.mrule = oneOf(raw.mrule, ['qwen', 'hf'], DEFAULTS.mrule);
+  const img = intTriple(raw.mimg, intTriple(DEFAULTS.mimg));
+  const side = (v) => Math.min(64 - 64 % s.merge, Math.max(s.merge, Math.round(v / s.merge) * s.merge));
+  const frames = Math.max(1, Math.min(16, img[0]));
+  s.mimg = [frames, side(img[1]), side(img[2])].join(',');
+  const sec = intTriple(raw.msec, intTriple(DEFAULTS.msec)).map((v) => Math.max(1, Math.min(64, v)));
+  s.msec = sec.join(',');
+  s.variant = oneOf(raw.variant, VARIANTS, DEFAULTS.variant);
+  s.gh = clampInt(raw.gh, 1, 64, DEFAULTS.gh);
+  s.gw = clampInt(raw.gw, 1, 64, DEFAULTS.gw);
+  s.vhd = Math.max(8, Math.min(256, Math.round(clampInt(raw.vhd, 8, 256, DEFAULTS.vhd) / 4) * 4));
+}
+/* "a,b,c" as three non-negative integers, else dflt. */
+function intTriple(text, dflt) {
+  const v = String(text || '').split(',').map((x) => Number(x.trim()));
+  return v.length === 3 && v.every((x) => Number.isInteger(x) && x >= 0) ? v : dflt;
 }
 function tableLayout(s) {
   const opts = LAYOUTS[s.scheme] || LAYOUTS.sinusoidal;
@@ -106,7 +134,8 @@ function stateToQuery(s) {
 let state = stateFromURL();
 
 // ---------------------------------------------------------------- controls
-const NUMERIC = ['n', 'd', 'base', 'factor', 'omax', 'heads', 'head', 'pair'];
+const NUMERIC = ['n', 'd', 'base', 'factor', 'omax', 'heads', 'head', 'pair', 'mtext', 'mafter',
+  'merge', 'gh', 'gw', 'vhd'];
 
 function syncControls() {
   const s = state;
@@ -116,7 +145,8 @@ function syncControls() {
   lay.disabled = !opts;
   if (opts) lay.value = tableLayout(s);
   for (const k of ['scheme', 'n', 'd', 'base', 'scaling', 'factor', 'omax', 'heads', 'head',
-    'dims', 'pair', 'qk', 'form', 'sim']) {
+    'dims', 'pair', 'qk', 'form', 'sim', 'mtext', 'mimg', 'mafter', 'merge', 'mrule', 'msec',
+    'variant', 'gh', 'gw', 'vhd']) {
     const el = $('c-' + k);
     if (el && document.activeElement !== el) el.value = String(s[k]);
   }
@@ -1279,12 +1309,358 @@ function drawSim() {
     `matrix ${n} × ${n}` + (s.sim === 'scores' ? ` (head ${head})` : '') + ` drawn in ${(performance.now() - t0).toFixed(0)} ms.`;
 }
 
+// ---------------------------------------------------------------- 7. multimodal rope
+const COMPONENTS = ['t', 'h', 'w'];
+const COMP_COLORS = ['#4e79a7', '#e15759', '#59a14f']; // t, h, w (rows, columns: h, w)
+const MROPE_STYLES = ['chunked', 'interleaved', 'ernie'];
+const PROBE3 = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]; // one token per component
+const mmView = { last: null };
+
+function mmSection(s) { return s.msec.split(',').map(Number); }
+function mmLayoutOf(s) {
+  const [t, h, w] = s.mimg.split(',').map(Number);
+  const out = [];
+  if (s.mtext) out.push({ text: s.mtext });
+  out.push(t > 1 ? { video: [t, h, w] } : { image: [t, h, w] });
+  if (s.mafter) out.push({ text: s.mafter });
+  return out;
+}
+function mmParams(s, style) {
+  const sec = mmSection(s);
+  return { head_dim: 2 * (sec[0] + sec[1] + sec[2]), mrope: { section: sec, style } };
+}
+
+/* The component that turns each slot, read from the server's bare table of
+ * the three probe tokens: row k = [cos of every slot | sin of every slot];
+ * slot j turns by component k when token k's sine is not 0. */
+function slotsFromProbe(table, half, tokens) {
+  const out = [];
+  for (let j = 0; j < half; j++) {
+    let best = -1, big = 0;
+    for (let k = 0; k < tokens; k++) {
+      const v = Math.abs(table[k * 2 * half + half + j]);
+      if (v > big) { big = v; best = k; }
+    }
+    out.push(best);
+  }
+  return out;
+}
+
+async function loadMm(s, signal) {
+  const layout = mmLayoutOf(s), params = mmParams(s, 'chunked'), hd = params.head_dim;
+  const [t, h, w] = s.mimg.split(',').map(Number);
+  const tokens = s.mtext + s.mafter + t * (h / s.merge) * (w / s.merge);
+  const body = {
+    shape: [tokens, hd], scheme: 'rope', params, mm_layout: layout, merge: s.merge,
+    mm_rule: s.mrule, encoding: 'base64',
+  };
+  showRequest('mm-request', 'encode', body);
+  const sec = mmSection(s);
+  const probe = (style) => (style === 'ernie' && sec[1] !== sec[2]) ? null
+    : post('encode', { shape: [3, hd], scheme: 'rope', params: mmParams(s, style), positions: PROBE3, encoding: 'base64' },
+      JSON.stringify(['mm-probe', s.msec, style]), signal);
+  const [res, ...probes] = await Promise.all([
+    post('encode', body, JSON.stringify(['mm', layout, s.merge, s.mrule, s.msec]), signal),
+    ...MROPE_STYLES.map(probe)]);
+  live(signal);
+  const slots = {};
+  MROPE_STYLES.forEach((style, i) => {
+    slots[style] = probes[i] ? slotsFromProbe(b64ToF32(probes[i].json.encoded), hd / 2, 3) : null;
+  });
+  mmView.last = { s, layout, positions: res.json.positions, slots, hd, ms: res.ms, grid: [t, h / s.merge, w / s.merge] };
+  drawMm();
+}
+
+/* Blocks of cells in token order: text runs wrap, each frame is its grid. */
+function mmBlocks(v) {
+  const blocks = [];
+  let at = 0;
+  for (const seg of v.layout) {
+    if (seg.text) { blocks.push({ kind: 'text', from: at, count: seg.text }); at += seg.text; continue; }
+    const [frames, gh, gw] = v.grid;
+    for (let f = 0; f < frames; f++) {
+      blocks.push({ kind: seg.video ? 'video' : 'image', frame: f, from: at, rows: gh, cols: gw });
+      at += gh * gw;
+    }
+  }
+  return blocks;
+}
+
+function mmCaption(b) {
+  return b.kind === 'text' ? `text × ${b.count}` : `${b.kind} frame ${b.frame}`;
+}
+
+/* Places the blocks left to right at cell size cs; returns cells and height. */
+function mmPlace(blocks, W, cs) {
+  const cells = [], cap = 16, gap = 14;
+  let x = 0, y = 0, rowH = 0;
+  const maxCols = Math.max(1, Math.floor(W / cs));
+  for (const b of blocks) {
+    const cols = b.kind === 'text' ? Math.min(b.count, maxCols) : b.cols;
+    const rows = b.kind === 'text' ? Math.ceil(b.count / maxCols) : b.rows;
+    const bw = Math.max(cols * cs, 6.5 * mmCaption(b).length), bh = rows * cs + cap;
+    if (x > 0 && x + bw > W) { x = 0; y += rowH + gap; rowH = 0; }
+    b.x = x; b.y = y; b.w = bw;
+    const n = b.kind === 'text' ? b.count : rows * cols;
+    for (let i = 0; i < n; i++) {
+      cells.push({ token: b.from + i, kind: b.kind, x: x + (i % cols) * cs, y: y + cap + Math.floor(i / cols) * cs });
+    }
+    x += bw + gap;
+    rowH = Math.max(rowH, bh);
+  }
+  return { cells, height: y + rowH };
+}
+
+function drawMmTokens(v) {
+  const cv = $('mm-tokens');
+  const W = Math.max(200, cv.parentElement.clientWidth || 600) - 8;
+  const blocks = mmBlocks(v);
+  let cs = 44, placed = mmPlace(blocks, W, cs);
+  while (cs > 6 && placed.height > 520) { cs -= 2; placed = mmPlace(blocks, W, cs); }
+  const { ctx, dpr } = setup(cv, placed.height + 12);
+  const labels = cs >= 40;
+  const labelsDrawn = [];
+  for (const b of blocks) {
+    ctx.fillStyle = MUTED;
+    ctx.font = SMALL;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'bottom';
+    ctx.fillText(mmCaption(b), 4 + b.x, 4 + b.y + 14);
+  }
+  for (const c of placed.cells) {
+    const p = v.positions[c.token];
+    ctx.fillStyle = c.kind === 'text' ? '#e4ebf5' : (p[0] % 2 ? '#fbd3a8' : '#fde8cf');
+    ctx.fillRect(4 + c.x + 0.5, 4 + c.y + 0.5, cs - 1, cs - 1);
+    ctx.strokeStyle = '#9aa3af';
+    ctx.strokeRect(4 + c.x + 0.5, 4 + c.y + 0.5, cs - 1, cs - 1);
+    const text = p.join(',');
+    labelsDrawn.push(text);
+    if (!labels) continue;
+    ctx.fillStyle = INK;
+    ctx.font = '10px system-ui, "DejaVu Sans", sans-serif';
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(text, 4 + c.x + cs / 2, 4 + c.y + cs / 2);
+  }
+  api.mm.labels = labelsDrawn;
+  api.mm.cellSize = cs;
+  api.mm.labelled = labels;
+  api.mm.dpr = dpr;
+}
+
+function drawMmLines(v) {
+  const n = v.positions.length;
+  const comp = [0, 1, 2].map((k) => Float32Array.from(v.positions, (p) => p[k]));
+  let hi = 1;
+  for (const p of v.positions) hi = Math.max(hi, p[0], p[1], p[2]);
+  lines($('mm-lines'), {
+    height: 220, xmin: 0, xmax: Math.max(1, n - 1), ymin: 0, ymax: hi * 1.04, integerX: true,
+    xlabel: 'token index', ylabel: 'position component',
+    series: [
+      { ys: comp[0], color: COMP_COLORS[0], width: 3.2, label: 't (time)' },
+      { ys: comp[1], color: COMP_COLORS[1], width: 2, dash: [6, 3], label: 'h (row)' },
+      { ys: comp[2], color: COMP_COLORS[2], width: 1.4, label: 'w (column)' },
+    ],
+  });
+}
+
+function drawMmStrips(v) {
+  const cv = $('mm-strips');
+  const half = v.hd / 2, lab = 96, rowH = 30, gap = 10;
+  const W = Math.max(200, cv.parentElement.clientWidth || 600);
+  const cw = Math.max(2, Math.min(28, Math.floor((W - lab - 10) / half)));
+  const { ctx } = setup(cv, MROPE_STYLES.length * (rowH + gap) + 34);
+  const cells = {};
+  MROPE_STYLES.forEach((style, r) => {
+    const y = r * (rowH + gap) + 4;
+    ctx.fillStyle = INK;
+    ctx.font = FONT;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(style, 4, y + rowH / 2);
+    const comps = v.slots[style];
+    if (!comps) {
+      ctx.fillStyle = MUTED;
+      ctx.fillText('needs s_h = s_w (ERNIE-4.5-VL)', lab, y + rowH / 2);
+      cells[style] = null;
+      return;
+    }
+    cells[style] = [];
+    comps.forEach((k, j) => {
+      const x = lab + j * cw;
+      ctx.fillStyle = COMP_COLORS[k];
+      ctx.fillRect(x, y, cw - (cw > 4 ? 1 : 0), rowH);
+      cells[style].push({ x: x + cw / 2, y: y + rowH / 2 });
+      if (cw >= 12) {
+        ctx.fillStyle = '#fff';
+        ctx.font = SMALL;
+        ctx.textAlign = 'center';
+        ctx.fillText(COMPONENTS[k], x + cw / 2, y + rowH / 2);
+      }
+    });
+  });
+  const ly = MROPE_STYLES.length * (rowH + gap) + 14;
+  ctx.font = SMALL;
+  ctx.textAlign = 'left';
+  ctx.fillStyle = MUTED;
+  ctx.fillText(`frequency slot j = 0 … ${half - 1} (slot j turns dimensions j and j + ${half}); colour: the component`, lab, ly);
+  api.mm.stripCells = cells;
+}
+
+function drawMm() {
+  const v = mmView.last;
+  if (!v) return;
+  api.mm = { positions: v.positions, slots: v.slots, state: v.s };
+  const [t, gh, gw] = v.grid;
+  const sec = mmSection(v.s);
+  $('mm-caption').innerHTML =
+    `A ${v.layout.map((g) => g.text ? `text of ${g.text}` : `${g.video ? 'video' : 'image'} of ${(g.video || g.image).join(' × ')} patches`).join(', then ')}` +
+    ` (merge ${v.s.merge}: ${t} × ${gh} × ${gw} tokens), sent as <code>mm_layout</code> with <code>mm_rule: "${v.s.mrule}"</code>; ` +
+    'each cell shows the token\'s position (t, h, w) as the server answered it. Text tokens have t = h = w; an image\'s tokens share t and count rows and columns from the block\'s start. ' +
+    (v.s.mrule === 'qwen' ? 'Under "qwen" the text after a block starts one past the largest position so far.'
+      : 'Under "hf" the text after a block starts at the block\'s start + max(h, w)/merge.') +
+    ` Section [${sec.join(', ')}] (head_dim ${v.hd}): below, which component turns each frequency slot in each style.`;
+  drawMmTokens(v);
+  drawMmLines(v);
+  drawMmStrips(v);
+  $('mm-status').textContent = `POST /encode with mm_layout (${v.positions.length} tokens) in ${v.ms.toFixed(0)} ms, ` +
+    'and the slot strips from each style\'s cos/sin table of three probe tokens [1,0,0], [0,1,0], [0,0,1].';
+}
+
+// ---------------------------------------------------------------- 8. 2-D rope of vision encoders
+const VIT_TILES = 16;
+const vitView = { last: null };
+const PROBE2 = [[0, 0], [1, 0], [0, 1]]; // origin, one row down, one column across
+
+/* Where slot j's cos and sin sit in a variant's bare table row of width D. */
+function vitSlot(variant, D, j) {
+  if (variant === 'llama4_vision') return [2 * j, 2 * j + 1];
+  if (variant === 'gemma4_vision') {
+    const q = D / 4, base = j < q ? 0 : D / 2, k = j % q;
+    return [base + k, base + q + k];
+  }
+  return [j, D / 2 + j];
+}
+function vitAngle(table, variant, D, token, j) {
+  const [c, s] = vitSlot(variant, D, j);
+  return Math.atan2(table[token * D + s], table[token * D + c]);
+}
+
+async function loadVit(s, signal) {
+  const D = s.vhd, pairs = [];
+  for (let r = 0; r < s.gh; r++) for (let c = 0; c < s.gw; c++) pairs.push([r, c]);
+  const params = { variant: s.variant, head_dim: D };
+  const body = { shape: [pairs.length, D], scheme: 'rope2d', params, positions: pairs, encoding: 'base64' };
+  showRequest('vit-request', 'encode', body);
+  const [res, probe] = await Promise.all([
+    post('encode', body, JSON.stringify(['vit', params, s.gh, s.gw]), signal),
+    post('encode', { shape: [3, D], scheme: 'rope2d', params, positions: PROBE2, encoding: 'base64' },
+      JSON.stringify(['vit-probe', params]), signal)]);
+  live(signal);
+  const table = b64ToF32(res.json.encoded), pt = b64ToF32(probe.json.encoded);
+  const by = [];
+  for (let j = 0; j < D / 2; j++) {
+    const a0 = vitAngle(pt, s.variant, D, 0, j);
+    by.push(Math.abs(vitAngle(pt, s.variant, D, 1, j) - a0) > 1e-9 ? 'row' : 'col');
+  }
+  vitView.last = { s, D, table, by, ms: res.ms + probe.ms };
+  drawVit();
+}
+
+function drawVitStrip(v) {
+  const cv = $('vit-strip');
+  const half = v.D / 2, lab = 96;
+  const W = Math.max(200, cv.parentElement.clientWidth || 600);
+  const cw = Math.max(2, Math.min(28, Math.floor((W - lab - 10) / half)));
+  const { ctx } = setup(cv, 70);
+  ctx.font = FONT;
+  ctx.fillStyle = INK;
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'middle';
+  ctx.fillText(v.s.variant, 4, 19);
+  v.by.forEach((b, j) => {
+    ctx.fillStyle = b === 'row' ? COMP_COLORS[1] : COMP_COLORS[2];
+    ctx.fillRect(lab + j * cw, 4, cw - (cw > 4 ? 1 : 0), 30);
+  });
+  ctx.font = SMALL;
+  ctx.fillStyle = MUTED;
+  ctx.fillText(`slot j = 0 … ${half - 1}: red turns by the row, green by the column`, lab, 52);
+}
+
+function vitShown(half) {
+  if (half <= VIT_TILES) return Array.from({ length: half }, (_, j) => j);
+  return Array.from({ length: VIT_TILES }, (_, i) => Math.round(i * (half - 1) / (VIT_TILES - 1)));
+}
+
+function drawVitMap(v) {
+  const cv = $('vit-map');
+  const { gh, gw, variant } = v.s;
+  const shown = vitShown(v.D / 2);
+  const w0 = Math.max(200, cv.parentElement.clientWidth || 600);
+  const mr = 96, gap = 12, lab = 16;
+  const perRow = Math.min(shown.length, 8);
+  const tw = Math.min(160, Math.floor((w0 - mr - 10 - gap * (perRow - 1)) / perRow));
+  const th = Math.max(8, Math.round(tw * gh / gw));
+  const nRows = Math.ceil(shown.length / perRow);
+  const { ctx, dpr } = setup(cv, nRows * (th + lab + gap) + 24);
+  const data = new Float32Array(shown.length * gh * gw);
+  shown.forEach((j, t) => {
+    const [c] = vitSlot(variant, v.D, j);
+    for (let i = 0; i < gh * gw; i++) data[t * gh * gw + i] = v.table[i * v.D + c];
+  });
+  const tilesAt = [];
+  shown.forEach((j, t) => {
+    const x = 4 + (t % perRow) * (tw + gap), y = Math.floor(t / perRow) * (th + lab + gap) + lab;
+    const img = raster(ctx, data, t * gh * gw, gh, gw, Math.max(1, Math.round(tw * dpr)), Math.max(1, Math.round(th * dpr)), RDBU, -1, 1);
+    ctx.putImageData(img, Math.round(x * dpr), Math.round(y * dpr));
+    ctx.strokeStyle = '#9aa3af';
+    ctx.strokeRect(x + 0.5, y + 0.5, tw - 1, th - 1);
+    ctx.fillStyle = MUTED;
+    ctx.font = SMALL;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'bottom';
+    ctx.fillText(`slot ${j} · ${v.by[j]}`, x, y - 2);
+    tilesAt.push({ slot: j, x, y, w: tw, h: th });
+    cv._regions.push({
+      r: { x, y, w: tw, h: th }, rows: gh, cols: gw, data, off: t * gh * gw,
+      hover: (r, c, val) => `slot ${j}: row ${r}, column ${c} → cos ${fmtVal(val)}`,
+    });
+  });
+  ctx.fillStyle = MUTED;
+  ctx.font = SMALL;
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'middle';
+  ctx.fillText(`each tile: the ${gh} × ${gw} patch grid (row down, column across), cos of the slot's angle`, 4, nRows * (th + lab + gap) + 10);
+  colorbar(ctx, 4 + perRow * (tw + gap) + 6, lab, 14, Math.max(80, Math.min(nRows * (th + lab + gap) - gap, 260) - lab), RDBU, -1, 1, 'cos(angle)');
+  api.vit = { by: v.by, shown, data, tiles: tilesAt, grid: [gh, gw], D: v.D, variant, dpr };
+}
+
+const VIT_TEXT = {
+  qwen_vit: 'f_j = θ^(−4j/D) for j < D/4; the first D/4 slots turn by the row, the next D/4 by the column (rotate-half).',
+  pixtral: 'f_i = θ^(−2i/D); slot j < D/4 turns by row·f_2j, slot D/4 + j by column·f_(2j+1) (rotate-half).',
+  llama4_vision: 'adjacent (complex) pairs; pair k < D/4 turns by (column + 1)·f_k, pair D/4 + k by (row + 1)·f_k.',
+  gemma4_vision: 'the head splits in halves: the first a rotate-half rope of width D/2 by the column, the second by the row (base 100).',
+};
+
+function drawVit() {
+  const v = vitView.last;
+  if (!v) return;
+  $('vit-caption').textContent = `scheme rope2d, variant ${v.s.variant}, head_dim ${v.D}, a ${v.s.gh} × ${v.s.gw} patch grid ` +
+    `sent as [row, col] pairs: ${VIT_TEXT[v.s.variant]} Horizontal stripes: a slot turned by the row; vertical: by the column.`;
+  drawVitStrip(v);
+  drawVitMap(v);
+  $('vit-status').textContent = `POST /encode (rope2d, the bare cos/sin table) ×2 in ${v.ms.toFixed(0)} ms; ` +
+    'row or column per slot from the table of three probe patches (0,0), (1,0), (0,1).';
+}
+
 // ---------------------------------------------------------------- orchestration
 const SECTIONS = [
   { name: 'table', load: loadTable, draw: drawTable, status: 'table-status', canvases: ['heatmap', 'lines'] },
   { name: 'rope', load: loadRope, draw: drawRope, status: 'rope-status', canvases: ['rope-circle', 'rope-dot'] },
   { name: 'bias', load: loadBias, draw: drawBias, status: 'bias-status', canvases: ['alibi-grid', 't5-grid'] },
   { name: 'sim', load: loadSim, draw: drawSim, status: 'sim-status', canvases: ['sim'] },
+  { name: 'mm', load: loadMm, draw: drawMm, status: 'mm-status', canvases: ['mm-tokens', 'mm-lines', 'mm-strips'] },
+  { name: 'vit', load: loadVit, draw: drawVit, status: 'vit-status', canvases: ['vit-strip', 'vit-map'] },
 ];
 
 const api = { generation: 0, state: null, errors: [], timings: {} };

@@ -144,6 +144,140 @@ async function shot(page, file, selector) {
   console.log(`     screenshot ${path.relative(root, p)} (${(statSync(p).size / 1024).toFixed(0)} KiB)`);
 }
 
+// ---------------------------------------------------------------- sections 7 and 8, restated
+const COMP_HEX = ['#4e79a7', '#e15759', '#59a14f']; // the page's colours for t, h, w
+
+/* The contract's slot assignment: the component (0 t, 1 h, 2 w) of slot j. */
+function mropeComponent(style, [st, sh, sw], j) {
+  if (style === 'chunked') return j < st ? 0 : j < st + sh ? 1 : 2;
+  if (style === 'interleaved') return j % 3 === 1 && j < 3 * sh ? 1 : j % 3 === 2 && j < 3 * sw ? 2 : 0;
+  return j < 2 * sh ? (j % 2 === 0 ? 1 : 2) : 0; // ernie
+}
+
+/* mm_layout's positions: text counts on; a block's tokens sit at (start +
+ * frame, start + row, start + col) of its merged grid; the next start is one
+ * past the largest so far ("qwen") or start + max(h, w)/merge ("hf"). */
+function layoutPositions(layout, rule, merge) {
+  const out = [];
+  let start = 0, top = -1;
+  for (const seg of layout) {
+    if (rule === 'qwen') start = top + 1;
+    if (seg.text) {
+      for (let i = 0; i < seg.text; i++) out.push([start + i, start + i, start + i]);
+      top = Math.max(top, start + seg.text - 1);
+      start += seg.text;
+      continue;
+    }
+    const [t, h, w] = seg.image || seg.video;
+    for (let f = 0; f < t; f++) {
+      for (let r = 0; r < h / merge; r++) {
+        for (let c = 0; c < w / merge; c++) {
+          out.push([start + f, start + r, start + c]);
+          top = Math.max(top, start + f, start + r, start + c);
+        }
+      }
+    }
+    start += Math.max(h, w) / merge;
+  }
+  return out;
+}
+
+/* Which of row and column turns slot j of a variant (head_dim D). */
+function vitBy(variant, D, j) {
+  const first = j < D / 4;
+  return (variant === 'qwen_vit' || variant === 'pixtral') === first ? 'row' : 'col';
+}
+
+/* cos of pixtral's slot j at (row, col): f_i = 10000^(-2i/D); slot j < D/4
+ * turns by row·f_2j, slot D/4 + j by col·f_(2j+1). */
+function pixtralCos(D, j, row, col) {
+  const f = (i) => Math.pow(10000, -2 * i / D);
+  return j < D / 4 ? Math.cos(row * f(2 * j)) : Math.cos(col * f(2 * (j - D / 4) + 1));
+}
+
+function pixelHex(page, id, x, y) {
+  return page.evaluate(([cid, px, py]) => {
+    const cv = document.getElementById(cid);
+    const dpr = cv.width / cv.clientWidth;
+    const d = cv.getContext('2d').getImageData(Math.round(px * dpr), Math.round(py * dpr), 1, 1).data;
+    return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('');
+  }, [id, x, y]);
+}
+
+async function postJson(origin, route, body) {
+  const res = await fetch(origin + route, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  });
+  return res.json();
+}
+
+async function checkMultimodal(page, origin) {
+  const sec = [2, 3, 3];
+  const layout = [{ text: 3 }, { video: [3, 4, 4] }, { text: 2 }];
+  await page.goto(origin + '/?mtext=3&mimg=3,4,4&mafter=2&merge=2&mrule=hf&msec=2,3,3&variant=pixtral&gh=6&gw=8&vhd=16');
+  let r = await waitReady(page, 0);
+  check(r.status === 'ready', 'multimodal URL: every view computed', JSON.stringify(r.errors));
+  const answer = await postJson(origin, '/encode', {
+    shape: [17, 16], scheme: 'rope', params: { head_dim: 16, mrope: { section: sec, style: 'chunked' } },
+    mm_layout: layout, merge: 2, mm_rule: 'hf',
+  });
+  const want = layoutPositions(layout, 'hf', 2);
+  check(JSON.stringify(answer.positions) === JSON.stringify(want), 'mm_layout (hf): the server\'s positions follow the rule restated here',
+    JSON.stringify(answer.positions));
+  let mm = await page.evaluate(() => window.posencExplorer.mm);
+  check(JSON.stringify(mm.labels) === JSON.stringify(want.map((p) => p.join(','))) && mm.labelled,
+    'section 7: every token cell is labelled with the (t, h, w) the server answered', JSON.stringify(mm.labels));
+  for (const id of ['mm-tokens', 'mm-lines', 'mm-strips']) await expectDrawn(page, id, 'section 7', 3, 0.02);
+  let wrong = [];
+  for (const style of ['chunked', 'interleaved', 'ernie']) {
+    const cells = mm.stripCells[style];
+    if (!cells || cells.length !== 8) { wrong.push(`${style}: ${cells ? cells.length : 'no'} cells`); continue; }
+    for (let j = 0; j < 8; j++) {
+      const got = await pixelHex(page, 'mm-strips', cells[j].x - 9, cells[j].y - 10);
+      const expect = COMP_HEX[mropeComponent(style, sec, j)];
+      if (got !== expect) wrong.push(`${style} slot ${j}: ${got}, want ${expect}`);
+    }
+  }
+  check(wrong.length === 0, 'section 7: each style\'s strip colours slot j by the component the contract assigns', wrong.join('; '));
+  await shot(page, 'explorer-mrope.png', '#s-mm');
+
+  // the rule control: qwen moves the text after the video on
+  let g = await generation(page);
+  await page.selectOption('#c-mrule', 'qwen');
+  r = await waitReady(page, g);
+  mm = await page.evaluate(() => window.posencExplorer.mm);
+  const qwen = layoutPositions(layout, 'qwen', 2);
+  check(r.status === 'ready' && JSON.stringify(mm.labels) === JSON.stringify(qwen.map((p) => p.join(','))) &&
+    !new URL(page.url()).searchParams.has('mrule'), // qwen is the default
+  'section 7: mm_rule → qwen redraws the positions of the rule (text after the video at 6, not 5)', mm.labels.slice(-2).join(' '));
+
+  // section 8: pixtral's map, value by value, and each variant's row/column slots
+  let vit = await page.evaluate(() => window.posencExplorer.vit);
+  let worst = 0;
+  vit.shown.forEach((j, t) => {
+    for (let row = 0; row < 6; row++) {
+      for (let col = 0; col < 8; col++) {
+        worst = Math.max(worst, Math.abs(vit.data[t * 48 + row * 8 + col] - pixtralCos(16, j, row, col)));
+      }
+    }
+  });
+  check(vit.shown.length === 8 && worst < 2e-6, 'section 8: pixtral\'s frequency map equals cos(angle) restated here', `max error ${worst}`);
+  await expectDrawn(page, 'vit-map', 'section 8', 40, 0.2);
+  await shot(page, 'explorer-rope2d.png', '#s-vit');
+  for (const variant of ['pixtral', 'qwen_vit', 'llama4_vision', 'gemma4_vision']) {
+    g = await generation(page);
+    if (variant !== 'pixtral') {
+      await page.selectOption('#c-variant', variant);
+      r = await waitReady(page, g);
+    }
+    vit = await page.evaluate(() => window.posencExplorer.vit);
+    const expect = Array.from({ length: 8 }, (_, j) => vitBy(variant, 16, j));
+    check(vit.variant === variant && JSON.stringify(vit.by) === JSON.stringify(expect),
+      `section 8: ${variant} turns slots by ${expect.join(' ')}`, JSON.stringify(vit.by));
+  }
+  check(new URL(page.url()).searchParams.get('variant') === 'gemma4_vision', 'section 8: the URL keeps the variant', page.url());
+}
+
 // ---------------------------------------------------------------- main
 async function main() {
   const server = await startServer();
@@ -315,6 +449,9 @@ async function main() {
     r = await waitReady(page, g);
     const big2 = await canvasStats(page, 'heatmap');
     check(r.status === 'ready' && big2.hash !== big.hash, `4096 × 1024: base → 500 redraws (${Date.now() - t1} ms)`);
+
+    // 6b. Multimodal RoPE and the vision encoders' 2-D RoPE (sections 7 and 8).
+    await checkMultimodal(page, origin);
 
     // 7. The whole session.
     check(consoleErrors.length === 0, 'no console errors', consoleErrors.slice(0, 5).join(' | '));

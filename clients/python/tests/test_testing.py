@@ -1,9 +1,11 @@
 """posenc.testing: the assertions a port's test suite calls pass on correct
 numbers and fail with the diagnosis in words on wrong ones."""
+import re
 import unittest
 
 import numpy as np
 
+import multimodal_refs as ref
 import posenc
 import support
 from posenc import testing
@@ -67,6 +69,77 @@ class AssertionsTest(unittest.TestCase):
         with self.assertRaises(AssertionError) as ctx:
             testing.assert_projections_match(client, model="default", v=-r.v, embeddings=x)
         self.assertIn("projection_mismatch", str(ctx.exception))
+
+
+MROPE = {"head_dim": 16, "mrope": {"section": [2, 3, 3], "style": "chunked"}}
+
+
+class MultidimensionalAssertionsTest(unittest.TestCase):
+    """Claims /diagnose does not take (today) are compared with /encode's
+    answer: right numbers pass, wrong ones fail naming the worst value."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.url = support.url()
+        cls.rng = np.random.default_rng(5)
+
+    def test_mrope_triples(self):
+        x = self.rng.standard_normal((2, 5, 16)).astype(np.float32)
+        pos = self.rng.integers(0, 40, size=(2, 5, 3))
+        right = ref.mrope(x, pos, [2, 3, 3], "chunked")
+        answer = testing.assert_encoding_matches(self.url, embeddings=x, encoded=right,
+                                                 scheme="rope", params=MROPE, positions=pos)
+        self.assertEqual(answer.encoded.shape, (2, 5, 16))
+        wrong = ref.mrope(x, pos, [2, 3, 3], "interleaved")
+        with self.assertRaises(AssertionError) as ctx:
+            testing.assert_encoding_matches(self.url, embeddings=x, encoded=wrong,
+                                            scheme="rope", params=MROPE, positions=pos)
+        text = str(ctx.exception)
+        self.assertTrue(text.startswith("the encoding does not match its claim (compared with "
+                                        "/encode"), text)
+        excess = np.abs(wrong - right) - 1e-4 * (1 + np.abs(right))
+        worst = np.unravel_index(np.argmax(excess), excess.shape)
+        self.assertIn(f"{np.count_nonzero(excess > 0)} of 160 values differ", text)
+        self.assertIn(f"the worst at batch row {worst[0]}, token {worst[1]}, dimension "
+                      f"{worst[2]} (the claim's position {pos[worst[0], worst[1]].tolist()})", text)
+
+    def test_layout_and_its_rule(self):
+        layout = [{"text": 2}, {"video": [4, 4, 4]}, {"text": 3}]
+        x = self.rng.standard_normal((21, 16)).astype(np.float32)
+        qwen = ref.mrope(x, ref.layout_positions(layout, "qwen"), [2, 3, 3], "chunked")
+        testing.assert_encoding_matches(self.url, embeddings=x, encoded=qwen, scheme="rope",
+                                        params=MROPE, mm_layout=layout, mm_rule="qwen")
+        with self.assertRaises(AssertionError) as ctx:
+            testing.assert_encoding_matches(self.url, embeddings=x, encoded=qwen, scheme="rope",
+                                            params=MROPE, mm_layout=layout, mm_rule="hf")
+        # the text after the video (tokens 18-20) is where the rules differ: hf starts
+        # it at 4, qwen past the frames at 6; the message gives the claim's position
+        token = int(re.search(r"the worst at token (\d+),", str(ctx.exception)).group(1))
+        self.assertGreaterEqual(token, 18)
+        hf = ref.layout_positions(layout, "hf")[token].tolist()
+        self.assertIn(f"(the claim's position {hf})", str(ctx.exception))
+
+    def test_rope2d_grid(self):
+        x = self.rng.standard_normal((16, 32)).astype(np.float32)
+        pairs = ref.grid_pairs("qwen_vit", 4, 4, 2)
+        right = np.concatenate([ref.rope2d(x[:, :16], pairs, "qwen_vit"),
+                                ref.rope2d(x[:, 16:], pairs, "qwen_vit")], axis=1)
+        params = {"variant": "qwen_vit", "head_dim": 16}
+        grid = {"h": 4, "w": 4, "merge": 2}
+        testing.assert_encoding_matches(self.url, embeddings=x, encoded=right, scheme="rope2d",
+                                        params=params, grid=grid)
+        with self.assertRaises(AssertionError):  # the patches in row-major order instead
+            testing.assert_encoding_matches(self.url, embeddings=x, encoded=right,
+                                            scheme="rope2d", params=params,
+                                            grid={"h": 4, "w": 4, "merge": 1})
+
+    def test_other_refusals_still_raise(self):
+        with self.assertRaises(posenc.PosencError) as ctx:
+            testing.assert_encoding_matches(self.url, embeddings=np.zeros((2, 16)),
+                                            encoded=np.zeros((2, 16)), scheme="rope",
+                                            params={"head_dim": 16, "mrope": {"section": [1, 1]}})
+        self.assertEqual((ctx.exception.status, ctx.exception.field),
+                         (422, "params.mrope.section"))
 
 
 if __name__ == "__main__":

@@ -41,8 +41,11 @@ def as_int_list(value, name):
     lists of int, from numpy, torch or lists. Raises TypeError naming the field
     for non-integer values."""
     value = _from_torch(value)
-    array = np.asarray(value)
-    if array.dtype == object:  # ragged: let the server say which row
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged (numpy >= 1.24 refuses it): the server says which entry
+        array = np.empty(0, dtype=object)
+    if array.dtype == object:  # ragged or mixed (integers beside triples)
         return [as_int_list(row, name) for row in value]
     if array.size and not np.issubdtype(array.dtype, np.integer):
         if np.issubdtype(array.dtype, np.bool_):
@@ -51,6 +54,29 @@ def as_int_list(value, name):
             raise TypeError(f"{name}: not an integer array")
         return array.astype(np.int64).tolist()
     return array.tolist()
+
+
+# float32 holds every integer up to 2^24 exactly: positions past it go as JSON.
+_EXACT_INT_LIMIT = 1 << 24
+
+
+def put_positions(body, positions, as_base64):
+    """``positions`` (integer lists of any nesting, per-token triples
+    ``[..., tokens, 3]`` or pairs included) into ``body``: nested JSON
+    integers, or with ``as_base64`` float32 base64 with ``positions_shape``
+    when the data is rectangular and every value is exact in float32."""
+    if as_base64:
+        array = np.asarray(positions)
+        if (array.dtype != object and array.size and np.issubdtype(array.dtype, np.integer)
+                and array.min() >= 0 and array.max() <= _EXACT_INT_LIMIT):
+            put_array(body, "positions", array)
+            return
+    body["positions"] = positions
+
+
+def as_int_array(value):
+    """An answer's integer list (the echoed ``positions``) as an int64 array."""
+    return np.asarray(value, dtype=np.int64)
 
 
 def to_base64(array):

@@ -59,10 +59,11 @@ class _Batch:
     def flatten(self, array, feature_axes):
         return array.reshape((self.rows,) + array.shape[array.ndim - feature_axes:])
 
-    def flatten_ints(self, value, per_token):
-        """positions / attention_mask given per row: [*lead, tokens] -> [rows, tokens]."""
+    def flatten_ints(self, value):
+        """positions / attention_mask given per row: [*lead, tokens] -> [rows,
+        tokens], triples or pairs [*lead, tokens, k] -> [rows, tokens, k]."""
         array = np.asarray(value)
-        if array.ndim == len(self.lead) + per_token:
+        if array.dtype != object and array.ndim in (len(self.lead) + 1, len(self.lead) + 2):
             return array.reshape((self.rows,) + array.shape[len(self.lead):]).tolist()
         return value
 
@@ -99,26 +100,38 @@ class Client:
     installed; it is never required) or nested lists; it is sent as base64
     little-endian float32 with its shape.
 
+    Positions are integers: one list for every row or one per row, and
+    with ``params.mrope`` triples ``[t, h, w]`` (``[tokens, 3]`` or
+    ``[batch, tokens, 3]``), with ``scheme="rope2d"`` pairs ``[row, col]``.
+    ``positions_encoding="base64"`` sends them as float32 base64 with
+    ``positions_shape`` (JSON when a value is past 2^24, where float32 stops
+    holding every integer); the default sends JSON integers.
+
     Errors are raised as :class:`posenc.PosencError` (``status``, ``code``,
     ``message``, ``field``), and a server that cannot be reached as
     :class:`posenc.PosencConnectionError`.
     """
 
     def __init__(self, url="http://127.0.0.1:8080", api_key=None, timeout=60.0,
-                 encoding="base64"):
+                 encoding="base64", positions_encoding="json"):
         if encoding not in ("base64", "json"):
             raise ValueError(f"encoding must be 'base64' or 'json', not {encoding!r}")
+        if positions_encoding not in ("base64", "json"):
+            raise ValueError("positions_encoding must be 'base64' or 'json', not "
+                             f"{positions_encoding!r}")
         self._http = Transport(url, api_key, timeout)
         self.url = self._http.base_url
         self.encoding = encoding
+        self.positions_encoding = positions_encoding
 
     def __repr__(self):
         return f"posenc.Client({self.url!r})"
 
     # ------------------------------------------------------------ requests
     def _claim(self, body, scheme, params, model, offset, positions, attention_mask, causal,
-               embed_scale, batch=None):
-        """The claim fields common to /encode, /apply and /diagnose, those given."""
+               embed_scale, batch=None, layout=None):
+        """The claim fields common to /encode, /apply and /diagnose, those given
+        (``layout``: mm_layout, merge, mm_rule and grid, those not None)."""
         if scheme is not None:
             body["scheme"] = scheme
         if params is not None:
@@ -129,10 +142,14 @@ class Client:
             body["offset"] = int(offset)
         if positions is not None:
             positions = _arrays.as_int_list(positions, "positions")
-            body["positions"] = batch.flatten_ints(positions, 1) if batch else positions
+            _arrays.put_positions(body, batch.flatten_ints(positions) if batch else positions,
+                                  self.positions_encoding == "base64")
+        for key, value in (layout or {}).items():
+            if value is not None:
+                body[key] = _layout_field(key, value)
         if attention_mask is not None:
             mask = _arrays.as_int_list(attention_mask, "attention_mask")
-            body["attention_mask"] = batch.flatten_ints(mask, 1) if batch else mask
+            body["attention_mask"] = batch.flatten_ints(mask) if batch else mask
         if causal is not None:
             body["causal"] = bool(causal)
         if embed_scale is not None:
@@ -143,18 +160,29 @@ class Client:
     def _post(self, path, body, batch=None, extra=None):
         _merge(body, extra)
         result = Result(_arrays.decode_answer(self._http.request("POST", path, body)))
+        if path != "/diagnose" and isinstance(result.get("positions"), list):
+            result["positions"] = _arrays.as_int_array(result["positions"])
         return batch.restore(result) if batch else result
 
     def encode(self, embeddings=None, *, shape=None, scheme=None, params=None, model=None,
                offset=None, positions=None, attention_mask=None, causal=None,
-               embed_scale=None, extra=None):
+               embed_scale=None, mm_layout=None, merge=None, mm_rule=None, grid=None,
+               extra=None):
         """POST /encode: the positional encoding added to (sinusoidal, learned)
         or applied to (rope) ``embeddings`` ``[tokens, d]`` or ``[..., tokens,
         d]``; without embeddings, the bare table of ``shape``. ALiBi and T5
         answer ``bias`` instead of ``encoded``.
 
+        Multimodal RoPE (``params={"mrope": {"section": [..], "style": ..}}``)
+        takes ``[t, h, w]`` positions, or ``mm_layout`` (a list of ``{"text":
+        n}``, ``{"image": [t, h, w]}``, ``{"video": [t, h, w],
+        "seconds_per_grid": s}``) with ``mm_rule`` ("qwen" or "hf") and
+        ``merge``; ``scheme="rope2d"`` (``params={"variant": ..}``) takes
+        ``[row, col]`` positions or ``grid={"h": .., "w": .., "merge": ..}``.
+
         Returns a :class:`Result` (``.encoded`` or ``.bias``, ``.shape``,
-        ``.scheme``, and ``.attention_factor`` where a scaling has one).
+        ``.scheme``, and ``.attention_factor`` where a scaling has one;
+        ``.positions``, an int64 array ``[tokens, 3]``, for an ``mm_layout``).
         More than one leading batch axis is flattened into the one the server
         takes and the answer's arrays are shaped back. ``extra`` holds further
         request fields, sent as they are (for fields this client does not
@@ -172,12 +200,13 @@ class Client:
         else:
             raise TypeError("encode() needs embeddings or a shape")
         self._claim(body, scheme, params, model, offset, positions, attention_mask, causal,
-                    embed_scale, batch)
+                    embed_scale, batch, {"mm_layout": mm_layout, "merge": merge,
+                                         "mm_rule": mm_rule, "grid": grid})
         return self._post("/encode", body, batch, extra)
 
     def apply(self, embeddings=None, *, token_ids=None, model=None, scheme=None, params=None,
               offset=None, positions=None, attention_mask=None, causal=None, embed_scale=None,
-              return_=None, extra=None):
+              return_=None, mm_layout=None, merge=None, mm_rule=None, extra=None):
         """POST /apply: position-aware q, k, v (and ``encoded``, ``bias``,
         ``scores`` if asked in ``return_``) of ``model`` (a loaded model's name,
         default ``default``, or an inline model object whose weights may be
@@ -185,7 +214,9 @@ class Client:
 
         Returns a :class:`Result` with ``.q``, ``.k``, ``.v`` ... as numpy
         arrays and ``.shape`` (batch, tokens, d_model, heads, kv_heads,
-        head_dim). Batch axes and ``extra`` as for :meth:`encode`.
+        head_dim). Batch axes, triple positions, ``mm_layout``, ``merge``,
+        ``mm_rule`` (and the echoed ``.positions``) and ``extra`` as for
+        :meth:`encode`.
         """
         body = {}
         batch = _put_embeddings(body, embeddings) if embeddings is not None else None
@@ -193,18 +224,20 @@ class Client:
             ids = _arrays.as_int_list(token_ids, "token_ids")
             if embeddings is None and np.ndim(ids) > 2:
                 batch = _Batch(np.shape(ids)[:-1])
-                ids = batch.flatten_ints(ids, 1)
+                ids = batch.flatten_ints(ids)
             body["token_ids"] = ids
         if return_ is not None:
             body["return"] = [return_] if isinstance(return_, str) else list(return_)
         self._claim(body, scheme, params, model, offset, positions, attention_mask, causal,
-                    embed_scale, batch)
+                    embed_scale, batch, {"mm_layout": mm_layout, "merge": merge,
+                                         "mm_rule": mm_rule})
         return self._post("/apply", body, batch, extra)
 
     def diagnose(self, *, table=None, embeddings=None, encoded=None, cos=None, sin=None,
                  bias=None, slopes=None, q=None, k=None, v=None, token_ids=None, scheme=None,
                  params=None, model=None, offset=None, positions=None, attention_mask=None,
-                 causal=None, embed_scale=None, tolerance=None, return_map=None, axes=None):
+                 causal=None, embed_scale=None, tolerance=None, return_map=None, axes=None,
+                 mm_layout=None, merge=None, mm_rule=None, grid=None):
         """POST /diagnose: compare what your code computed (the subject: one of
         ``table``; ``embeddings`` + ``encoded``; ``cos`` + ``sin``; ``bias``
         or ``slopes``; ``q``/``k``/``v`` with ``embeddings`` or ``token_ids``
@@ -217,6 +250,10 @@ class Client:
         ``axes="bhtd"`` (contract 1.2) says that encoded/q/k/v are
         ``[batch, heads, tokens, head_dim]``. Subject arrays are sent with
         every axis they have (leading batch axes are a contract 1.2 feature).
+        Claims with ``params.mrope`` take triple positions or ``mm_layout``,
+        ``scheme="rope2d"`` pairs or ``grid`` (as for :meth:`encode`); a
+        server that does not diagnose them answers an error, raised as
+        :class:`posenc.PosencError`.
 
         Returns a :class:`posenc.Diagnosis`.
         """
@@ -238,7 +275,8 @@ class Client:
         if axes is not None:
             body["axes"] = axes
         self._claim(body, scheme, params, model, offset, positions, attention_mask, causal,
-                    embed_scale)
+                    embed_scale, layout={"mm_layout": mm_layout, "merge": merge,
+                                         "mm_rule": mm_rule, "grid": grid})
         answer = self._post("/diagnose", body)
         return Diagnosis(answer, request=body, subject=sent, client=self)
 
@@ -262,6 +300,20 @@ class Client:
                 return False
             raise
         return True
+
+
+def _layout_field(key, value):
+    """mm_layout's segments with their grids as int lists (numpy welcome),
+    grid as a dict of ints, merge an int, mm_rule as is."""
+    if key == "mm_layout":
+        return [{name: (_arrays.as_int_list(v, f"mm_layout.{name}")
+                        if name != "seconds_per_grid" else float(v))
+                 for name, v in dict(segment).items()} for segment in value]
+    if key == "grid":
+        return {name: int(v) for name, v in dict(value).items()}
+    if key == "merge":
+        return int(value)
+    return value
 
 
 def _merge(body, extra):
