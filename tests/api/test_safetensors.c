@@ -279,7 +279,11 @@ static void config_read_whole(void)
     CHECK(json_integer_value(json_object_get(cfg, "d_model")) == 2 && text && strlen(text) == pad &&
               text[pad - 1] == 'a' + (int)((pad - 1) % 26),
           "a 1 MiB config.json parsed: %s", cfg ? "wrong values" : err.message);
-    CHECK(before < 0 || calls < 64, "a 1 MiB config.json in %lld read calls, want a few", calls);
+    /* Under valgrind, its own reads (debug info, translations) count in
+     * the same /proc/self/io, so the count means nothing there. */
+    const char *valgrind = getenv("VALGRIND");
+    bool counted = before >= 0 && !(valgrind && *valgrind && strcmp(valgrind, "0") != 0);
+    CHECK(!counted || calls < 64, "a 1 MiB config.json in %lld read calls, want a few", calls);
     json_decref(cfg);
     f = fopen(path, "w");
     if (f) {
