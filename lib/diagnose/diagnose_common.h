@@ -56,6 +56,14 @@ double pe_dx_cpu_seconds(void);
  * deadline; a subject without one never runs out). */
 bool pe_dx_out_of_time(const pe_dx_subject *s);
 
+/* llama3 scalings of factor f whose band reproduces the measured
+ * frequencies m[half] at base and rotary width rd (diagnose_llama3.c):
+ * low_freq_factor and high_freq_factor read off the band at the claim's
+ * original context (and the claim's band at another context when that is
+ * the same profile). Up to room into out; the count. */
+size_t pe_dx_llama3_bands(const double *m, size_t half, double base, size_t rd, double f,
+                          const pe_rope_scaling *claim, pe_rope_scaling *out, size_t room);
+
 /* ---- the angle core (diagnose_angles.c) ------------------------------- */
 
 /* Phasors z[rows][pairs] (interleaved re, im) of one structural reading of

@@ -443,6 +443,17 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             c.scaling.original_max_position_embeddings = orig;
             n = push(out, n, c);
         }
+    /* llama3 with the band read off the profile, where the base keeps the
+     * highest frequency */
+    bool kept = fabs(fabs(m[0]) - pe_inv_freq(c.base, 0, rd)) <= 1e-4 * pe_inv_freq(c.base, 0, rd);
+    for (size_t q = 0; q < nfb && kept; q++) {
+        pe_rope_scaling bands[4];
+        size_t nbands = pe_dx_llama3_bands(m, half, c.base, rd, fb[q], cs, bands, 4);
+        for (size_t k = 0; k < nbands; k++) {
+            c.scaling = bands[k];
+            n = push(out, n, c);
+        }
+    }
     for (size_t q = 0; q < nfb; q++) /* yarn at the original context its ramp says */
         for (size_t o = 0; o < nyo; o++) {
             memset(&c.scaling, 0, sizeof c.scaling);

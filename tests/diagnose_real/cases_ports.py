@@ -233,10 +233,26 @@ def head_size_cases():
     return out
 
 
+def llama3_inv(base, hd, factor, low, high, orig):
+    """HF _compute_llama3_parameters in float64, the result in float32:
+    wavelengths past orig/low divided by factor, those under orig/high
+    kept, a linear blend in 1/wavelength between."""
+    inv = inv_freq_f32(hd, base).astype(np.float64)
+    wl = 2 * np.pi / inv
+    smooth = (orig / wl - low) / (high - low) if high != low else 0.0 * wl
+    inv_l = np.where(wl > orig / low, inv / factor, inv)
+    medium = (wl >= orig / high) & (wl <= orig / low)
+    return np.where(medium, (1 - smooth) * inv_l / factor + smooth * inv_l, inv_l).astype(F32)
+
+
 def llama3_band_cases():
     """HF _compute_llama3_parameters with low_freq_factor and high_freq_factor
     exchanged in the port (low_freq_wavelen = orig/high, ...): every
-    wavelength past orig/4 divided by the factor, no smoothed band."""
+    wavelength past orig/4 divided by the factor, no smoothed band. Then
+    configs whose band parameters differ from the claim's: torchtune's
+    Llama3ScaledRoPE once fixed factor 8 where Llama 3.2 has 32; a
+    fine-tune's band (low 2, high 8); an original context of 4096 and
+    another band at once; the claim's band on another original context."""
     T, d, hd = 48, 64, 32
     x = x_of(T, d, 81)
     inv = inv_freq_f32(hd, 500000.0).astype(np.float64)
@@ -250,10 +266,58 @@ def llama3_band_cases():
     sc = {"type": "llama3", "factor": factor, "low_freq_factor": low,
           "high_freq_factor": high, "original_max_position_embeddings": orig}
     y = rope_hf(x, hd, hd, 500000.0, np.arange(T), inv=inv_l)
-    return [encoded_case("llama3_band_factors_exchanged", "a Llama 3.1 port with "
-                         "low_freq_factor and high_freq_factor exchanged",
-                         x, y, {"layout": "half", "head_dim": hd, "base": 500000.0,
-                                "scaling": sc}, "explained", ["scaling_mismatch"])]
+    out = [encoded_case("llama3_band_factors_exchanged", "a Llama 3.1 port with "
+                        "low_freq_factor and high_freq_factor exchanged",
+                        x, y, {"layout": "half", "head_dim": hd, "base": 500000.0,
+                               "scaling": sc}, "explained", ["scaling_mismatch"])]
+    hd = 64
+    x = x_of(T, 2 * hd, 82)
+    claim = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    subjects = [
+        ("llama32_factor_32_claimed_8", "Llama 3.2's rope_scaling (factor 32) where the port "
+         "keeps Llama 3.1's 8 (torchtune's Llama3ScaledRoPE before scale_factor)",
+         dict(claim, factor=32.0)),
+        ("llama3_band_low2_high8", "a llama3 band with low_freq_factor 2 and high_freq_factor "
+         "8, claimed with 1 and 4", dict(claim, low_freq_factor=2.0, high_freq_factor=8.0)),
+        ("llama3_band_other_orig_and_band", "original context 4096, low 1.5, high 6, factor "
+         "16, claimed as Llama 3.1's", dict(claim, factor=16.0, low_freq_factor=1.5,
+                                            high_freq_factor=6.0,
+                                            original_max_position_embeddings=4096)),
+        ("llama3_band_narrow", "a narrow band (low 3, high 4), claimed with 1 and 4",
+         dict(claim, low_freq_factor=3.0)),
+        ("llama3_band_wide_head_128", "heads of 128 (seven frequencies in the band): low 0.5, "
+         "high 5, claimed with 1 and 4", dict(claim, low_freq_factor=0.5, high_freq_factor=5.0)),
+        ("llama3_band_narrow_head_128", "heads of 128, a band of low 3 and high 4, factor 4",
+         dict(claim, low_freq_factor=3.0, factor=4.0)),
+    ]
+    for name, source, sub in subjects:
+        hd = 128 if "128" in name else 64
+        x = x_of(T, 2 * hd, 82)
+        inv = llama3_inv(500000.0, hd, sub["factor"], sub["low_freq_factor"],
+                         sub["high_freq_factor"], sub["original_max_position_embeddings"])
+        y = rope_hf(x, hd, hd, 500000.0, np.arange(T), inv=inv)
+        params = {"layout": "half", "head_dim": hd, "base": 500000.0, "scaling": claim}
+        out.append(encoded_case(name, source, x, y, params, "explained", ["scaling_mismatch"]))
+        out[-1].check = reproduces_llama3(sub, hd)
+    return out
+
+
+def reproduces_llama3(sub, hd):
+    """A check: best's llama3 parameters give the subject's frequencies
+    (float32 rounding apart), and the finding's message names them."""
+    def check(answer):
+        sc = (answer.get("best") or {}).get("params", {}).get("scaling") or {}
+        if sc.get("type") != "llama3":
+            return f"best scaling {sc.get('type')}, want llama3"
+        got = llama3_inv(500000.0, hd, sc["factor"], sc["low_freq_factor"],
+                         sc["high_freq_factor"], sc["original_max_position_embeddings"])
+        want = llama3_inv(500000.0, hd, sub["factor"], sub["low_freq_factor"],
+                          sub["high_freq_factor"], sub["original_max_position_embeddings"])
+        if np.max(np.abs(got / want - 1)) > 1e-5:
+            return f"best scaling {sc} gives other frequencies than {sub}"
+        return None
+    return check
 
 
 def low_precision_cases():
