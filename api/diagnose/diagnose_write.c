@@ -329,6 +329,15 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     case PE_DX_POSITIONS_MISMATCH: /* per row: one row for a [tokens][n] subject */
         write_positions_evidence(sb, r, rows, &first);
         break;
+    case PE_DX_SCALING_MISMATCH: /* beside base_mismatch: the other reading */
+        if (r->dynamic_alternative.type != PE_ROPE_SCALING_DYNAMIC) {
+            write_angle_evidence(sb, b, code, kind, &first);
+            break;
+        }
+        put_key(sb, &first, "scaling");
+        write_scaling(sb, &r->dynamic_alternative, b->rope.rotary_dim / 2);
+        put_number(sb, &first, "base", b->rope.base);
+        break;
     case PE_DX_T5_BUCKETS:
         put_number(sb, &first, "num_buckets", (double)b->t5.num_buckets);
         put_number(sb, &first, "max_distance", (double)b->t5.max_distance);

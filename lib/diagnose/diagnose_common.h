@@ -64,6 +64,14 @@ bool pe_dx_out_of_time(const pe_dx_subject *s);
 size_t pe_dx_llama3_bands(const double *m, size_t half, double base, size_t rd, double f,
                           const pe_rope_scaling *claim, pe_rope_scaling *out, size_t room);
 
+/* The dynamic NTK scaling (round factor and original context) that turns
+ * the claimed base into best's at the subject's length and reproduces the
+ * subject, when best is the claim with only its base changed and that
+ * base is not round (diagnose_dynamic.c); *out type NONE otherwise. */
+pe_status pe_dx_dynamic_alternative(const pe_dx_subject *s, const pe_dx_variant *c,
+                                    const pe_dx_variant *b, pe_dx_tolerance tol,
+                                    pe_rope_scaling *out);
+
 /* ---- the angle core (diagnose_angles.c) ------------------------------- */
 
 /* Phasors z[rows][pairs] (interleaved re, im) of one structural reading of

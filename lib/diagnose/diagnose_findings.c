@@ -174,6 +174,13 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
                 " %.9g%s the maximum error drops from %.3g to %.3g",
                 b->rope.base, c->rope.base, b->rope.base, with, from, to);
     }
+    const pe_rope_scaling *dyn = &r->dynamic_alternative;
+    if (dyn->type == PE_ROPE_SCALING_DYNAMIC)
+        add(k, PE_DX_SCALING_MISMATCH,
+            "or dynamic NTK scaling: factor %.6g past original_max_position_embeddings %.6g"
+            " gives base %.9g from the claimed %.9g at this sequence length and reproduces the"
+            " subject as well (one length cannot tell the two apart; a longer subject can)",
+            dyn->factor, dyn->original_max_position_embeddings, b->rope.base, c->rope.base);
     const pe_rope_scaling *bs = &b->rope.scaling, *cs = &c->rope.scaling;
     if (bs->type == PE_ROPE_SCALING_LONGROPE && cs->type == PE_ROPE_SCALING_LONGROPE &&
         bs->short_factor == cs->long_factor && bs->long_factor == cs->short_factor) {

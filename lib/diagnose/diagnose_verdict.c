@@ -297,6 +297,8 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     out->best_errors = e; /* e is at exact angles already */
     if (v.precision != PE_DX_EXACT)
         st = pe_dx_evaluate(s, &exact, tol, &out->best_errors);
+    if (st == PE_OK && explains)
+        st = pe_dx_dynamic_alternative(s, c, &v, tol, &out->dynamic_alternative);
     if (st != PE_OK)
         return st;
     pe_dx_findings(s, c, out, out->findings, &out->n_findings);

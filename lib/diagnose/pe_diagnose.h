@@ -262,19 +262,24 @@ typedef struct pe_dx_result {
                                  precision, with what that precision explains */
     size_t n_findings;
     pe_dx_finding findings[PE_DX_MAX_FINDINGS];
-    double *slopes;                  /* owned: best.slopes when the search found its
+    double *slopes;                      /* owned: best.slopes when the search found its
                               own, else NULL */
-    int64_t *positions;              /* owned, [rows] or NULL: best.positions when
+    int64_t *positions;                  /* owned, [rows] or NULL: best.positions when
                               positions_mismatch recovered them */
-    size_t n_positions;              /* the subject's rows when positions is set */
-    pe_dx_pattern positions_pattern; /* positions_mismatch evidence: the
+    size_t n_positions;                  /* the subject's rows when positions is set */
+    pe_dx_pattern positions_pattern;     /* positions_mismatch evidence: the
                                         pattern of every batch row that
                                         differs, when they share one */
-    bool patterns_by_row;            /* those rows have different patterns
+    bool patterns_by_row;                /* those rows have different patterns
                                         (positions_pattern is then OTHER) */
-    bool truncated;                  /* the budget ran out: the search stopped
+    bool truncated;                      /* the budget ran out: the search stopped
                                         short (evidence.truncated) */
-    bool *slopes_differ;             /* owned, [heads]: alibi_slopes evidence */
+    bool *slopes_differ;                 /* owned, [heads]: alibi_slopes evidence */
+    pe_rope_scaling dynamic_alternative; /* type DYNAMIC: the scaling that gives
+                                            best's base from the claimed one at
+                                            the subject's length and reproduces
+                                            it too (scaling_mismatch evidence
+                                            beside base_mismatch); else NONE */
 } pe_dx_result;
 
 /* Free what a result owns; accepts a zeroed result. */

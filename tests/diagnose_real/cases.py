@@ -662,10 +662,22 @@ def more_rope_cases():
                             dict(half, scaling=dyn), "match"))
     out.append(encoded_case("dynamic_ntk_claimed_plain", "the same claimed without scaling",
                             x, ydyn, half, "explained", ["scaling_mismatch"],
-                            ["base_mismatch", "frequency_formula"],
-                            known="v2 names only base_mismatch (the base dynamic NTK gives at "
-                            "48 tokens, a true but incomplete cause): dynamic is searched "
-                            "only with the claim's own factor"))
+                            ["base_mismatch", "frequency_formula"]))
+    out[-1].check = dynamic_named(f, orig)
+    # the same at heads of 64, factor 4 past 64 positions, 80 tokens
+    T2, hd2 = 80, 64
+    x2 = x_of(T2, 2 * hd2, 42)
+    b2 = 10000.0 * ((4.0 * T2 / 64) - 3.0) ** (hd2 / (hd2 - 2))
+    out.append(encoded_case("dynamic_ntk_factor4_claimed_plain", "HF dynamic NTK (factor 4, "
+                            "original 64) at 80 tokens, heads of 64, claimed without scaling",
+                            x2, rope_hf(x2, hd2, hd2, b2, np.arange(T2)),
+                            {"layout": "half", "head_dim": hd2}, "explained",
+                            ["scaling_mismatch"], ["base_mismatch"]))
+    out[-1].check = dynamic_named(4.0, 64)
+    # a true base change (theta 20000 where 10000 is claimed) is no scaling
+    out.append(encoded_case("theta_20000_claimed_10000", "a port with rope_theta 20000 claimed "
+                            "as 10000", x, rope_hf(x, hd, hd, 20000.0, pos), half, "explained",
+                            ["base_mismatch"]))
     # Qwen2-VL mrope: frequency sections [4, 6, 6] take the t, h and w position
     # ids; 8 text tokens, a 4x4 image at t=8, h=w=8+row/col, then text at 12..
     tpos = np.concatenate([np.arange(8), np.full(16, 8), 12 + np.arange(T - 24)])
@@ -681,6 +693,19 @@ def more_rope_cases():
                             "frequencies at t/h/w positions), claimed as plain rope",
                             x, ymr, half, "unexplained", (), ["positions_mismatch"]))
     return out
+
+
+def dynamic_named(factor, orig):
+    """A check: the scaling_mismatch evidence names dynamic scaling whose
+    factor and original context give the subject's base."""
+    def check(answer):
+        f = next((f for f in answer.get("findings", []) if f["code"] == "scaling_mismatch"), None)
+        sc = (f or {}).get("evidence", {}).get("scaling") or {}
+        if f and (sc.get("type") != "dynamic" or sc.get("factor") != factor or
+                  sc.get("original_max_position_embeddings") != orig):
+            return f"scaling_mismatch evidence {sc}, want dynamic {factor} past {orig}"
+        return None
+    return check
 
 
 def qkv_cases():
