@@ -136,16 +136,38 @@ static int check_claim(const diag_request *dr, const pe_dx_subject *subj,
     return 0;
 }
 
-/* The error map (|subject - render(claim)|, from check_claim) in the
- * subject's arrays. */
-static void write_error_map(strbuf *sb, const diag_request *dr, const float *map, size_t n)
+/* The error map's shape: the subject's axes as sent, its batch axes of
+ * size 1 when their rows were equal and read once. *bhtd_rows: the batch
+ * rows of a bhtd subject's map (0 for other subjects). */
+static size_t map_shape(const diag_request *dr, size_t half, size_t *dim, size_t *bhtd_rows)
 {
-    size_t half = dr->kind == DX_CACHE ? n / 2 : n;
-    /* batch rows read one after another keep the order of the array as
-     * sent: the map takes its shape (bhtd's is read transposed) */
-    bool as_sent = dr->batch > 1 && !dr->bhtd;
-    size_t ndim = as_sent ? dr->sent_ndim : dr->arr[0].ndim;
-    const size_t *dim = as_sent ? dr->sent_dim : dr->arr[0].dim;
+    size_t ndim = dr->sent_ndim, inner = dr->arr[0].ndim;
+    memcpy(dim, dr->sent_dim, ndim * sizeof *dim);
+    *bhtd_rows = 0;
+    if (dr->bhtd && ndim == 4) { /* [b][h][t][hd], b read once or each */
+        dim[0] = half / (dim[1] * dim[2] * dim[3]);
+        *bhtd_rows = dim[0];
+    } else if (dr->batch <= 1) /* rows read once: the folded row */
+        for (size_t a = 0; a < ndim; a++)
+            dim[a] = a + inner < ndim ? 1 : dr->arr[0].dim[a + inner - ndim];
+    return ndim;
+}
+
+/* The error map (|subject - render(claim)|, from check_claim: owned, may
+ * be replaced) in the subject's arrays as sent. */
+static int write_error_map(strbuf *sb, const diag_request *dr, float **owned, size_t n,
+                           api_error *err)
+{
+    size_t half = dr->kind == DX_CACHE ? n / 2 : n, dim[TENSOR_MAX_NDIM], rows;
+    size_t ndim = map_shape(dr, half, dim, &rows);
+    if (rows) { /* read as [b][t][h*hd]: given back [b][h][t][hd] */
+        float *sent = diag_heads_first(*owned, rows, dim[2], dim[1], dim[3]); /* new */
+        if (!sent)
+            return api_fail_oom(err);
+        free(*owned);
+        *owned = sent;
+    }
+    const float *map = *owned;
 
     strbuf_putc(sb, ',');
     if (dr->kind == DX_CACHE) {
@@ -160,6 +182,7 @@ static void write_error_map(strbuf *sb, const diag_request *dr, const float *map
         array_view v = array_dense(map, ndim, dim);
         array_write(sb, "error_map", &v, dr->rq.base64);
     }
+    return 0;
 }
 
 static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant *claim,
@@ -299,7 +322,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
         /* the map's text at its largest, reserved at once: growing the
          * answer by doubling would hold two copies of it */
         strbuf_reserve(sb, n * DIAG_MAP_VALUE_BYTES + dr->rq.tokens * DIAG_MAP_ROW_BYTES * 2);
-        write_error_map(sb, dr, map, n);
+        if (write_error_map(sb, dr, &map, n, err))
+            goto done;
     }
     strbuf_putc(sb, '}');
     rc = 0;

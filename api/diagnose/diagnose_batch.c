@@ -20,6 +20,27 @@
 #include "diagnose_batch.h"
 #include "diagnose_write.h"
 
+/* in [b][m][n][hd] with its middle axes exchanged: [b][n][m][hd], new
+ * (the caller frees) or NULL. */
+static float *swap_middle_axes(const float *in, size_t b, size_t m, size_t n, size_t hd)
+{
+    size_t count = b * m * n * hd;
+    float *out = malloc((count > 0 ? count : 1) * sizeof *out); /* new */
+    if (!out)
+        return NULL;
+    for (size_t r = 0; r < b; r++)
+        for (size_t j = 0; j < m; j++)
+            for (size_t i = 0; i < n; i++)
+                memcpy(out + ((r * n + i) * m + j) * hd, in + ((r * m + j) * n + i) * hd,
+                       hd * sizeof *out);
+    return out;
+}
+
+float *diag_heads_first(const float *in, size_t b, size_t t, size_t h, size_t hd)
+{
+    return swap_middle_axes(in, b, t, h, hd);
+}
+
 /* [b][h][t][hd] -> [b][t][h*hd] in place of t's data. */
 static int fold_heads(tensor *t, const char *name, api_error *err)
 {
@@ -28,14 +49,9 @@ static int fold_heads(tensor *t, const char *name, api_error *err)
                         "axes \"bhtd\" reads %s as [batch][heads][tokens][head_dim], not %zu axes",
                         name, t->ndim);
     size_t b = t->dim[0], h = t->dim[1], n = t->dim[2], hd = t->dim[3];
-    float *out = malloc(tensor_count(t) * sizeof *out); /* owned, then t's */
+    float *out = swap_middle_axes(t->data, b, h, n, hd); /* new, then t's */
     if (!out)
         return api_fail_oom(err);
-    for (size_t r = 0; r < b; r++)
-        for (size_t j = 0; j < h; j++)
-            for (size_t i = 0; i < n; i++)
-                memcpy(out + ((r * n + i) * h + j) * hd, t->data + ((r * h + j) * n + i) * hd,
-                       hd * sizeof *out);
     free(t->data);
     t->data = out;
     t->ndim = 3;

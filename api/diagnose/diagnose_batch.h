@@ -23,6 +23,11 @@
 int diag_fold_batch(tensor *t, const char *name, size_t inner, bool bhtd, bool per_row,
                     size_t *batch, api_error *err);
 
+/* An array read with axes "bhtd" ([b][t][h*hd] after diag_fold_batch)
+ * given back in the axes it was sent in, [b][h][t][hd]: new (the caller
+ * frees) or NULL. */
+float *diag_heads_first(const float *in, size_t b, size_t t, size_t h, size_t hd);
+
 /* Whether t's batch rows (the axes before its last `inner`; bhtd: its
  * first axis) are not all equal: then every array of the subject is read
  * row by row (diag_fold_batch's per_row), so that two arrays of one

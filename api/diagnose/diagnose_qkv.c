@@ -436,23 +436,41 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
     strbuf_putc(sb, ']');
 }
 
-static void write_error_maps(strbuf *sb, const diag_request *dr, const qkv_work *w)
+/* One map per array, in the axes the array was sent in: bhtd arrays,
+ * read as [batch][tokens][heads*head_dim], are given back as
+ * [batch][heads][tokens][head_dim]. */
+static int write_error_maps(strbuf *sb, const diag_request *dr, qkv_work *w, api_error *err)
 {
     bool first = true;
+    size_t hd = dr->rq.model->head_dim;
 
     strbuf_puts(sb, ",\"error_map\":{");
     for (int i = 0; i < DX_ARRAYS; i++) {
-        if (!dr->arr[i].data)
+        const tensor *a = &dr->arr[i];
+        if (!a->data)
             continue;
-        size_t n = w->rows * w->cols[i];
+        size_t n = w->rows * w->cols[i], dim[4] = {a->dim[0], a->dim[1], a->dim[2], 0}, ndim;
         /* the claim's buffer becomes the map: it is not read again */
-        diag_error_map(dr->arr[i].data, w->want[i], n);
-        array_view v = array_dense(w->want[i], dr->arr[i].ndim, dr->arr[i].dim);
+        diag_error_map(a->data, w->want[i], n);
+        ndim = a->ndim;
+        if (dr->bhtd && a->ndim == 3 && hd > 0) {
+            float *sent = diag_heads_first(w->want[i], a->dim[0], a->dim[1], a->dim[2] / hd, hd);
+            if (!sent)
+                return api_fail_oom(err);
+            free(w->want[i]);
+            w->want[i] = sent; /* new, w's */
+            ndim = 4;
+            dim[1] = a->dim[2] / hd;
+            dim[2] = a->dim[1];
+            dim[3] = hd;
+        }
+        array_view v = array_dense(w->want[i], ndim, dim);
         strbuf_puts(sb, first ? "" : ",");
         array_write(sb, dr->names[i], &v, dr->rq.base64);
         first = false;
     }
     strbuf_putc(sb, '}');
+    return 0;
 }
 
 /* The index of flat value `flat` of array i as the client sent it: axes
@@ -645,8 +663,8 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
             goto done;
     }
     write_answer(sb, dr, &claim, &w);
-    if (dr->return_map)
-        write_error_maps(sb, dr, &w);
+    if (dr->return_map && write_error_maps(sb, dr, &w, err))
+        goto done;
     strbuf_putc(sb, '}');
     rc = 0;
 done:

@@ -441,6 +441,50 @@ def qk_norm_cases():
     return out
 
 
+def qkv_bhtd_cases():
+    """PyTorch attention code hands q/k/v over as q.view(b, t, h, hd)
+    .transpose(1, 2): [batch][heads][tokens][head_dim]. A port computing
+    x @ W with nn.Linear's [out][in] weight (HF LlamaAttention restated),
+    sent with axes "bhtd" and return_map: the error maps come back in the
+    axes sent, each value |subject - claim|, and worst.index indexes them."""
+    B, T, d, H, hd = 2, 6, 16, 2, 8
+    rng = np.random.default_rng(121)
+    w = {n: (rng.standard_normal((d, d)) / 4).astype(F32) for n in "qkv"}
+    model = {"d_model": d, "heads": H, "scheme": "rope", "params": {"head_dim": hd},
+             "weights": {"w" + n: w[n].T.tolist() for n in "qkv"}}
+    x = np.stack([x_of(T, d, 122 + b) for b in range(B)])
+    pos = np.arange(T)
+
+    def proj(n, transposed):
+        out = np.stack([(xb @ (w[n] if transposed else w[n].T)).astype(F32) for xb in x])
+        if n != "v":
+            out = np.stack([rope_hf(o, hd, hd, 10000.0, pos) for o in out])
+        return out.reshape(B, T, H, hd).transpose(0, 2, 1, 3)  # [b][h][t][hd]
+    got = {n: proj(n, True) for n in "qkv"}
+    want = {n: proj(n, False) for n in "qkv"}
+
+    def maps_as_sent(answer):
+        for n in "qkv":
+            m = np.asarray((answer.get("error_map") or {}).get(n, []), np.float64)
+            ref = np.abs(got[n].astype(np.float64) - want[n])
+            if m.shape != ref.shape:
+                return f"error_map.{n} shape {m.shape}, want {ref.shape} as sent"
+            if np.max(np.abs(m - ref)) > 1e-5:
+                return f"error_map.{n} differs from |subject - claim| by {np.max(np.abs(m - ref))}"
+        worst = answer.get("claimed", {}).get("worst", {})
+        arr = got[worst.get("array", "q")]
+        index = tuple(worst.get("index", []))
+        if len(index) != 4 or abs(float(arr[index]) - worst.get("got", 1e9)) > 1e-6:
+            return f"worst {worst} does not index the [b][h][t][hd] array as sent"
+        return None
+    body = {"scheme": "rope", "model": model, "axes": "bhtd", "return_map": True,
+            "embeddings": x.tolist()}
+    body.update({n: got[n].tolist() for n in "qkv"})
+    return [Case("linear_not_transposed_bhtd_map", "x @ W with nn.Linear's weight, q/k/v as "
+                 "[b][h][t][hd] (axes bhtd) with return_map", body, "explained",
+                 ["weights_transposed"], check=maps_as_sent)]
+
+
 def heads_of(a, hd):
     return a.reshape(a.shape[0], -1, hd)
 
@@ -448,7 +492,7 @@ def heads_of(a, hd):
 def all_cases():
     return (batch_cases() + float32_slack_cases() + learned_cases() + longrope_cases() +
             head_size_cases() + llama3_band_cases() + qk_norm_cases() + low_precision_cases() +
-            alibi_qkv_cases())
+            alibi_qkv_cases() + qkv_bhtd_cases())
 
 
 __all__ = ["all_cases", "flat", "heads", "rotate_half_layout"]

@@ -21,10 +21,15 @@
 
 enum { B = 2, H = 2, T = 24, HD = 16, W = H * HD };
 
-/* The rotation angle of pair i at position p, base 10000, head_dim HD. */
+/* The rotation angle of pair i at position p, base `base`, head_dim HD. */
+static double angle_at(double p, size_t i, double base)
+{
+    return p * pow(base, -2.0 * (double)i / (double)HD);
+}
+
 static double angle(double p, size_t i)
 {
-    return p * pow(10000.0, -2.0 * (double)i / (double)HD);
+    return angle_at(p, i, 10000.0);
 }
 
 /* cos/sin of cat(freqs, freqs) at positions pos[T] into c[T][HD], s[T][HD];
@@ -181,18 +186,66 @@ static void fill_uniform(float *x, size_t n, unsigned seed)
     }
 }
 
-/* x[T][W] rotated (half layout, heads of HD) at positions first ..
- * first + T - 1 into y[T][W]. */
-static void rotate_rows(const float *x, double first, float *y)
+/* x[T][W] rotated (half layout, heads of HD, base `base`) at positions
+ * first .. first + T - 1 into y[T][W]. */
+static void rotate_rows_at(const float *x, double first, double base, float *y)
 {
     for (size_t t = 0; t < T; t++)
         for (size_t h = 0; h < H; h++)
             for (size_t i = 0; i < HD / 2; i++) {
-                double a = angle(first + (double)t, i);
+                double a = angle_at(first + (double)t, i, base);
                 size_t ea = t * W + h * HD + i, eb = ea + HD / 2;
                 y[ea] = (float)(x[ea] * cos(a) - x[eb] * sin(a));
                 y[eb] = (float)(x[eb] * cos(a) + x[ea] * sin(a));
             }
+}
+
+static void rotate_rows(const float *x, double first, float *y)
+{
+    rotate_rows_at(x, first, 10000.0, y);
+}
+
+/* [B][T][H][HD] -> [B][H][T][HD] */
+static void heads_first(const float *x, float *out)
+{
+    for (size_t r = 0; r < B; r++)
+        for (size_t t = 0; t < T; t++)
+            for (size_t h = 0; h < H; h++)
+                for (size_t k = 0; k < HD; k++)
+                    out[((r * H + h) * T + t) * HD + k] = x[(r * T + t) * W + h * HD + k];
+}
+
+/* The error map of a bhtd subject under a claim of base 500000: the
+ * subject's own axes [B][H][T][HD], each value |subject - claim| there
+ * (before, it came back folded as [B*T][H*HD]); worst.index names the
+ * largest of them. */
+static void check_bhtd_map(const char *label, const http_resp *r, const float *x, const float *ys)
+{
+    static float want[B * T * W], want_sent[B * T * W];
+    static double err[B * T * W];
+    for (size_t b = 0; b < B; b++)
+        rotate_rows_at(x + b * T * W, 0, 500000.0, want + b * T * W);
+    heads_first(want, want_sent);
+    size_t worst = 0;
+    for (size_t e = 0; e < B * T * W; e++) {
+        err[e] = fabs((double)ys[e] - want_sent[e]);
+        worst = err[e] > err[worst] ? e : worst;
+    }
+    farr map;
+    size_t shape[] = {B, H, T, HD};
+    if (get_farr(label, r, "error_map", &map) && check_shape(label, "error_map", &map, 4, shape))
+        check_close(label, "error_map vs |subject - claim| in [b][h][t][hd]", &map, err, B * T * W,
+                    2e-6, 8);
+    const json_t *index = json_object_get(json_object_get(json_object_get(r->json, "claimed"),
+                                                          "worst"),
+                                          "index");
+    size_t want_index[] = {worst / (H * T * HD), worst / (T * HD) % H, worst / HD % T, worst % HD};
+    bool same = json_array_size(index) == 4;
+    for (size_t a = 0; same && a < 4; a++)
+        same = (size_t)json_integer_value(json_array_get(index, a)) == want_index[a];
+    CHECK(same, label, "claimed.worst.index is [%zu,%zu,%zu,%zu] as sent: %.200s", want_index[0],
+          want_index[1], want_index[2], want_index[3], r->body);
+    farr_free(&map);
 }
 
 /* x[B][T][W] rotated per row (half layout, heads of HD) at 0..T-1, both
@@ -203,15 +256,8 @@ static void bhtd(const server *s)
     fill_uniform(x, B * T * W, 7);
     for (size_t r = 0; r < B; r++)
         rotate_rows(x + r * T * W, 0, y + r * T * W);
-    for (size_t r = 0; r < B; r++) /* [b][t][h][hd] -> [b][h][t][hd] */
-        for (size_t t = 0; t < T; t++)
-            for (size_t h = 0; h < H; h++)
-                for (size_t k = 0; k < HD; k++) {
-                    size_t from = (r * T + t) * W + h * HD + k;
-                    size_t to = ((r * H + h) * T + t) * HD + k;
-                    xs[to] = x[from];
-                    ys[to] = y[from];
-                }
+    heads_first(x, xs);
+    heads_first(y, ys);
     size_t shape[] = {B, H, T, HD};
     for (int variant = 0; variant < 2; variant++) {
         const char *label = variant ? "batch: axes bhtd, claimed base 500000 -> base_mismatch"
@@ -220,8 +266,8 @@ static void bhtd(const server *s)
         sb_init(&b);
         sb_printf(&b,
                   "{\"scheme\":\"rope\",\"axes\":\"bhtd\",\"params\":{\"head_dim\":16,"
-                  "\"base\":%s},\"embeddings\":",
-                  variant ? "500000" : "10000");
+                  "\"base\":%s},%s\"embeddings\":",
+                  variant ? "500000" : "10000", variant ? "\"return_map\":true," : "");
         sb_farray(&b, xs, 4, shape);
         sb_puts(&b, ",\"encoded\":");
         sb_farray(&b, ys, 4, shape);
@@ -232,6 +278,7 @@ static void bhtd(const server *s)
             double found = json_number_value(
                 json_object_get(json_object_get(f, "evidence"), "base"));
             CHECK(f && fabs(found - 10000.0) < 1.0, label, "base found %g: %.400s", found, r.body);
+            check_bhtd_map(label, &r, x, ys);
         }
         http_resp_free(&r);
     }
