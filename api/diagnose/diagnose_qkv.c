@@ -327,10 +327,11 @@ static bool write_transposed(strbuf *sb, const qkv_work *w)
 static void write_qk_norm(strbuf *sb, const diag_request *dr, const qkv_work *w)
 {
     static const char *const what[] =
-        {[DIAG_QK_MISSING] = "without their norm (the model normalises each before the rotation)",
+        {[DIAG_QK_MISSING] = "without the model's q/k norm",
          [DIAG_QK_AFTER_ROPE] = "with their norm applied after the rotation instead of before",
          [DIAG_QK_WHOLE_PROJECTION] = "with their norm taken over the whole projection instead "
-                                      "of each head"};
+                                      "of each head",
+         [DIAG_QK_BEFORE_ROPE] = "with their norm applied before the rotation instead of after"};
     double before = 0, after = 0;
     char message[400];
 

@@ -379,7 +379,8 @@ def alibi_qkv_cases():
 # --model name=dir).
 def models():
     import checkpoints
-    return {"qwen3_tiny": checkpoints.qwen3(seed=16)}
+    import cases_norms
+    return dict({"qwen3_tiny": checkpoints.qwen3(seed=16)}, **cases_norms.models())
 
 
 def rms(a, w, eps):
@@ -492,7 +493,7 @@ def heads_of(a, hd):
 def all_cases():
     return (batch_cases() + float32_slack_cases() + learned_cases() + longrope_cases() +
             head_size_cases() + llama3_band_cases() + qk_norm_cases() + low_precision_cases() +
-            alibi_qkv_cases() + qkv_bhtd_cases())
+            alibi_qkv_cases() + qkv_bhtd_cases() + __import__("cases_norms").all_cases())
 
 
 __all__ = ["all_cases", "flat", "heads", "rotate_half_layout"]
