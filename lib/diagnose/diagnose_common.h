@@ -72,6 +72,12 @@ pe_status pe_dx_dynamic_alternative(const pe_dx_subject *s, const pe_dx_variant 
                                     const pe_dx_variant *b, pe_dx_tolerance tol,
                                     pe_rope_scaling *out);
 
+/* Whether a half-precision values stage of v may also have rounded the
+ * rotation itself: every value of the encoded subject is one of that
+ * precision (a rotation handed back in its arrays' dtype, as MLX and JAX
+ * do for float16/bfloat16 arrays; diagnose_render.c). */
+bool pe_dx_output_in_precision(const pe_dx_subject *s, const pe_dx_variant *v);
+
 /* ---- the angle core (diagnose_angles.c) ------------------------------- */
 
 /* Phasors z[rows][pairs] (interleaved re, im) of one structural reading of

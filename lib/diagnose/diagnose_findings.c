@@ -352,7 +352,14 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
     if (s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
         s->kind != PE_DX_SUBJ_T5_BIAS)
         positions_finding(s, b, r, with, k);
-    if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
+    if (b->precision != PE_DX_EXACT && pe_dx_output_in_precision(s, b))
+        add(k, PE_DX_LOW_PRECISION,
+            "the angles are right; the rotated values are %s numbers, rounded as a rotation "
+            "computed or stored in %s is (max error %.3g against exact values, %.3g against"
+            " them rounded): rotate in float32 when the values must be exact",
+            pe_dx_precision_name(b->precision), pe_dx_precision_name(b->precision),
+            r->best_errors.max_abs, r->explained.max_abs);
+    else if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
         add(k, PE_DX_LOW_PRECISION,
             "the angles are right but the values were stored in %s (max error %.3g against"
             " exact values, %.3g against them rounded to %s): keep the cos/sin cache or table"

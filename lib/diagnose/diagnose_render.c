@@ -187,10 +187,53 @@ static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, con
     }
 }
 
+/* Half a unit in the last place of x in a half precision (float16:
+ * 10 fraction bits, bfloat16: 7; float16's subnormal step below 2^-14). */
+static double half_ulp(pe_dx_precision prec, double x)
+{
+    int e;
+    frexp(fabs(x), &e);
+    double h = ldexp(1.0, e - (prec == PE_DX_FLOAT16 ? 12 : 9));
+    return prec == PE_DX_FLOAT16 ? fmax(h, ldexp(1.0, -25)) : h;
+}
+
+bool pe_dx_output_in_precision(const pe_dx_subject *s, const pe_dx_variant *v)
+{
+    bool coarse = v->precision == PE_DX_BFLOAT16 || v->precision == PE_DX_FLOAT16;
+    if (!coarse || v->stage != PE_DX_STAGE_VALUES || s->kind != PE_DX_SUBJ_ROPE_ENCODED)
+        return false;
+    for (size_t e = 0; e < s->rows * s->cols; e++)
+        if (pe_dx_round(v->precision, s->a[e]) != (double)s->a[e])
+            return false;
+    return true;
+}
+
+/* The rotation of (xa, xb) by exact (c, sn) rounded to a half precision
+ * pr into *ya, *yb, and (sa, sb not NULL) the slack of the other orders
+ * of rounding: cos/sin rounded first, each product rounded (float16
+ * arithmetic), the sum rounded. */
+static void rounded_rotation(pe_dx_precision pr, double xa, double xb, double c, double sn,
+                             float *ya, float *yb, float *sa, float *sb)
+{
+    double ra = xa * c - xb * sn, rb = xb * c + xa * sn;
+    *ya = (float)pe_dx_round(pr, ra);
+    *yb = (float)pe_dx_round(pr, rb);
+    if (!sa)
+        return;
+    double hc = half_ulp(pr, c), hs = half_ulp(pr, sn);
+    *sa = (float)(fabs(xa) * hc + fabs(xb) * hs + half_ulp(pr, xa * c) + half_ulp(pr, xb * sn) +
+                  half_ulp(pr, ra));
+    *sb = (float)(fabs(xb) * hc + fabs(xa) * hs + half_ulp(pr, xb * c) + half_ulp(pr, xa * sn) +
+                  half_ulp(pr, rb));
+}
+
 /* Row t of x rotated at position p, head by head (pass-through channels
- * copied). */
+ * copied). rounded: the rotation may have been rounded to v's precision
+ * with or without its cos/sin (pe_dx_output_in_precision): the slack covers
+ * both roundings. */
 static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
-                               size_t t, double p, double sign, float *out, float *slack)
+                               size_t t, double p, double sign, bool rounded, float *out,
+                               float *slack)
 {
     size_t rd = v->rope.rotary_dim, hd = v->rope.head_dim, half = rd / 2;
     double f = v->attention_factor;
@@ -205,9 +248,16 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
         for (size_t i = 0; i < half; i++) {
             size_t a = v->rope.layout == PE_ROPE_HALF ? i : 2 * i;
             size_t b = v->rope.layout == PE_ROPE_HALF ? i + half : 2 * i + 1;
+            double xa = x[h0 + a], xb = x[h0 + b];
+            size_t ea = t * s->cols + h0 + a, eb = t * s->cols + h0 + b;
+            if (rounded) {
+                rounded_rotation(v->precision, xa, xb, cos(w[i] * p) * f, sign * sin(w[i] * p) * f,
+                                 y + h0 + a, y + h0 + b, slack ? slack + ea : NULL,
+                                 slack ? slack + eb : NULL);
+                continue;
+            }
             client_cs cs = client_cos_sin(v, w[i], i, p, f);
             double c = cs.c, sn = sign * cs.s;
-            double xa = x[h0 + a], xb = x[h0 + b];
             y[h0 + a] = (float)(xa * c - xb * sn);
             y[h0 + b] = (float)(xb * c + xa * sn);
             if (slack) {
@@ -218,8 +268,8 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
                 double amp = f * sqrt(xa * xa + xb * xb);
                 double sl = v->any_order ? any_order_slack(v->precision, amp, w[i], p)
                                          : precision_slack(v->precision, amp, p, w[i], i);
-                slack[t * s->cols + h0 + a] = (float)(values ? na : sl);
-                slack[t * s->cols + h0 + b] = (float)(values ? nb : sl);
+                slack[ea] = (float)(values ? na : sl);
+                slack[eb] = (float)(values ? nb : sl);
             }
         }
     }
@@ -238,12 +288,13 @@ static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, flo
     if (st != PE_OK)
         goto out;
     double sign = v->reversed ? -1.0 : 1.0;
+    bool rounded = pe_dx_output_in_precision(s, v);
     for (size_t t = 0; t < s->rows; t++) {
         double p = (double)pe_dx_position(s, v, t);
         if (s->kind == PE_DX_SUBJ_ROPE_CACHE)
             render_cache_row(s, v, w, t, p, sign, out, slack);
         else
-            render_encoded_row(s, v, w, t, p, sign, out, slack);
+            render_encoded_row(s, v, w, t, p, sign, rounded, out, slack);
     }
 out:
     free(w);

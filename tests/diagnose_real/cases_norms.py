@@ -87,7 +87,7 @@ def variant_cases(prefix, source, model, x, make, wanted):
 def cohere_cases():
     t = tensors("cohere_qk")
     p = "model.layers.0."
-    H, KV, hd, eps, T = 4, 2, 8, 1e-5, 9
+    hd, eps, T = 8, 1e-5, 9
     x = np.random.default_rng(131).standard_normal((T, 32)).astype(F32)
     h = layer_norm(x, t[p + "input_layernorm.weight"], eps)
     raw = {n: (h @ t[p + f"self_attn.{n}_proj.weight"].T).astype(F32) for n in "qkv"}

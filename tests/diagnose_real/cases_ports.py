@@ -144,16 +144,22 @@ def float32_slack_cases():
     return out
 
 
+def learned_model(seed, d, rows, T):
+    """A random learned table [rows][d], the inline model holding it, and
+    embeddings [T][d]."""
+    rng = np.random.default_rng(seed)
+    table = (rng.standard_normal((rows, d)) * 0.1).astype(F32)
+    model = {"d_model": d, "heads": 2, "scheme": "learned", "params": {},
+             "weights": {"position_table": table.tolist()}}
+    return table, model, rng.standard_normal((T, d)).astype(F32)
+
+
 def learned_cases():
     """GPT-2 (HF GPT2Model): wpe(position_ids) with position_ids = past_length +
     arange(T) while decoding after a prompt; OPT offsets 2 (learned table
     of an inline model)."""
-    rng = np.random.default_rng(90)
-    d, rows_, T = 16, 160, 6
-    wpe = (rng.standard_normal((rows_, d)) * 0.1).astype(F32)
-    model = {"d_model": d, "heads": 2, "scheme": "learned", "params": {},
-             "weights": {"position_table": wpe.tolist()}}
-    x = rng.standard_normal((T, d)).astype(F32)
+    T = 6
+    wpe, model, x = learned_model(90, 16, 160, T)
     out = []
     for past in (100, 37):
         out.append(Case(f"gpt2_decode_after_{past}", f"GPT-2 decoding after a {past}-token "
@@ -170,18 +176,24 @@ def learned_cases():
     return out
 
 
+def longrope_lists(rd, orig, seed, short_span, long_span, factor=4.0):
+    """A LongRoPE claim of rd/2 factors per list (short ones near 1, long
+    ones rising), and its attention factor sqrt(1 + ln(s)/ln(orig))."""
+    rng = np.random.default_rng(seed)
+    short = (1.0 + rng.uniform(0, short_span, rd // 2)).round(3)
+    long_ = (1.0 + np.linspace(0, long_span, rd // 2)).round(3)
+    att = np.sqrt(1 + np.log(factor) / np.log(orig))
+    sc = {"type": "longrope", "short_factor": short.tolist(), "long_factor": long_.tolist(),
+          "factor": factor, "original_max_position_embeddings": orig}
+    return short, long_, att, sc
+
+
 def longrope_cases():
     """Phi-3 (HF _compute_longrope_parameters): inv_freq / ext_factors,
     long_factor when seq_len > original_max_position_embeddings, else
     short_factor; cos/sin times sqrt(1 + ln(s)/ln(orig))."""
     T, d, hd, orig = 40, 64, 32, 32
-    rng = np.random.default_rng(60)
-    short = (1.0 + rng.uniform(0, 0.5, hd // 2)).round(3)
-    long_ = (1.0 + np.linspace(0, 30, hd // 2)).round(3)
-    factor = 4.0
-    att = np.sqrt(1 + np.log(factor) / np.log(orig))
-    sc = {"type": "longrope", "short_factor": short.tolist(), "long_factor": long_.tolist(),
-          "factor": factor, "original_max_position_embeddings": orig}
+    short, long_, att, sc = longrope_lists(hd, orig, 60, 0.5, 30)
     x = x_of(T, d, 61)
     base_inv = inv_freq_f32(hd, 10000.0)
     out = []
