@@ -312,7 +312,13 @@ pe_status pe_dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *
             if (isfinite(z[0]) && isfinite(z[1]))
                 S[i] += z[0] + I * z[1];
         }
-        double c;
+        double signal = 0, c;
+        for (size_t i = 0; i < half; i++)
+            signal += cabs(S[i]);
+        if (signal == 0) { /* any position fits it */
+            out[t] = DX_NO_POSITION;
+            continue;
+        }
         out[t] = row_position(S, w, order, half, &c);
         all = all && c >= 0.8;
     }

@@ -132,7 +132,10 @@ pe_status pe_dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_
  * gives it within [-P/20, 19P/20) (P its period), every higher one refines
  * it; rounded, with out[t] the integer of the best coherence among the
  * rounding and its neighbours. *coherent: every row's coherence (sum of
- * Re(S_i e^{-i w_i p}) over sum |S_i|) is at least 0.8. */
+ * Re(S_i e^{-i w_i p}) over sum |S_i|) is at least 0.8. A row without
+ * any signal (every pair zero: a padding slot's zero vector) has no
+ * position: out[t] = DX_NO_POSITION. */
+#define DX_NO_POSITION INT64_MIN
 pe_status pe_dx_phase_positions(const dx_phasors *ph, const double *w, int64_t *out,
                                 bool *coherent);
 

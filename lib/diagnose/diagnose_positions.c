@@ -176,9 +176,12 @@ pe_status pe_dx_try_positions(const pe_dx_subject *s, const pe_dx_variant *base,
         st = pe_dx_phase_positions(&ph, w, out->positions, &coherent);
     if (st != PE_OK || !coherent)
         goto done;
-    for (size_t r = 0; r < s->rows; r++)
+    for (size_t r = 0; r < s->rows; r++) {
+        if (out->positions[r] == DX_NO_POSITION) /* a zero row: the claim's */
+            out->positions[r] = s->positions[r] + base->offset;
         if (out->positions[r] < 0 || out->positions[r] > ((int64_t)1 << 40))
             goto done; /* no negative position in best */
+    }
     if (scaled_positions(out->positions, s->positions, s->rows))
         goto done;
     int64_t shift;

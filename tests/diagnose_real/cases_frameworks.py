@@ -325,8 +325,69 @@ def keras_scaled_decode_cases():
                          ["positions_mismatch"])]
 
 
+def merged_row_check(pad, T):
+    """Only row 1 differs, and its real tokens are read at 0..T-pad-1 (its
+    zero pads, which fit any position, at their claimed slots)."""
+    def check(answer):
+        f = next((f for f in answer.get("findings", []) if f["code"] == "positions_mismatch"),
+                 None)
+        if f is None:
+            return None
+        ev = f["evidence"]
+        pos = ev.get("positions") or [[]]
+        if ev.get("rows") != [1] or pos[0][pad:] != list(range(T - pad)) or \
+                pos[0][:pad] != list(range(pad)):
+            return f"evidence rows {ev.get('rows')} positions {pos}"
+        return None
+    return check
+
+
+def reported_bug_cases():
+    """Bugs reported in issue trackers, restated:
+    - lucidrains/rotary-embedding-torch #11: the frequency cache keyed on
+      the length alone, so a call with offset=20 got offset 0's rotation;
+    - a batched KV cache (maclocal-api #92) whose shorter row, prefilled
+      alone at 0..24, is merged left-padded into slots 5..29: its keys sit
+      5 positions behind the claimed slots (pads are zero vectors);
+    - vllm-ascend #12723: the Triton kernel read sin from the padded
+      rotary width, sin ~ 0, out = x * cos: no rotation posenc knows;
+    - Qwen1.5 GGUF files without rope_frequency_base (ollama #2379): the
+      engine's default 10000 where the model has 1e6."""
+    T, hd = 24, 32
+    x = x_of(T, 2 * hd, 218)
+    half = {"layout": HALF, "head_dim": hd}
+    out = [encoded_case("lucidrains_cache_ignores_offset", "rotary-embedding-torch "
+                        "rotate_queries_or_keys(offset=20) served from the offset-0 cache, "
+                        "claimed at offset 20", x, rope_hf(x, hd, hd, 10000.0, np.arange(T)),
+                        half, "explained", ["position_offset"], offset=20)]
+    B, T2, pad = 2, 30, 5
+    xs = np.stack([x_of(T2, 2 * hd, 219 + b) for b in range(B)])
+    xs[1, :pad] = 0
+    ys = np.stack([rope_hf(xs[0], hd, hd, 10000.0, np.arange(T2)),
+                   np.concatenate([np.zeros((pad, 2 * hd), F32),
+                                   rope_hf(xs[1, pad:], hd, hd, 10000.0, np.arange(T2 - pad))])])
+    rows = [list(range(T2)), list(range(T2))]
+    out.append(Case("batch_merge_left_pad_shift", "a batched KV cache merging a row prefilled "
+                    "alone (0..24) left-padded into slots 5..29, claimed at the slots",
+                    {"scheme": "rope", "params": half, "positions": rows,
+                     "embeddings": xs.tolist(), "encoded": ys.tolist()},
+                    "explained", ["positions_mismatch"], ["position_offset"],
+                    check=merged_row_check(pad, T2)))
+    ang = angles_f32(np.arange(T), inv_freq_f32(hd, 10000.0))
+    c = np.concatenate([np.cos(ang)] * 2, 1)
+    y = flat((heads(x, hd) * c[:, None, :]).astype(F32))
+    out.append(encoded_case("ascend_rope_sin_lost", "vllm-ascend Triton rope reading sin from "
+                            "the padded width (out = x * cos), claimed as rope", x, y, half,
+                            "unexplained"))
+    out.append(encoded_case("qwen15_gguf_default_base", "a Qwen1.5 GGUF without "
+                            "rope_frequency_base run at the engine's 10000, claimed with the "
+                            "model's 1e6", x, rope_hf(x, hd, hd, 10000.0, np.arange(T)),
+                            dict(half, base=1000000.0), "explained", ["base_mismatch"]))
+    return out
+
+
 def all_cases():
     return (gemma_jax_cases() + mlx_cases() + flash_attn_cases() + llama_cpp_cases() +
             megatron_keras_cases() + alibi_tp_cases() + layout_cases() +
             longrope_partial_cases() + half_output_cases() + learned_offset_cases() +
-            keras_scaled_decode_cases())
+            keras_scaled_decode_cases() + reported_bug_cases())
