@@ -443,8 +443,17 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             c.scaling.original_max_position_embeddings = orig;
             n = push(out, n, c);
         }
+    for (size_t q = 0; q < nfb; q++) /* yarn at the original context its ramp says */
+        for (size_t o = 0; o < nyo; o++) {
+            memset(&c.scaling, 0, sizeof c.scaling);
+            yarn_defaults(&c.scaling);
+            c.scaling.factor = fb[q];
+            c.scaling.original_max_position_embeddings = yo[o];
+            n = push(out, n, c);
+        }
     /* llama3 with the band read off the profile, where the base keeps the
-     * highest frequency */
+     * highest frequency; after yarn's, whose ramp a band of one or two
+     * frequencies could mimic */
     bool kept = fabs(fabs(m[0]) - pe_inv_freq(c.base, 0, rd)) <= 1e-4 * pe_inv_freq(c.base, 0, rd);
     for (size_t q = 0; q < nfb && kept; q++) {
         pe_rope_scaling bands[4];
@@ -454,14 +463,6 @@ static size_t push_banded(candidate *out, size_t n, candidate c, const pe_rope_s
             n = push(out, n, c);
         }
     }
-    for (size_t q = 0; q < nfb; q++) /* yarn at the original context its ramp says */
-        for (size_t o = 0; o < nyo; o++) {
-            memset(&c.scaling, 0, sizeof c.scaling);
-            yarn_defaults(&c.scaling);
-            c.scaling.factor = fb[q];
-            c.scaling.original_max_position_embeddings = yo[o];
-            n = push(out, n, c);
-        }
     return n;
 }
 
