@@ -388,7 +388,10 @@ void pe_dx_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_
 {
     sink k = {out, 0};
     findings_pass(s, c, r, "", &k);
-    if (k.n > 1) { /* the drop is that of every finding together */
+    /* the dynamic reading beside base_mismatch is another reading of the
+     * same change, not a further one */
+    size_t alternatives = r->dynamic_alternative.type == PE_ROPE_SCALING_DYNAMIC;
+    if (k.n > 1 + alternatives) { /* the drop is that of every finding together */
         k.n = 0;
         findings_pass(s, c, r, " and the other findings", &k);
     }
