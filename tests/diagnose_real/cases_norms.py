@@ -33,6 +33,9 @@ def models():
     import checkpoints
     return {"cohere_qk": checkpoints.cohere(seed=42, layers=1, qk_norm=True),
             "llama4_tiny": checkpoints.llama4_text(seed=22, layers=1),
+            "olmo2_tiny": checkpoints.olmo2(seed=18, layers=1),
+            "stablelm_qk": checkpoints.stablelm(seed=63, layers=1, qk_norm=True, d=64, heads=4,
+                                                kv_heads=4),
             "hunyuan_tiny": arch_block_keys.hunyuan_ckpt(seed=2698, layers=1)}
 
 
@@ -72,15 +75,19 @@ def where_check(where):
     return check
 
 
-def variant_cases(prefix, source, model, x, make, wanted):
-    """make(where) -> {"q", "k", "v"}; wanted: where -> (verdict, codes)."""
+def variant_cases(prefix, source, model, x, qk, v, matches=("right",)):
+    """qk: where -> (n -> q or k computed that way); v as computed. The
+    variants in `matches` are right ports (a match); every other one is
+    qk_norm_mismatch with that evidence.where."""
     out = []
-    for where, (verdict, codes) in wanted.items():
-        arrays = make(where)
-        body = {"model": model, "embeddings": x.tolist()}
-        body.update({n: arrays[n].tolist() for n in "qkv"})
+    for where, f in qk.items():
+        body = {"model": model, "embeddings": x.tolist(), "q": f("q").tolist(),
+                "k": f("k").tolist(), "v": v.tolist()}
+        right = where in matches
         out.append(Case(f"{prefix}_{where}", f"{source}: {where.replace('_', ' ')}", body,
-                        verdict, codes, check=where_check(where) if codes else None))
+                        "match" if right else "explained",
+                        () if right else ["qk_norm_mismatch"],
+                        check=None if right else where_check(where)))
     return out
 
 
@@ -104,18 +111,77 @@ def cohere_cases():
     def whole(n, a):  # nn.LayerNorm(heads*head_dim) with the weights flattened
         return layer_norm(a, wn[n].reshape(-1), eps)
 
-    def make(where):
-        qk = {"right": lambda n: rot(norm(n, raw[n])),
-              "missing": lambda n: rot(raw[n]),
-              "after_rope": lambda n: norm(n, rot(raw[n])),
-              "whole_projection": lambda n: rot(whole(n, raw[n]))}[where]
-        return {"q": qk("q"), "k": qk("k"), "v": raw["v"]}
+    qk = {"right": lambda n: rot(norm(n, raw[n])),
+          "missing": lambda n: rot(raw[n]),
+          "after_rope": lambda n: norm(n, rot(raw[n])),
+          "whole_projection": lambda n: rot(whole(n, raw[n]))}
     return variant_cases("cohere_qk_norm", "HF CohereAttention use_qk_norm (LayerNorm per head "
-                         "with its own weights)", "cohere_qk", x, make,
-                         {"right": ("match", ()),
-                          "missing": ("explained", ["qk_norm_mismatch"]),
-                          "after_rope": ("explained", ["qk_norm_mismatch"]),
-                          "whole_projection": ("explained", ["qk_norm_mismatch"])})
+                         "with its own weights)", "cohere_qk", x, qk, raw["v"])
+
+
+def stablelm_cases():
+    """HF StableLmAttention with qk_layernorm (stablelm-2-12b): an
+    nn.LayerNorm (no bias) per head with its own weights, before a partial
+    rotation (partial_rotary_factor 0.25, rotate_half on the first
+    quarter of each head); q/k/v biases; input_layernorm with bias."""
+    t = tensors("stablelm_qk")
+    p = "model.layers.0."
+    hd, eps, T, H = 16, 1e-5, 9, 4
+    rd = hd // 4
+    x = np.random.default_rng(134).standard_normal((T, 64)).astype(F32)
+    h = (layer_norm(x, t[p + "input_layernorm.weight"], eps) +
+         t[p + "input_layernorm.bias"]).astype(F32)
+    raw = {n: (h @ t[p + f"self_attn.{n}_proj.weight"].T + t[p + f"self_attn.{n}_proj.bias"])
+           .astype(F32) for n in "qkv"}
+    wn = {n: np.stack([t[p + f"self_attn.{n}_layernorm.norms.{k}.weight"] for k in range(H)])
+          for n in "qk"}
+    inv = 1.0 / 10000.0 ** (np.arange(0, rd, 2) / rd)
+    c, s = cos_sin(np.arange(T), inv)
+
+    def rot(a):
+        return flat(rotate_half_layout(per_head(a, hd), c, s, rd))
+
+    def norm(n, a):
+        return flat(layer_norm(per_head(a, hd), wn[n], eps))
+
+    qk = {"right": lambda n: rot(norm(n, raw[n])),
+          "missing": lambda n: rot(raw[n]),
+          "whole_projection": lambda n: rot(layer_norm(raw[n], wn[n].reshape(-1), eps))}
+    return variant_cases("stablelm_qk_norm", "HF StableLmAttention qk_layernorm (LayerNorm per "
+                         "head, partial rotary 0.25)", "stablelm_qk", x, qk, raw["v"])
+
+
+def olmo2_cases():
+    """HF Olmo2Attention: q_norm / k_norm (RMSNorm) over the whole q (k)
+    projection before the rotation (theta 5e5), no input norm. Its norm
+    missing or after the rotation is named; a port normalising each head
+    instead (no evidence.where says that) must say nothing false:
+    unexplained."""
+    t = tensors("olmo2_tiny")
+    p = "model.layers.0."
+    hd, eps, T = 8, 1e-6, 9
+    x = np.random.default_rng(135).standard_normal((T, 32)).astype(F32)
+    raw = {n: (x @ t[p + f"self_attn.{n}_proj.weight"].T).astype(F32) for n in "qkv"}
+    wn = {n: t[p + f"self_attn.{n}_norm.weight"] for n in "qk"}
+    inv = 1.0 / 500000.0 ** (np.arange(0, hd, 2) / hd)
+    c, s = cos_sin(np.arange(T), inv)
+
+    def rot(a):
+        return flat(rotate_half_layout(per_head(a, hd), c, s, hd))
+
+    qk = {"right": lambda n: rot(rms(raw[n], wn[n], eps)),
+          "missing": lambda n: rot(raw[n]),
+          "after_rope": lambda n: rms(rot(raw[n]), wn[n], eps)}
+    out = variant_cases("olmo2_qk_norm", "HF Olmo2Attention (RMSNorm over the whole "
+                        "projection)", "olmo2_tiny", x, qk, raw["v"])
+    per_head_q = {n: flat(rms(per_head(raw[n], hd), per_head(wn[n][None, :], hd)[0], eps))
+                  for n in "qk"}
+    body = {"model": "olmo2_tiny", "embeddings": x.tolist(), "v": raw["v"].tolist()}
+    body.update({n: rot(per_head_q[n]).tolist() for n in "qk"})
+    out.append(Case("olmo2_qk_norm_per_head", "an OLMo 2 port normalising each head (its slice "
+                    "of the weight) instead of the whole projection", body, "unexplained",
+                    allowed=["projection_mismatch"]))
+    return out
 
 
 def llama4_cases():
@@ -134,16 +200,12 @@ def llama4_cases():
     def l2(a):
         return flat(rms(per_head(a, hd), None, eps))
 
-    def make(where):
-        qk = {"right": lambda a: l2(rot(a)), "before_rope": lambda a: rot(l2(a)),
-              "missing": rot}[where]
-        return {"q": qk(raw["q"]), "k": qk(raw["k"]), "v": raw["v"]}
+    qk = {"right": lambda n: l2(rot(raw[n])), "before_rope": lambda n: rot(l2(raw[n])),
+          "missing": lambda n: rot(raw[n])}
+    # weightless: the same values either side of the rotation, a match
     return variant_cases("llama4_qk_norm", "HF Llama4TextAttention (L2 norm per head after the "
-                         "rotation)", "llama4_tiny", x, make,
-                         {"right": ("match", ()),
-                          # weightless: the same values either side of the rotation
-                          "before_rope": ("match", ()),
-                          "missing": ("explained", ["qk_norm_mismatch"])})
+                         "rotation)", "llama4_tiny", x, qk, raw["v"],
+                         matches=("right", "before_rope"))
 
 
 def hunyuan_cases():
@@ -166,17 +228,13 @@ def hunyuan_cases():
     def norm(n, a):
         return flat(rms(per_head(a, hd), wn[n], eps))
 
-    def make(where):
-        qk = {"right": lambda n: norm(n, rot(raw[n])),
-              "before_rope": lambda n: rot(norm(n, raw[n])),
-              "missing": lambda n: rot(raw[n])}[where]
-        return {"q": qk("q"), "k": qk("k"), "v": raw["v"]}
+    qk = {"right": lambda n: norm(n, rot(raw[n])),
+          "before_rope": lambda n: rot(norm(n, raw[n])),
+          "missing": lambda n: rot(raw[n])}
     return variant_cases("hunyuan_qk_norm", "HF HunYuanDenseV1Attention (weighted RMSNorm per "
-                         "head after the rotation)", "hunyuan_tiny", x, make,
-                         {"right": ("match", ()),
-                          "before_rope": ("explained", ["qk_norm_mismatch"]),
-                          "missing": ("explained", ["qk_norm_mismatch"])})
+                         "head after the rotation)", "hunyuan_tiny", x, qk, raw["v"])
 
 
 def all_cases():
-    return cohere_cases() + llama4_cases() + hunyuan_cases()
+    return (cohere_cases() + stablelm_cases() + olmo2_cases() + llama4_cases() +
+            hunyuan_cases())
