@@ -298,6 +298,42 @@ static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, co
         list, with, r->claimed.max_abs, r->explained.max_abs);
 }
 
+/* low_precision: the values rounded (the rotation itself, or a cache or
+ * table), or angles in a lower precision. */
+static void precision_finding(const pe_dx_subject *s, const pe_dx_variant *b, const pe_dx_result *r,
+                              sink *k)
+{
+    if (b->precision != PE_DX_EXACT && pe_dx_output_in_precision(s, b))
+        add(k, PE_DX_LOW_PRECISION,
+            "the angles are right; the rotated values are %s numbers, rounded as a rotation "
+            "computed or stored in %s is (max error %.3g against exact values, %.3g against"
+            " them rounded): rotate in float32 when the values must be exact",
+            pe_dx_precision_name(b->precision), pe_dx_precision_name(b->precision),
+            r->best_errors.max_abs, r->explained.max_abs);
+    else if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
+        add(k, PE_DX_LOW_PRECISION,
+            "the angles are right but the values were stored in %s (max error %.3g against"
+            " exact values, %.3g against them rounded to %s): keep the cos/sin cache or table"
+            " in float32",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs, r->explained.max_abs,
+            pe_dx_precision_name(b->precision));
+    else if (b->precision != PE_DX_EXACT && b->any_order)
+        add(k, PE_DX_LOW_PRECISION,
+            "errors grow with position as angles computed in %s do, in another order than"
+            " rounding the frequency, position and angle once each (max error %.3g at exact"
+            " angles, within that precision's envelope): compute the frequencies, "
+            "position*frequency and cos/sin in float32 or better",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs);
+    else if (b->precision != PE_DX_EXACT)
+        add(k, PE_DX_LOW_PRECISION,
+            "errors grow with position as angles computed in %s do (max error"
+            " %.3g at exact angles)%s",
+            pe_dx_precision_name(b->precision), r->best_errors.max_abs,
+            b->precision == PE_DX_FLOAT32 ? "; compute angles in double to remove it"
+                                          : "; compute position*frequency and cos/sin in float32 or"
+                                            " better");
+}
+
 /* One pass; `with` qualifies the error drops when findings combine. */
 static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
                           const char *with, sink *k)
@@ -352,35 +388,7 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
     if (s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
         s->kind != PE_DX_SUBJ_T5_BIAS)
         positions_finding(s, b, r, with, k);
-    if (b->precision != PE_DX_EXACT && pe_dx_output_in_precision(s, b))
-        add(k, PE_DX_LOW_PRECISION,
-            "the angles are right; the rotated values are %s numbers, rounded as a rotation "
-            "computed or stored in %s is (max error %.3g against exact values, %.3g against"
-            " them rounded): rotate in float32 when the values must be exact",
-            pe_dx_precision_name(b->precision), pe_dx_precision_name(b->precision),
-            r->best_errors.max_abs, r->explained.max_abs);
-    else if (b->precision != PE_DX_EXACT && b->stage == PE_DX_STAGE_VALUES)
-        add(k, PE_DX_LOW_PRECISION,
-            "the angles are right but the values were stored in %s (max error %.3g against"
-            " exact values, %.3g against them rounded to %s): keep the cos/sin cache or table"
-            " in float32",
-            pe_dx_precision_name(b->precision), r->best_errors.max_abs, r->explained.max_abs,
-            pe_dx_precision_name(b->precision));
-    else if (b->precision != PE_DX_EXACT && b->any_order)
-        add(k, PE_DX_LOW_PRECISION,
-            "errors grow with position as angles computed in %s do, in another order than"
-            " rounding the frequency, position and angle once each (max error %.3g at exact"
-            " angles, within that precision's envelope): compute the frequencies, "
-            "position*frequency and cos/sin in float32 or better",
-            pe_dx_precision_name(b->precision), r->best_errors.max_abs);
-    else if (b->precision != PE_DX_EXACT)
-        add(k, PE_DX_LOW_PRECISION,
-            "errors grow with position as angles computed in %s do (max error"
-            " %.3g at exact angles)%s",
-            pe_dx_precision_name(b->precision), r->best_errors.max_abs,
-            b->precision == PE_DX_FLOAT32 ? "; compute angles in double to remove it"
-                                          : "; compute position*frequency and cos/sin in float32 or"
-                                            " better");
+    precision_finding(s, b, r, k);
 }
 
 void pe_dx_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r,
