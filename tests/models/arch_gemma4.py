@@ -285,7 +285,7 @@ def _info(C, models):
             and "kv_shared_from" not in m and m["rope_block"] == "full_attention"
             and m["params"].get("rope_type") == "proportional"
             and m["params"].get("partial_rotary_factor") == 0.25
-            and m["params"].get("score_scale") == 1 and m["v_norm"]["type"] == "rmsnorm"
+            and m["params"].get("score_scale") == 1 and m.get("v_norm", {}).get("type") == "rmsnorm"
             and m["qk_norm"] == {"type": "rmsnorm", "over": "head", "weights": "shared",
                                  "eps": 1e-6}
             and "wv" not in m["weights"] and m["weights"]["wk"] == [32, 16],
