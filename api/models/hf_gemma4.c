@@ -37,6 +37,17 @@
  * through its own layer's input_layernorm: the two weights are folded into
  * the projections (RMSNorm_w(x).W = RMSNorm_1(x).(diag(w) W)), so the
  * model's input norm has weight 1.
+ *
+ * Gemma 3n (model_type gemma3n_text, the gemma3n wrapper's text_config;
+ * Gemma3nTextAttention in modeling_gemma3n.py) computes the same q, k, v
+ * with one head_dim and kv-head count for every layer, no k_eq_v, Gemma
+ * 3's rope blocks (hf_rope_block.c), every 5th layer full without
+ * layer_types (the last one not forced), and num_kv_shared_layers
+ * (default 15 of 35) sharing only when it leaves a first layer unshared.
+ * Its decoder layer feeds the attention AltUp's predicted stream
+ * (altup.predict(h)[altup_active_idx]), which posenc does not compute:
+ * embeddings are that stream, and token_ids at layer 0 are refused (the
+ * spec's token_ids_refusal).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,28 +56,47 @@
 
 /* Keys the attention reads from the global config: per_layer_config may
  * not give them another value. */
-static const char *const global_keys[] = {"num_attention_heads", "hidden_size", "rms_norm_eps",
-                                          "attention_bias",      "attention_k_eq_v",
-                                          "rope_parameters",     "layer_types",
-                                          "sliding_window",      "num_kv_shared_layers",
-                                          "num_hidden_layers",   NULL};
+static const char *const global_keys[] = {"num_attention_heads",
+                                          "hidden_size",
+                                          "rms_norm_eps",
+                                          "attention_bias",
+                                          "attention_k_eq_v",
+                                          "rope_parameters",
+                                          "layer_types",
+                                          "sliding_window",
+                                          "num_kv_shared_layers",
+                                          "num_hidden_layers",
+                                          NULL};
 
 /* What Gemma 4 decides for one layer. */
 typedef struct layer_shape {
     int64_t head_dim, kv_heads;
 } layer_shape;
 
-/* Layer i's type (static, or the config's string): layer_types[i], or
- * every 6th layer full; the last layer full whatever the list says. */
-static const char *layer_type_of(const hf_load *h, size_t i, size_t layers)
+/* Where Gemma 4's and Gemma 3n's configurations differ. */
+typedef struct family {
+    int64_t layers_default; /* num_hidden_layers */
+    size_t full_every;      /* without layer_types: layer i is full when (i + 1) % it == 0 */
+    bool last_full;         /* the last layer is made full_attention */
+    bool share_all;         /* num_kv_shared_layers == num_hidden_layers shares every layer
+                             * (Gemma 4: first index >= 0), else none (Gemma 3n: > 0) */
+    int64_t shared_default; /* num_kv_shared_layers */
+} family;
+
+static const family gemma4 = {30, 6, true, true, 0};
+static const family gemma3n = {35, 5, false, false, 15};
+
+/* Layer i's type (static, or the config's string): layer_types[i], or the
+ * family's pattern; Gemma 4's last layer full whatever the list says. */
+static const char *layer_type_of(const hf_load *h, const family *f, size_t i, size_t layers)
 {
     const json_t *types = hf_get(h, HF_KEYS("layer_types"), NULL);
 
-    if (i + 1 == layers)
+    if (f->last_full && i + 1 == layers)
         return "full_attention";
     if (types) /* checked by the loader: a list of known names */
         return hf_layer_type_name(json_string_value(json_array_get(types, i)));
-    return (i + 1) % 6 ? "sliding_attention" : "full_attention";
+    return (i + 1) % f->full_every ? "sliding_attention" : "full_attention";
 }
 
 /* The index of a per_layer_config key ("5", "05"), or -1. */
@@ -118,9 +148,8 @@ static int entry_overrides(const hf_load *h, const char *key, const json_t *o, l
             continue;
         if (!json_is_integer(v) || json_integer_value(v) < 1 ||
             json_integer_value(v) > SCHEME_MAX_DIM)
-            return hf_config_fail(h, err,
-                                  "per_layer_config.%.20s.%s must be an integer in [1, %d]", key,
-                                  names[i], SCHEME_MAX_DIM);
+            return hf_config_fail(h, err, "per_layer_config.%.20s.%s must be an integer in [1, %d]",
+                                  key, names[i], SCHEME_MAX_DIM);
         *out[i] = json_integer_value(v);
     }
     return 0;
@@ -136,7 +165,7 @@ static int shape_of(const hf_load *h, size_t i, size_t layers, const layer_shape
 
     *s = *global;
     if (!plc)
-        return derived_overrides(h, layer_type_of(h, i, layers), s, err);
+        return derived_overrides(h, layer_type_of(h, &gemma4, i, layers), s, err);
     if (!json_is_object(plc))
         return hf_config_fail(h, err, "per_layer_config must be an object keyed by layer index");
     json_object_foreach ((json_t *)(uintptr_t)plc, key, o) {
@@ -157,7 +186,7 @@ static int check_homogeneous(const hf_load *h, size_t layers, const layer_shape 
 {
     for (size_t i = 0; i < layers; i++) {
         layer_shape s;
-        if (strcmp(layer_type_of(h, i, layers), type) != 0)
+        if (strcmp(layer_type_of(h, &gemma4, i, layers), type) != 0)
             continue;
         if (shape_of(h, i, layers, global, &s, err))
             return -1;
@@ -172,19 +201,51 @@ static int check_homogeneous(const hf_load *h, size_t layers, const layer_shape 
     return 0;
 }
 
+/* When no layer shares (first_kv_shared_layer_idx out of range), Hugging
+ * Face still finds each layer's type in layer_types[:first] (a Python
+ * slice: the first 2*layers - shared entries, none when first is 0) to
+ * decide whether it stores its k and v, and fails building the model when
+ * a type is not there. */
+static int check_unshared(const hf_load *h, const family *f, size_t layers, int64_t shared,
+                          model_error *err)
+{
+    int64_t n = 2 * (int64_t)layers - shared;
+    if ((size_t)shared == layers || n < 0)
+        n = 0;
+    for (size_t i = 0; i < layers; i++) {
+        const char *t = layer_type_of(h, f, i, layers);
+        bool found = false;
+        for (size_t j = 0; j < (size_t)n && !found; j++)
+            found = strcmp(layer_type_of(h, f, j, layers), t) == 0;
+        if (!found)
+            return hf_value_fail(h, err,
+                                 "num_kv_shared_layers %lld with %zu layers: Hugging Face's %s "
+                                 "looks layer %zu's type (%s) up in layer_types[:%lld] and fails "
+                                 "building the model",
+                                 (long long)shared, layers, h->m->architecture, i, t,
+                                 (long long)((int64_t)layers - shared));
+    }
+    return 0;
+}
+
 /* A kv-shared layer L (one of the last num_kv_shared_layers): the last
  * earlier layer of its type that computes k and v. */
-static int kv_source(hf_load *h, size_t layers, const char *type, model_error *err)
+static int kv_source(hf_load *h, const family *f, size_t layers, const char *type, model_error *err)
 {
     int64_t shared;
 
-    if (hf_int(h, HF_KEYS("num_kv_shared_layers"), false, 0, 0, INT32_MAX, &shared, err))
+    if (hf_int(h, HF_KEYS("num_kv_shared_layers"), false, f->shared_default, 0, INT32_MAX, &shared,
+               err))
         return -1;
-    if ((size_t)shared > layers || h->layer < layers - (size_t)shared)
-        return 0; /* first_kv_shared_layer_idx < 0 shares nothing */
+    /* first_kv_shared_layer_idx = layers - shared: below 0 (below 1 for
+     * Gemma 3n) shares nothing */
+    if ((size_t)shared > layers || ((size_t)shared == layers && !f->share_all))
+        return check_unshared(h, f, layers, shared, err);
+    if (h->layer < layers - (size_t)shared)
+        return 0;
     size_t first = layers - (size_t)shared;
     for (size_t i = first; i-- > 0;)
-        if (strcmp(layer_type_of(h, i, layers), type) == 0) {
+        if (strcmp(layer_type_of(h, f, i, layers), type) == 0) {
             h->m->kv_shared = true;
             h->m->kv_shared_from = i;
             return 0;
@@ -208,32 +269,58 @@ static void last_layer_warning(const hf_load *h, size_t layers)
                 layers - 1, last);
 }
 
+/* Layer L's type (full or sliding attention: the families' rope blocks),
+ * into p->sliding; *layers the layer count. */
+static int layer_kind(hf_load *h, hf_plan *p, const family *f, int64_t *layers, const char **type,
+                      model_error *err)
+{
+    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, f->layers_default, 1, INT32_MAX, layers,
+               err))
+        return -1;
+    *type = layer_type_of(h, f, h->layer, (size_t)*layers);
+    if (strcmp(*type, "full_attention") != 0 && strcmp(*type, "sliding_attention") != 0)
+        return hf_value_fail(h, err,
+                             "layer_types[%zu] is %s: %s has rope blocks for full_attention and "
+                             "sliding_attention only",
+                             h->layer, *type, h->m->architecture);
+    p->sliding = strcmp(*type, "sliding_attention") == 0;
+    p->qk_norm = MODEL_QK_NORM_NONE; /* read by the weights hook: k_norm may be another layer's */
+    return kv_source(h, f, (size_t)*layers, *type, err);
+}
+
 int hf_gemma4_configure(hf_load *h, hf_plan *p, model_error *err)
 {
     int64_t layers;
+    const char *type;
     bool k_eq_v;
 
-    if (hf_int(h, HF_KEYS("num_hidden_layers"), false, 30, 1, INT32_MAX, &layers, err) ||
+    if (layer_kind(h, p, &gemma4, &layers, &type, err) ||
         hf_bool(h, "attention_k_eq_v", false, &k_eq_v, err))
         return -1;
-    const char *type = layer_type_of(h, h->layer, (size_t)layers);
-    if (strcmp(type, "full_attention") != 0 && strcmp(type, "sliding_attention") != 0)
-        return hf_value_fail(h, err,
-                             "layer_types[%zu] is %s: Gemma 4 has rope blocks for "
-                             "full_attention and sliding_attention only",
-                             h->layer, type);
     last_layer_warning(h, (size_t)layers);
-    p->sliding = strcmp(type, "sliding_attention") == 0;
     layer_shape global = {p->a.head_dim, p->a.kv_heads}, mine;
     if (shape_of(h, h->layer, (size_t)layers, &global, &mine, err) ||
-        check_homogeneous(h, (size_t)layers, &global, &mine, type, err) ||
-        kv_source(h, (size_t)layers, type, err))
+        check_homogeneous(h, (size_t)layers, &global, &mine, type, err))
         return -1;
     p->a.head_dim = mine.head_dim;
     p->a.kv_heads = mine.kv_heads;
     h->m->k_eq_v = k_eq_v && !p->sliding; /* use_alternative_attention */
-    p->qk_norm = MODEL_QK_NORM_NONE;      /* read by the weights hook: k_norm may be another layer's */
     return 0;
+}
+
+/* Gemma 3n: one shape for every layer, no k_eq_v; Gemma3nTextConfig's
+ * validate_architecture refuses heads that do not divide hidden_size. */
+int hf_gemma3n_configure(hf_load *h, hf_plan *p, model_error *err)
+{
+    int64_t layers;
+    const char *type;
+
+    if (p->a.hidden % p->a.heads)
+        return hf_value_fail(h, err,
+                             "hidden_size %lld is not a multiple of num_attention_heads %lld: "
+                             "Hugging Face's gemma3n_text refuses it",
+                             (long long)p->a.hidden, (long long)p->a.heads);
+    return layer_kind(h, p, &gemma3n, &layers, &type, err);
 }
 
 /* Scores scaled by 1.0; v's weightless norm (the config's eps). */
@@ -294,10 +381,10 @@ int hf_gemma4_weights(hf_load *h, hf_plan *p, model_error *err)
         hf_weight(h, W_Q_NORM_WEIGHT, 1, hd, 0, err, "%s.%zu.%s.weight", dir, L, n->q_norm) ||
         hf_weight(h, W_K_NORM_WEIGHT, 1, hd, 0, err, "%s.%zu.%s.weight", dir, S, n->k_norm))
         return -1;
-    if (p->bias && (hf_weight(h, W_BQ, 1, qd, 0, err, "%s.%zu.%s.bias", dir, L, n->q) ||
-                    hf_weight(h, W_BK, 1, kvd, 0, err, "%s.%zu.%s.bias", dir, S, n->k) ||
-                    (!m->k_eq_v &&
-                     hf_weight(h, W_BV, 1, kvd, 0, err, "%s.%zu.%s.bias", dir, S, n->v))))
+    if (p->bias &&
+        (hf_weight(h, W_BQ, 1, qd, 0, err, "%s.%zu.%s.bias", dir, L, n->q) ||
+         hf_weight(h, W_BK, 1, kvd, 0, err, "%s.%zu.%s.bias", dir, S, n->k) ||
+         (!m->k_eq_v && hf_weight(h, W_BV, 1, kvd, 0, err, "%s.%zu.%s.bias", dir, S, n->v))))
         return -1;
     m->qk_norm = MODEL_QK_NORM_PER_HEAD;
     m->qk_norm_type = PE_NORM_RMS;

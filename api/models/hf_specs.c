@@ -71,6 +71,10 @@
  * - hunyuan_v1_dense, hunyuan_v1_moe (hf_hunyuan.c): Llama's layer, head_dim
  *   required; a dynamic block's alpha is NTK-alpha; query_layernorm /
  *   key_layernorm (with weights) after the rotation.
+ * - gemma4_text, gemma3n_text (hf_gemma4.c): x*w norms, v's weightless
+ *   norm, scores scaled by 1, kv-shared layers; Gemma 4's head_dim and kv
+ *   heads per layer type, proportional rope on full layers and k_eq_v;
+ *   Gemma 3n's layer 0 from embeddings only (AltUp's stream).
  * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
  * (hf_rope_block.c).
  *
@@ -1249,6 +1253,32 @@ static const hf_spec specs[] = {
      .scheme = SCHEME_ROPE,
      .rope = {.nesting = &gemma4_rope_blocks},
      .configure = hf_gemma4_configure,
+     .params = hf_gemma4_params,
+     .weights = hf_gemma4_weights},
+    /* Gemma 3n text (hf_gemma4.c): Gemma 4's attention with one shape for
+     * every layer (Gemma3nTextConfig's defaults: head_dim 256, 2 kv heads),
+     * Gemma 3's rope blocks (rope_theta, rope_local_base_freq), every 5th
+     * layer full, kv-shared layers (default the last 15 of 35). The input
+     * of every layer's attention is AltUp's predicted stream: embeddings
+     * are that; token_ids at layer 0 are refused. */
+    {.model_types = HF_KEYS("gemma3n_text"),
+     .shape = &llama_shape,
+     .names = &hooked_qk_norm_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &gemma3_rope_blocks},
+     .token_ids_refusal = "Gemma 3n's attention input is AltUp's predicted stream "
+                          "(altup.predict over altup_num_inputs projections of the token "
+                          "embeddings), which posenc does not compute; send that stream "
+                          "(the input of input_layernorm) as embeddings",
+     .configure = hf_gemma3n_configure,
      .params = hf_gemma4_params,
      .weights = hf_gemma4_weights},
     /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k

@@ -170,6 +170,9 @@ typedef struct model {
     /* static: how the config's legacy rotary_dim was read ("partial": the
      * first rotary_dim channels of each head rotate; MiniMax-M2), or NULL */
     const char *rotary_dim_rule;
+    /* static: why token_ids are not served, though the layer is 0 (Gemma
+     * 3n: its attention input is AltUp's prediction); NULL: served */
+    const char *token_ids_refusal;
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
     int64_t table_offset;              /* added to every position of a request (OPT: 2,

@@ -29,20 +29,30 @@ DEFAULT_BLOCKS = {"sliding_attention": {"rope_type": "default", "rope_theta": 10
 
 
 # ------------------------------------------------------------- the config
+def is_3n(cfg):
+    return cfg.get("model_type") == "gemma3n_text"
+
+
 def layer_types(cfg):
     """Gemma4TextConfig.__post_init__: layer_types, else every 6th layer
-    full; the last layer is made full_attention whatever the list says."""
-    n = cfg.get("num_hidden_layers", 30)
+    full; the last layer is made full_attention whatever the list says.
+    Gemma3nTextConfig: every 5th layer full (35 layers), the list as given."""
+    n = cfg.get("num_hidden_layers", 35 if is_3n(cfg) else 30)
+    every = 5 if is_3n(cfg) else 6
     types = list(cfg.get("layer_types") or
-                 ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)])
-    types[-1] = "full_attention"
+                 ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n)])
+    if not is_3n(cfg):
+        types[-1] = "full_attention"
     return types
 
 
 def layer_shape(cfg, layer):
     """(head_dim, kv_heads) of a layer: per_layer_config[layer] over the
     global keys; without per_layer_config, full layers get global_head_dim
-    (512) and, with attention_k_eq_v, num_global_key_value_heads."""
+    (512) and, with attention_k_eq_v, num_global_key_value_heads. Gemma 3n:
+    the global keys (defaults 256 and 2) for every layer."""
+    if is_3n(cfg):
+        return cfg.get("head_dim", 256), cfg.get("num_key_value_heads", 2)
     hd, kv = cfg.get("head_dim", 256), cfg.get("num_key_value_heads", 4)
     plc = cfg.get("per_layer_config")
     if plc is not None:
@@ -59,8 +69,8 @@ def kv_source(cfg, layer):
     """The layer whose k and v layer reuses (itself when not kv-shared):
     the last layer before the shared ones with the same type."""
     types = layer_types(cfg)
-    first = len(types) - cfg.get("num_kv_shared_layers", 0)
-    if not layer >= first >= 0:
+    first = len(types) - cfg.get("num_kv_shared_layers", 15 if is_3n(cfg) else 0)
+    if not (layer >= first > 0 if is_3n(cfg) else layer >= first >= 0):
         return layer
     prev = types[:first]
     return len(prev) - 1 - prev[::-1].index(types[layer])
@@ -75,7 +85,24 @@ def inv_freq(block, hd):
         inv = np.zeros(hd // 2)
         inv[:n] = 1.0 / theta ** (np.arange(0, 2 * n, 2, dtype=np.float64) / hd)
         return inv / block.get("factor", 1.0)
-    return 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    inv = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    return inv / block["factor"] if block["rope_type"] == "linear" else inv
+
+
+def rope_blocks(cfg):
+    """Gemma 4: rope_parameters as written (Gemma4TextConfig's when none).
+    Gemma 3n (convert_rope_params_to_dict): the blocks, default rope each,
+    rope_scaling merged into full_attention's; thetas rope_theta (1e6) and
+    rope_local_base_freq (1e4) where a block has none."""
+    if not is_3n(cfg):
+        return cfg.get("rope_parameters") or DEFAULT_BLOCKS
+    rp = {k: dict(v) for k, v in (cfg.get("rope_parameters") or {}).items()}
+    full = rp.setdefault("full_attention", {"rope_type": "default"})
+    full.update(cfg.get("rope_scaling") or {})
+    full.setdefault("rope_theta", cfg.get("rope_theta", 1e6))
+    sliding = rp.setdefault("sliding_attention", {"rope_type": "default"})
+    sliding.setdefault("rope_theta", cfg.get("rope_local_base_freq", 1e4))
+    return rp
 
 
 def rms(x, eps, w=None):
@@ -119,7 +146,7 @@ def gemma4(cfg, w, x, positions, layer, prefix="model.language_model.", from_ids
     v_raw = k_raw if k_eq_v else proj(src, "v", zk)
     k = rms(k_raw.reshape(T, KV, hd), eps, lp(src, "self_attn.k_norm.weight"))
     v = rms(v_raw.reshape(T, KV, hd), eps).reshape(T, -1)
-    block = (cfg.get("rope_parameters") or DEFAULT_BLOCKS)[t]
+    block = rope_blocks(cfg)[t]
     inv = inv_freq(block, hd)
     q = hf_ref.apply_rope(q, positions, inv, 1.0).reshape(T, -1)
     k = hf_ref.apply_rope(k, positions, inv, 1.0).reshape(T, -1)
@@ -205,6 +232,40 @@ def _layer(g, p, cfg, L, d, bias):
     g.add(p + "layer_scalar", (1,), 0.0, 1.0)
 
 
+def gemma3n_ckpt(seed=4411, dtype="F32", prefix="model.language_model.", layers=6, d=32, heads=4,
+                 kv_heads=2, head_dim=8, shared=2, vocab=50, wrapper=False, **extra):
+    """A Gemma 3n text config as released (rope_theta, rope_local_base_freq,
+    layer_types: a full layer every third) with AltUp's and LAuReL's tensors
+    beside the attention (not read); extra keys override (None drops)."""
+    types = ["sliding_attention" if (i + 1) % 3 else "full_attention" for i in range(layers)]
+    cfg = {"architectures": ["Gemma3nForCausalLM"], "model_type": "gemma3n_text",
+           "hidden_size": d, "intermediate_size": [2 * d] * layers, "num_attention_heads": heads,
+           "num_key_value_heads": kv_heads, "num_hidden_layers": layers, "head_dim": head_dim,
+           "rms_norm_eps": 1e-6, "attention_bias": False, "vocab_size": vocab,
+           "layer_types": types, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+           "num_kv_shared_layers": shared, "altup_num_inputs": 4, "altup_active_idx": 0,
+           "laurel_rank": 4, "hidden_size_per_layer_input": 4, "sliding_window": 512,
+           "final_logit_softcapping": 30.0, "activation_sparsity_pattern": [0.0] * layers}
+    cfg.update(extra)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    g = ck.Gen(seed, dtype)
+    g.add(prefix + "embed_tokens.weight", (vocab, d), 1.0)
+    for i in range(3):
+        g.add(prefix + f"altup_projections.{i}.weight", (d, d))
+    for L in range(layers):
+        p = f"{prefix}layers.{L}."
+        _layer(g, p, cfg, L, d, False)
+        g.add(p + "altup.prediction_coefs.weight", (16, 4))
+        g.add(p + "altup.modality_router.weight", (4, d))
+        g.add(p + "laurel.linear_left.weight", (4, d))
+    g.add(prefix + "norm.weight", (d,), 0.2, 1.0)
+    if wrapper:
+        cfg = {"architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
+               "text_config": cfg, "vision_config": {"model_type": "gemma3n_vision"},
+               "audio_config": {"model_type": "gemma3n_audio"}}
+    return ck.Checkpoint(cfg, g.out)
+
+
 def text_config(ckpt):
     return ckpt.config.get("text_config", ckpt.config)
 
@@ -217,6 +278,15 @@ def _cases():
     dflt = gemma4_ckpt(seed=4403, prefix="model.", layers=7, k_eq_v=False, shared=0,
                        form="global", full_head_dim=32, layer_types=None,
                        rope_parameters=None, head_dim=16)
+    n3 = gemma3n_ckpt(wrapper=True, rope_scaling={"rope_type": "linear", "factor": 4.0},
+                      rope_local_base_freq=100.0)
+    n3b = gemma3n_ckpt(seed=4412, dtype="BF16", prefix="model.", layers=6, layer_types=None,
+                       rope_theta=None, rope_local_base_freq=None, shared=0, kv_heads=1,
+                       head_dim=16,
+                       rope_parameters={"full_attention": {"rope_type": "default",
+                                                           "rope_theta": 5000.0},
+                                        "sliding_attention": {"rope_type": "default",
+                                                              "rope_theta": 20.0}})
     return {"g4_l0": (f32, 0, "model.language_model.", 2),     # sliding, token_ids
             "g4_l1": (f32, 1, "model.language_model.", 2),     # sliding
             "g4_l2": (f32, 2, "model.language_model.", 2),     # full: proportional, k = v
@@ -226,7 +296,13 @@ def _cases():
             "g4bf_l2": (bf, 2, "model.language_model.", 0),    # full, v_proj, biases
             "g4bf_l5": (bf, 5, "model.language_model.", 0),    # kv-shared from 2
             "g4d_l5": (dflt, 5, "model.", 0),                  # defaults: 6th layer full
-            "g4d_l6": (dflt, 6, "model.", 0)}                  # last layer forced full
+            "g4d_l6": (dflt, 6, "model.", 0),                  # last layer forced full
+            "g3n_l0": (n3, 0, "model.language_model.", 0),     # from embeddings only
+            "g3n_l2": (n3, 2, "model.language_model.", 0),     # full: rope_theta, linear
+            "g3n_l4": (n3, 4, "model.language_model.", 0),     # kv-shared from 3
+            "g3n_l5": (n3, 5, "model.language_model.", 0),     # kv-shared from 2
+            "g3nb_l3": (n3b, 3, "model.", 2),                  # defaults: sliding
+            "g3nb_l4": (n3b, 4, "model.", 2)}                  # every 5th layer full
 
 
 def _want(case, rows, pos, from_ids=False):
@@ -239,7 +315,12 @@ def _want(case, rows, pos, from_ids=False):
 def _requests(C, srv, name, case):
     ckpt, layer, prefix, _ = case
     T, ret = 6, ["q", "k", "v", "scores"]
-    if layer == 0:
+    if layer == 0 and is_3n(text_config(ckpt)):  # AltUp's stream: not computed
+        st, r = srv.request("/apply", {"model": name, "token_ids": [1, 2, 3]})
+        C.check(st == 422 and r["error"]["field"] == "token_ids"
+                and "AltUp" in r["error"]["message"] and "embeddings" in r["error"]["message"],
+                f"{name}: token_ids refused naming token_ids and AltUp: {st} {r}")
+    elif layer == 0:
         table = ckpt.weights()[prefix + "embed_tokens.weight"]
         ids = RNG.integers(0, table.shape[0], T)
         st, r = srv.request("/apply", {"model": name, "token_ids": ids.tolist(), "return": ret})
@@ -305,6 +386,20 @@ def _info(C, models):
             and b.get("text_config") is True and b["head_dim"] == 16 and b["kv_heads"] == 2
             and "k_eq_v" not in b and b["dtype"] == "BF16" and b["weights"].get("bv") == [32],
             f"/info gemma4 wrapper, global_head_dim without k_eq_v: 2 kv heads, biases: {b}")
+    n = models["g3n_l2"]
+    C.check(n["architecture"] == "gemma3n_text" and n.get("wrapper") == "gemma3n"
+            and n["head_dim"] == 8 and n["kv_heads"] == 2 and "k_eq_v" not in n
+            and n["rope_block"] == "full_attention" and n["params"]["base"] == 1000000
+            and n["params"].get("scaling") == {"type": "linear", "factor": 4}
+            and n["params"].get("score_scale") == 1 and n.get("v_norm", {}).get("eps") == 1e-6
+            and "token_embedding" not in models["g3n_l0"]["weights"]
+            and models["g3n_l4"].get("kv_shared_from") == 3
+            and models["g3n_l5"].get("kv_shared_from") == 2
+            and "kv_shared_from" not in models["g3nb_l4"]
+            and models["g3nb_l4"]["rope_block"] == "full_attention"
+            and models["g3nb_l3"]["params"]["base"] == 20,
+            f"/info gemma3n_text: wrapper, one shape, Gemma 3's rope blocks, kv sharing, "
+            f"no token table at layer 0: {n}")
     d = models["g4d_l6"]
     C.check(d["rope_block"] == "full_attention" and d["head_dim"] == 32
             and models["g4d_l5"]["rope_block"] == "full_attention"
@@ -408,6 +503,18 @@ def _malformed(C, root):
         ("v_proj of a k_eq_v source", 5, {"attention_k_eq_v": False},
          ["layers.2.self_attn.v_proj.weight"]),
     ]
+    n3 = gemma3n_ckpt(seed=4413, layers=4, layer_types=None, shared=None)
+    n3_cfg = n3.config
+    bad3n = [("3n default kv sharing of 4 layers", n3, ["num_kv_shared_layers 15 with 4 layers",
+                                                         "gemma3n_text", "layer_types[:-11]"],
+              None, 1),
+             ("3n hidden not divisible", n3, ["hidden_size 32 is not a multiple",
+                                              "num_attention_heads 5"],
+              dict(n3_cfg, num_attention_heads=5, num_key_value_heads=1, num_kv_shared_layers=0),
+              1),
+             ("4 all shared", c, ["layer 1 shares k and v", "no earlier layer"],
+              dict(c.config, num_kv_shared_layers=6), 1)]
+    ac.refused(C, root, "badgemma3n", bad3n)
     ac.refused(C, root, "badgemma4",
                [(label, c, want, dict(c.config, **over), layer)
                 for label, layer, over, want in bad])
@@ -435,7 +542,7 @@ def gemma4_checks(root, C):
     with Server(args) as srv:
         for name, case in cases.items():
             _requests(C, srv, name, case)
-        for name in ("g4_l0", "g4_l2", "g4_l5", "g4bf_l5"):
+        for name in ("g4_l0", "g4_l2", "g4_l5", "g4bf_l5", "g3n_l5", "g3nb_l4"):
             _padded(C, srv, name, cases[name])
         models = info_models(C, srv, "gemma4")
         if models:
