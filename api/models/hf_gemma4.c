@@ -298,6 +298,13 @@ int hf_gemma4_configure(hf_load *h, hf_plan *p, model_error *err)
         hf_bool(h, "attention_k_eq_v", false, &k_eq_v, err))
         return -1;
     last_layer_warning(h, (size_t)layers);
+    /* standardize_rope_params, run by the proportional rope's init, writes
+     * a top-level partial_rotary_factor over the block's */
+    if (!p->sliding && hf_get(h, HF_KEYS("partial_rotary_factor"), NULL))
+        return hf_value_fail(h, err,
+                             "partial_rotary_factor at the top level: Hugging Face's gemma4_text "
+                             "puts it over rope_parameters.full_attention's when it builds the "
+                             "proportional rope; give it in that block");
     layer_shape global = {p->a.head_dim, p->a.kv_heads}, mine;
     if (shape_of(h, h->layer, (size_t)layers, &global, &mine, err) ||
         check_homogeneous(h, (size_t)layers, &global, &mine, type, err))

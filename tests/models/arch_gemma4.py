@@ -500,6 +500,8 @@ def _malformed(C, root):
          ["layer_types[1]", "chunked_attention"]),
         ("no shared source", 5, {"num_kv_shared_layers": 5},
          ["layer 5 shares k and v", "no earlier layer is full_attention"]),
+        ("top-level partial_rotary_factor", 2, {"partial_rotary_factor": 0.5},
+         ["partial_rotary_factor at the top level", "rope_parameters.full_attention"]),
         ("v_proj of a k_eq_v source", 5, {"attention_k_eq_v": False},
          ["layers.2.self_attn.v_proj.weight"]),
     ]
