@@ -443,8 +443,8 @@ static int check_needs(const model *m, const weight_need *n, const char *path, d
 /* Steps that multi-head latent attention's layout does not carry. */
 static int check_mla_steps(const json_t *obj, const char *path, desc_error *err)
 {
-    static const char *const steps[] = {"qk_norm", "post_rope_qk_norm", "attn_temperature",
-                                        "clip_qkv", NULL};
+    static const char *const steps[] =
+        {"qk_norm", "post_rope_qk_norm", "attn_temperature", "clip_qkv", "v_norm", "k_eq_v", NULL};
     for (const char *const *s = steps; *s; s++)
         if (jf_get(obj, *s)) {
             jpath at = jpath_key(path, *s);

@@ -464,10 +464,15 @@ def _inline_refusals(C, srv, m, ckpt, layer, prefix):
              ("v_norm eps 0", {"v_norm": {"type": "rmsnorm", "eps": 0}}, 422, "model.v_norm.eps"),
              ("k_eq_v with wv", {"weights": dict(w, wv=w["wk"])}, 400, "model.weights.wv"),
              ("k_eq_v a string", {"k_eq_v": "yes"}, 400, "model.k_eq_v"),
-             ("kv_shared_from -1", {"kv_shared_from": -1}, 422, "model.kv_shared_from")]
+             ("kv_shared_from -1", {"kv_shared_from": -1}, 422, "model.kv_shared_from"),
+             ("v_norm with mla", {"qk_norm": None, "k_eq_v": None, "kv_heads": 4,
+                                  "mla": {"q_lora_rank": 0, "kv_lora_rank": 4,
+                                          "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
+                                          "v_head_dim": 4}}, 400, "model.v_norm")]
     x = [[0.1] * base["d_model"]] * 3
     for label, over, status, field in cases:
-        st, r = srv.request("/apply", {"model": dict(base, **over), "embeddings": x})
+        model = {k: v for k, v in dict(base, **over).items() if v is not None}
+        st, r = srv.request("/apply", {"model": model, "embeddings": x})
         C.check(st == status and r.get("error", {}).get("field") == field,
                 f"inline gemma4 ({label}) -> {status} naming {field}: {st} {r}")
 
