@@ -134,7 +134,8 @@ def _close(C, what, got, want):
 def requests(C, srv, rng, name, case):
     """Layer 0 from token_ids; every layer from embeddings at 0..5 and at
     positions far apart. case: (checkpoint, reference(cfg, w, x, pos,
-    layer, prefix), layer, prefix, text config or None)."""
+    layer, prefix), layer, prefix, text config or None); the reference
+    gets from_ids=True and the checkpoint's dtype for token_ids."""
     ckpt, ref, layer, prefix, text = case[:5]
     cfg = text if text is not None else ckpt.config
     w = ckpt.weights()
@@ -152,7 +153,7 @@ def requests(C, srv, rng, name, case):
         st, r = srv.request("/apply", {"model": name, key: value, "positions": pos.tolist(),
                                        "return": ret})
         if C.check(st == 200, f"{what}: status {st} {r}"):
-            kw = {"from_ids": True} if key == "token_ids" else {}
+            kw = {"from_ids": True, "dtype": ckpt.tensors[0][1]} if key == "token_ids" else {}
             want = ref(cfg, w, rows.astype(np.float64), pos, layer, prefix, **kw)
             for k in ret:
                 _close(C, f"{what}: {k}", r[k], want[k])

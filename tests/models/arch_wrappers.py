@@ -111,7 +111,7 @@ def glm4v_moe_ref(cfg, w, x, pos, layer, prefix, **_):
 
 
 def _gemma3_ref(dtype):
-    def ref(cfg, w, x, pos, layer, prefix, from_ids=False):
+    def ref(cfg, w, x, pos, layer, prefix, from_ids=False, **_):
         return hf_ref.gemma3(cfg, w, x, pos, layer, prefix=prefix, from_ids=from_ids, dtype=dtype)
     return ref
 
