@@ -224,6 +224,10 @@ typedef struct hf_rope_keys {
  * "rope_parameters" or "rope_parameters.<layer_type>". *nested tells a
  * block of a nested rope_parameters (yarn's truncate is then not read,
  * and a top-level original_max_position_embeddings not used). */
+/* A rope block's type (borrowed): its rope_type, else type, else
+ * "default"; block NULL: "default". */
+const char *hf_rope_block_type(const json_t *block);
+
 int hf_rope_block(const hf_load *h, const hf_rope_keys *keys, const char *layer_type,
                   json_t **block, const char **name, bool *nested, model_error *err);
 

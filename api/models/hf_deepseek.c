@@ -98,16 +98,6 @@ static int deinterleave_columns(tensor *t, size_t off, size_t group, size_t r, m
     return 0;
 }
 
-/* A rope block's type: rope_type, else type, else "default". */
-static const char *block_type(const json_t *block)
-{
-    const char *t = json_string_value(json_object_get(block, "rope_type"));
-
-    if (!t)
-        t = json_string_value(json_object_get(block, "type"));
-    return t ? t : "default";
-}
-
 /* The score scale: qk_head_dim ** -0.5 times mscale**2 for a rope block of
  * a type other than default whose mscale_all_dim is non-zero
  * (yarn_apply_mscale); block: the rope block (NULL: none), name its key. */
@@ -115,7 +105,7 @@ static int mla_score_scale(hf_load *h, const json_t *block, const char *name, do
                            double *scale, model_error *err)
 {
     *scale = 1.0 / sqrt(qk_head_dim);
-    if (!block || strcmp(block_type(block), "default") == 0)
+    if (!block || strcmp(hf_rope_block_type(block), "default") == 0)
         return 0;
     const json_t *all = json_object_get(block, "mscale_all_dim");
     if (!all || json_is_null(all))
@@ -222,7 +212,7 @@ static int mistral4_rope_width(hf_load *h, const json_t *block, const char *name
     int64_t qk_head = c->nope + c->rope;
 
     *has_factor = f && !json_is_null(f);
-    if (strcmp(block_type(block), "default") == 0 && c->nope > 0)
+    if (strcmp(hf_rope_block_type(block), "default") == 0 && c->nope > 0)
         return hf_value_fail(h, err,
                              "%s: rope type 'default' is built over head_dim = qk_nope_head_dim "
                              "+ qk_rope_head_dim = %lld channels by Hugging Face's %s, which "

@@ -225,6 +225,7 @@ int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_qwen3_next_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_qwen3_next_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_minimax_m2_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_ernie_vl_params(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

@@ -46,7 +46,8 @@
  * - the text models of wrapper configs (their model_type in text_config,
  *   hf_text_model.c): qwen2_vl_text, qwen2_5_vl_text (Qwen2's layer),
  *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
- *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
+ *   interleaved pairs), glm4v_moe_text (rotate_half on half the head),
+ *   ernie4_5_vl_moe_text (ERNIE 4.5's pairs, style ernie; hf_ernie_vl.c);
  *   their M-RoPE (params.mrope, from the rope block's mrope_section or the
  *   architecture's default) is 1-D RoPE for text positions.
  * - families of 2025-26 that differ from the above only in keys and
@@ -430,6 +431,13 @@ static const hf_shape_keys hunyuan_shape = {
 /* ---- the architectures ------------------------------------------------------------ */
 
 #define LLAMA_PREFIXES HF_KEYS("model.", "")
+
+/* ERNIE 4.5 (Ernie4_5Attention): Llama's names, biases when use_bias, GLM's
+ * adjacent pairs over the whole head, rope_theta default 5e5 */
+#define ERNIE_SPEC                                                                                 \
+    .shape = &llama_shape, .names = &llama_names, .prefixes = LLAMA_PREFIXES,                      \
+    .eps_key = "rms_norm_eps", .eps_default = 1e-5, .bias_key = "use_bias", .norm = PE_NORM_RMS,   \
+    .scheme = SCHEME_ROPE, .rope_theta_default = 5e5, .rope_layout = "interleaved"
 
 /* multi-head latent attention (hf_deepseek.c): DeepSeek-V2/V3 and the
  * families computing as V3 */
@@ -1005,30 +1013,19 @@ static const hf_spec specs[] = {
      * pairs over the whole head, rope_theta 5e5; head_dim default 128 and
      * num_key_value_heads 2 (the MoE's: hidden / heads and 4) */
     {.model_types = HF_KEYS("ernie4_5"),
-     .shape = &llama_shape,
-     .names = &llama_names,
-     .prefixes = LLAMA_PREFIXES,
+     ERNIE_SPEC,
      .head_dim_default = 128,
-     .kv_heads_default = 2,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-5,
-     .bias_key = "use_bias",
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .rope_theta_default = 5e5,
-     .rope_layout = "interleaved"},
-    {.model_types = HF_KEYS("ernie4_5_moe"),
-     .shape = &llama_shape,
-     .names = &llama_names,
-     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 2},
+    {.model_types = HF_KEYS("ernie4_5_moe"), ERNIE_SPEC, .kv_heads_default = 4},
+    /* ERNIE-4.5-VL's text model (hf_ernie_vl.c): ERNIE 4.5's layer whose
+     * pairs turn by [t, h, w] (style ernie; mrope_section [h, w, t],
+     * Ernie4_5_VLMoeTextConfig's default [22, 22, 20]); 4 kv heads by
+     * default; the default rope type only */
+    {.model_types = HF_KEYS("ernie4_5_vl_moe_text"),
+     ERNIE_SPEC,
      .kv_heads_default = 4,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-5,
-     .bias_key = "use_bias",
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .rope_theta_default = 5e5,
-     .rope_layout = "interleaved"},
+     .rope = {.mrope_style = PE_MROPE_ERNIE, .mrope_default = {20, 22, 22}},
+     .params = hf_ernie_vl_params},
     /* K-EXAONE (ExaoneMoeDecoderLayer / ExaoneMoeAttention): EXAONE 4's
      * attention (q/k norms, NoPE full layers when sliding_window is set)
      * after input_layernorm; num_key_value_heads default 32 */
