@@ -8,7 +8,8 @@ no rope_interleave key (always de-interleaved), q_lora_rank always set,
 layer_types "deepseek_sparse_attention", indexer keys, GLM-5's defaults
 (q_lora_rank 2048, qk_nope_head_dim 192, v_head_dim 256, rms_norm_eps
 1e-5) and v5 rope_parameters. Checked over HTTP against hf_ref.deepseek's V3
-restatement, with the indexer's tensors present for the loader to skip."""
+restatement, with the indexer's tensors present for the loader to skip;
+the indexer's return values are refused naming the value."""
 import os
 
 import numpy as np
@@ -108,6 +109,21 @@ def _info(C, models):
             f"/info glm_moe_dsa: rms_norm_eps default 1e-5, theta 1e6: {g}")
 
 
+def _indexer_refused(C, srv):
+    """The DSA indexer is not served: each of its return values is a 400
+    naming return[i] and the value; /info lists none of its weights."""
+    for i, value in enumerate(("index_q", "index_k", "index_scores")):
+        ret = ["q"] * i + [value]
+        st, r = srv.request("/apply", {"model": "dsv32", "embeddings": [[0.1] * 32] * 2,
+                                       "return": ret})
+        err = r.get("error", {})
+        C.check(st == 400 and err.get("field") == f"return[{i}]"
+                and f"'{value}' is not served" in err.get("message", "")
+                and "indexer" in err.get("message", ""),
+                f"return {ret}: 400 naming return[{i}] and {value}, the indexer not served: "
+                f"{st} {r}")
+
+
 def _malformed(C, root):
     c = dsa_ckpt(seed=3207, layers=1)
     for label, over, want in (
@@ -133,8 +149,11 @@ def dsa_checks(root, C):
     with Server(args) as srv:
         for name, (ckpt, layer) in cases.items():
             _requests(C, srv, name, ckpt, layer)
+        _indexer_refused(C, srv)
         models = info_models(C, srv, "dsa")
         if models:
             _info(C, models)
+            C.check(not any("index" in k for k in models["dsv32"]["weights"]),
+                    f"/info deepseek_v32: no indexer weight: {models['dsv32']['weights']}")
         stop_clean(C, srv, "dsa")
     _malformed(C, root)
