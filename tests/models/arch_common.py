@@ -11,6 +11,7 @@ import numpy as np
 import checkpoints as ck
 import hf_ref
 from harness import Server, run_failing, sanitizer_clean
+from mask_models import F32_LOWEST
 
 
 # ------------------------------------------------------------ checkpoints
@@ -159,10 +160,44 @@ def requests(C, srv, rng, name, case):
                 _close(C, f"{what}: {k}", r[k], want[k])
 
 
+def padded(C, srv, rng, name, case):
+    """A left-padded batch from embeddings with attention_mask and causal:
+    each row's positions are cumsum(mask) - 1 (pads 1) and its q, k, v the
+    reference's at them; scores masked (float32's lowest) on pad keys and
+    on keys after the query slot, the others the reference's (within the
+    tolerance of the whole row, as for an unpadded request)."""
+    ckpt, ref, layer, prefix, text = case[:5]
+    cfg = text if text is not None else ckpt.config
+    S = 7
+    mask = np.ones((2, S), np.int64)
+    mask[0, :3] = 0
+    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
+    x = rng.standard_normal((2, S, cfg["hidden_size"])).astype(np.float32)
+    st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                   "attention_mask": mask.tolist(), "causal": True,
+                                   "return": ["q", "k", "v", "scores"]})
+    if not C.check(st == 200, f"{name} left-padded causal batch: status {st} {r}"):
+        return
+    slots = np.arange(S)
+    for b in range(2):
+        want = ref(cfg, ckpt.weights(), x[b].astype(np.float64), pos[b], layer, prefix)
+        for k in "qkv":
+            _close(C, f"{name} left-padded batch row {b}: {k}", r[k][b], want[k])
+        keep = np.broadcast_to(mask[b].astype(bool)[None, :] & (slots[None, :] <= slots[:, None]),
+                               want["scores"].shape)
+        got = np.asarray(r["scores"][b], np.float64)
+        C.check(np.all(got[~keep].astype(np.float32) == np.float32(F32_LOWEST)),
+                f"{name} left-padded causal batch row {b}: masked keys read -3.4028235e38")
+        # the kept scores against the reference, each row's scale its unmasked one
+        C.close(f"{name} left-padded causal batch row {b}: scores",
+                np.where(keep, got, want["scores"]), want["scores"])
+
+
 def serve(C, root, tag, cases, rng, info_check, per_server=30):
     """Every case (a directory per checkpoint) on servers of at most
-    per_server models (the server's limit is 32): the requests, then
-    info_check(C, {name: /info model}) over all of them."""
+    per_server models (the server's limit is 32): the requests and a
+    left-padded batch, then info_check(C, {name: /info model}) over all of
+    them."""
     dirs, models, names = {}, {}, list(cases)
     for start in range(0, len(names), per_server):
         args = []
@@ -178,6 +213,7 @@ def serve(C, root, tag, cases, rng, info_check, per_server=30):
         with Server(args) as srv:
             for name in names[start:start + per_server]:
                 requests(C, srv, rng, name, cases[name])
+                padded(C, srv, rng, name, cases[name])
             st, info = srv.request("/info")
             if C.check(st == 200, f"{tag} /info: status {st}"):
                 models.update({m["name"]: m for m in info["models"]})

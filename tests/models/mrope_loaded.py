@@ -47,13 +47,14 @@ def _cases():
     gv = ac.wrap(arch_wrappers.glm4v_text(2694, "F32", "model.language_model."), "glm4v")
     # ERNIE-4.5-VL: the section in the config is [h, w, t]
     ernie_block = {"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [3, 3, 2]}
-    ev = ac.wrap(arch_families.fam_ckpt("ernie4_5_vl_moe_text", 2695, prefix="model.language_model.",
-                                        hd=16, kv=None, use_bias=True, bias=True, rope_theta=None,
-                                        rope_parameters=ernie_block), "ernie4_5_vl_moe")
+    fam = arch_families.fam_ckpt
+    ev = ac.wrap(fam("ernie4_5_vl_moe_text", 2695, prefix="model.language_model.", hd=16, kv=None,
+                     use_bias=True, bias=True, rope_theta=None, rope_parameters=ernie_block),
+                 "ernie4_5_vl_moe")
     # as released flat: the text keys at the top level of the wrapper
-    evf = ac.wrap(arch_families.fam_ckpt("ernie4_5_vl_moe_text", 2696, "BF16", prefix="model.",
-                                         hd=None, _hd=8, layers=1, rope_theta=None,
-                                         rope_parameters=dict(ernie_block, mrope_section=[1, 1, 2])),
+    evf = ac.wrap(fam("ernie4_5_vl_moe_text", 2696, "BF16", prefix="model.", hd=None, _hd=8,
+                      layers=1, rope_theta=None,
+                      rope_parameters=dict(ernie_block, mrope_section=[1, 1, 2])),
                   "ernie4_5_vl_moe", text_key=False)
     tc = lambda c: c.config.get("text_config", c.config)  # noqa: E731
 
