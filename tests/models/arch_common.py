@@ -193,6 +193,57 @@ def padded(C, srv, rng, name, case):
                 np.where(keep, got, want["scores"]), want["scores"])
 
 
+def v5_form(ckpt):
+    """The checkpoint as transformers 5 saves a flat config: rope_theta and
+    rope_scaling (its "type" as rope_type) moved into one rope_parameters
+    block; None when the config has rope_parameters already or neither key.
+    A wrapper's text_config is converted in place of the top level."""
+    outer = dict(ckpt.config)
+    cfg = dict(outer.get("text_config", outer))
+    if "rope_parameters" in cfg or not ({"rope_theta", "rope_scaling"} & set(cfg)):
+        return None
+    block = dict(cfg.pop("rope_scaling", None) or {})
+    block["rope_type"] = block.pop("rope_type", block.pop("type", "default"))
+    if "rope_theta" in cfg:
+        block["rope_theta"] = cfg.pop("rope_theta")
+    cfg["rope_parameters"] = block
+    return ck.Checkpoint(dict(outer, text_config=cfg) if "text_config" in outer else cfg,
+                         ckpt.tensors)
+
+
+def both_forms(C, root, tag, cases, rng, per_server=15):
+    """Each case's checkpoint in the legacy form and in transformers 5's flat
+    rope_parameters form (v5_form) gives the same q, k, v and scores, bit for
+    bit, at positions far apart."""
+    names = [n for n in cases if v5_form(cases[n][0]) is not None]
+    forms = {}
+    for start in range(0, len(names), per_server):
+        args = []
+        for name in names[start:start + per_server]:
+            ckpt, layer = cases[name][0], cases[name][2]
+            if id(ckpt) not in forms:
+                forms[id(ckpt)] = []
+                for form, c in (("legacy", ckpt), ("v5", v5_form(ckpt))):
+                    d = os.path.join(root, f"{tag}_{form}_{name}")
+                    c.write(d)
+                    forms[id(ckpt)].append(d)
+            for form, d in zip(("legacy", "v5"), forms[id(ckpt)]):
+                args += ["--model", f"{name}_{form}={d}" + (f":{layer}" if layer else "")]
+        with Server(args) as srv:
+            for name in names[start:start + per_server]:
+                cfg = cases[name][4] or cases[name][0].config
+                x = rng.standard_normal((6, cfg["hidden_size"])).astype(np.float32).tolist()
+                body = {"embeddings": x, "positions": [2, 40, 300, 2000, 9000, 30000],
+                        "return": ["q", "k", "v", "scores"]}
+                st1, a = srv.request("/apply", dict(body, model=name + "_legacy"))
+                st2, b = srv.request("/apply", dict(body, model=name + "_v5"))
+                C.check(st1 == st2 == 200 and all(a[k] == b[k] for k in body["return"]),
+                        f"{name}: rope_parameters (transformers 5) answers as the legacy "
+                        f"rope_theta / rope_scaling, bit for bit: {st1} {st2}")
+            C.check(srv.stop() == 0 and sanitizer_clean(srv.stderr()),
+                    f"{tag} both forms: server exit and stderr: {srv.stderr()[-600:]}")
+
+
 def serve(C, root, tag, cases, rng, info_check, per_server=30):
     """Every case (a directory per checkpoint) on servers of at most
     per_server models (the server's limit is 32): the requests and a

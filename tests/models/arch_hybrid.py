@@ -222,4 +222,5 @@ def _refused(C, root):
 
 def hybrid_checks(root, C):
     ac.serve(C, root, "hyb", _cases(), RNG, _info)
+    ac.both_forms(C, root, "hyb", _cases(), RNG)
     _refused(C, root)
