@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 
+import arch_common as ac
 import checkpoints as ck
 import hf_ref
 from harness import Server, fixture_args, info_models, run_failing, sanitizer_clean, stop_clean
@@ -145,10 +146,13 @@ def _malformed(C, root):
 
 def dsa_checks(root, C):
     cases = _cases()
-    args = fixture_args(root, "dsa", {n: (c, layer, 0) for n, (c, layer) in cases.items()})
+    args = fixture_args(root, "dsa", {n: (c, layer, 2 if n == "dsv32_v5" else 0)
+                                      for n, (c, layer) in cases.items()})
     with Server(args) as srv:
         for name, (ckpt, layer) in cases.items():
             _requests(C, srv, name, ckpt, layer)
+            ac.padded(C, srv, RNG, name, (ckpt, lambda cfg, w, x, p, lay, _: reference(
+                cfg, w, x, p, lay), layer, "model.", None))
         _indexer_refused(C, srv)
         models = info_models(C, srv, "dsa")
         if models:
