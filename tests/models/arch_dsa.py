@@ -160,4 +160,6 @@ def dsa_checks(root, C):
             C.check(not any("index" in k for k in models["dsv32"]["weights"]),
                     f"/info deepseek_v32: no indexer weight: {models['dsv32']['weights']}")
         stop_clean(C, srv, "dsa")
+    ac.both_forms(C, root, "dsa", {n: (c, None, layer, None, None)
+                                   for n, (c, layer) in cases.items()}, RNG)
     _malformed(C, root)

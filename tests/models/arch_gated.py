@@ -242,4 +242,6 @@ def gated_checks(root, C):
         if models:
             _info(C, models)
         stop_clean(C, srv, "gated")
+    ac.both_forms(C, root, "gated", {n: (c[0], None, c[1], None, None)
+                                     for n, c in cases.items()}, RNG)
     _malformed(C, root)

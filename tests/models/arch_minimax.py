@@ -164,4 +164,6 @@ def minimax_checks(root, C):
         if models:
             _info(C, models)
         stop_clean(C, srv, "minimax")
+    ac.both_forms(C, root, "minimax", {n: (c, None, layer, None, None)
+                                       for n, (c, layer) in cases.items()}, RNG)
     _malformed(C, root)
