@@ -247,3 +247,12 @@ int hf_rope_block(const hf_load *h, const hf_rope_keys *keys, const char *layer_
     }
     return 0;
 }
+
+const char *hf_rope_block_type(const json_t *block)
+{
+    const char *t = json_string_value(json_object_get(block, "rope_type"));
+
+    if (!t)
+        t = json_string_value(json_object_get(block, "type"));
+    return t ? t : "default";
+}

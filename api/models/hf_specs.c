@@ -39,11 +39,15 @@
  * - llama4_text: Llama with the interleaved rotation, rope_theta default
  *   500000 and NoPE layers (hf_llama4.c).
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
- * - granite, smollm3: Llama variations, table entries only (see there).
+ * - mistral4: V3's multi-head latent attention with Ministral 3's query
+ *   scale (hf_deepseek.c, hf_ministral.c), Mistral4Config's defaults.
+ * - granite (granitemoe, granitemoeshared: the same attention), smollm3:
+ *   Llama variations, table entries only (see there).
  * - the text models of wrapper configs (their model_type in text_config,
  *   hf_text_model.c): qwen2_vl_text, qwen2_5_vl_text (Qwen2's layer),
  *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
- *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
+ *   interleaved pairs), glm4v_moe_text (rotate_half on half the head),
+ *   ernie4_5_vl_moe_text (ERNIE 4.5's pairs, style ernie; hf_ernie_vl.c);
  *   their M-RoPE (params.mrope, from the rope block's mrope_section or the
  *   architecture's default) is 1-D RoPE for text positions.
  * - families of 2025-26 that differ from the above only in keys and
@@ -437,9 +441,31 @@ static const hf_shape_keys hunyuan_shape = {
     "\"original_max_position_embeddings\": 16384, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "       \
     "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
 
+/* Mistral4Config.__post_init__'s block when the config has none (its
+ * partial_rotary_factor, qk_rope_head_dim / head_dim, is the MLA rope
+ * width; its max_position_embeddings is not read) */
+#define MISTRAL4_DEFAULT_ROPE                                                                      \
+    "{\"type\": \"yarn\", \"rope_theta\": 10000.0, \"factor\": 128.0, "                            \
+    "\"original_max_position_embeddings\": 8192, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "        \
+    "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
+
 /* ---- the architectures ------------------------------------------------------------ */
 
 #define LLAMA_PREFIXES HF_KEYS("model.", "")
+
+/* ERNIE 4.5 (Ernie4_5Attention): Llama's names, biases when use_bias, GLM's
+ * adjacent pairs over the whole head, rope_theta default 5e5 */
+#define ERNIE_SPEC                                                                                 \
+    .shape = &llama_shape, .names = &llama_names, .prefixes = LLAMA_PREFIXES,                      \
+    .eps_key = "rms_norm_eps", .eps_default = 1e-5, .bias_key = "use_bias", .norm = PE_NORM_RMS,   \
+    .scheme = SCHEME_ROPE, .rope_theta_default = 5e5, .rope_layout = "interleaved"
+
+/* multi-head latent attention (hf_deepseek.c): DeepSeek-V2/V3 and the
+ * families computing as V3 */
+#define MLA_SPEC                                                                                   \
+    .shape = &mla_shape, .names = &mla_names, .prefixes = LLAMA_PREFIXES,                          \
+    .eps_key = "rms_norm_eps", .eps_default = 1e-6, .refusals = mla_refusals, .norm = PE_NORM_RMS, \
+    .scheme = SCHEME_ROPE, .configure = hf_deepseek_configure, .weights = hf_deepseek_weights
 #define TRANSFORMER_PREFIXES HF_KEYS("transformer.", "")
 
 static const hf_spec specs[] = {
@@ -665,17 +691,15 @@ static const hf_spec specs[] = {
      .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
     /* deepseek_v32, glm_moe_dsa (DeepSeek-V3.2, GLM-5): V3's q, k and v (hf_deepseek.c) */
-    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
-     .shape = &mla_shape,
-     .names = &mla_names,
-     .prefixes = LLAMA_PREFIXES,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-6,
-     .refusals = mla_refusals,
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .configure = hf_deepseek_configure,
-     .weights = hf_deepseek_weights},
+    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"), MLA_SPEC},
+    /* Mistral 4 (Mistral Small 4): V3's q, k and v with Ministral 3's query
+     * scale by position (hf_deepseek.c, hf_ministral.c) */
+    {.model_types = HF_KEYS("mistral4"),
+     MLA_SPEC,
+     .rope = {.block_keys = HF_KEYS("llama_4_scaling_beta", "max_position_embeddings",
+                                    "partial_rotary_factor"),
+              .default_block = MISTRAL4_DEFAULT_ROPE},
+     .params = hf_ministral3_params},
     {.model_types = HF_KEYS("roberta", "xlm-roberta"),
      .shape = &mha_shape,
      .names = &bert_names,
@@ -705,10 +729,11 @@ static const hf_spec specs[] = {
      .table_offset = 2,
      .configure = hf_opt_configure,
      .weights = hf_opt_weights},
-    /* IBM Granite 3: Llama with attention_multiplier as the score scale
-     * and embedding_multiplier on inputs_embeds (modeling_granite.py:
+    /* IBM Granite 3 (and its MoE variants, whose attention is Granite's):
+     * Llama with attention_multiplier as the score scale and
+     * embedding_multiplier on inputs_embeds (modeling_granite.py:
      * GraniteModel.forward multiplies token embeddings and given ones) */
-    {.model_types = HF_KEYS("granite"),
+    {.model_types = HF_KEYS("granite", "granitemoe", "granitemoeshared"),
      .shape = &llama_shape,
      .names = &llama_names,
      .prefixes = LLAMA_PREFIXES,
@@ -1009,30 +1034,19 @@ static const hf_spec specs[] = {
      * pairs over the whole head, rope_theta 5e5; head_dim default 128 and
      * num_key_value_heads 2 (the MoE's: hidden / heads and 4) */
     {.model_types = HF_KEYS("ernie4_5"),
-     .shape = &llama_shape,
-     .names = &llama_names,
-     .prefixes = LLAMA_PREFIXES,
+     ERNIE_SPEC,
      .head_dim_default = 128,
-     .kv_heads_default = 2,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-5,
-     .bias_key = "use_bias",
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .rope_theta_default = 5e5,
-     .rope_layout = "interleaved"},
-    {.model_types = HF_KEYS("ernie4_5_moe"),
-     .shape = &llama_shape,
-     .names = &llama_names,
-     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 2},
+    {.model_types = HF_KEYS("ernie4_5_moe"), ERNIE_SPEC, .kv_heads_default = 4},
+    /* ERNIE-4.5-VL's text model (hf_ernie_vl.c): ERNIE 4.5's layer whose
+     * pairs turn by [t, h, w] (style ernie; mrope_section [h, w, t],
+     * Ernie4_5_VLMoeTextConfig's default [22, 22, 20]); 4 kv heads by
+     * default; the default rope type only */
+    {.model_types = HF_KEYS("ernie4_5_vl_moe_text"),
+     ERNIE_SPEC,
      .kv_heads_default = 4,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-5,
-     .bias_key = "use_bias",
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .rope_theta_default = 5e5,
-     .rope_layout = "interleaved"},
+     .rope = {.mrope_style = PE_MROPE_ERNIE, .mrope_default = {20, 22, 22}},
+     .params = hf_ernie_vl_params},
     /* K-EXAONE (ExaoneMoeDecoderLayer / ExaoneMoeAttention): EXAONE 4's
      * attention (q/k norms, NoPE full layers when sliding_window is set)
      * after input_layernorm; num_key_value_heads default 32 */
@@ -1148,6 +1162,7 @@ static const hf_spec specs[] = {
      .embed_scale = HF_EMBED_GEMMA_IDS,
      .embed_scale_key = "embedding_multiplier",
      .embed_scale_default = 1.0,
+     .embed_scale_float32 = true,
      .scheme = SCHEME_ROPE,
      .weights = hf_falcon_h1_weights},
     /* rope blocks by layer type (transformers 5): OLMo 3 */

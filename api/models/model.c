@@ -211,9 +211,10 @@ void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions
                             qkv, width);
 }
 
-void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv)
+void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv,
+                         size_t width)
 {
-    size_t qd = m->heads * m->head_dim, width = qd + 2 * m->kv_heads * m->head_dim;
+    size_t qd = m->heads * m->head_dim;
 
     if (m->q_scale)
         pe_query_scale_mistral(rows, position_ids, m->q_scale_beta, m->q_scale_orig, qd, qkv,

@@ -238,8 +238,10 @@ void model_apply_qk_norm(const model *m, size_t rows, float *qkv);
 void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions, float *qkv);
 
 /* Mistral's query scale of m (none: nothing) on the q of qkv[rows][q | k | v]
- * in place, from the rows' position ids. */
-void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv);
+ * (rows of `width` floats: multi-head latent attention's v heads have their
+ * own size) in place, from the rows' position ids. */
+void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv,
+                         size_t width);
 
 /* [rows][q | k | v] = the projection of z[rows][d_model]: the fused sgemm,
  * or multi-head latent attention's, then the model's v norm (Gemma 4). 0,

@@ -50,6 +50,7 @@ import arch_falcon_alibi  # noqa: E402
 import arch_gated  # noqa: E402
 import arch_gemma4  # noqa: E402
 import arch_minimax  # noqa: E402
+import arch_mistral4  # noqa: E402
 import arch_dsa  # noqa: E402
 import inline_roundtrip  # noqa: E402
 import mask_models  # noqa: E402
@@ -1675,6 +1676,8 @@ GROUPS = [
      lambda root: arch_minimax.minimax_checks(root, C)),
     ("dsa", "DeepSeek-V3.2 and GLM-5: V3's multi-head latent attention",
      lambda root: arch_dsa.dsa_checks(root, C)),
+    ("mistral4", "Mistral 4: DeepSeek-V3's latent attention with Mistral's query scale",
+     lambda root: arch_mistral4.mistral4_checks(root, C)),
     ("inline_roundtrip", "/info's description of every loaded model, with its weights, as an "
      "inline model answers bit for bit", lambda root: inline_roundtrip.roundtrip_checks(root, C)),
     ("mrope", "multimodal rope (params.mrope), triples, mm_layout under both rules",
