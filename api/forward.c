@@ -186,9 +186,9 @@ static int post_rope(const request *rq, const forward_plan *p, float *qkv, float
         model_apply_post_rope(m, p->rows, slots, pre);
     free(slots);
     /* Mistral's query scale reads the position ids (position_ids in HF) */
-    model_apply_q_scale(m, p->rows, rq->positions, qkv);
+    model_apply_q_scale(m, p->rows, rq->positions, qkv, p->width);
     if (pre)
-        model_apply_q_scale(m, p->rows, rq->positions, pre);
+        model_apply_q_scale(m, p->rows, rq->positions, pre, p->width);
     return 0;
 }
 

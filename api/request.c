@@ -478,6 +478,24 @@ static int request_common(const api_service *svc, request *rq, api_error *err)
 
 const char *const output_names[] = {"q", "k", "v", "encoded", "bias", "scores", "gate", NULL};
 
+/* Outputs the contract names that posenc does not serve: the DSA indexer's
+ * (DeepSeek-V3.2, GLM-5: DeepseekV32Indexer's q and k, their scores) */
+static const char *const unserved_outputs[] = {"index_q", "index_k", "index_scores", NULL};
+
+/* return[i] = name: a known name that is not served, or an unknown one. */
+static int unknown_output(const char *name, const char *at, api_error *err)
+{
+    for (int k = 0; name && unserved_outputs[k]; k++)
+        if (strcmp(unserved_outputs[k], name) == 0)
+            return api_fail(err, API_E_INVALID_REQUEST, at,
+                            "%s: '%s' is not served: posenc computes the q, k and v of "
+                            "DeepSeek-V3.2's and GLM-5's attention, not their DSA indexer "
+                            "(which only masks keys past its top-k)",
+                            at, name);
+    return api_fail(err, API_E_INVALID_REQUEST, at,
+                    "%s must be one of q, k, v, encoded, bias, scores, gate", at);
+}
+
 static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err)
 {
     const json_t *list = jf_get(doc->root, RETURN_FIELD);
@@ -508,8 +526,7 @@ static int parse_outputs(const json_doc *doc, request_outputs *o, api_error *err
             if (strcmp(output_names[k], name) == 0)
                 which = k;
         if (which < 0)
-            return api_fail(err, API_E_INVALID_REQUEST, at.s,
-                            "%s must be one of q, k, v, encoded, bias, scores, gate", at.s);
+            return unknown_output(name, at.s, err);
         if (!o->wanted[which]) {
             o->wanted[which] = true;
             o->order[o->count++] = (output_id)which;
@@ -530,6 +547,10 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
                         "model '%s' serves layer %zu, whose input is the hidden state of the "
                         "layer before: send embeddings, not token_ids",
                         rq->model->name, rq->model->layer);
+    if (rq->model->token_ids_refusal)
+        return api_fail(err, API_E_MISSING_WEIGHT, RF(token_ids),
+                        "model '%s' serves layer 0 from embeddings only: %s", rq->model->name,
+                        rq->model->token_ids_refusal);
     if (!table->data)
         return api_fail(err, API_E_MISSING_WEIGHT, RF(token_ids),
                         "token_ids need weights.token_embedding, which model '%s' lacks",

@@ -37,14 +37,15 @@ typedef struct hf_load {
     const model_warner *warn; /* borrowed; where accepted oddities are reported */
 } hf_load;
 
-/* Gemma's embedding scale (hf_gemma.c): m's loaded token table becomes
- * round_dtype(E * s) with s = value (sqrt(hidden_size), or MiniCPM's
- * scale_emb) rounded to float32 and then to the table's dtype, as Hugging
- * Face's normalizer tensor (Gemma3TextScaledWordEmbedding's embed_scale)
- * and its product in that dtype; *scale = s. An overflow of the dtype
- * fails, naming `what` (the scale's name). */
-int hf_scale_embeddings(hf_load *h, double value, const char *what, double *scale,
-                        model_error *err);
+/* An embedding scale at layer 0 (hf_gemma.c): m's loaded token table
+ * becomes round_dtype(E * s), the products float32 products rounded to the
+ * table's dtype, with s = value rounded to float32 and, when
+ * scalar_in_dtype, to the table's dtype (Gemma's normalizer tensor,
+ * Gemma3TextScaledWordEmbedding's embed_scale), else kept in float32 (a
+ * Python float: Falcon-H1's, Granite's multiplier); *scale = s. An
+ * overflow of the dtype fails, naming `what` (the scale's name). */
+int hf_scale_embeddings(hf_load *h, double value, const char *what, bool scalar_in_dtype,
+                        double *scale, model_error *err);
 
 /* Gemma 2 and 3's scores (hf_gemma.c): params.score_scale =
  * query_pre_attn_scalar ** -0.5 (default 256) and m->score_softcap =
@@ -182,6 +183,11 @@ typedef struct hf_rope_nesting {
     double full_default, sliding_default;
     bool legacy_into_sliding; /* rope_scaling goes into both blocks (ModernBERT),
                                * else into full_attention only */
+    /* Gemma 4 (written nested already, no conversion): each block is used
+     * as written, so a missing block, rope_type or rope_theta fails; the
+     * whole rope_parameters (JSON text) when the config has none. NULL:
+     * the conversion above */
+    const char *as_written;
 } hf_rope_nesting;
 
 /* Where an architecture keeps its rope settings in config.json. */
@@ -223,6 +229,10 @@ typedef struct hf_rope_keys {
  * "rope_parameters" or "rope_parameters.<layer_type>". *nested tells a
  * block of a nested rope_parameters (yarn's truncate is then not read,
  * and a top-level original_max_position_embeddings not used). */
+/* A rope block's type (borrowed): its rope_type, else type, else
+ * "default"; block NULL: "default". */
+const char *hf_rope_block_type(const json_t *block);
+
 int hf_rope_block(const hf_load *h, const hf_rope_keys *keys, const char *layer_type,
                   json_t **block, const char **name, bool *nested, model_error *err);
 

@@ -288,8 +288,6 @@ static int read_multipliers(hf_load *h, const hf_spec *s, model_error *err)
     if (m->norm == PE_NORM_NONE)
         return hf_value_fail(h, err, "%s needs a norm before the attention to be folded into",
                              s->embed_multiplier_key);
-    if (h->layer == 0)
-        m->norm_eps /= v * v; /* later layers see the hidden state, not the embeddings */
     return 0;
 }
 
@@ -429,6 +427,16 @@ static int read_embed_norm(hf_load *h, const hf_tensor_names *n, model_error *er
     return 0;
 }
 
+/* Layer 0's embedding multiplier (later layers see the hidden state). */
+static int read_embed_multiplier(hf_load *h, const hf_spec *s, model_error *err)
+{
+    double v;
+
+    if (hf_number(h, s->embed_multiplier_key, 1.0, true, &v, err))
+        return -1;
+    return hf_embed_multiplier(h, s->embed_multiplier_key, v, err);
+}
+
 /* Layer 0's token table, position table and embedding norm. */
 static int read_embeddings(hf_load *h, hf_plan *p, model_error *err)
 {
@@ -440,10 +448,15 @@ static int read_embeddings(hf_load *h, hf_plan *p, model_error *err)
 
     if (h->layer > 0)
         return 0;
+    if (s->token_ids_refusal) {
+        m->token_ids_refusal = s->token_ids_refusal;
+        return 0;
+    }
     while (e[1] && !hf_has(h, "%s", *e))
         e++;
     if (hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "%s", *e) ||
         (s->embed_scale && hf_gemma_embed_scale(h, s, err)) ||
+        (s->embed_multiplier_key && read_embed_multiplier(h, s, err)) ||
         (n->position_table &&
          hf_weight(h, W_POSITION_TABLE, 2, 0, d, err, "%s", n->position_table)))
         return -1;

@@ -29,8 +29,10 @@
  * - deepseek_v2: apply_rotary_emb, view_as_complex of adjacent pairs
  *   times freqs_cis: the interleaved layout, output interleaved.
  * Scores: qk_head_dim ** -0.5 times mscale**2, mscale = 0.1 *
- * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when rope_scaling
- * is set and its mscale_all_dim is non-zero: DeepseekV3Attention's scale,
+ * mscale_all_dim * ln(factor) + 1 (1 when factor <= 1), when the rope
+ * block (rope_scaling or rope_parameters as hf_rope_block.c picks it, or
+ * the config class's) is of a type other than default and its
+ * mscale_all_dim is non-zero: yarn_apply_mscale, DeepseekV3Attention's scale,
  * and V2's alike (contract 1.2's architecture settlement: transformers
  * fixed DeepseekV2Attention to match; DeepSeek's own V2 code always did).
  *
@@ -44,7 +46,11 @@
  * as V3). DeepSeek-V3.2 (deepseek_v32) and GLM-5 (glm_moe_dsa)
  * compute q, k and v as V3 with rope_interleave true, which they do not
  * read, and need q_lora_rank; GLM-5's defaults are GlmMoeDsaConfig's
- * (mla_family below).
+ * (mla_family below). Mistral 4 (mistral4, modeling_mistral4.py
+ * Mistral4Attention) computes as V3 with Mistral4Config's defaults and
+ * its rope built over int(qk_head_dim * partial_rotary_factor) channels
+ * (mistral4_rope_width), then multiplies q by Ministral 3's query scale
+ * (the spec's params hook, hf_ministral.c).
  *
  * Tensors ([model.] prefix): embed_tokens.weight, layers.L.input_layernorm.
  * weight, layers.L.self_attn.{q_a_proj, q_a_layernorm, q_b_proj | q_proj,
@@ -92,37 +98,28 @@ static int deinterleave_columns(tensor *t, size_t off, size_t group, size_t r, m
     return 0;
 }
 
-/* The score scale: qk_head_dim ** -0.5 times mscale**2 (see above). */
-static int mla_score_scale(hf_load *h, double qk_head_dim, double *scale, model_error *err)
+/* The score scale: qk_head_dim ** -0.5 times mscale**2 for a rope block of
+ * a type other than default whose mscale_all_dim is non-zero
+ * (yarn_apply_mscale); block: the rope block (NULL: none), name its key. */
+static int mla_score_scale(hf_load *h, const json_t *block, const char *name, double qk_head_dim,
+                           double *scale, model_error *err)
 {
-    const json_t *rs = hf_get(h, HF_KEYS("rope_scaling"), NULL);
-    const char *bkey = "rope_scaling";
-
     *scale = 1.0 / sqrt(qk_head_dim);
-    if (!json_is_object(rs) || json_object_size(rs) == 0) { /* hf_rope.c's precedence */
-        const json_t *rp = hf_get(h, HF_KEYS("rope_parameters"), NULL);
-        if (json_is_object(rp) || !rs) {
-            rs = rp;
-            bkey = "rope_parameters";
-        }
-    }
-    if (!rs)
+    if (!block || strcmp(hf_rope_block_type(block), "default") == 0)
         return 0;
-    if (!json_is_object(rs))
-        return hf_config_fail(h, err, "%s must be an object", bkey);
-    const json_t *all = json_object_get(rs, "mscale_all_dim");
+    const json_t *all = json_object_get(block, "mscale_all_dim");
     if (!all || json_is_null(all))
         return 0;
     if (!json_is_number(all))
-        return hf_config_fail(h, err, "%s.mscale_all_dim must be a number", bkey);
+        return hf_config_fail(h, err, "%s.mscale_all_dim must be a number", name);
     if (json_number_value(all) == 0.0)
         return 0;
-    const json_t *f = json_object_get(rs, "factor");
+    const json_t *f = json_object_get(block, "factor");
     if (!json_is_number(f))
         return hf_config_fail(h, err,
                               "%s.factor must be a number (DeepSeek's attention reads it with "
                               "mscale_all_dim)",
-                              bkey);
+                              name);
     double factor = json_number_value(f);
     double mscale = factor <= 1.0 ? 1.0 : 0.1 * json_number_value(all) * log(factor) + 1.0;
     *scale *= mscale * mscale;
@@ -137,18 +134,25 @@ static int mla_score_scale(hf_load *h, double qk_head_dim, double *scale, model_
 typedef struct mla_family {
     const char *model_type;
     bool v3_rotation, reads_interleave, needs_q_lora;
-    int64_t q_rank, nope, v_dim;
+    int64_t q_rank, kv_rank, nope, v_dim;
     double eps; /* rms_norm_eps when absent */
+    /* the rope is built over head_dim * the block's partial_rotary_factor
+     * (Mistral 4: head_dim = qk_head_dim, the factor's default
+     * qk_rope_head_dim / qk_head_dim); else over qk_rope_head_dim */
+    bool rope_by_partial;
 } mla_family;
 
 static const mla_family families[] = {
-    {"deepseek_v2", false, false, false, 1536, 128, 128, 1e-6},
-    {"deepseek_v3", true, true, false, 1536, 128, 128, 1e-6},
-    {"deepseek_v32", true, false, true, 1536, 128, 128, 1e-6}, /* DeepseekV32Config */
-    {"glm_moe_dsa", true, false, true, 2048, 192, 256, 1e-5},  /* GlmMoeDsaConfig (GLM-5) */
+    {"deepseek_v2", false, false, false, 1536, 512, 128, 128, 1e-6, false},
+    {"deepseek_v3", true, true, false, 1536, 512, 128, 128, 1e-6, false},
+    {"deepseek_v32", true, false, true, 1536, 512, 128, 128, 1e-6, false}, /* DeepseekV32Config */
+    {"glm_moe_dsa", true, false, true, 2048, 512, 192, 256, 1e-5, false},  /* GlmMoeDsaConfig */
     /* Glm4MoeLiteConfig (GLM-4.7-Flash): Glm4MoeLiteAttention is
      * DeepseekV3Attention */
-    {"glm4_moe_lite", true, true, false, 768, 192, 256, 1e-5},
+    {"glm4_moe_lite", true, true, false, 768, 512, 192, 256, 1e-5, false},
+    /* Mistral4Config (Mistral Small 4): Mistral4Attention is V3's with
+     * Ministral 3's query scale (hf_ministral.c) */
+    {"mistral4", true, true, false, 1024, 256, 64, 128, 1e-6, true},
 };
 
 static const mla_family *family_of(const model *m)
@@ -171,7 +175,8 @@ static int read_mla_config(hf_load *h, const hf_plan *p, const mla_family *f, ml
 {
     c->interleave = f->v3_rotation;
     if (rank_or_null(h, "q_lora_rank", f->q_rank, &c->q_rank, err) ||
-        hf_int(h, HF_KEYS("kv_lora_rank"), false, 512, 1, SCHEME_MAX_DIM, &c->kv_rank, err) ||
+        hf_int(h, HF_KEYS("kv_lora_rank"), false, f->kv_rank, 1, SCHEME_MAX_DIM, &c->kv_rank,
+               err) ||
         hf_int(h, HF_KEYS("qk_nope_head_dim"), false, f->nope, 0, SCHEME_MAX_DIM, &c->nope, err) ||
         hf_int(h, HF_KEYS("qk_rope_head_dim"), false, 64, 2, SCHEME_MAX_DIM, &c->rope, err) ||
         hf_int(h, HF_KEYS("v_head_dim"), false, f->v_dim, 1, SCHEME_MAX_DIM, &c->v_dim, err) ||
@@ -193,6 +198,71 @@ static int read_mla_config(hf_load *h, const hf_plan *p, const mla_family *f, ml
     if (c->rope % 2 != 0)
         return hf_value_fail(h, err, "qk_rope_head_dim %lld must be even", (long long)c->rope);
     return 0;
+}
+
+/* Mistral 4's rope over qk_rope_head_dim: Mistral4RotaryEmbedding builds
+ * it over int(qk_head_dim * partial_rotary_factor) channels (the factor
+ * given in the block, or qk_rope_head_dim / qk_head_dim), the default type
+ * over qk_head_dim whatever the factor; a width other than
+ * qk_rope_head_dim fails in Hugging Face's rotation. */
+static int mistral4_rope_width(hf_load *h, const json_t *block, const char *name,
+                               const mla_config *c, bool *has_factor, model_error *err)
+{
+    const json_t *f = json_object_get(block, "partial_rotary_factor");
+    int64_t qk_head = c->nope + c->rope;
+
+    *has_factor = f && !json_is_null(f);
+    if (strcmp(hf_rope_block_type(block), "default") == 0 && c->nope > 0)
+        return hf_value_fail(h, err,
+                             "%s: rope type 'default' is built over head_dim = qk_nope_head_dim "
+                             "+ qk_rope_head_dim = %lld channels by Hugging Face's %s, which "
+                             "rotates qk_rope_head_dim = %lld and fails",
+                             name, (long long)qk_head, h->m->architecture, (long long)c->rope);
+    if (!*has_factor)
+        return 0;
+    if (!json_is_number(f) || (int64_t)((double)qk_head * json_number_value(f)) != c->rope)
+        return hf_value_fail(h, err,
+                             "%s.partial_rotary_factor must make int(qk_head_dim %lld x factor) "
+                             "= qk_rope_head_dim %lld, the width Hugging Face's %s rotates",
+                             name, (long long)qk_head, (long long)c->rope, h->m->architecture);
+    return 0;
+}
+
+/* m->params: the rope over qk_rope_head_dim (for Mistral 4, its factor
+ * read and then dropped: posenc turns the rope part only) with the
+ * rotation's layout and the score scale. */
+static int mla_params(hf_load *h, const hf_plan *p, const mla_family *f, const mla_config *c,
+                      model_error *err)
+{
+    model *m = h->m;
+    const hf_rope_keys *keys = &p->spec->rope;
+    hf_rope_keys with_factor = *keys;
+    json_t *block = NULL; /* owned */
+    const char *name;
+    bool nested, has_factor = false;
+    double score_scale;
+    int rc = -1;
+
+    with_factor.partial = HF_KEYS("partial_rotary_factor");
+    with_factor.partial_default = 1.0;
+    if (hf_rope_block(h, keys, NULL, &block, &name, &nested, err) ||
+        (f->rope_by_partial && block && mistral4_rope_width(h, block, name, c, &has_factor, err)) ||
+        mla_score_scale(h, block, name, (double)(c->nope + c->rope), &score_scale, err))
+        goto out;
+    if (has_factor ? hf_rope_params(h, (size_t)(c->nope + c->rope), &with_factor, &m->params, err)
+                   : hf_rope_params(h, (size_t)c->rope, keys, &m->params, err))
+        goto out;
+    json_object_del(m->params, "partial_rotary_factor");
+    if (json_object_set_new(m->params, "layout",
+                            json_string(f->v3_rotation ? "half" : "interleaved")) ||
+        json_object_set_new(m->params, "score_scale", json_real(score_scale))) {
+        model_nomem(err, "the model");
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(block);
+    return rc;
 }
 
 /* The MLA dimensions and the rope parameters (m->params, owned by m: the
@@ -217,16 +287,7 @@ int hf_deepseek_configure(hf_load *h, hf_plan *p, model_error *err)
                                 .v_dim = (size_t)c.v_dim,
                                 .q_norm_eps = 1e-6,
                                 .kv_norm_eps = 1e-6};
-    double score_scale;
-    if (mla_score_scale(h, (double)qk_head, &score_scale, err))
-        return -1;
-    if (hf_rope_params(h, (size_t)c.rope, NULL, &m->params, err))
-        return -1;
-    if (json_object_set_new(m->params, "layout",
-                            json_string(f->v3_rotation ? "half" : "interleaved")) ||
-        json_object_set_new(m->params, "score_scale", json_real(score_scale)))
-        return model_nomem(err, "the model");
-    return 0;
+    return mla_params(h, p, f, &c, err);
 }
 
 /* Layer L's MLA projections (rope columns permuted for v3's

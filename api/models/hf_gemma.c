@@ -61,14 +61,17 @@ static double round_to_dtype(double x, const char *dtype)
     return round_significand(x, 24, -125);
 }
 
-int hf_scale_embeddings(hf_load *h, double value, const char *what, double *scale, model_error *err)
+int hf_scale_embeddings(hf_load *h, double value, const char *what, bool scalar_in_dtype,
+                        double *scale, model_error *err)
 {
     model *m = h->m;
     tensor *t = &m->weights[W_TOKEN_EMBEDDING];
     const char *dtype = m->weight_dtype[W_TOKEN_EMBEDDING];
-    /* torch rounds the Python float to float32, then to the dtype; its
-     * half and bfloat16 products are float32 products rounded again. */
-    double s = round_to_dtype((float)value, dtype);
+    /* A scale tensor of the table's dtype holds the value rounded to
+     * float32 and then to the dtype; a Python float stays float32 (torch's
+     * mul with a scalar on half and bfloat16 tensors computes in float32).
+     * The products are float32 products rounded to the dtype. */
+    double s = scalar_in_dtype ? round_to_dtype((float)value, dtype) : (double)(float)value;
     size_t n = t->dim[0] * t->dim[1];
 
     for (size_t i = 0; i < n; i++) {
@@ -84,27 +87,45 @@ int hf_scale_embeddings(hf_load *h, double value, const char *what, double *scal
     return 0;
 }
 
-int hf_gemma_embed_scale(hf_load *h, const hf_spec *spec, model_error *err)
+/* The fold: the token table holds round_dtype(E * s) / s and layer 0's
+ * norm eps / s^2, so token ids give norm(round_dtype(E * s)) and given
+ * embeddings norm(s * x). */
+static int fold_embed_scale(hf_load *h, double value, const char *what, bool scalar_in_dtype,
+                            model_error *err)
 {
     model *m = h->m;
     tensor *t = &m->weights[W_TOKEN_EMBEDDING];
     size_t n = t->dim[0] * t->dim[1];
-    double value = sqrt((double)m->d_model), s;
+    double s;
+
+    if (hf_scale_embeddings(h, value, what, scalar_in_dtype, &s, err))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        t->data[i] = (float)((double)t->data[i] / s);
+    m->norm_eps /= s * s;
+    return 0;
+}
+
+int hf_gemma_embed_scale(hf_load *h, const hf_spec *spec, model_error *err)
+{
+    double value = sqrt((double)h->m->d_model), s;
     char what[64] = "the normalizer sqrt(hidden_size)";
+    bool in_dtype = !spec->embed_scale_float32;
 
     if (spec->embed_scale_key) {
         if (hf_number(h, spec->embed_scale_key, spec->embed_scale_default, true, &value, err))
             return -1;
         snprintf(what, sizeof what, "%s", spec->embed_scale_key);
     }
-    if (hf_scale_embeddings(h, value, what, &s, err))
-        return -1;
-    if (spec->embed_scale != HF_EMBED_GEMMA_FOLD)
-        return 0; /* token ids are scaled by the embedding itself; inputs_embeds are not */
-    for (size_t i = 0; i < n; i++)
-        t->data[i] = (float)((double)t->data[i] / s);
-    m->norm_eps /= s * s;
-    return 0;
+    if (spec->embed_scale == HF_EMBED_GEMMA_FOLD)
+        return fold_embed_scale(h, value, what, in_dtype, err);
+    /* token ids are scaled by the embedding itself; inputs_embeds are not */
+    return hf_scale_embeddings(h, value, what, in_dtype, &s, err);
+}
+
+int hf_embed_multiplier(hf_load *h, const char *key, double value, model_error *err)
+{
+    return fold_embed_scale(h, value, key, false, err);
 }
 
 int hf_score_transforms(hf_load *h, double softcap_default, model_error *err)

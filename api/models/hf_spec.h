@@ -136,6 +136,10 @@ struct hf_spec {
     hf_embed_scale embed_scale;
     const char *embed_scale_key; /* HF_EMBED_GEMMA_IDS: the scale's key (NULL: sqrt(hidden)) */
     double embed_scale_default;
+    /* the scale is a Python float, which torch multiplies a half or
+     * bfloat16 table by in float32 (Falcon-H1); else a tensor of the
+     * table's dtype, the value rounded to it (Gemma's normalizer) */
+    bool embed_scale_float32;
     bool gemma_scores; /* query_pre_attn_scalar and attn_logit_softcapping */
     /* Hugging Face reads layer_types (transformers 5's vocabulary, one per
      * layer): when present, every entry is checked and plan.sliding set */
@@ -169,11 +173,14 @@ struct hf_spec {
     const char *score_scale_key;
     double score_scale_default;
     /* a config number (> 0) multiplying the input embeddings, token ids' and
-     * given ones alike (Granite's embedding_multiplier; NULL: none): folded
-     * into layer 0's norm eps, as RMSNorm_eps(s*x) = RMSNorm_{eps/s^2}(x) */
+     * given ones alike (Granite's embedding_multiplier; NULL: none), a
+     * Python float: folded into layer 0 as hf_embed_multiplier says */
     const char *embed_multiplier_key;
     model_position_rule position_rule;
     int64_t table_offset;
+    /* layer 0 serves embeddings only: token_ids are refused with this
+     * reason and the token table is not read (NULL: served) */
+    const char *token_ids_refusal;
     hf_hook configure; /* after the shape, eps, bias and refusals are read */
     hf_hook params;    /* after the shape is set and the params are built */
     hf_hook weights;   /* after the generic tensors */
@@ -221,10 +228,22 @@ int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_qwen3_next_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_qwen3_next_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_minimax_m2_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma4_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma4_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma4_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma3n_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_ernie_vl_params(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */
 int hf_gemma_embed_scale(hf_load *h, const hf_spec *s, model_error *err);
+
+/* Granite's embedding_multiplier (key, its value) at layer 0 (hf_gemma.c):
+ * inputs_embeds * value, the product in the table's dtype with the value in
+ * float32 (torch >= 2's mul by a Python scalar), folded as Gemma's
+ * normalizer is: the table holds round_dtype(E * s) / s and the norm's eps
+ * is eps / s^2, since RMSNorm_eps(s*x) = RMSNorm_{eps/s^2}(x). */
+int hf_embed_multiplier(hf_load *h, const char *key, double value, model_error *err);
 
 /* Whether layer L is sliding (hf_gemma.c): layer_types was read into
  * p->sliding when present; else (L + 1) % sliding_window_pattern != 0,

@@ -39,11 +39,15 @@
  * - llama4_text: Llama with the interleaved rotation, rope_theta default
  *   500000 and NoPE layers (hf_llama4.c).
  * - deepseek_v2, deepseek_v3: multi-head latent attention (hf_deepseek.c).
- * - granite, smollm3: Llama variations, table entries only (see there).
+ * - mistral4: V3's multi-head latent attention with Ministral 3's query
+ *   scale (hf_deepseek.c, hf_ministral.c), Mistral4Config's defaults.
+ * - granite (granitemoe, granitemoeshared: the same attention), smollm3:
+ *   Llama variations, table entries only (see there).
  * - the text models of wrapper configs (their model_type in text_config,
  *   hf_text_model.c): qwen2_vl_text, qwen2_5_vl_text (Qwen2's layer),
  *   qwen3_vl_text, qwen3_vl_moe_text (Qwen3's), glm4v_text (GLM's
- *   interleaved pairs), glm4v_moe_text (rotate_half on half the head);
+ *   interleaved pairs), glm4v_moe_text (rotate_half on half the head),
+ *   ernie4_5_vl_moe_text (ERNIE 4.5's pairs, style ernie; hf_ernie_vl.c);
  *   their M-RoPE (params.mrope, from the rope block's mrope_section or the
  *   architecture's default) is 1-D RoPE for text positions.
  * - families of 2025-26 that differ from the above only in keys and
@@ -71,6 +75,10 @@
  * - hunyuan_v1_dense, hunyuan_v1_moe (hf_hunyuan.c): Llama's layer, head_dim
  *   required; a dynamic block's alpha is NTK-alpha; query_layernorm /
  *   key_layernorm (with weights) after the rotation.
+ * - gemma4_text, gemma3n_text (hf_gemma4.c): x*w norms, v's weightless
+ *   norm, scores scaled by 1, kv-shared layers; Gemma 4's head_dim and kv
+ *   heads per layer type, proportional rope on full layers and k_eq_v;
+ *   Gemma 3n's layer 0 from embeddings only (AltUp's stream).
  * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
  * (hf_rope_block.c).
  *
@@ -316,8 +324,11 @@ static const hf_tensor_names nemotron_h_names = {
     .embed = HF_KEYS("embeddings.weight"),
 };
 
-/* Gated attention (hf_qwen3_next.c): q_proj holds [query | gate] per head */
-static const hf_tensor_names gated_names = {
+/* Llama's names with q/k norms, q/k/v read by the weights hook: gated
+ * attention's q_proj holds [query | gate] per head (hf_qwen3_next.c);
+ * Gemma 4's kv-shared layers take k, v and k_norm from another layer and
+ * its k_eq_v layers have no v_proj (hf_gemma4.c) */
+static const hf_tensor_names hooked_qk_norm_names = {
     .layer_dir = "layers",
     .qkv = HF_QKV_HOOK,
     .q = "self_attn.q_proj",
@@ -398,6 +409,20 @@ static const hf_refusal modernbert_refusals[] = {{"norm_bias", HF_REFUSE_TRUE, N
                                                   "checkpoint has them"},
                                                  {NULL}};
 
+/* Gemma4TextConfig converts no legacy key: a rope_scaling becomes
+ * rope_parameters (the property's setter), a flat block its rotary
+ * embedding cannot index by layer type */
+static const hf_refusal gemma4_refusals[] = {{"rope_scaling", HF_REFUSE_PRESENT, NULL,
+                                              "rope_scaling: Hugging Face's gemma4_text reads "
+                                              "rope_parameters by layer type only and fails on "
+                                              "a legacy rope_scaling"},
+                                             {NULL}};
+/* Gemma4TextConfig.__post_init__'s rope_parameters when the config has none */
+static const hf_rope_nesting gemma4_rope_blocks = {
+    .as_written = "{\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}, "
+                  "\"full_attention\": {\"rope_type\": \"proportional\", "
+                  "\"partial_rotary_factor\": 0.25, \"rope_theta\": 1000000.0}}"};
+
 /* HunYuan: head_dim required (HunYuanDenseV1Config's None fails) */
 static const hf_shape_keys hunyuan_shape = {
     .hidden = HF_KEYS("hidden_size"),
@@ -416,9 +441,31 @@ static const hf_shape_keys hunyuan_shape = {
     "\"original_max_position_embeddings\": 16384, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "       \
     "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
 
+/* Mistral4Config.__post_init__'s block when the config has none (its
+ * partial_rotary_factor, qk_rope_head_dim / head_dim, is the MLA rope
+ * width; its max_position_embeddings is not read) */
+#define MISTRAL4_DEFAULT_ROPE                                                                      \
+    "{\"type\": \"yarn\", \"rope_theta\": 10000.0, \"factor\": 128.0, "                            \
+    "\"original_max_position_embeddings\": 8192, \"beta_fast\": 32.0, \"beta_slow\": 1.0, "        \
+    "\"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"
+
 /* ---- the architectures ------------------------------------------------------------ */
 
 #define LLAMA_PREFIXES HF_KEYS("model.", "")
+
+/* ERNIE 4.5 (Ernie4_5Attention): Llama's names, biases when use_bias, GLM's
+ * adjacent pairs over the whole head, rope_theta default 5e5 */
+#define ERNIE_SPEC                                                                                 \
+    .shape = &llama_shape, .names = &llama_names, .prefixes = LLAMA_PREFIXES,                      \
+    .eps_key = "rms_norm_eps", .eps_default = 1e-5, .bias_key = "use_bias", .norm = PE_NORM_RMS,   \
+    .scheme = SCHEME_ROPE, .rope_theta_default = 5e5, .rope_layout = "interleaved"
+
+/* multi-head latent attention (hf_deepseek.c): DeepSeek-V2/V3 and the
+ * families computing as V3 */
+#define MLA_SPEC                                                                                   \
+    .shape = &mla_shape, .names = &mla_names, .prefixes = LLAMA_PREFIXES,                          \
+    .eps_key = "rms_norm_eps", .eps_default = 1e-6, .refusals = mla_refusals, .norm = PE_NORM_RMS, \
+    .scheme = SCHEME_ROPE, .configure = hf_deepseek_configure, .weights = hf_deepseek_weights
 #define TRANSFORMER_PREFIXES HF_KEYS("transformer.", "")
 
 static const hf_spec specs[] = {
@@ -644,17 +691,15 @@ static const hf_spec specs[] = {
      .nope = HF_NOPE_EMPTY_DEFAULT,
      .configure = hf_llama4_configure},
     /* deepseek_v32, glm_moe_dsa (DeepSeek-V3.2, GLM-5): V3's q, k and v (hf_deepseek.c) */
-    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"),
-     .shape = &mla_shape,
-     .names = &mla_names,
-     .prefixes = LLAMA_PREFIXES,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-6,
-     .refusals = mla_refusals,
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .configure = hf_deepseek_configure,
-     .weights = hf_deepseek_weights},
+    {.model_types = HF_KEYS("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa"), MLA_SPEC},
+    /* Mistral 4 (Mistral Small 4): V3's q, k and v with Ministral 3's query
+     * scale by position (hf_deepseek.c, hf_ministral.c) */
+    {.model_types = HF_KEYS("mistral4"),
+     MLA_SPEC,
+     .rope = {.block_keys = HF_KEYS("llama_4_scaling_beta", "max_position_embeddings",
+                                    "partial_rotary_factor"),
+              .default_block = MISTRAL4_DEFAULT_ROPE},
+     .params = hf_ministral3_params},
     {.model_types = HF_KEYS("roberta", "xlm-roberta"),
      .shape = &mha_shape,
      .names = &bert_names,
@@ -684,10 +729,11 @@ static const hf_spec specs[] = {
      .table_offset = 2,
      .configure = hf_opt_configure,
      .weights = hf_opt_weights},
-    /* IBM Granite 3: Llama with attention_multiplier as the score scale
-     * and embedding_multiplier on inputs_embeds (modeling_granite.py:
+    /* IBM Granite 3 (and its MoE variants, whose attention is Granite's):
+     * Llama with attention_multiplier as the score scale and
+     * embedding_multiplier on inputs_embeds (modeling_granite.py:
      * GraniteModel.forward multiplies token embeddings and given ones) */
-    {.model_types = HF_KEYS("granite"),
+    {.model_types = HF_KEYS("granite", "granitemoe", "granitemoeshared"),
      .shape = &llama_shape,
      .names = &llama_names,
      .prefixes = LLAMA_PREFIXES,
@@ -988,30 +1034,19 @@ static const hf_spec specs[] = {
      * pairs over the whole head, rope_theta 5e5; head_dim default 128 and
      * num_key_value_heads 2 (the MoE's: hidden / heads and 4) */
     {.model_types = HF_KEYS("ernie4_5"),
-     .shape = &llama_shape,
-     .names = &llama_names,
-     .prefixes = LLAMA_PREFIXES,
+     ERNIE_SPEC,
      .head_dim_default = 128,
-     .kv_heads_default = 2,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-5,
-     .bias_key = "use_bias",
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .rope_theta_default = 5e5,
-     .rope_layout = "interleaved"},
-    {.model_types = HF_KEYS("ernie4_5_moe"),
-     .shape = &llama_shape,
-     .names = &llama_names,
-     .prefixes = LLAMA_PREFIXES,
+     .kv_heads_default = 2},
+    {.model_types = HF_KEYS("ernie4_5_moe"), ERNIE_SPEC, .kv_heads_default = 4},
+    /* ERNIE-4.5-VL's text model (hf_ernie_vl.c): ERNIE 4.5's layer whose
+     * pairs turn by [t, h, w] (style ernie; mrope_section [h, w, t],
+     * Ernie4_5_VLMoeTextConfig's default [22, 22, 20]); 4 kv heads by
+     * default; the default rope type only */
+    {.model_types = HF_KEYS("ernie4_5_vl_moe_text"),
+     ERNIE_SPEC,
      .kv_heads_default = 4,
-     .eps_key = "rms_norm_eps",
-     .eps_default = 1e-5,
-     .bias_key = "use_bias",
-     .norm = PE_NORM_RMS,
-     .scheme = SCHEME_ROPE,
-     .rope_theta_default = 5e5,
-     .rope_layout = "interleaved"},
+     .rope = {.mrope_style = PE_MROPE_ERNIE, .mrope_default = {20, 22, 22}},
+     .params = hf_ernie_vl_params},
     /* K-EXAONE (ExaoneMoeDecoderLayer / ExaoneMoeAttention): EXAONE 4's
      * attention (q/k norms, NoPE full layers when sliding_window is set)
      * after input_layernorm; num_key_value_heads default 32 */
@@ -1127,6 +1162,7 @@ static const hf_spec specs[] = {
      .embed_scale = HF_EMBED_GEMMA_IDS,
      .embed_scale_key = "embedding_multiplier",
      .embed_scale_default = 1.0,
+     .embed_scale_float32 = true,
      .scheme = SCHEME_ROPE,
      .weights = hf_falcon_h1_weights},
     /* rope blocks by layer type (transformers 5): OLMo 3 */
@@ -1195,7 +1231,7 @@ static const hf_spec specs[] = {
      * M-RoPE (section default [11, 11, 10]), Qwen3-Next has none. */
     {.model_types = HF_KEYS("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"),
      .shape = &llama_shape,
-     .names = &gated_names,
+     .names = &hooked_qk_norm_names,
      .prefixes = HF_KEYS("model.language_model.", "model.", ""),
      .head_dim_default = 256,
      .eps_key = "rms_norm_eps",
@@ -1212,6 +1248,54 @@ static const hf_spec specs[] = {
               .mrope_types = HF_KEYS("qwen3_5_text", "qwen3_5_moe_text")},
      .configure = hf_qwen3_next_configure,
      .weights = hf_qwen3_next_weights},
+    /* Gemma 4 text (hf_gemma4.c): x*w norms (input, q, k), v's weightless
+     * norm, scores scaled by 1, head_dim and kv heads per layer type, the
+     * proportional rope on full layers, k_eq_v, kv-shared layers;
+     * Gemma4TextConfig's defaults: head_dim 256, 4 kv heads */
+    {.model_types = HF_KEYS("gemma4_text"),
+     .shape = &llama_shape,
+     .names = &hooked_qk_norm_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .kv_heads_default = 4,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .refusals = gemma4_refusals,
+     .norm = PE_NORM_RMS,
+     .embed_scale = HF_EMBED_GEMMA_IDS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &gemma4_rope_blocks},
+     .configure = hf_gemma4_configure,
+     .params = hf_gemma4_params,
+     .weights = hf_gemma4_weights},
+    /* Gemma 3n text (hf_gemma4.c): Gemma 4's attention with one shape for
+     * every layer (Gemma3nTextConfig's defaults: head_dim 256, 2 kv heads),
+     * Gemma 3's rope blocks (rope_theta, rope_local_base_freq), every 5th
+     * layer full, kv-shared layers (default the last 15 of 35). The input
+     * of every layer's attention is AltUp's predicted stream: embeddings
+     * are that; token_ids at layer 0 are refused. */
+    {.model_types = HF_KEYS("gemma3n_text"),
+     .shape = &llama_shape,
+     .names = &hooked_qk_norm_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &gemma3_rope_blocks},
+     .token_ids_refusal = "Gemma 3n's attention input is AltUp's predicted stream "
+                          "(altup.predict over altup_num_inputs projections of the token "
+                          "embeddings), which posenc does not compute; send that stream "
+                          "(the input of input_layernorm) as embeddings",
+     .configure = hf_gemma3n_configure,
+     .params = hf_gemma4_params,
+     .weights = hf_gemma4_weights},
     /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k
      * projections (rms_norm_eps), rotate_half on the first rotary_dim
      * channels of each head (hf_minimax_m2.c); MiniMaxM2Config's defaults:

@@ -7,9 +7,9 @@
  * builds that class whatever text_config's model_type says; an AutoConfig
  * sub-config (Mistral3Config, Exaone4_5Config, Glm46VConfig, Lfm2VlConfig,
  * Kimi-K2.5) builds the class of text_config's model_type, defaulting to
- * the wrapper's. Qwen2VLConfig, Qwen2_5_VLConfig, Glm4vConfig and
- * Glm4vMoeConfig build their text config from the top-level keys when
- * text_config is absent; Qwen2VLTextConfig and Qwen2_5_VLTextConfig read a
+ * the wrapper's. Qwen2VLConfig, Qwen2_5_VLConfig, Glm4vConfig,
+ * Glm4vMoeConfig and Ernie4_5_VLMoeConfig build their text config from the
+ * top-level keys when text_config is absent; Qwen2VLTextConfig and Qwen2_5_VLTextConfig read a
  * rope type "mrope" as "default" (convert_rope_params_to_dict; the M-RoPE
  * sections only matter for vision positions: for text tokens t = h = w and
  * multimodal RoPE is 1-D RoPE).
@@ -45,6 +45,7 @@ static const wrapper wrappers[] = {
     {"glm4v", "glm4v_text", false, true, false, NULL},
     {"glm4v_moe", "glm4v_moe_text", false, true, false, NULL},
     {"glm46v", "glm4v_text", true, false, false, NULL},
+    {"ernie4_5_vl_moe", "ernie4_5_vl_moe_text", false, true, false, NULL},
     {"exaone4_5", "exaone4", true, false, false, "exaone4_5_text"},
     {"lfm2_vl", "lfm2", true, false, false, NULL},
     {"kimi_k25", "deepseek_v3", true, false, false, NULL},

@@ -11,6 +11,7 @@ import numpy as np
 import checkpoints as ck
 import hf_ref
 from harness import Server, run_failing, sanitizer_clean
+from mask_models import F32_LOWEST
 
 
 # ------------------------------------------------------------ checkpoints
@@ -134,7 +135,8 @@ def _close(C, what, got, want):
 def requests(C, srv, rng, name, case):
     """Layer 0 from token_ids; every layer from embeddings at 0..5 and at
     positions far apart. case: (checkpoint, reference(cfg, w, x, pos,
-    layer, prefix), layer, prefix, text config or None)."""
+    layer, prefix), layer, prefix, text config or None); the reference
+    gets from_ids=True and the checkpoint's dtype for token_ids."""
     ckpt, ref, layer, prefix, text = case[:5]
     cfg = text if text is not None else ckpt.config
     w = ckpt.weights()
@@ -152,16 +154,101 @@ def requests(C, srv, rng, name, case):
         st, r = srv.request("/apply", {"model": name, key: value, "positions": pos.tolist(),
                                        "return": ret})
         if C.check(st == 200, f"{what}: status {st} {r}"):
-            kw = {"from_ids": True} if key == "token_ids" else {}
+            kw = {"from_ids": True, "dtype": ckpt.tensors[0][1]} if key == "token_ids" else {}
             want = ref(cfg, w, rows.astype(np.float64), pos, layer, prefix, **kw)
             for k in ret:
                 _close(C, f"{what}: {k}", r[k], want[k])
 
 
+def padded(C, srv, rng, name, case):
+    """A left-padded batch from embeddings with attention_mask and causal:
+    each row's positions are cumsum(mask) - 1 (pads 1) and its q, k, v the
+    reference's at them; scores masked (float32's lowest) on pad keys and
+    on keys after the query slot, the others the reference's (within the
+    tolerance of the whole row, as for an unpadded request)."""
+    ckpt, ref, layer, prefix, text = case[:5]
+    cfg = text if text is not None else ckpt.config
+    S = 7
+    mask = np.ones((2, S), np.int64)
+    mask[0, :3] = 0
+    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
+    x = rng.standard_normal((2, S, cfg["hidden_size"])).astype(np.float32)
+    st, r = srv.request("/apply", {"model": name, "embeddings": x.tolist(),
+                                   "attention_mask": mask.tolist(), "causal": True,
+                                   "return": ["q", "k", "v", "scores"]})
+    if not C.check(st == 200, f"{name} left-padded causal batch: status {st} {r}"):
+        return
+    slots = np.arange(S)
+    for b in range(2):
+        want = ref(cfg, ckpt.weights(), x[b].astype(np.float64), pos[b], layer, prefix)
+        for k in "qkv":
+            _close(C, f"{name} left-padded batch row {b}: {k}", r[k][b], want[k])
+        keep = np.broadcast_to(mask[b].astype(bool)[None, :] & (slots[None, :] <= slots[:, None]),
+                               want["scores"].shape)
+        got = np.asarray(r["scores"][b], np.float64)
+        C.check(np.all(got[~keep].astype(np.float32) == np.float32(F32_LOWEST)),
+                f"{name} left-padded causal batch row {b}: masked keys read -3.4028235e38")
+        # the kept scores against the reference, each row's scale its unmasked one
+        C.close(f"{name} left-padded causal batch row {b}: scores",
+                np.where(keep, got, want["scores"]), want["scores"])
+
+
+def v5_form(ckpt):
+    """The checkpoint as transformers 5 saves a flat config: rope_theta and
+    rope_scaling (its "type" as rope_type) moved into one rope_parameters
+    block; None when the config has rope_parameters already or neither key.
+    A wrapper's text_config is converted in place of the top level."""
+    outer = dict(ckpt.config)
+    cfg = dict(outer.get("text_config", outer))
+    if "rope_parameters" in cfg or not ({"rope_theta", "rope_scaling"} & set(cfg)):
+        return None
+    block = dict(cfg.pop("rope_scaling", None) or {})
+    block["rope_type"] = block.pop("rope_type", block.pop("type", "default"))
+    if "rope_theta" in cfg:
+        block["rope_theta"] = cfg.pop("rope_theta")
+    cfg["rope_parameters"] = block
+    return ck.Checkpoint(dict(outer, text_config=cfg) if "text_config" in outer else cfg,
+                         ckpt.tensors)
+
+
+def both_forms(C, root, tag, cases, rng, per_server=15):
+    """Each case's checkpoint in the legacy form and in transformers 5's flat
+    rope_parameters form (v5_form) gives the same q, k, v and scores, bit for
+    bit, at positions far apart."""
+    names = [n for n in cases if v5_form(cases[n][0]) is not None]
+    forms = {}
+    for start in range(0, len(names), per_server):
+        args = []
+        for name in names[start:start + per_server]:
+            ckpt, layer = cases[name][0], cases[name][2]
+            if id(ckpt) not in forms:
+                forms[id(ckpt)] = []
+                for form, c in (("legacy", ckpt), ("v5", v5_form(ckpt))):
+                    d = os.path.join(root, f"{tag}_{form}_{name}")
+                    c.write(d)
+                    forms[id(ckpt)].append(d)
+            for form, d in zip(("legacy", "v5"), forms[id(ckpt)]):
+                args += ["--model", f"{name}_{form}={d}" + (f":{layer}" if layer else "")]
+        with Server(args) as srv:
+            for name in names[start:start + per_server]:
+                cfg = cases[name][4] or cases[name][0].config
+                x = rng.standard_normal((6, cfg["hidden_size"])).astype(np.float32).tolist()
+                body = {"embeddings": x, "positions": [2, 40, 300, 2000, 9000, 30000],
+                        "return": ["q", "k", "v", "scores"]}
+                st1, a = srv.request("/apply", dict(body, model=name + "_legacy"))
+                st2, b = srv.request("/apply", dict(body, model=name + "_v5"))
+                C.check(st1 == st2 == 200 and all(a[k] == b[k] for k in body["return"]),
+                        f"{name}: rope_parameters (transformers 5) answers as the legacy "
+                        f"rope_theta / rope_scaling, bit for bit: {st1} {st2}")
+            C.check(srv.stop() == 0 and sanitizer_clean(srv.stderr()),
+                    f"{tag} both forms: server exit and stderr: {srv.stderr()[-600:]}")
+
+
 def serve(C, root, tag, cases, rng, info_check, per_server=30):
     """Every case (a directory per checkpoint) on servers of at most
-    per_server models (the server's limit is 32): the requests, then
-    info_check(C, {name: /info model}) over all of them."""
+    per_server models (the server's limit is 32): the requests and a
+    left-padded batch, then info_check(C, {name: /info model}) over all of
+    them."""
     dirs, models, names = {}, {}, list(cases)
     for start in range(0, len(names), per_server):
         args = []
@@ -177,6 +264,7 @@ def serve(C, root, tag, cases, rng, info_check, per_server=30):
         with Server(args) as srv:
             for name in names[start:start + per_server]:
                 requests(C, srv, rng, name, cases[name])
+                padded(C, srv, rng, name, cases[name])
             st, info = srv.request("/info")
             if C.check(st == 200, f"{tag} /info: status {st}"):
                 models.update({m["name"]: m for m in info["models"]})
@@ -184,6 +272,28 @@ def serve(C, root, tag, cases, rng, info_check, per_server=30):
             C.check(status == 0, f"{tag}: server exits 0 (got {status})")
             C.check(sanitizer_clean(srv.stderr()), f"{tag} stderr clean: {srv.stderr()[-800:]}")
     info_check(C, models)
+
+
+def padded_batch(rng, name, S, pads, layer, table, hidden, causal=False):
+    """An /apply body of two rows of S slots, the first left-padded by
+    pads (attention_mask; causal when asked): token_ids from table at layer
+    0, else random embeddings of width hidden. Returns (body, the rows'
+    inputs, positions cumsum(mask) - 1 with pads at 1, mask)."""
+    mask = np.ones((2, S), np.int64)
+    mask[0, :pads] = 0
+    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
+    body = {"model": name, "attention_mask": mask.tolist(), "return": ["q", "k", "v", "scores"]}
+    if causal:
+        body["causal"] = True
+    if layer == 0:
+        ids = rng.integers(0, 50, (2, S))
+        body["token_ids"] = ids.tolist()
+        rows = [table[i].astype(np.float64) for i in ids]
+    else:
+        x = rng.standard_normal((2, S, hidden)).astype(np.float32)
+        body["embeddings"] = x.tolist()
+        rows = [x[b].astype(np.float64) for b in range(2)]
+    return body, rows, pos, mask
 
 
 def refused(C, root, tag, bad):

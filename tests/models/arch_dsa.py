@@ -8,11 +8,13 @@ no rope_interleave key (always de-interleaved), q_lora_rank always set,
 layer_types "deepseek_sparse_attention", indexer keys, GLM-5's defaults
 (q_lora_rank 2048, qk_nope_head_dim 192, v_head_dim 256, rms_norm_eps
 1e-5) and v5 rope_parameters. Checked over HTTP against hf_ref.deepseek's V3
-restatement, with the indexer's tensors present for the loader to skip."""
+restatement, with the indexer's tensors present for the loader to skip;
+the indexer's return values are refused naming the value."""
 import os
 
 import numpy as np
 
+import arch_common as ac
 import checkpoints as ck
 import hf_ref
 from harness import Server, fixture_args, info_models, run_failing, sanitizer_clean, stop_clean
@@ -108,6 +110,21 @@ def _info(C, models):
             f"/info glm_moe_dsa: rms_norm_eps default 1e-5, theta 1e6: {g}")
 
 
+def _indexer_refused(C, srv):
+    """The DSA indexer is not served: each of its return values is a 400
+    naming return[i] and the value; /info lists none of its weights."""
+    for i, value in enumerate(("index_q", "index_k", "index_scores")):
+        ret = ["q"] * i + [value]
+        st, r = srv.request("/apply", {"model": "dsv32", "embeddings": [[0.1] * 32] * 2,
+                                       "return": ret})
+        err = r.get("error", {})
+        C.check(st == 400 and err.get("field") == f"return[{i}]"
+                and f"'{value}' is not served" in err.get("message", "")
+                and "indexer" in err.get("message", ""),
+                f"return {ret}: 400 naming return[{i}] and {value}, the indexer not served: "
+                f"{st} {r}")
+
+
 def _malformed(C, root):
     c = dsa_ckpt(seed=3207, layers=1)
     for label, over, want in (
@@ -129,12 +146,20 @@ def _malformed(C, root):
 
 def dsa_checks(root, C):
     cases = _cases()
-    args = fixture_args(root, "dsa", {n: (c, layer, 0) for n, (c, layer) in cases.items()})
+    args = fixture_args(root, "dsa", {n: (c, layer, 2 if n == "dsv32_v5" else 0)
+                                      for n, (c, layer) in cases.items()})
     with Server(args) as srv:
         for name, (ckpt, layer) in cases.items():
             _requests(C, srv, name, ckpt, layer)
+            ac.padded(C, srv, RNG, name, (ckpt, lambda cfg, w, x, p, lay, _: reference(
+                cfg, w, x, p, lay), layer, "model.", None))
+        _indexer_refused(C, srv)
         models = info_models(C, srv, "dsa")
         if models:
             _info(C, models)
+            C.check(not any("index" in k for k in models["dsv32"]["weights"]),
+                    f"/info deepseek_v32: no indexer weight: {models['dsv32']['weights']}")
         stop_clean(C, srv, "dsa")
+    ac.both_forms(C, root, "dsa", {n: (c, None, layer, None, None)
+                                   for n, (c, layer) in cases.items()}, RNG)
     _malformed(C, root)

@@ -268,4 +268,5 @@ def _refused(C, root):
 
 def family_checks(root, C):
     ac.serve(C, root, "fam", _cases(), RNG, _info)
+    ac.both_forms(C, root, "fam", _cases(), RNG)
     _refused(C, root)

@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+import arch_common as ac
 import checkpoints as ck
 import hf_ref
 from harness import Server, fixture_args, info_models, run_failing, sanitizer_clean, stop_clean
@@ -234,9 +235,13 @@ def gated_checks(root, C):
     with Server(args) as srv:
         for name, case in cases.items():
             _requests(C, srv, name, case)
+            ckpt, layer, prefix, _ = case
+            ac.padded(C, srv, RNG, name, (ckpt, gated, layer, prefix, None))
         _gate_refused(C, srv)
         models = info_models(C, srv, "gated")
         if models:
             _info(C, models)
         stop_clean(C, srv, "gated")
+    ac.both_forms(C, root, "gated", {n: (c[0], None, c[1], None, None)
+                                     for n, c in cases.items()}, RNG)
     _malformed(C, root)

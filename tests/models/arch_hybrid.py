@@ -11,6 +11,7 @@ code; a chosen layer of another type is refused by name."""
 import numpy as np
 
 import arch_common as ac
+import hf_ref
 
 RNG = np.random.default_rng(2700)
 LINEAR, FULL = "linear_attention", "full_attention"
@@ -57,21 +58,23 @@ def granite_h_ckpt(seed, dtype, attn, **keys):
     """granite-4.0-h-tiny's keys: layer_types (layers_block_type in older
     configs), position_embedding_type, attention_multiplier,
     embedding_multiplier, residual_multiplier, mamba_* keys."""
+    keys = dict({"embedding_multiplier": 12.0}, **keys)
     cfg = _cfg("granitemoehybrid", rms_norm_eps=0.5, attention_multiplier=0.0078125,
-               embedding_multiplier=12.0, residual_multiplier=0.22, logits_scaling=6.0,
-               mamba_n_heads=8, mamba_d_state=16, rope_theta=10000.0, **keys)
+               residual_multiplier=0.22, logits_scaling=6.0, mamba_n_heads=8,
+               mamba_d_state=16, rope_theta=10000.0, **keys)
     return ac.decoder_ckpt(cfg, seed, dtype, "model.", 4, 32, 4, 2, 8, attn_layers=attn,
                            rename=(("mixer.in_proj", "mamba.in_proj"),))
 
 
-def granite_h(cfg, w, x, pos, layer, prefix, **_):
+def granite_h(cfg, w, x, pos, layer, prefix, from_ids=False, dtype="F32"):
     """GraniteMoeHybridModel: inputs_embeds * embedding_multiplier (token
-    ids' and given ones); rotary_emb only when position_embedding_type ==
-    "rope" (else position_embeddings None: NoPE); the decoder layer's
-    input_layernorm (RMSNorm, rms_norm_eps), GraniteMoeHybridAttention:
-    q/k/v_proj (attention_bias), scaling = attention_multiplier."""
+    ids' and given ones; a Python float: hf_ref.times_python_float);
+    rotary_emb only when position_embedding_type == "rope" (else
+    position_embeddings None: NoPE); the decoder layer's input_layernorm
+    (RMSNorm, rms_norm_eps), GraniteMoeHybridAttention: q/k/v_proj
+    (attention_bias), scaling = attention_multiplier."""
     if layer == 0:
-        x = x * cfg.get("embedding_multiplier", 1.0)
+        x = hf_ref.times_python_float(x, cfg.get("embedding_multiplier", 1.0), dtype, from_ids)
     rope = (10000.0,) if cfg.get("position_embedding_type") == "rope" else None
     return ac.attention(cfg, w, x, pos, layer, prefix, ac.heads_of(cfg), 1e-6,
                         cfg.get("attention_bias", False), rope=rope,
@@ -117,13 +120,14 @@ def falcon_h1_ckpt(seed, dtype, bias, **keys):
                                   for L in range(2)])
 
 
-def falcon_h1(cfg, w, x, pos, layer, prefix, from_ids=False):
-    """FalconH1Model: embed_tokens(input_ids) * embedding_multiplier (given
-    inputs_embeds are not scaled); FalconH1DecoderLayer: input_layernorm,
-    then self_attn(z * attention_in_multiplier); FalconH1Attention:
-    k_proj(.) * key_multiplier; rotate_half over the whole head."""
+def falcon_h1(cfg, w, x, pos, layer, prefix, from_ids=False, dtype="F32"):
+    """FalconH1Model: embed_tokens(input_ids) * embedding_multiplier, a
+    Python float (hf_ref.times_python_float; given inputs_embeds are not
+    scaled); FalconH1DecoderLayer: input_layernorm, then self_attn(z *
+    attention_in_multiplier); FalconH1Attention: k_proj(.) * key_multiplier;
+    rotate_half over the whole head."""
     if from_ids:
-        x = x * cfg.get("embedding_multiplier", 1.0)
+        x = hf_ref.times_python_float(x, cfg.get("embedding_multiplier", 1.0), dtype, True)
     return ac.attention(cfg, w, x, pos, layer, prefix, ac.heads_of(cfg, 8), 1e-5,
                         cfg.get("attention_bias", False), rope=(10000.0,),
                         in_scale=cfg.get("attention_in_multiplier", 1.0),
@@ -138,14 +142,15 @@ def _cases():
     gh = granite_h_ckpt(2703, "F32", {0, 3}, layers_block_type=["attention", "mamba", "mamba",
                                                                   "attention"])
     ghr = granite_h_ckpt(2704, "BF16", {0, 2}, layer_types=[FULL, LINEAR, FULL, LINEAR],
-                         position_embedding_type="rope")
+                         position_embedding_type="rope", embedding_multiplier=0.7071)
     nh = nemotron_ckpt(2705, "F32", "backbone.", {0, 3}, hybrid_override_pattern="*M-*")
     nhb = nemotron_ckpt(2706, "BF16", "model.", {0, 3}, heads=8, kv=None, hd=None,
                         layers_block_type=[FULL, "moe", LINEAR, FULL])
     fh = falcon_h1_ckpt(2707, "F32", True, attention_in_multiplier=0.5, key_multiplier=0.3,
                         embedding_multiplier=5.65)
-    # multipliers exact in bfloat16 (see the report: the table is scaled in its dtype)
-    fhb = falcon_h1_ckpt(2708, "BF16", False, key_multiplier=2.0, embedding_multiplier=4.0,
+    # an embedding multiplier inexact in bfloat16: the table's product is rounded to
+    # bfloat16 with the multiplier in float32, as torch >= 2 computes it
+    fhb = falcon_h1_ckpt(2708, "BF16", False, key_multiplier=2.0, embedding_multiplier=5.65,
                          rope_theta=None)
     return {
         "lfm2": (lf, lfm2, 0, "model.", None), "lfm2_l2": (lf, lfm2, 2, "model.", None),
@@ -217,4 +222,5 @@ def _refused(C, root):
 
 def hybrid_checks(root, C):
     ac.serve(C, root, "hyb", _cases(), RNG, _info)
+    ac.both_forms(C, root, "hyb", _cases(), RNG)
     _refused(C, root)

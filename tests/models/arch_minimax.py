@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+import arch_common as ac
 import checkpoints as ck
 import hf_ref
 from harness import Server, fixture_args, info_models, run_failing, sanitizer_clean, stop_clean
@@ -153,12 +154,16 @@ def _malformed(C, root):
 
 def minimax_checks(root, C):
     cases = _cases()
-    args = fixture_args(root, "minimax", {n: (c, layer, 0) for n, (c, layer) in cases.items()})
+    args = fixture_args(root, "minimax", {n: (c, layer, 2 if "bf16" in n else 0)
+                                          for n, (c, layer) in cases.items()})
     with Server(args) as srv:
         for name, (ckpt, layer) in cases.items():
             _requests(C, srv, name, ckpt, layer)
+            ac.padded(C, srv, RNG, name, (ckpt, minimax, layer, "model.", None))
         models = info_models(C, srv, "minimax")
         if models:
             _info(C, models)
         stop_clean(C, srv, "minimax")
+    ac.both_forms(C, root, "minimax", {n: (c, None, layer, None, None)
+                                       for n, (c, layer) in cases.items()}, RNG)
     _malformed(C, root)

@@ -12,6 +12,7 @@ import numpy as np
 
 import arch_common as ac
 import arch_gated
+import arch_hybrid
 import checkpoints as ck
 import hf_ref
 
@@ -111,7 +112,7 @@ def glm4v_moe_ref(cfg, w, x, pos, layer, prefix, **_):
 
 
 def _gemma3_ref(dtype):
-    def ref(cfg, w, x, pos, layer, prefix, from_ids=False):
+    def ref(cfg, w, x, pos, layer, prefix, from_ids=False, **_):
         return hf_ref.gemma3(cfg, w, x, pos, layer, prefix=prefix, from_ids=from_ids, dtype=dtype)
     return ref
 
@@ -166,6 +167,11 @@ def _cases():
     ex.config["text_config"]["model_type"] = "exaone4_5_text"
     exb = ac.wrap(ck.exaone4(seed=2666, dtype="BF16", prefix="language_model.model."),
                   "exaone4_5")
+    # AutoConfig text models: GLM-4.6V (glm4v_text), LFM2-VL (lfm2), Kimi K2.5 (deepseek_v3)
+    g46 = ac.wrap(glm4v_text(2667, "BF16", "model.language_model."), "glm46v")
+    lv = ac.wrap(arch_hybrid.lfm2_ckpt(2668, "F32", {0, 1}, layer_types=["full_attention"] * 4),
+                 "lfm2_vl")
+    kimi = ac.wrap(ck.deepseek(seed=2669, prefix="language_model.model."), "kimi_k25")
     for c in (q25b, m3b):
         c.config["text_config"] = {k: v for k, v in c.config["text_config"].items()
                                    if v is not None}
@@ -205,13 +211,20 @@ def _cases():
         "exaone4_5": (ex, _text_ref(hf_ref.exaone4), 0, "model.language_model.", tc(ex)),
         "exaone4_5_l3": (ex, _text_ref(hf_ref.exaone4), 3, "model.language_model.", tc(ex)),
         "exaone4_5_bf16": (exb, _text_ref(hf_ref.exaone4), 0, "language_model.model.", tc(exb)),
+        "glm46v_bf16": (g46, glm4v_ref, 0, "model.language_model.", tc(g46)),
+        "glm46v_bf16_l1": (g46, glm4v_ref, 1, "model.language_model.", tc(g46)),
+        "lfm2_vl": (lv, arch_hybrid.lfm2, 0, "model.", tc(lv)),
+        "lfm2_vl_l1": (lv, arch_hybrid.lfm2, 1, "model.", tc(lv)),
+        "kimi_k25": (kimi, _text_ref(hf_ref.deepseek), 0, "language_model.model.", tc(kimi)),
+        "kimi_k25_l1": (kimi, _text_ref(hf_ref.deepseek), 1, "language_model.model.", tc(kimi)),
     }
 
 
 INNER = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen2_vl": "qwen2_vl_text",
          "qwen3_vl": "qwen3_vl_text", "qwen3_vl_moe": "qwen3_vl_moe_text", "mistral3": "mistral",
          "llama4": "llama4_text", "glm4v": "glm4v_text", "glm4v_moe": "glm4v_moe_text",
-         "exaone4_5": "exaone4"}
+         "exaone4_5": "exaone4", "glm46v": "glm4v_text", "lfm2_vl": "lfm2",
+         "kimi_k25": "deepseek_v3"}
 
 
 def _info(C, models):

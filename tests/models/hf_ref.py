@@ -779,15 +779,29 @@ def _llama_like(cfg, w, h, positions, layer, prefix, rotate, theta, scale):
             "attention_factor": att, "score_scale": scale}
 
 
-def granite(cfg, w, x, positions, layer, prefix="model."):
-    """modeling_granite.py (IBM Granite 3): GraniteModel.forward scales the
-    decoder's input, inputs_embeds whether looked up from input_ids or
-    passed in, by config.embedding_multiplier (default 1); the layers after
-    the first see the hidden state unscaled. GraniteAttention is Llama's
-    (RMSNorm input_layernorm, q/k/v_proj with attention_bias, rotate_half
-    rope, head_dim hidden/heads) except that its scores are multiplied by
+def times_python_float(x, s, dtype, from_ids):
+    """inputs_embeds * s for a Python float s, as torch >= 2 computes it: a
+    looked-up table row of a half or bfloat16 checkpoint is multiplied in
+    float32 (the scalar rounded to float32, not to the dtype) and the product
+    rounded to the dtype; given embeddings (float32) are x * s."""
+    if not from_ids:
+        return x * s
+    return _round_to((x * float(np.float32(s))).astype(np.float32), dtype)
+
+
+def granite(cfg, w, x, positions, layer, prefix="model.", from_ids=False, dtype="F32"):
+    """modeling_granite.py (IBM Granite 3; granitemoe and granitemoeshared
+    alike): GraniteModel.forward scales the decoder's input, inputs_embeds
+    whether looked up from input_ids or passed in, by
+    config.embedding_multiplier (default 1), in the embeddings' dtype
+    (times_python_float); the layers after the first see the hidden state
+    unscaled. GraniteAttention is Llama's (RMSNorm input_layernorm,
+    q/k/v_proj with attention_bias, rotate_half rope, head_dim
+    hidden/heads) except that its scores are multiplied by
     config.attention_multiplier (default 1) instead of head_dim ** -0.5."""
-    h = x * cfg.get("embedding_multiplier", 1.0) if layer == 0 else x
+    h = x
+    if layer == 0:
+        h = times_python_float(x, cfg.get("embedding_multiplier", 1.0), dtype, from_ids)
     return _llama_like(cfg, w, h, positions, layer, prefix, True, 10000.0,
                        cfg.get("attention_multiplier", 1.0))
 

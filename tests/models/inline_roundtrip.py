@@ -3,7 +3,8 @@ fixtures of every architecture family the suite builds (the checkpoint
 builders of checkpoints.py and the arch_* modules), /info's description of
 the model, with the info-only keys dropped and its `weights` shapes
 replaced by the arrays in effect (the checkpoint's tensors in the
-contract's orientation, fused projections split, Gemma's and Qwen3.5's
+contract's orientation, fused projections split (ModernBERT's Wqkv
+included, its embedding norm at layer 0), Gemma's and Qwen3.5's
 (1 + w) norms folded, DeepSeek-V3's rope channels de-interleaved, gated
 q_proj split into wq and w_gate), sent as an inline model to /apply must
 give bit for bit the loaded model's answer: q, k, v, scores (bias for the
@@ -16,7 +17,10 @@ import numpy as np
 import checkpoints as ck
 from arch_2026 import glm_ckpt, gpt_oss_ckpt, internlm2_ckpt
 from arch_block_keys import hunyuan_ckpt, ministral3_ckpt
-from arch_rope_blocks import olmo3_ckpt
+from arch_rope_blocks import modernbert_ckpt, olmo3_ckpt, to_v5
+from arch_families import fam_ckpt, glm_lite_ckpt
+from arch_hybrid import granite_h_ckpt, lfm2_ckpt
+from arch_mistral4 import mistral4_ckpt
 import arch_common as ac
 import arch_wrappers as aw
 from arch_dsa import dsa_ckpt
@@ -41,6 +45,13 @@ PLAIN_TABLE = ("llama", "qwen3", "minimax_m2", "exaone4")
 def fixtures():
     """name: (checkpoint, layer, prefix of its tensors)."""
     g3 = ck.gemma3()
+    # Gemma 3 >= 4B as transformers 5 saves it: a gemma3 wrapper whose
+    # text_config holds nested rope blocks (a yarn full block, a sliding one)
+    g3_text = ck.gemma3(seed=1318, prefix="model.language_model.",
+                        rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                      "original_max_position_embeddings": 16})
+    g3w = ac.wrap(ck.Checkpoint(to_v5(g3_text.config, "gemma3_text"), g3_text.tensors), "gemma3")
+    mb = modernbert_ckpt(seed=1317)
     l4 = ck.llama4_text()
     ds3 = ck.deepseek()
     return {
@@ -87,6 +98,41 @@ def fixtures():
                      0, "model.language_model."),
         "glm4v": (ac.wrap(aw.glm4v_text(1316, "F32", "model.language_model."), "glm4v"), 1,
                   "model.language_model."),
+        "modernbert": (mb, 0, "model."), "modernbert_l1": (mb, 1, "model."),
+        "modernbert_l3": (mb, 3, "model."),
+        "gemma3_nested": (g3w, 0, "model.language_model."),
+        "gemma3_nested_l5": (g3w, 5, "model.language_model."),
+        # families of the table, a hybrid stack's attention layer, Mistral 4, ERNIE-4.5-VL
+        "qwen3_moe": (fam_ckpt("qwen3_moe", 1320, qk="vector", hd=16), 1, "model."),
+        "qwen2_moe": (fam_ckpt("qwen2_moe", 1321, bias=True, qkv_bias=True), 0, "model."),
+        "glm4_moe": (fam_ckpt("glm4_moe", 1322, qk="vector", hd=16, use_qk_norm=True,
+                              partial_rotary_factor=0.5, attention_bias=True, bias=True), 0,
+                     "model."),
+        "seed_oss": (fam_ckpt("seed_oss", 1323, bias=True, attention_bias=True), 0, "model."),
+        "apertus": (fam_ckpt("apertus", 1324, qk="vector", rope_theta=None), 1, "model."),
+        "ernie4_5_moe": (fam_ckpt("ernie4_5_moe", 1325, use_bias=True, bias=True), 0, "model."),
+        "exaone_moe": (fam_ckpt("exaone_moe", 1326, layers=4, qk="vector", hd=16,
+                                layer_types=["sliding_attention"] * 3 + ["full_attention"],
+                                sliding_window=128), 0, "model."),
+        "afmoe": (fam_ckpt("afmoe", 1327, layers=4, qk="vector", mup_enabled=True,
+                           layer_types=["sliding_attention"] * 3 + ["full_attention"],
+                           sliding_window=1024), 1, "model."),
+        "arcee": (fam_ckpt("arcee", 1328, kv=1), 0, "model."),
+        "glm4_moe_lite": (glm_lite_ckpt(1329, "F32"), 1, "model."),
+        "granitemoehybrid": (granite_h_ckpt(1330, "F32", {0, 2},
+                                            layer_types=["full_attention", "linear_attention"] * 2,
+                                            position_embedding_type="rope"), 2, "model."),
+        "mistral4": (mistral4_ckpt(seed=1331), 1, "model."),
+        "granitemoe": (ck.llama(seed=1332, model_type="granitemoe", attention_multiplier=0.2,
+                                embedding_multiplier=0.7071), 1, "model."),
+        "ernie4_5_vl": (ac.wrap(fam_ckpt("ernie4_5_vl_moe_text", 1333,
+                                         prefix="model.language_model.", hd=16, kv=None,
+                                         rope_theta=None, rope_parameters={
+                                             "rope_type": "default", "rope_theta": 5e5,
+                                             "mrope_section": [3, 3, 2]}), "ernie4_5_vl_moe"),
+                        1, "model.language_model."),
+        "lfm2": (lfm2_ckpt(1334, "F32", {0, 2}, layer_types=["full_attention", "conv"] * 2), 2,
+                 "model."),
     }
 
 
@@ -115,11 +161,13 @@ def _qkv_fused(arch, cfg, t, m):
 
 
 FUSED = {"gpt_neox": "attention.query_key_value", "bloom": "self_attention.query_key_value",
+         "modernbert": "attn.Wqkv",
          "phi3": "self_attn.qkv_proj", "mpt": "attn.Wqkv", "internlm2": "attention.wqkv",
          "falcon": "self_attention.query_key_value"}
 LAYER_DIR = {"gpt2": "h", "bloom": "h", "falcon": "h", "mpt": "blocks", "bert": "encoder.layer",
              "roberta": "encoder.layer", "t5": "encoder.block"}
-NORM = {"gpt2": "ln_1", "opt": "self_attn_layer_norm", "mpt": "norm_1",
+NORM = {"gpt2": "ln_1", "opt": "self_attn_layer_norm", "mpt": "norm_1", "modernbert": "attn_norm",
+        "lfm2": "operator_norm",
         "internlm2": "attention_norm", "t5": "layer.0.layer_norm"}
 QKV_NAMES = {"bert": "attention.self.{}", "roberta": "attention.self.{}",
              "t5": "layer.0.SelfAttention.{}"}
@@ -193,7 +241,7 @@ def _qk_norms(arch, m, w, lp, out):
                 [w[a + f"{n}_layernorm.norms.{h}.weight"] for h in range(heads)])
         return
     for n in "qk":
-        name = a + {"phi": f"{n}_layernorm",
+        name = a + {"phi": f"{n}_layernorm", "lfm2": f"{n}_layernorm",
                     "hunyuan_v1_dense": ("query" if n == "q" else "key") + "_layernorm"}.get(
                         arch, f"{n}_norm")
         out[n + "_norm_weight"] = w[name + ".weight"]
@@ -214,6 +262,8 @@ def _embeddings(arch, cfg, w, prefix, out):
         out["position_table"] = w[prefix + "wpe.weight"]
     elif arch == "opt":
         out["position_table"] = w[prefix + "embed_positions.weight"]
+    elif arch == "modernbert":  # its LayerNorm has no bias
+        out["embed_norm_weight"] = w[e + "norm.weight"]
     elif arch == "bloom":
         out["embed_norm_weight"] = w[prefix + "word_embeddings_layernorm.weight"]
         out["embed_norm_bias"] = w[prefix + "word_embeddings_layernorm.bias"]

@@ -20,9 +20,10 @@ def _granite(**over):
     # an eps near mean(x^2): RMSNorm is scale-invariant but for eps, so only
     # a large one shows whether the multiplier reaches the norm
     cfg = {"embedding_multiplier": 12.0, "attention_multiplier": 0.0078125,
-           "residual_multiplier": 0.22, "logits_scaling": 8.0, "rms_norm_eps": 0.5}
+           "residual_multiplier": 0.22, "logits_scaling": 8.0, "rms_norm_eps": 0.5,
+           "model_type": "granite"}
     cfg.update(over)
-    return ck.llama(model_type="granite", **cfg)
+    return ck.llama(**cfg)
 
 
 def _cases():
@@ -37,6 +38,14 @@ def _cases():
     out = {
         "granite": (g, hf_ref.granite, 0, "model."),
         "granite_l1": (g, hf_ref.granite, 1, "model."),
+        # BF16: token ids' rows times the multiplier rounded to bfloat16 (12 is exact in
+        # bfloat16, 0.7071 is not: the scalar stays float32), granitemoe's attention Granite's
+        "granite_bf16": (_granite(seed=234, dtype="BF16"), hf_ref.granite, 0, "model."),
+        "granitemoe_bf16": (_granite(seed=235, dtype="BF16", model_type="granitemoe",
+                                     embedding_multiplier=0.7071, num_local_experts=4),
+                            hf_ref.granite, 0, "model."),
+        "granitemoe_f16": (_granite(seed=236, dtype="F16", model_type="granitemoeshared",
+                                    embedding_multiplier=5.65), hf_ref.granite, 0, "model."),
         # no multipliers: both default to 1 (a score scale of 1, not head_dim ** -0.5)
         "granite_plain": (ck.llama(seed=232, model_type="granite", dtype="F16", bias=True,
                                    kv_heads=1), hf_ref.granite, 0, "model."),
@@ -65,8 +74,9 @@ def _requests(C, srv, name, case):
         ids = RNG.integers(0, table.shape[0], T)
         st, r = srv.request("/apply", {"model": name, "token_ids": ids.tolist(), "return": ret})
         if C.check(st == 200, f"{name} token_ids: status {st} {r}"):
+            kw = {"from_ids": True, "dtype": ckpt.tensors[0][1]} if ref is hf_ref.granite else {}
             want = ref(ckpt.config, w, table[ids].astype(np.float64), np.arange(T), layer,
-                       prefix=prefix)
+                       prefix=prefix, **kw)
             for k in ret:
                 _close(C, f"{name} token_ids: {k}", r[k], want[k])
     x = RNG.standard_normal((T, ckpt.config["hidden_size"])).astype(np.float32)
@@ -95,7 +105,8 @@ def _info(C, models):
             f"/info smollm3: rope (base 2e6) on layer 0, none on NoPE layers: {s['scheme']} "
             f"{s['params']} {s3['scheme']}")
     for name, m in models.items():
-        C.check(m["architecture"] in ("granite", "smollm3", "posenc"),
+        C.check(m["architecture"] in ("granite", "granitemoe", "granitemoeshared", "smollm3",
+                                      "posenc"),
                 f"/info {name}: architecture {m['architecture']}")
 
 

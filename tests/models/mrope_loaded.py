@@ -5,10 +5,14 @@ partial rotary) gets params.mrope from the architecture (/info), and /apply
 takes triples: vision triples turn q and k as Hugging Face's rotary
 embedding does (the numpy restatement in mrope_refs over the unrotated
 projections of the text model's reference), text triples give the bits of
-1-D positions, and mm_layout equals its echoed positions."""
+1-D positions, and mm_layout equals its echoed positions. ERNIE-4.5-VL's
+text model (ernie4_5_vl_moe_text, in a wrapper and flat) lists its
+section as [h, w, t]: served as style ernie with the section [t, h, w];
+its rope types other than default and unequal h, w are refused."""
 import numpy as np
 
 import arch_common as ac
+import arch_families
 import arch_gated
 import arch_wrappers
 import mrope_refs
@@ -41,10 +45,27 @@ def _cases():
                                                          "mrope_interleaved": True}),
                   "qwen3_5")
     gv = ac.wrap(arch_wrappers.glm4v_text(2694, "F32", "model.language_model."), "glm4v")
+    # ERNIE-4.5-VL: the section in the config is [h, w, t]
+    ernie_block = {"rope_type": "default", "rope_theta": 500000.0, "mrope_section": [3, 3, 2]}
+    fam = arch_families.fam_ckpt
+    ev = ac.wrap(fam("ernie4_5_vl_moe_text", 2695, prefix="model.language_model.", hd=16, kv=None,
+                     use_bias=True, bias=True, rope_theta=None, rope_parameters=ernie_block),
+                 "ernie4_5_vl_moe")
+    # as released flat: the text keys at the top level of the wrapper
+    evf = ac.wrap(fam("ernie4_5_vl_moe_text", 2696, "BF16", prefix="model.", hd=None, _hd=8,
+                      layers=1, rope_theta=None,
+                      rope_parameters=dict(ernie_block, mrope_section=[1, 1, 2])),
+                  "ernie4_5_vl_moe", text_key=False)
     tc = lambda c: c.config.get("text_config", c.config)  # noqa: E731
 
     def gated_ref(cfg, w, x, pos, layer, prefix, **_):
         return arch_gated.gated(cfg, w, x, pos, layer, prefix)
+
+    def ernie_ref(cfg, w, x, pos, layer, prefix, **_):
+        """Ernie4_5_VLMoeTextAttention: ERNIE 4.5's (biases when use_bias,
+        adjacent pairs, theta 5e5, 4 kv heads by default), unrotated here."""
+        return ac.attention(cfg, w, x, pos, layer, prefix, ac.heads_of(cfg, 4), 1e-5,
+                            cfg.get("use_bias", False), rope=(5e5,), layout="pairs")
     return {
         "qwen2_5_vl": (q25, arch_wrappers.qwen2_vl_ref, "model.", tc(q25),
                        {"section": [2, 1, 1], "style": "chunked"}, (1e6, 8, 8, "half")),
@@ -54,6 +75,10 @@ def _cases():
                     {"section": [2, 1, 1], "style": "interleaved"}, (1e7, 32, 8, "half")),
         "glm4v": (gv, arch_wrappers.glm4v_ref, "model.language_model.", tc(gv),
                   {"section": [2, 1, 1], "style": "chunked"}, (1e4, 16, 8, "pairs")),
+        "ernie4_5_vl": (ev, ernie_ref, "model.language_model.", tc(ev),
+                        {"section": [2, 3, 3], "style": "ernie"}, (5e5, 16, 16, "pairs")),
+        "ernie4_5_vl_flat_bf16": (evf, ernie_ref, "model.", dict(evf.config),
+                                  {"section": [2, 1, 1], "style": "ernie"}, (5e5, 8, 8, "pairs")),
     }
 
 
@@ -105,6 +130,27 @@ def _info(C, models, cases):
         C.check(got == case[4], f"/info {name}: params.mrope {case[4]}, got {got}")
 
 
+def _ernie_refused(C, root):
+    """Ernie4_5_VLMoeTextRotaryEmbedding raises for a rope type other than
+    default; its h and w chunks are stacked, so they must be equal."""
+    t = arch_families.fam_ckpt("ernie4_5_vl_moe_text", 2697, prefix="model.language_model.",
+                               hd=16, kv=None, layers=1, rope_theta=None,
+                               rope_parameters={"rope_type": "default", "rope_theta": 5e5,
+                                                "mrope_section": [3, 3, 2]})
+    text = t.config
+    yarn = dict(text, rope_parameters={"rope_type": "yarn", "rope_theta": 5e5, "factor": 2.0,
+                                       "original_max_position_embeddings": 64,
+                                       "mrope_section": [3, 3, 2]})
+    uneven = dict(text, rope_parameters={"rope_type": "default", "rope_theta": 5e5,
+                                         "mrope_section": [4, 2, 2]})
+    w = ac.wrap(t, "ernie4_5_vl_moe")
+    bad = [("ernie4_5_vl yarn", w, ["rope type 'yarn'", "default rope type"],
+            dict(w.config, text_config=yarn), 0),
+           ("ernie4_5_vl h != w", w, ["mrope_section [2, 4, 2] (as [t, h, w])", "h = w"],
+            dict(w.config, text_config=uneven), 0)]
+    ac.refused(C, root, "mrl", bad)
+
+
 def mrope_loaded_checks(root, C):
     cases = _cases()
     args = []
@@ -121,3 +167,4 @@ def mrope_loaded_checks(root, C):
             _info(C, {m["name"]: m for m in info["models"]}, cases)
         C.check(srv.stop() == 0, "mrope loaded: server exits 0")
         C.check(sanitizer_clean(srv.stderr()), f"mrope loaded stderr: {srv.stderr()[-600:]}")
+    _ernie_refused(C, root)

@@ -48,7 +48,9 @@ import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
 import arch_gated  # noqa: E402
+import arch_gemma4  # noqa: E402
 import arch_minimax  # noqa: E402
+import arch_mistral4  # noqa: E402
 import arch_dsa  # noqa: E402
 import inline_roundtrip  # noqa: E402
 import mask_models  # noqa: E402
@@ -1668,10 +1670,14 @@ GROUPS = [
      "NTK-alpha", lambda root: arch_block_keys.block_key_checks(root, C)),
     ("gated", "gated attention: Qwen3-Next, Qwen3.5 text (query half, (1+w) norms, gate)",
      lambda root: arch_gated.gated_checks(root, C)),
+    ("gemma4", "Gemma 4 text: x*w norms, v_norm, per-layer head_dim, proportional rope, "
+     "k_eq_v, kv-shared layers", lambda root: arch_gemma4.gemma4_checks(root, C)),
     ("minimax", "MiniMax-M2: whole-projection q/k norms, rotary_dim",
      lambda root: arch_minimax.minimax_checks(root, C)),
     ("dsa", "DeepSeek-V3.2 and GLM-5: V3's multi-head latent attention",
      lambda root: arch_dsa.dsa_checks(root, C)),
+    ("mistral4", "Mistral 4: DeepSeek-V3's latent attention with Mistral's query scale",
+     lambda root: arch_mistral4.mistral4_checks(root, C)),
     ("inline_roundtrip", "/info's description of every loaded model, with its weights, as an "
      "inline model answers bit for bit", lambda root: inline_roundtrip.roundtrip_checks(root, C)),
     ("mrope", "multimodal rope (params.mrope), triples, mm_layout under both rules",
