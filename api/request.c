@@ -608,20 +608,22 @@ static bool nd_text_only(const request *rq)
     return true;
 }
 
-/* /diagnose does not compare claims in more than one dimension yet: a
- * clear refusal rather than a 1-D reading of them. A multimodal rope claim
- * on q/k/v with their input (a loaded Qwen-VL's included) is read when its
- * decoded positions are text (text_ok); a claim on a table always refused. */
-static int diagnose_refuse_nd(const request *rq, bool text_ok, api_error *err)
+/* /diagnose compares q/k/v subjects in one dimension: a clear refusal
+ * rather than a 1-D reading of a claim in more. A multimodal rope claim on
+ * q/k/v with their input (a loaded Qwen-VL's included) is read when its
+ * decoded positions are text; a claim on a subject without input (encoded,
+ * cos/sin) takes every multimodal and rope2d claim (request_open_claim). */
+static int diagnose_refuse_nd(const request *rq, api_error *err)
 {
     if (rq->scheme.kind == SCHEME_ROPE2D)
         return api_fail(err, API_E_INVALID_REQUEST, RF(scheme),
-                        "/diagnose does not take rope2d claims yet: /encode serves them");
+                        "/diagnose reads rope2d claims on embeddings + encoded, not on q/k/v");
     if (rq->scheme.mrope.style != PE_MROPE_NONE &&
-        (!text_ok || jf_get(rq->doc.root, RF(mm_layout)) || !nd_text_only(rq)))
+        (jf_get(rq->doc.root, RF(mm_layout)) || !nd_text_only(rq)))
         return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
-                        "/diagnose does not take multimodal rope claims (params.mrope) yet: "
-                        "/encode and /apply serve them");
+                        "/diagnose reads multimodal rope claims with vision positions on "
+                        "embeddings + encoded or cos + sin, not on q/k/v: send the rotated "
+                        "q or k as encoded with the projection as embeddings");
     return 0;
 }
 
@@ -638,7 +640,7 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
 {
     static const input_words qkv = {"q, k and v need", "q, k and v need the input they came from: "
                                                        "give embeddings or token_ids"};
-    return decode_input(svc, rq, &qkv, err) || diagnose_refuse_nd(rq, true, err) ? -1 : 0;
+    return decode_input(svc, rq, &qkv, err) || diagnose_refuse_nd(rq, err) ? -1 : 0;
 }
 
 int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
@@ -654,10 +656,7 @@ int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t
     rq->batch = batch;
     rq->tokens = tokens;
     rq->d = d;
-    return decode_output_options(rq, err) || diagnose_refuse_nd(rq, false, err) ||
-                   decode_positions(rq, err)
-               ? -1
-               : 0;
+    return decode_output_options(rq, err) || decode_positions(rq, err) ? -1 : 0;
 }
 
 int request_decode(const api_service *svc, const api_budget *budget, request_endpoint which,

@@ -1,0 +1,380 @@
+/*
+ * diagnose_nd.c - /diagnose of claims in more than one dimension
+ * (pe_diagnose_nd, pe_diagnose.h): multimodal rope (a [t, h, w] triple per
+ * token, each frequency slot turned by the component its style assigns)
+ * and the 2-D rope of vision encoders. The 1-D search reads a frequency
+ * and a position off each pair's phase; here the ways ports go wrong are
+ * few and discrete (another style or section, the other mm_rule's
+ * positions, every token turned as text, another rope2d variant), so each
+ * is rendered whole and compared. Only multimodal claims come here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnose_common.h"
+
+static const char *const style_names[] = {"text", "chunked", "interleaved", "ernie"};
+static const char *const variant_names[] = {"qwen_vit", "pixtral", "llama4_vision",
+                                            "gemma4_vision"};
+
+/* The sections of the released checkpoints (research notes, G2): Qwen2/2.5-VL,
+ * Qwen3-VL, Qwen3.5, GLM-4.xV, ERNIE-4.5-VL (and ERNIE's config order
+ * [h, w, t] read as [t, h, w]). */
+static const size_t known_sections[][3] = {{16, 24, 24}, {24, 20, 20}, {11, 11, 10},
+                                           {8, 12, 12},  {20, 22, 22}, {22, 22, 20}};
+
+/* The next finding of r, with its code, or NULL when r is full; the caller
+ * writes its message. */
+static pe_dx_finding *next_finding(pe_dx_result *r, pe_dx_code code)
+{
+    if (r->n_findings >= PE_DX_MAX_FINDINGS)
+        return NULL;
+    pe_dx_finding *f = &r->findings[r->n_findings++];
+    f->code = code;
+    return f;
+}
+
+/* The subject against v; explains when every value is within tolerance,
+ * at exact angles or (close to it) with float32 angle arithmetic, which
+ * then becomes v's precision. */
+static pe_status judge(const pe_dx_subject *s, pe_dx_variant *v, pe_dx_tolerance tol,
+                       pe_dx_errors *e, bool *explains)
+{
+    bool full;
+    pe_status st = pe_dx_evaluate_fast(s, v, tol, e, &full);
+
+    *explains = st == PE_OK && full && dx_within(e);
+    if (st != PE_OK || *explains || v->precision != PE_DX_EXACT || !(e->max_abs < 0.05))
+        return st;
+    pe_dx_variant f32 = *v;
+    pe_dx_errors e32;
+    f32.precision = PE_DX_FLOAT32;
+    st = pe_dx_evaluate_fast(s, &f32, tol, &e32, &full);
+    if (st == PE_OK && full && dx_within(&e32)) {
+        *v = f32;
+        *e = e32;
+        *explains = true;
+    }
+    return st;
+}
+
+/* The search's state: the closest variant so far, and whether it explains. */
+typedef struct nd_search {
+    const pe_dx_subject *s;
+    pe_dx_tolerance tol;
+    pe_dx_variant best;
+    pe_dx_errors best_e;
+    bool have, explains;
+} nd_search;
+
+/* Try v: kept when it explains or is the closest yet. Returns whether the
+ * search is done (v explains, or the budget ran out). */
+static pe_status try_variant(nd_search *k, pe_dx_variant v, bool *done)
+{
+    pe_dx_errors e;
+    bool explains;
+    pe_status st = judge(k->s, &v, k->tol, &e, &explains);
+
+    *done = false;
+    if (st != PE_OK)
+        return st;
+    if (explains || !k->have || e.max_abs < k->best_e.max_abs) {
+        k->best = v;
+        k->best_e = e;
+        k->have = true;
+        k->explains = explains;
+    }
+    *done = explains || pe_dx_out_of_time(k->s);
+    return PE_OK;
+}
+
+/* Whether two multimodal settings turn every slot by the same component. */
+static bool same_assignment(const pe_mrope *a, const pe_mrope *b, size_t half)
+{
+    for (size_t j = 0; j < half; j++)
+        if (pe_mrope_axis(a, j) != pe_mrope_axis(b, j))
+            return false;
+    return true;
+}
+
+/* The sections tried: the claim's in each order, then the known ones. */
+static size_t candidate_sections(const size_t claim[3], size_t out[12][3])
+{
+    static const unsigned perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                         {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    size_t n = 0;
+
+    for (size_t p = 0; p < 6; p++, n++)
+        for (size_t c = 0; c < 3; c++)
+            out[n][c] = claim[perms[p][c]];
+    for (size_t k = 0; k < sizeof known_sections / sizeof *known_sections; k++, n++)
+        memcpy(out[n], known_sections[k], sizeof out[n]);
+    return n;
+}
+
+/* Another style or section (mrope_mismatch): the same section in another
+ * style first, then each other section in every style. */
+static pe_status search_assignment(nd_search *k, const pe_dx_variant *claim, bool *done)
+{
+    size_t half = claim->rope.rotary_dim / 2, sections[12][3];
+    size_t n = candidate_sections(claim->mrope.section, sections);
+    pe_mrope tried[3 * 12];
+    size_t n_tried = 0;
+
+    for (size_t i = 0; i < n && !*done; i++)
+        for (int style = PE_MROPE_CHUNKED; style <= PE_MROPE_ERNIE && !*done; style++) {
+            pe_mrope m = {.style = (pe_mrope_style)style};
+            memcpy(m.section, sections[i], sizeof m.section);
+            bool seen = pe_mrope_check(&m, half) != PE_OK ||
+                        same_assignment(&m, &claim->mrope, half);
+            for (size_t t = 0; t < n_tried && !seen; t++)
+                seen = same_assignment(&m, &tried[t], half);
+            if (seen)
+                continue;
+            tried[n_tried++] = m;
+            pe_dx_variant v = *claim;
+            v.mrope = m;
+            pe_status st = try_variant(k, v, done);
+            if (st != PE_OK)
+                return st;
+        }
+    return PE_OK;
+}
+
+/* Every token turned as text: 1-D rope at positions the 1-D search reads
+ * off the phases (the claim's t components first). On success *r1 holds
+ * that search's answer (the caller frees it). */
+static pe_status search_text(nd_search *k, const pe_dx_variant *claim, pe_dx_result *r1, bool *done)
+{
+    pe_dx_variant flat = *claim;
+    flat.mrope.style = PE_MROPE_NONE;
+    flat.positions3 = NULL;
+    pe_status st = try_variant(k, flat, done);
+    if (st != PE_OK || *done)
+        return st;
+    st = pe_diagnose(k->s, &flat, k->tol, r1);
+    if (st != PE_OK || r1->verdict == PE_DX_UNEXPLAINED)
+        return st;
+    k->best = r1->best;
+    k->best_e = r1->best_errors;
+    k->explains = k->have = *done = true;
+    return PE_OK;
+}
+
+/* best.positions as a list of its own (out->positions) with the offset in. */
+static pe_status own_positions(const pe_dx_subject *s, pe_dx_result *out)
+{
+    int64_t *p = malloc(s->rows * sizeof *p); /* owned by out */
+    if (!p)
+        return PE_ENOMEM;
+    for (size_t t = 0; t < s->rows; t++)
+        p[t] = pe_dx_position(s, &out->best, t);
+    free(out->positions);
+    out->positions = p;
+    out->n_positions = s->rows;
+    out->best.positions = p;
+    out->best.offset = 0;
+    return PE_OK;
+}
+
+/* The first token whose triples differ between a and b (rows if none). */
+static size_t first_differing(const int64_t *a, const int64_t *b, size_t rows)
+{
+    size_t t = 0;
+    while (t < rows && memcmp(a + 3 * t, b + 3 * t, 3 * sizeof *a) == 0)
+        t++;
+    return t;
+}
+
+/* The first token with a vision triple (t, h, w not all equal). */
+static size_t first_vision(const int64_t *p3, size_t rows)
+{
+    size_t t = 0;
+    while (t < rows && p3[3 * t] == p3[3 * t + 1] && p3[3 * t] == p3[3 * t + 2])
+        t++;
+    return t;
+}
+
+static void mrope_findings(const pe_dx_subject *s, const pe_dx_variant *c, const pe_dx_result *r1,
+                           pe_dx_result *out)
+{
+    const pe_dx_variant *b = &out->best;
+    const size_t *cs = c->mrope.section, *bs = b->mrope.section;
+    pe_dx_finding *f;
+
+    if (out->other_rule) {
+        size_t t = first_differing(c->positions3, b->positions3, s->rows);
+        const int64_t *cp = c->positions3 + 3 * (t < s->rows ? t : 0);
+        const int64_t *bp = b->positions3 + 3 * (t < s->rows ? t : 0);
+        if ((f = next_finding(out, PE_DX_POSITIONS_MISMATCH)))
+            snprintf(f->message, sizeof f->message,
+                     "the positions follow the layout's other mm_rule: token %zu is at [%lld, "
+                     "%lld, "
+                     "%lld], not the claimed [%lld, %lld, %lld] (the text after a vision block "
+                     "starts at another place); send the other mm_rule or the positions in "
+                     "evidence",
+                     t, (long long)bp[0], (long long)bp[1], (long long)bp[2], (long long)cp[0],
+                     (long long)cp[1], (long long)cp[2]);
+    } else if (b->mrope.style == PE_MROPE_NONE) {
+        size_t t = first_vision(c->positions3, s->rows);
+        const int64_t *cp = c->positions3 + 3 * (t < s->rows ? t : 0);
+        if ((f = next_finding(out, PE_DX_MROPE_MISMATCH)))
+            snprintf(f->message, sizeof f->message,
+                     "every token is turned as text, by one position: token %zu, claimed at "
+                     "[%lld, %lld, %lld], is turned at %lld in every frequency; give image and "
+                     "video tokens their [t, h, w] and turn each slot by its component",
+                     t, (long long)cp[0], (long long)cp[1], (long long)cp[2],
+                     (long long)pe_dx_position(s, b, t < s->rows ? t : 0));
+        for (size_t i = 0; r1 && i < r1->n_findings; i++)
+            if (r1->findings[i].code != PE_DX_POSITION_OFFSET &&
+                r1->findings[i].code != PE_DX_POSITIONS_MISMATCH &&
+                out->n_findings < PE_DX_MAX_FINDINGS)
+                out->findings[out->n_findings++] = r1->findings[i];
+    } else {
+        if ((f = next_finding(out, PE_DX_MROPE_MISMATCH)))
+            snprintf(f->message, sizeof f->message,
+                     "the frequencies are turned by the %s assignment of section [%zu, %zu, %zu], "
+                     "not the claimed %s [%zu, %zu, %zu]: set params.mrope to that style and "
+                     "section, or fix the port's split of the slots",
+                     style_names[b->mrope.style], bs[0], bs[1], bs[2], style_names[c->mrope.style],
+                     cs[0], cs[1], cs[2]);
+    }
+}
+
+static pe_status search_mrope(nd_search *k, const pe_dx_variant *claim, const int64_t *other3,
+                              pe_dx_result *out)
+{
+    pe_dx_result r1 = {0};
+    bool done = false;
+    pe_status st = PE_OK;
+
+    if (other3 && first_differing(other3, claim->positions3, k->s->rows) < k->s->rows) {
+        pe_dx_variant v = *claim;
+        v.positions3 = other3;
+        st = try_variant(k, v, &done);
+        out->other_rule = done && k->explains;
+    }
+    if (st == PE_OK && !done)
+        st = search_assignment(k, claim, &done);
+    if (st == PE_OK && !done)
+        st = search_text(k, claim, &r1, &done);
+    if (st == PE_OK) {
+        out->best = k->best;
+        out->other_rule = out->other_rule && k->best.positions3 == other3;
+        if (k->best.mrope.style == PE_MROPE_NONE)
+            st = own_positions(k->s, out);
+    }
+    if (st == PE_OK)
+        mrope_findings(k->s, claim, k->explains && r1.verdict != PE_DX_UNEXPLAINED ? &r1 : NULL,
+                       out);
+    pe_dx_result_free(&r1);
+    return st;
+}
+
+/* Another rope2d variant, base or both: rope2d_variant, base_mismatch. */
+static pe_status search_rope2d(nd_search *k, const pe_dx_variant *claim, pe_dx_result *out)
+{
+    const pe_rope2d *c = &claim->rope2d;
+    double bases[3] = {c->base, 10000.0, 100.0};
+    bool done = false;
+
+    /* pass 0: another variant; 1: another base; 2: both */
+    for (int pass = 0; pass < 3 && !done; pass++)
+        for (int var = PE_ROPE2D_QWEN_VIT; var <= PE_ROPE2D_GEMMA4 && !done; var++)
+            for (size_t i = 0; i < 3 && !done; i++) {
+                bool other_var = var != (int)c->variant, other_base = bases[i] != c->base;
+                bool repeated = (i >= 1 && bases[i] == bases[0]) ||
+                                (i == 2 && bases[2] == bases[1]);
+                if (other_var + 2 * other_base != pass + 1 || repeated)
+                    continue;
+                pe_dx_variant v = *claim;
+                v.rope2d.variant = (pe_rope2d_variant)var;
+                v.rope2d.base = bases[i];
+                pe_status st = try_variant(k, v, &done);
+                if (st != PE_OK)
+                    return st;
+            }
+    out->best = k->best;
+    const pe_rope2d *b = &out->best.rope2d;
+    pe_dx_finding *f;
+    if (b->variant != c->variant)
+        if ((f = next_finding(out, PE_DX_ROPE2D_VARIANT)))
+            snprintf(f->message, sizeof f->message,
+                     "the subject is 2-D rope's %s variant, not the claimed %s: set params.variant "
+                     "to \"%s\"",
+                     variant_names[b->variant], variant_names[c->variant],
+                     variant_names[b->variant]);
+    if (b->base != c->base)
+        if ((f = next_finding(out, PE_DX_BASE_MISMATCH)))
+            snprintf(f->message, sizeof f->message,
+                     "base %g, not the claimed %g: set params.base to %g", b->base, c->base,
+                     b->base);
+    return PE_OK;
+}
+
+/* The verdict once the search is done: explained, or a partial
+ * explanation kept only when it cuts the claim's error tenfold. */
+static void conclude(const nd_search *k, const pe_dx_variant *claim, pe_dx_result *out)
+{
+    pe_dx_finding *f;
+    out->best_errors = k->best_e;
+    out->explained = k->best_e;
+    if (k->explains) {
+        out->verdict = PE_DX_EXPLAINED;
+    } else {
+        out->verdict = PE_DX_UNEXPLAINED;
+        if (!pe_dx_significant(&out->claimed, &k->best_e)) {
+            out->n_findings = 0;
+            out->other_rule = false;
+            out->best = *claim;
+            out->best_errors = out->explained = out->claimed;
+            free(out->positions);
+            out->positions = NULL;
+        }
+    }
+    if (out->best.precision == PE_DX_FLOAT32 && out->n_findings < PE_DX_MAX_FINDINGS)
+        if ((f = next_finding(out, PE_DX_LOW_PRECISION)))
+            snprintf(f->message, sizeof f->message,
+                     "the angles differ as float32 arithmetic makes them (information)");
+}
+
+pe_status pe_diagnose_nd(const pe_dx_subject *subject, const pe_dx_variant *claim,
+                         const int64_t *other_rule3, pe_dx_tolerance tol, pe_dx_result *out)
+{
+    pe_dx_subject s = *subject;
+    bool rope2d = claim->rope2d.head_dim != 0;
+    pe_dx_finding *f;
+
+    memset(out, 0, sizeof *out);
+    out->best = *claim;
+    if (rope2d ? !claim->coords : claim->mrope.style == PE_MROPE_NONE || !claim->positions3)
+        return PE_EINVAL;
+    s.deadline_ = pe_dx_cpu_seconds() + (s.budget_s > 0 ? s.budget_s : PE_DX_DEFAULT_BUDGET_S);
+    nd_search k = {.s = &s, .tol = tol};
+    pe_dx_variant c = *claim;
+    bool explains;
+    pe_status st = judge(&s, &c, tol, &out->claimed, &explains);
+    if (st != PE_OK)
+        return st;
+    if (explains) { /* exact, or float32 arithmetic: match */
+        out->verdict = PE_DX_MATCH;
+        out->best = c;
+        out->best_errors = out->explained = out->claimed;
+        if (c.precision == PE_DX_FLOAT32)
+            if ((f = next_finding(out, PE_DX_LOW_PRECISION)))
+                snprintf(f->message, sizeof f->message,
+                         "the angles differ as float32 arithmetic makes them (information)");
+        return PE_OK;
+    }
+    st = pe_dx_evaluate(&s, claim, tol, &out->claimed); /* the whole, not a probe */
+    if (st != PE_OK)
+        return st;
+    st = rope2d ? search_rope2d(&k, claim, out) : search_mrope(&k, claim, other_rule3, out);
+    if (st != PE_OK)
+        return st;
+    out->truncated = pe_dx_out_of_time(&s);
+    conclude(&k, claim, out);
+    return PE_OK;
+}
