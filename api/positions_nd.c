@@ -500,12 +500,19 @@ int64_t positions_nd_max(const request *rq)
 
 void positions_nd_write(strbuf *sb, const request *rq)
 {
+    size_t row = rq->tokens * 3;
+
     if (!rq->echo_positions || !rq->positions_nd)
         return;
+    /* one [tokens][3] stands for every row unless a mask made them differ */
+    bool per_row = false;
+    for (size_t b = 1; b < rq->batch && !per_row; b++)
+        per_row = memcmp(rq->positions_nd + b * row, rq->positions_nd,
+                         row * sizeof *rq->positions_nd) != 0;
     strbuf_puts(sb, ",\"positions\":");
-    if (rq->batched)
+    if (per_row)
         strbuf_putc(sb, '[');
-    for (size_t b = 0; b < rq->batch; b++) {
+    for (size_t b = 0; b < (per_row ? rq->batch : 1); b++) {
         strbuf_puts(sb, b ? ",[" : "[");
         for (size_t t = 0; t < rq->tokens; t++) {
             const int64_t *p = rq->positions_nd + 3 * (b * rq->tokens + t);
@@ -514,7 +521,7 @@ void positions_nd_write(strbuf *sb, const request *rq)
         }
         strbuf_putc(sb, ']');
     }
-    if (rq->batched)
+    if (per_row)
         strbuf_putc(sb, ']');
 }
 

@@ -431,6 +431,61 @@ static void refusals(const server *s)
     }
 }
 
+/* The echoed positions of a batched mm_layout request: [tokens][3] (the
+ * hand-written Qwen triples) when the rows are alike, on /encode and
+ * /apply; [batch][tokens][3] when a mask makes them differ. */
+static void echo_shapes(const server *s)
+{
+    static float x[2 * (T + 1) * DEFAULT_D];
+    static const char *const paths[] = {"/encode", "/apply"};
+
+    for (size_t i = 0; i < 2; i++) {
+        for (size_t masked = 0; masked < 2; masked++) {
+            size_t tt = T + masked, shape[3] = {2, tt, DEFAULT_D};
+            char label[128];
+            http_resp r;
+            sbuf b;
+            snprintf(label, sizeof label, "diagnose nd: %s batched mm_layout%s echoes %s", paths[i],
+                     masked ? " with a mask" : "", masked ? "[batch][tokens][3]" : "[tokens][3]");
+            sb_init(&b);
+            sb_printf(&b,
+                      "{\"scheme\":\"rope\",\"params\":{%s\"tokens_per_second\":3,\"mrope\":"
+                      "{\"section\":[16,8,8]}},\"mm_rule\":\"qwen\"," LAYOUT ",\"embeddings\":",
+                      i ? "" : "\"head_dim\":64,"); /* /apply: the model's */
+            sb_farray(&b, x, 3, shape);
+            if (masked) { /* row 0 padded at its end, row 1 at its start */
+                sb_puts(&b, ",\"attention_mask\":[[");
+                for (size_t t = 0; t < tt; t++)
+                    sb_printf(&b, "%s%d", t ? "," : "", t < T);
+                sb_puts(&b, "],[0");
+                for (size_t t = 1; t < tt; t++)
+                    sb_puts(&b, ",1");
+                sb_puts(&b, "]]");
+            }
+            sb_puts(&b, "}");
+            http_post_json(s, paths[i], b.s, &r);
+            sb_free(&b);
+            const json_t *pos = json_object_get(r.json, "positions");
+            bool ok = r.status == 200;
+            if (!masked) {
+                ok = ok && json_array_size(pos) == T;
+                for (size_t t = 0; ok && t < T; t++)
+                    for (size_t c = 0; c < 3; c++)
+                        ok = json_integer_value(json_array_get(json_array_get(pos, t), c)) ==
+                             qwen_ids[t][c];
+            } else {
+                const json_t *r1 = json_array_get(pos, 1);
+                ok = ok && json_array_size(pos) == 2 && json_array_size(r1) == tt &&
+                     json_integer_value(json_array_get(json_array_get(r1, 0), 0)) == 0 &&
+                     json_integer_value(json_array_get(json_array_get(r1, tt - 1), 0)) == 12;
+            }
+            CHECK(ok, label, "status %ld, positions %.300s", r.status,
+                  pos ? json_dumps(pos, JSON_COMPACT) : r.body);
+            http_resp_free(&r);
+        }
+    }
+}
+
 void test_diagnose_nd(const server *s)
 {
     float x[T * W];
@@ -446,4 +501,5 @@ void test_diagnose_nd(const server *s)
     rope2d_found(s, x);
     refusals(s);
     qkv_refusal(s);
+    echo_shapes(s);
 }
