@@ -19,11 +19,14 @@ warning line each.
 
 Usage: BUILD=build tests/models/test_models.py [NAME...]   (prints "N passed, M failed")
        tests/models/test_models.py --list   (the group names, one a line; GROUPS says what each checks)
+       tests/models/test_models.py --jobs=2 [NAME...]   (the groups in two processes at once)
 """
 import json
 import os
+import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 
@@ -1682,18 +1685,63 @@ GROUPS = [
 ]
 
 
+def run_in_shards(jobs, names):
+    """Runs the selected groups in `jobs` processes of this script at once
+    (group i in shard i mod jobs), prints their logs in shard order and
+    adds up their counts. Used under valgrind, where each shard's server is
+    one slow single-threaded process: two shards use both cores."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), f"--shard={k}/{jobs}", *names],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k in range(jobs)
+    ]
+    passed = failed = 0
+    for k, proc in enumerate(procs):
+        out, _ = proc.communicate()
+        print(out, end="")
+        summary = re.findall(r"^models: (\d+) passed, (\d+) failed$", out, re.M)
+        if not summary or proc.returncode not in (0, 1):
+            print(f"FAIL models shard {k}/{jobs}: exit status {proc.returncode} with no summary")
+            failed += 1
+        else:
+            passed += int(summary[-1][0])
+            failed += int(summary[-1][1])
+    print(f"models: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def main(argv):
     if argv[:1] == ["--list"]:
         for name, _, _ in GROUPS:
             print(name)
         return 0
+    options = [a for a in argv if a.startswith("--")]
+    argv = [a for a in argv if not a.startswith("--")]
+    jobs, shard = 1, (0, 1)
+    for opt in options:
+        if re.fullmatch(r"--jobs=[1-9]", opt):
+            jobs = int(opt.split("=")[1])
+        elif re.fullmatch(r"--shard=\d+/[1-9]", opt):
+            k, n = (int(x) for x in opt.split("=")[1].split("/"))
+            shard = (k, n)
+        else:
+            print(f"test_models.py: unknown option {opt} (--list, --jobs=N)", file=sys.stderr)
+            return 2
     unknown = [a for a in argv if a not in {g[0] for g in GROUPS}]
     if unknown:
         print(f"test_models.py: no group {', '.join(unknown)} (--list names them)", file=sys.stderr)
         return 2
+    if jobs > 1:
+        return run_in_shards(jobs, argv)
     root = tempfile.mkdtemp(prefix="posenc-models-")
     try:
-        for name, _, run in GROUPS:
+        for index, (name, _, run) in enumerate(GROUPS):
+            if index % shard[1] != shard[0]:
+                continue
             if not argv or name in argv:
                 before = C.passed + C.failed
                 run(root)
