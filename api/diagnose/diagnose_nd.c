@@ -106,7 +106,7 @@ bool diag_nd_finding(const diag_request *dr, const pe_dx_result *r, size_t i)
 
     return code == PE_DX_MROPE_MISMATCH || code == PE_DX_ROPE2D_VARIANT ||
            (code == PE_DX_BASE_MISMATCH && dr->rq.scheme.kind == SCHEME_ROPE2D) ||
-           (code == PE_DX_POSITIONS_MISMATCH && r->other_rule);
+           (code == PE_DX_POSITIONS_MISMATCH && (r->other_rule || r->triples_found));
 }
 
 /* The evidence of one of diag_nd_finding's codes, its own members. */
@@ -147,13 +147,17 @@ static void write_own_evidence(strbuf *sb, const diag_request *dr, const pe_dx_r
         strbuf_puts(sb, "\"base\":");
         diag_put_double(sb, b->rope2d.base);
         break;
-    default: /* positions_mismatch: the layout under the other mm_rule */
+    default: /* positions_mismatch: the other mm_rule's triples, or those read */
         strbuf_puts(sb, "\"positions\":[");
         for (size_t row = 0, named = 0; row < batch; row++)
             if (!only || only[row]) {
                 strbuf_puts(sb, named++ ? "," : "");
                 put_row(sb, b->positions3 + row * tokens * 3, tokens, 3);
             }
+        if (!r->other_rule) { /* triples read off the phases */
+            strbuf_puts(sb, "],\"pattern\":\"other\"");
+            break;
+        }
         strbuf_puts(sb, "],\"pattern\":\"mm_rule\",\"mm_rule\":");
         strbuf_put_json_string(sb, dr->other_rule ? dr->other_rule : "");
         break;

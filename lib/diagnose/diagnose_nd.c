@@ -163,6 +163,92 @@ static pe_status search_text(nd_search *k, const pe_dx_variant *claim, pe_dx_res
     return PE_OK;
 }
 
+/* The positions of component c read off the phases of the slots the
+ * claim assigns to it (ph, w: the subject read under the claim) into
+ * found[rows][3] at c; *coherent as pe_dx_phase_positions says. A
+ * component without slots keeps the claim's. */
+static pe_status read_component(const pe_dx_subject *s, const pe_dx_variant *claim,
+                                const dx_phasors *ph, const double *w, unsigned c, int64_t *found,
+                                int64_t *col, bool *coherent)
+{
+    size_t half = ph->half, heads = ph->pairs / half, n = 0;
+    size_t *slot = malloc(half * sizeof *slot); /* owned: the slots of c */
+    double *wc = malloc(half * sizeof *wc);     /* owned: their frequencies */
+    dx_phasors sub = {.rows = ph->rows};
+    pe_status st = PE_ENOMEM;
+
+    *coherent = true;
+    if (!slot || !wc)
+        goto out;
+    for (size_t j = 0; j < half; j++)
+        if (pe_mrope_axis(&claim->mrope, j) == c) {
+            wc[n] = w[j];
+            slot[n++] = j;
+        }
+    st = PE_OK;
+    if (n == 0) {
+        for (size_t t = 0; t < s->rows; t++)
+            found[3 * t + c] = claim->positions3[3 * t + c];
+        goto out;
+    }
+    sub.half = n;
+    sub.pairs = heads * n;
+    sub.z = malloc(ph->rows * sub.pairs * 2 * sizeof *sub.z); /* owned */
+    if (!sub.z) {
+        st = PE_ENOMEM;
+        goto out;
+    }
+    for (size_t t = 0; t < ph->rows; t++)
+        for (size_t h = 0; h < heads; h++)
+            for (size_t m = 0; m < n; m++)
+                memcpy(sub.z + 2 * ((t * heads + h) * n + m),
+                       ph->z + 2 * ((t * heads + h) * half + slot[m]), 2 * sizeof *sub.z);
+    st = pe_dx_phase_positions(&sub, wc, col, coherent);
+    for (size_t t = 0; st == PE_OK && t < s->rows; t++)
+        found[3 * t + c] = col[t] < 0 ? 0 : col[t];
+out:
+    free(sub.z);
+    free(slot);
+    free(wc);
+    return st;
+}
+
+/* Triples of another derivation (positions_mismatch): each component read
+ * off its own slots' phases; out->positions holds them ([rows][3]). */
+static pe_status search_triples(nd_search *k, const pe_dx_variant *claim, pe_dx_result *out,
+                                bool *done)
+{
+    dx_phasors ph = {0};
+    size_t rows = k->s->rows;
+    double *w = malloc(claim->rope.rotary_dim / 2 * sizeof *w); /* owned */
+    int64_t *col = malloc(rows * sizeof *col);                  /* owned: one component */
+    int64_t *found = malloc(3 * rows * sizeof *found);          /* owned until out's */
+    bool coherent = true;
+    pe_status st = PE_ENOMEM;
+
+    if (!w || !col || !found)
+        goto out;
+    st = pe_dx_rope_phasors(k->s, claim, &ph, w);
+    for (unsigned c = 0; st == PE_OK && coherent && c < 3; c++)
+        st = read_component(k->s, claim, &ph, w, c, found, col, &coherent);
+    if (st != PE_OK || !coherent || memcmp(found, claim->positions3, 3 * rows * sizeof *found) == 0)
+        goto out;
+    pe_dx_variant v = *claim;
+    v.positions3 = found;
+    st = try_variant(k, v, done);
+    if (st == PE_OK && k->best.positions3 == found) { /* kept: out owns the triples */
+        free(out->positions);
+        out->positions = found;
+        found = NULL;
+    }
+out:
+    free(ph.z);
+    free(w);
+    free(col);
+    free(found);
+    return st;
+}
+
 /* best.positions as a list of its own (out->positions) with the offset in. */
 static pe_status own_positions(const pe_dx_subject *s, pe_dx_result *out)
 {
@@ -204,19 +290,25 @@ static void mrope_findings(const pe_dx_subject *s, const pe_dx_variant *c, const
     const size_t *cs = c->mrope.section, *bs = b->mrope.section;
     pe_dx_finding *f;
 
-    if (out->other_rule) {
+    if (out->other_rule || out->triples_found) {
         size_t t = first_differing(c->positions3, b->positions3, s->rows);
         const int64_t *cp = c->positions3 + 3 * (t < s->rows ? t : 0);
         const int64_t *bp = b->positions3 + 3 * (t < s->rows ? t : 0);
+        size_t differ = 0;
+        for (size_t i = 0; i < s->rows; i++)
+            differ += memcmp(c->positions3 + 3 * i, b->positions3 + 3 * i, 3 * sizeof *cp) != 0;
         if ((f = next_finding(out, PE_DX_POSITIONS_MISMATCH)))
             snprintf(f->message, sizeof f->message,
-                     "the positions follow the layout's other mm_rule: token %zu is at [%lld, "
-                     "%lld, "
-                     "%lld], not the claimed [%lld, %lld, %lld] (the text after a vision block "
-                     "starts at another place); send the other mm_rule or the positions in "
-                     "evidence",
+                     "%s: token %zu is at [%lld, %lld, %lld], not the claimed [%lld, %lld, %lld] "
+                     "(%zu of %zu tokens differ); %s",
+                     out->other_rule ? "the positions follow the layout's other mm_rule"
+                                     : "the positions read off each component's frequencies "
+                                       "differ from the claimed ones",
                      t, (long long)bp[0], (long long)bp[1], (long long)bp[2], (long long)cp[0],
-                     (long long)cp[1], (long long)cp[2]);
+                     (long long)cp[1], (long long)cp[2], differ, s->rows,
+                     out->other_rule ? "send the other mm_rule, or the triples in evidence"
+                                     : "send the triples in evidence, or fix how the port "
+                                       "derives them");
     } else if (b->mrope.style == PE_MROPE_NONE) {
         size_t t = first_vision(c->positions3, s->rows);
         const int64_t *cp = c->positions3 + 3 * (t < s->rows ? t : 0);
@@ -260,9 +352,12 @@ static pe_status search_mrope(nd_search *k, const pe_dx_variant *claim, const in
         st = search_assignment(k, claim, &done);
     if (st == PE_OK && !done)
         st = search_text(k, claim, &r1, &done);
+    if (st == PE_OK && !done && k->s->kind == PE_DX_SUBJ_ROPE_ENCODED)
+        st = search_triples(k, claim, out, &done);
     if (st == PE_OK) {
         out->best = k->best;
         out->other_rule = out->other_rule && k->best.positions3 == other3;
+        out->triples_found = out->positions && k->best.positions3 == out->positions;
         if (k->best.mrope.style == PE_MROPE_NONE)
             st = own_positions(k->s, out);
     }
@@ -327,7 +422,7 @@ static void conclude(const nd_search *k, const pe_dx_variant *claim, pe_dx_resul
         out->verdict = PE_DX_UNEXPLAINED;
         if (!pe_dx_significant(&out->claimed, &k->best_e)) {
             out->n_findings = 0;
-            out->other_rule = false;
+            out->other_rule = out->triples_found = false;
             out->best = *claim;
             out->best_errors = out->explained = out->claimed;
             free(out->positions);

@@ -288,6 +288,9 @@ typedef struct pe_dx_result {
     bool *slopes_differ;             /* owned, [heads]: alibi_slopes evidence */
     bool other_rule;                 /* positions_mismatch: best.positions3 are the
                                         claim's layout under the other mm_rule */
+    bool triples_found;              /* positions_mismatch: best.positions3 are
+                                        triples read off the phases (held in
+                                        positions, [rows][3]) */
 } pe_dx_result;
 
 /* Free what a result owns; accepts a zeroed result. */
@@ -318,7 +321,10 @@ pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, 
  *           be NULL: positions_mismatch, result->other_rule); every other
  *           style and section that fits (mrope_mismatch); every token as
  *           text (mrope_mismatch, style none, 1-D positions read from the
- *           phases by pe_diagnose, with what else it finds);
+ *           phases by pe_diagnose, with what else it finds); on an encoded
+ *           subject, triples read component by component off the phases
+ *           of the slots the claim assigns to it (positions_mismatch,
+ *           result->triples_found);
  *   rope2d: each other variant, at the claimed base and at the
  *           variants' own (rope2d_variant, base_mismatch).
  * Pointers in result->best are the claim's, other_rule3 or

@@ -224,6 +224,17 @@ def qwen25_cases():
              check=expect("positions_mismatch", pattern="mm_rule", mm_rule="qwen",
                           positions=[qwen.tolist()])),
     ]
+    # a Qwen2-VL get_rope_index reused for Qwen2.5-VL: frames 1 apart, not
+    # tokens_per_second * second_per_grid (Qwen2-VL has no temporal spacing)
+    unspaced = left_padded(rope_index(VIDEO_LAYOUT, 2, 1, "qwen"), pad)
+    y_unspaced = hf_mrope_rotate(x, hd, hd, base, "chunked", sec, unspaced)
+    out.append(Case("qwen25vl_frames_unspaced", "Qwen2-VL's rule on a Qwen2.5-VL video: frames "
+                    "1 apart instead of 25 (HF <= 5.2 get_rope_index with tokens_per_second 1) "
+                    "[executed]",
+                    body_of(x, y_unspaced, params, mm_rule="qwen", **claim), "explained",
+                    ["positions_mismatch"],
+                    check=expect("positions_mismatch", pattern="other",
+                                 positions=[unspaced.tolist()])))
     # the section reversed: [24, 24, 16] where the config says [16, 24, 24]
     y_rev = hf_mrope_rotate(x, hd, hd, base, "chunked", sec[::-1], qwen)
     out.append(Case("qwen25vl_section_reversed", "a port that splits cos/sin by the section "

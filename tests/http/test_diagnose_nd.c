@@ -233,6 +233,44 @@ static void text_found(const server *s, const float *x)
     free(body);
 }
 
+/* Triples of another derivation, claimed explicitly (no layout): the
+ * video's frames 1 apart and the text after it one past them. */
+static void triples_found(const server *s, const float *x)
+{
+    int64_t got[T][3];
+    float y[T * W];
+    http_resp r;
+    sbuf claim;
+    const char *label = "diagnose nd: frames 1 apart where the claim has 3, read off the phases";
+
+    memcpy(got, qwen_ids, sizeof got);
+    for (size_t t = 14; t < 18; t++)
+        got[t][0] = 8; /* frame 1 at 7 + 1 */
+    got[18][0] = got[18][1] = got[18][2] = 9;
+    got[19][0] = got[19][1] = got[19][2] = 10;
+    mrope(x, got, T, CHUNKED, y);
+    sb_init(&claim);
+    sb_puts(&claim, "\"positions\":[");
+    for (size_t t = 0; t < T; t++)
+        sb_printf(&claim, "%s[%lld,%lld,%lld]", t ? "," : "", (long long)qwen_ids[t][0],
+                  (long long)qwen_ids[t][1], (long long)qwen_ids[t][2]);
+    sb_puts(&claim, "]");
+    char *body = mrope_body(x, y, T, "chunked", claim.s);
+    if (diagnose(s, label, body, "explained", &r)) {
+        const json_t *f = sole_finding(label, &r, "positions_mismatch");
+        const json_t *ev = json_object_get(f, "evidence");
+        CHECK(f && jstr(ev, "pattern") && strcmp(jstr(ev, "pattern"), "other") == 0 &&
+                  !json_object_get(ev, "mm_rule"),
+              label, "evidence: want pattern other, no mm_rule: %.400s", r.body);
+        if (f)
+            check_triples(label, f, (const int64_t(*)[3])got);
+        best_reproduces(s, label, &r, x, y, T);
+    }
+    http_resp_free(&r);
+    sb_free(&claim);
+    free(body);
+}
+
 /* vLLM's cache: cos/sin [T][HD/2] at the triples, section [2, 2, 4] read as
  * [4, 2, 2]. */
 static void cache_section_found(const server *s)
@@ -496,6 +534,7 @@ void test_diagnose_nd(const server *s)
     mm_rule_found(s, x);
     style_found(s, x);
     text_found(s, x);
+    triples_found(s, x);
     cache_section_found(s);
     batch_rows(s, x);
     rope2d_found(s, x);
