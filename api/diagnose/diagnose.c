@@ -340,8 +340,10 @@ static size_t held_bytes(const diag_request *dr)
     size_t map = dr->return_map ? subject * (sizeof(float) + DIAG_MAP_VALUE_BYTES) +
                                       dr->rq.tokens * DIAG_MAP_ROW_BYTES * DX_ARRAYS
                                 : 0;
-    return request_held_bytes(&dr->rq) + subject * sizeof(float) + (search > map ? search : map) +
-           DIAG_TEXT_BYTES;
+    /* an mm_layout claim's triples under the other mm_rule */
+    size_t other_rule = dr->other_rule3 ? dr->rq.tokens * 3 * sizeof *dr->other_rule3 : 0;
+    return request_held_bytes(&dr->rq) + other_rule + subject * sizeof(float) +
+           (search > map ? search : map) + DIAG_TEXT_BYTES;
 }
 
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,
