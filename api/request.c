@@ -596,34 +596,15 @@ static int decode_input(const api_service *svc, request *rq, const input_words *
 
 /* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
 
-/* Whether every decoded triple is a text token's (t == h == w): then
- * multimodal rope is 1-D rope, bit for bit, and a 1-D reading is exact. */
-static bool nd_text_only(const request *rq)
-{
-    for (size_t i = 0; rq->positions_nd && i < request_rows(rq); i++) {
-        const int64_t *p = rq->positions_nd + 3 * i;
-        if (p[1] != p[0] || p[2] != p[0])
-            return false;
-    }
-    return true;
-}
-
-/* /diagnose compares q/k/v subjects in one dimension: a clear refusal
- * rather than a 1-D reading of a claim in more. A multimodal rope claim on
- * q/k/v with their input (a loaded Qwen-VL's included) is read when its
- * decoded positions are text; a claim on a subject without input (encoded,
- * cos/sin) takes every multimodal and rope2d claim (request_open_claim). */
+/* /diagnose reads q/k/v subjects under multimodal rope claims (their
+ * input projected and rotated as /apply does); rope2d, which /apply does
+ * not serve, is refused by name. */
 static int diagnose_refuse_nd(const request *rq, api_error *err)
 {
     if (rq->scheme.kind == SCHEME_ROPE2D)
         return api_fail(err, API_E_INVALID_REQUEST, RF(scheme),
-                        "/diagnose reads rope2d claims on embeddings + encoded, not on q/k/v");
-    if (rq->scheme.mrope.style != PE_MROPE_NONE &&
-        (jf_get(rq->doc.root, RF(mm_layout)) || !nd_text_only(rq)))
-        return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
-                        "/diagnose reads multimodal rope claims with vision positions on "
-                        "embeddings + encoded or cos + sin, not on q/k/v: send the rotated "
-                        "q or k as encoded with the projection as embeddings");
+                        "/diagnose reads rope2d claims on embeddings + encoded, not on q/k/v "
+                        "(/apply does not serve rope2d)");
     return 0;
 }
 

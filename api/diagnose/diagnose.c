@@ -188,7 +188,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         if (i)
             strbuf_putc(sb, ',');
         if (diag_nd_finding(dr, r, i))
-            diag_write_nd_finding(sb, dr, r, i, rows);
+            diag_write_nd_finding(sb, dr, r, i, dr->batch, dr->rq.tokens / dr->batch, "", rows);
         else
             diag_write_finding(sb, r, i, kind, heads, "", rows);
     }
@@ -202,7 +202,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     }
     if (diag_nd_claim(dr)) {
         strbuf_putc(sb, ',');
-        diag_write_nd_positions(sb, dr, r);
+        diag_write_nd_positions(sb, dr, r, dr->batch, dr->rq.tokens / dr->batch);
     } else if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
         diag_write_batch_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,

@@ -284,7 +284,8 @@ int diag_decode(const api_service *svc, const api_budget *budget, const char *bo
             dr->rq.model = service_find_model(svc, "default");
         if (!dr->rq.model)
             dr->rq.model = svc->models[0];
-        rc = read_subject(svc, dr, &tokens, &d, err) || request_open_input(svc, &dr->rq, err);
+        rc = read_subject(svc, dr, &tokens, &d, err) || request_open_input(svc, &dr->rq, err) ||
+             positions_nd_other_rule(&dr->rq, &dr->other_rule3, &dr->other_rule, err);
     } else if (!rc) {
         rc = read_subject(svc, dr, &tokens, &d, err) ||
              request_open_claim(svc, &dr->rq, dr->batch, tokens, d, err) ||

@@ -7,6 +7,7 @@
 #include "diagnose_nd.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "diagnose_batch.h"
@@ -72,15 +73,15 @@ static void put_rows(strbuf *sb, const int64_t *v, size_t batch, size_t tokens, 
     strbuf_putc(sb, ']');
 }
 
-void diag_write_nd_positions(strbuf *sb, const diag_request *dr, const pe_dx_result *r)
+void diag_write_nd_positions(strbuf *sb, const diag_request *dr, const pe_dx_result *r,
+                             size_t batch, size_t tokens)
 {
     const pe_dx_variant *b = &r->best;
-    size_t batch = dr->batch, tokens = dr->rq.tokens / dr->batch;
 
     if (b->rope2d.head_dim) {
         /* Llama 4's class token has no [row, col]: its grid says it */
         bool unturned = false;
-        for (size_t i = 0; i < dr->rq.tokens && b->coords; i++)
+        for (size_t i = 0; i < batch * tokens && b->coords; i++)
             unturned = unturned || b->coords[2 * i] == PE_ROPE2D_UNTURNED;
         if (unturned && b->rope2d.variant == PE_ROPE2D_LLAMA4 && dr->grid_h) {
             strbuf_printf(sb, "\"grid\":{\"h\":%" PRId64 ",\"w\":%" PRId64 "}", dr->grid_h,
@@ -111,10 +112,9 @@ bool diag_nd_finding(const diag_request *dr, const pe_dx_result *r, size_t i)
 
 /* The evidence of one of diag_nd_finding's codes, its own members. */
 static void write_own_evidence(strbuf *sb, const diag_request *dr, const pe_dx_result *r,
-                               pe_dx_code code, const diag_rows *rows)
+                               pe_dx_code code, size_t batch, size_t tokens, const diag_rows *rows)
 {
     const pe_dx_variant *b = &r->best;
-    size_t batch = dr->batch, tokens = dr->rq.tokens / dr->batch;
     const bool *only = rows ? rows->differs : NULL;
 
     switch (code) {
@@ -165,16 +165,18 @@ static void write_own_evidence(strbuf *sb, const diag_request *dr, const pe_dx_r
 }
 
 void diag_write_nd_finding(strbuf *sb, const diag_request *dr, const pe_dx_result *r, size_t i,
-                           const diag_rows *rows)
+                           size_t batch, size_t tokens, const char *prefix, const diag_rows *rows)
 {
     const pe_dx_finding *f = &r->findings[i];
+    char message[400];
 
+    snprintf(message, sizeof message, "%s%s", prefix, f->message);
     strbuf_puts(sb, "{\"code\":");
     strbuf_put_json_string(sb, pe_dx_code_name(f->code));
     strbuf_puts(sb, ",\"message\":");
-    strbuf_put_json_string(sb, f->message);
+    strbuf_put_json_string(sb, message);
     strbuf_puts(sb, ",\"evidence\":{");
-    write_own_evidence(sb, dr, r, f->code, rows);
+    write_own_evidence(sb, dr, r, f->code, batch, tokens, rows);
     strbuf_puts(sb, ",\"error_before\":");
     diag_put_float(sb, r->claimed.max_abs);
     strbuf_puts(sb, ",\"error_after\":");

@@ -20,14 +20,16 @@ bool diag_nd_claim(const diag_request *dr);
 
 /* best's positions ("positions": triples or [row, col] pairs, per row when
  * the batch rows differ; "grid" for Llama 4's class token; 1-D for a
- * variant that turns every token as text), for a pe_diagnose_nd result. */
-void diag_write_nd_positions(strbuf *sb, const diag_request *dr, const pe_dx_result *r);
+ * variant that turns every token as text), for a pe_diagnose_nd result of
+ * `batch` rows of `tokens`. */
+void diag_write_nd_positions(strbuf *sb, const diag_request *dr, const pe_dx_result *r,
+                             size_t batch, size_t tokens);
 
 /* Whether finding i of a pe_diagnose_nd result has evidence of its own
  * (mrope_mismatch, rope2d_variant, a rope2d base_mismatch, the other
  * mm_rule's positions_mismatch): then diag_write_nd_finding writes it. */
 bool diag_nd_finding(const diag_request *dr, const pe_dx_result *r, size_t i);
 void diag_write_nd_finding(strbuf *sb, const diag_request *dr, const pe_dx_result *r, size_t i,
-                           const diag_rows *rows);
+                           size_t batch, size_t tokens, const char *prefix, const diag_rows *rows);
 
 #endif /* DIAGNOSE_ND_H */

@@ -414,26 +414,75 @@ static void rope2d_found(const server *s, const float *x)
     sb_free(&b);
 }
 
-/* q/k/v of the default model with a vision triple: 400 naming params.mrope. */
-static void qkv_refusal(const server *s)
+/* The default model's q for x[6][512] at vision triples under `style`
+ * (section [16, 8, 8]), as /apply answers it; the request's tail into
+ * *tail (new). */
+static bool apply_q(const server *s, const float *x, const char *mstyle, farr *q, char **tail)
 {
-    static const float zeros[2 * DEFAULT_D];
-    static const size_t shape[2] = {2, DEFAULT_D};
-    const char *label = "diagnose nd: q/k/v with a vision triple names params.mrope";
-    http_resp r;
+    static const size_t shape[2] = {6, DEFAULT_D};
     sbuf b;
+    http_resp r;
 
     sb_init(&b);
-    sb_puts(&b, "{\"scheme\":\"rope\",\"params\":{\"mrope\":{\"section\":[16,8,8]}},"
-                "\"positions\":[[0,1,2],[1,1,1]],\"q\":[[0]],\"embeddings\":");
-    sb_farray(&b, zeros, 2, shape);
-    sb_puts(&b, "}");
-    http_post_json(s, "/diagnose", b.s, &r);
-    const char *field = jstr(json_object_get(r.json, "error"), "field");
-    CHECK(r.status == 400 && field && strcmp(field, "params.mrope") == 0, label,
-          "status %ld field %s: %.300s", r.status, field ? field : "(none)", r.body);
+    sb_printf(&b,
+              "\"scheme\":\"rope\",\"params\":{\"mrope\":{\"section\":[16,8,8],\"style\":\"%s\"}},"
+              "\"positions\":[0,1,[2,2,2],[2,2,3],[2,3,2],[4,4,4]],\"embeddings\":",
+              mstyle);
+    sb_farray(&b, x, 2, shape);
+    size_t len = b.len + 32;
+    char *body = xmalloc(len);
+    snprintf(body, len, "{%s,\"return\":[\"q\"]}", b.s);
+    http_post_json(s, "/apply", body, &r);
+    free(body);
+    bool ok = expect_ok("diagnose nd: /apply q at vision triples", &r) &&
+              get_farr("diagnose nd: /apply q", &r, "q", q);
     http_resp_free(&r);
-    sb_free(&b);
+    *tail = b.s;
+    return ok;
+}
+
+/* q/k/v of a model under a multimodal claim: /apply's own q is a match,
+ * the interleaved q under a chunked claim is mrope_mismatch (named for q),
+ * with best's triples; rope2d on q/k/v is refused naming scheme. */
+static void qkv_subjects(const server *s)
+{
+    static float x[6 * DEFAULT_D];
+    farr q = {0}, qi = {0};
+    char *chunked = NULL, *interleaved = NULL;
+    trng g;
+
+    trng_seed(&g, 1304);
+    trng_fill(&g, x, 6 * DEFAULT_D, -1.0f, 1.0f);
+    if (apply_q(s, x, "chunked", &q, &chunked) && apply_q(s, x, "interleaved", &qi, &interleaved)) {
+        const farr *subjects[] = {&q, &qi};
+        for (size_t i = 0; i < 2; i++) {
+            const char *label = i ? "diagnose nd: q/k/v, interleaved q under a chunked claim"
+                                  : "diagnose nd: q/k/v, /apply's own q at vision triples";
+            sbuf b;
+            http_resp r;
+            size_t shape[2] = {6, subjects[i]->n / 6};
+            sb_init(&b);
+            sb_printf(&b, "{%s,\"q\":", chunked);
+            sb_farray(&b, subjects[i]->v, 2, shape);
+            sb_puts(&b, "}");
+            if (diagnose(s, label, b.s, i ? "explained" : "match", &r) && i) {
+                const json_t *f = sole_finding(label, &r, "mrope_mismatch");
+                const json_t *ev = json_object_get(f, "evidence");
+                const char *msg = jstr(f, "message");
+                const json_t *bp = json_object_get(json_object_get(r.json, "best"), "positions");
+                CHECK(f && jstr(ev, "style") && strcmp(jstr(ev, "style"), "interleaved") == 0 &&
+                          msg && strncmp(msg, "q: ", 3) == 0 && json_array_size(bp) == 6 &&
+                          json_integer_value(json_array_get(json_array_get(bp, 3), 2)) == 3,
+                      label, "want q's mrope_mismatch interleaved, best's triples: %.600s", r.body);
+            }
+            http_resp_free(&r);
+            sb_free(&b);
+        }
+    }
+    farr_free(&q);
+    farr_free(&qi);
+    free(chunked);
+    free(interleaved);
 }
 
 static void refusals(const server *s)
@@ -453,6 +502,13 @@ static void refusals(const server *s)
          "\"mm_layout\":[{\"text\":2}],\"embeddings\":[[1,0,0,0],[1,0,0,0]],"
          "\"encoded\":[[1,0,0,0],[1,0,0,0]]}",
          "mm_rule", 400},
+        {"{\"scheme\":\"rope2d\",\"params\":{\"variant\":\"pixtral\"},\"positions\":[[0,0],[0,1]],"
+         "\"model\":{\"d_model\":4,\"heads\":1,\"scheme\":\"rope\",\"weights\":{\"wq\":[[1,0,0,0],"
+         "[0,1,0,0],[0,0,1,0],[0,0,0,1]],\"wk\":[[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],\"wv\":[["
+         "1,"
+         "0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}},\"embeddings\":[[1,0,0,0],[0,1,0,0]],\"q\":[[0]]"
+         "}",
+         "scheme", 400},
         {"{\"scheme\":\"rope\",\"params\":{\"head_dim\":4},\"grid\":{\"h\":1,\"w\":2},"
          "\"embeddings\":[[1,0,0,0],[1,0,0,0]],\"encoded\":[[1,0,0,0],[1,0,0,0]]}",
          "grid", 400},
@@ -540,6 +596,6 @@ void test_diagnose_nd(const server *s)
     batch_rows(s, x);
     rope2d_found(s, x);
     refusals(s);
-    qkv_refusal(s);
+    qkv_subjects(s);
     echo_shapes(s);
 }
