@@ -429,7 +429,10 @@ static void conclude(const nd_search *k, const pe_dx_variant *claim, pe_dx_resul
             out->positions = NULL;
         }
     }
-    if (out->best.precision == PE_DX_FLOAT32 && out->n_findings < PE_DX_MAX_FINDINGS)
+    bool said = false; /* the 1-D search's findings may hold it already */
+    for (size_t i = 0; i < out->n_findings; i++)
+        said = said || out->findings[i].code == PE_DX_LOW_PRECISION;
+    if (out->best.precision == PE_DX_FLOAT32 && !said)
         if ((f = next_finding(out, PE_DX_LOW_PRECISION)))
             snprintf(f->message, sizeof f->message,
                      "the angles differ as float32 arithmetic makes them (information)");
