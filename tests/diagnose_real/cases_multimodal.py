@@ -354,5 +354,44 @@ def rope2d_cases():
     ]
 
 
+def qkv_cases():
+    """An inline Qwen2-VL-shaped attention (q_proj/k_proj/v_proj as x @ W.T,
+    then apply_multimodal_rotary_pos_emb on q and k) on an image prompt;
+    posenc's inline model takes wq as [d_model][out] (W.T)."""
+    T_text, d, H, hd, sec = 4, 32, 2, 16, [4, 2, 2]
+    layout = [("text", T_text), ("image", 1, 4, 6), ("text", 3)]
+    mm = [{"text": T_text}, {"image": [1, 4, 6]}, {"text": 3}]
+    pos = rope_index(layout, 2, 2, "qwen")
+    T = len(pos)
+    rng = np.random.default_rng(4106)
+    x = x_of(T, d, 4107)
+    w = {n: (rng.standard_normal((H * hd, d)) / 4).astype(F32) for n in "qkv"}
+    model = {"d_model": d, "heads": H, "scheme": "rope",
+             "params": {"head_dim": hd, "mrope": {"style": "chunked", "section": sec}},
+             "weights": {"w" + n: w[n].T.tolist() for n in "qkv"}}
+    proj = {n: (x @ w[n].T).astype(F32) for n in "qkv"}
+
+    def arrays(style, positions):
+        return {"q": hf_mrope_rotate(proj["q"], hd, hd, 1e4, style, sec, positions).tolist(),
+                "k": hf_mrope_rotate(proj["k"], hd, hd, 1e4, style, sec, positions).tolist(),
+                "v": proj["v"].tolist()}
+
+    def body(subject):
+        return dict({"model": model, "embeddings": x.tolist(), "mm_layout": mm,
+                     "mm_rule": "qwen"}, **subject)
+    hf = rope_index(layout, 2, 2, "hf")
+    return [
+        Case("qwen2vl_attention_qkv", "HF Qwen2-VL attention: q/k/v projections, "
+             "apply_multimodal_rotary_pos_emb at get_rope_index's triples",
+             body(arrays("chunked", pos)), "match"),
+        Case("qwen2vl_attention_interleaved", "the same attention with Qwen3-VL's interleaved "
+             "slots", body(arrays("interleaved", pos)), "explained", ["mrope_mismatch"],
+             check=expect("mrope_mismatch", style="interleaved", section=sec)),
+        Case("qwen2vl_attention_rule_agrees", "transformers >= 5.3 positions: an image only, "
+             "where both rules agree", body(arrays("chunked", hf)), "match"),
+    ]
+
+
 def all_cases():
-    return qwen25_cases() + qwen3vl_cases() + llamacpp_mrope_cases() + rope2d_cases()
+    return (qwen25_cases() + qwen3vl_cases() + llamacpp_mrope_cases() + rope2d_cases() +
+            qkv_cases())
