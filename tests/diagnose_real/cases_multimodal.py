@@ -392,6 +392,32 @@ def qkv_cases():
     ]
 
 
+def negative_cases():
+    """What no known mistake explains, under a Qwen2.5-VL claim: noise, the
+    right answer's rows shuffled, the right answer with noise at 1e-5 (a
+    match) and at 1e-2 (no structural finding)."""
+    hd, base, sec, tps = 128, 1e6, [16, 24, 24], 25
+    pos = rope_index(VIDEO_LAYOUT, 2, tps, "qwen")
+    T = len(pos)
+    rng = np.random.default_rng(4108)
+    x = x_of(T, hd, 4109)
+    y = hf_mrope_rotate(x, hd, hd, base, "chunked", sec, pos)
+    params = {"head_dim": hd, "base": base, "tokens_per_second": tps,
+              "mrope": {"style": "chunked", "section": sec}}
+    claim = dict(mm_layout=VIDEO_MM, merge=2, mm_rule="qwen")
+    noise = rng.standard_normal(y.shape).astype(F32)
+    return [
+        Case("mm_noise", "random numbers under a Qwen2.5-VL claim",
+             body_of(x, noise, params, **claim), "unexplained"),
+        Case("mm_rows_shuffled", "the right answer with its tokens shuffled",
+             body_of(x, y[rng.permutation(T)], params, **claim), "unexplained"),
+        Case("mm_noise_1e-5", "the right answer with noise at 1e-5",
+             body_of(x, y + F32(1e-5) * noise, params, **claim), "match"),
+        Case("mm_noise_1e-2", "the right answer with noise at 1e-2",
+             body_of(x, y + F32(1e-2) * noise, params, **claim), "unexplained"),
+    ]
+
+
 def all_cases():
     return (qwen25_cases() + qwen3vl_cases() + llamacpp_mrope_cases() + rope2d_cases() +
-            qkv_cases())
+            qkv_cases() + negative_cases())
