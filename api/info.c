@@ -44,6 +44,13 @@ static void write_steps(strbuf *sb, const model *m)
     /* how a legacy rotary_dim was read (MiniMax-M2): rotary_dim as partial */
     if (m->rotary_dim_rule)
         strbuf_printf(sb, ",\"rotary_dim_rule\":\"%s\"", m->rotary_dim_rule);
+    /* Gemma 4: v's weightless norm, v from k's projection, shared k and v */
+    if (m->v_norm)
+        strbuf_printf(sb, ",\"v_norm\":{\"type\":\"rmsnorm\",\"eps\":%.17g}", m->v_norm_eps);
+    if (m->k_eq_v)
+        strbuf_puts(sb, ",\"k_eq_v\":true");
+    if (m->kv_shared)
+        strbuf_printf(sb, ",\"kv_shared_from\":%zu", m->kv_shared_from);
     if (m->score_softcap > 0.0)
         strbuf_printf(sb, ",\"score_softcap\":%.17g", m->score_softcap);
     if (m->qkv_clip > 0.0)

@@ -530,6 +530,10 @@ static int gather_tokens(const api_service *svc, request *rq, const json_t *ids_
                         "model '%s' serves layer %zu, whose input is the hidden state of the "
                         "layer before: send embeddings, not token_ids",
                         rq->model->name, rq->model->layer);
+    if (rq->model->token_ids_refusal)
+        return api_fail(err, API_E_MISSING_WEIGHT, RF(token_ids),
+                        "model '%s' serves layer 0 from embeddings only: %s", rq->model->name,
+                        rq->model->token_ids_refusal);
     if (!table->data)
         return api_fail(err, API_E_MISSING_WEIGHT, RF(token_ids),
                         "token_ids need weights.token_embedding, which model '%s' lacks",

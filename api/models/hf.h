@@ -182,6 +182,11 @@ typedef struct hf_rope_nesting {
     double full_default, sliding_default;
     bool legacy_into_sliding; /* rope_scaling goes into both blocks (ModernBERT),
                                * else into full_attention only */
+    /* Gemma 4 (written nested already, no conversion): each block is used
+     * as written, so a missing block, rope_type or rope_theta fails; the
+     * whole rope_parameters (JSON text) when the config has none. NULL:
+     * the conversion above */
+    const char *as_written;
 } hf_rope_nesting;
 
 /* Where an architecture keeps its rope settings in config.json. */

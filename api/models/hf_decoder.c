@@ -440,6 +440,10 @@ static int read_embeddings(hf_load *h, hf_plan *p, model_error *err)
 
     if (h->layer > 0)
         return 0;
+    if (s->token_ids_refusal) {
+        m->token_ids_refusal = s->token_ids_refusal;
+        return 0;
+    }
     while (e[1] && !hf_has(h, "%s", *e))
         e++;
     if (hf_weight(h, W_TOKEN_EMBEDDING, 2, 0, d, err, "%s", *e) ||

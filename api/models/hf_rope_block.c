@@ -167,6 +167,37 @@ static int set_theta(const hf_load *h, const hf_rope_nesting *n, int type, json_
     return 0;
 }
 
+/* A block of a rope_parameters used as written (Gemma 4: Gemma4TextConfig
+ * converts nothing; Gemma4TextRotaryEmbedding reads rope_parameters[type]
+ * ["rope_type"], the rope function its ["rope_theta"]). */
+static int written_block(const hf_load *h, const hf_rope_nesting *n, const json_t *rp, int type,
+                         json_t **block, model_error *err)
+{
+    json_t *absent = rp ? NULL : json_loads(n->as_written, 0, NULL); /* owned */
+    const json_t *src = json_object_get(rp ? rp : absent, layer_types[type]);
+
+    if (!rp && !absent)
+        return model_nomem(err, "the model");
+    *block = src ? json_deep_copy(src) : NULL;
+    json_decref(absent);
+    if (!src)
+        return hf_value_fail(h, err,
+                             "rope_parameters has no %s block: Hugging Face's %s reads "
+                             "rope_parameters[\"%s\"] for its %s layers and fails",
+                             layer_types[type], h->m->architecture, layer_types[type],
+                             layer_types[type]);
+    if (!*block)
+        return model_nomem(err, "the model");
+    static const char *const needed[] = {"rope_type", "rope_theta", NULL};
+    for (const char *const *k = needed; *k; k++)
+        if (!json_object_get(*block, *k))
+            return hf_value_fail(h, err,
+                                 "%s has no %s: Hugging Face's %s reads it from the block "
+                                 "(its configuration fills in nothing)",
+                                 block_names[type], *k, h->m->architecture);
+    return 0;
+}
+
 static int nested_block(const hf_load *h, const hf_rope_nesting *n, int type, json_t **block,
                         model_error *err)
 {
@@ -174,6 +205,8 @@ static int nested_block(const hf_load *h, const hf_rope_nesting *n, int type, js
 
     if (read_both(h, &rs, &rp, err) || (rp && check_nested(h, rp, err)))
         return -1;
+    if (n->as_written)
+        return written_block(h, n, rp, type, block, err);
     const json_t *src = rp ? json_object_get(rp, layer_types[type]) : NULL;
     bool legacy = rs && (type == 0 || (type == 1 && n->legacy_into_sliding));
     if (legacy && rp && !src)

@@ -174,6 +174,9 @@ struct hf_spec {
     const char *embed_multiplier_key;
     model_position_rule position_rule;
     int64_t table_offset;
+    /* layer 0 serves embeddings only: token_ids are refused with this
+     * reason and the token table is not read (NULL: served) */
+    const char *token_ids_refusal;
     hf_hook configure; /* after the shape, eps, bias and refusals are read */
     hf_hook params;    /* after the shape is set and the params are built */
     hf_hook weights;   /* after the generic tensors */
@@ -221,6 +224,10 @@ int hf_hunyuan_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_qwen3_next_configure(hf_load *h, hf_plan *p, model_error *err);
 int hf_qwen3_next_weights(hf_load *h, hf_plan *p, model_error *err);
 int hf_minimax_m2_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma4_configure(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma4_params(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma4_weights(hf_load *h, hf_plan *p, model_error *err);
+int hf_gemma3n_configure(hf_load *h, hf_plan *p, model_error *err);
 
 /* Gemma's embedding scale at layer 0 (hf_gemma.c): fold (Gemma, Gemma 2)
  * or scale the table only (Gemma 3; MiniCPM by scale_emb). */

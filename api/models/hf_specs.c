@@ -71,6 +71,10 @@
  * - hunyuan_v1_dense, hunyuan_v1_moe (hf_hunyuan.c): Llama's layer, head_dim
  *   required; a dynamic block's alpha is NTK-alpha; query_layernorm /
  *   key_layernorm (with weights) after the rotation.
+ * - gemma4_text, gemma3n_text (hf_gemma4.c): x*w norms, v's weightless
+ *   norm, scores scaled by 1, kv-shared layers; Gemma 4's head_dim and kv
+ *   heads per layer type, proportional rope on full layers and k_eq_v;
+ *   Gemma 3n's layer 0 from embeddings only (AltUp's stream).
  * Gemma 3, OLMo 3 and ModernBERT read their rope by layer type
  * (hf_rope_block.c).
  *
@@ -316,8 +320,11 @@ static const hf_tensor_names nemotron_h_names = {
     .embed = HF_KEYS("embeddings.weight"),
 };
 
-/* Gated attention (hf_qwen3_next.c): q_proj holds [query | gate] per head */
-static const hf_tensor_names gated_names = {
+/* Llama's names with q/k norms, q/k/v read by the weights hook: gated
+ * attention's q_proj holds [query | gate] per head (hf_qwen3_next.c);
+ * Gemma 4's kv-shared layers take k, v and k_norm from another layer and
+ * its k_eq_v layers have no v_proj (hf_gemma4.c) */
+static const hf_tensor_names hooked_qk_norm_names = {
     .layer_dir = "layers",
     .qkv = HF_QKV_HOOK,
     .q = "self_attn.q_proj",
@@ -397,6 +404,20 @@ static const hf_refusal modernbert_refusals[] = {{"norm_bias", HF_REFUSE_TRUE, N
                                                   "LayerNorms without bias, as every released "
                                                   "checkpoint has them"},
                                                  {NULL}};
+
+/* Gemma4TextConfig converts no legacy key: a rope_scaling becomes
+ * rope_parameters (the property's setter), a flat block its rotary
+ * embedding cannot index by layer type */
+static const hf_refusal gemma4_refusals[] = {{"rope_scaling", HF_REFUSE_PRESENT, NULL,
+                                              "rope_scaling: Hugging Face's gemma4_text reads "
+                                              "rope_parameters by layer type only and fails on "
+                                              "a legacy rope_scaling"},
+                                             {NULL}};
+/* Gemma4TextConfig.__post_init__'s rope_parameters when the config has none */
+static const hf_rope_nesting gemma4_rope_blocks = {
+    .as_written = "{\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}, "
+                  "\"full_attention\": {\"rope_type\": \"proportional\", "
+                  "\"partial_rotary_factor\": 0.25, \"rope_theta\": 1000000.0}}"};
 
 /* HunYuan: head_dim required (HunYuanDenseV1Config's None fails) */
 static const hf_shape_keys hunyuan_shape = {
@@ -1195,7 +1216,7 @@ static const hf_spec specs[] = {
      * M-RoPE (section default [11, 11, 10]), Qwen3-Next has none. */
     {.model_types = HF_KEYS("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"),
      .shape = &llama_shape,
-     .names = &gated_names,
+     .names = &hooked_qk_norm_names,
      .prefixes = HF_KEYS("model.language_model.", "model.", ""),
      .head_dim_default = 256,
      .eps_key = "rms_norm_eps",
@@ -1212,6 +1233,54 @@ static const hf_spec specs[] = {
               .mrope_types = HF_KEYS("qwen3_5_text", "qwen3_5_moe_text")},
      .configure = hf_qwen3_next_configure,
      .weights = hf_qwen3_next_weights},
+    /* Gemma 4 text (hf_gemma4.c): x*w norms (input, q, k), v's weightless
+     * norm, scores scaled by 1, head_dim and kv heads per layer type, the
+     * proportional rope on full layers, k_eq_v, kv-shared layers;
+     * Gemma4TextConfig's defaults: head_dim 256, 4 kv heads */
+    {.model_types = HF_KEYS("gemma4_text"),
+     .shape = &llama_shape,
+     .names = &hooked_qk_norm_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .kv_heads_default = 4,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .refusals = gemma4_refusals,
+     .norm = PE_NORM_RMS,
+     .embed_scale = HF_EMBED_GEMMA_IDS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &gemma4_rope_blocks},
+     .configure = hf_gemma4_configure,
+     .params = hf_gemma4_params,
+     .weights = hf_gemma4_weights},
+    /* Gemma 3n text (hf_gemma4.c): Gemma 4's attention with one shape for
+     * every layer (Gemma3nTextConfig's defaults: head_dim 256, 2 kv heads),
+     * Gemma 3's rope blocks (rope_theta, rope_local_base_freq), every 5th
+     * layer full, kv-shared layers (default the last 15 of 35). The input
+     * of every layer's attention is AltUp's predicted stream: embeddings
+     * are that; token_ids at layer 0 are refused. */
+    {.model_types = HF_KEYS("gemma3n_text"),
+     .shape = &llama_shape,
+     .names = &hooked_qk_norm_names,
+     .prefixes = HF_KEYS("model.language_model.", "model.", ""),
+     .head_dim_default = 256,
+     .kv_heads_default = 2,
+     .eps_key = "rms_norm_eps",
+     .eps_default = 1e-6,
+     .bias_key = "attention_bias",
+     .norm = PE_NORM_RMS,
+     .reads_layer_types = true,
+     .scheme = SCHEME_ROPE,
+     .rope = {.nesting = &gemma3_rope_blocks},
+     .token_ids_refusal = "Gemma 3n's attention input is AltUp's predicted stream "
+                          "(altup.predict over altup_num_inputs projections of the token "
+                          "embeddings), which posenc does not compute; send that stream "
+                          "(the input of input_layernorm) as embeddings",
+     .configure = hf_gemma3n_configure,
+     .params = hf_gemma4_params,
+     .weights = hf_gemma4_weights},
     /* MiniMax-M2: RMSNorm input norm, q_norm / k_norm over the whole q and k
      * projections (rms_norm_eps), rotate_half on the first rotary_dim
      * channels of each head (hf_minimax_m2.c); MiniMaxM2Config's defaults:

@@ -65,6 +65,9 @@ static const char *const model_keys[] = {"d_model",
                                          "gate",
                                          "rotary_dim_rule",
                                          "rope_block",
+                                         "v_norm",
+                                         "k_eq_v",
+                                         "kv_shared_from",
                                          "score_softcap",
                                          "clip_qkv",
                                          NULL};
@@ -113,12 +116,14 @@ int model_fuse(model *m, desc_error *err)
         m->mla_w.kv_b = m->weights[W_MLA_KV_B].data;
         return 0;
     }
-    if (!model_has(m, W_WQ) || !model_has(m, W_WK) || !model_has(m, W_WV))
+    /* k_eq_v: v is k's projection (Gemma 4's full layers) */
+    weight_id v = m->k_eq_v ? W_WK : W_WV, bv = m->k_eq_v ? W_BK : W_BV;
+    if (!model_has(m, W_WQ) || !model_has(m, W_WK) || !model_has(m, v))
         return 0;
     if (pe_qkv_weights_init(&m->qkv, m->d_model, m->heads, m->kv_heads, m->head_dim,
-                            m->weights[W_WQ].data, m->weights[W_WK].data, m->weights[W_WV].data,
+                            m->weights[W_WQ].data, m->weights[W_WK].data, m->weights[v].data,
                             m->weights[W_BQ].data, m->weights[W_BK].data,
-                            m->weights[W_BV].data) != PE_OK)
+                            m->weights[bv].data) != PE_OK)
         return desc_fail_oom(err);
     return 0;
 }
@@ -158,6 +163,11 @@ int model_project(const model *m, const float *z, size_t rows, float *qkv)
         pe_project_qkv(&m->qkv, z, rows, qkv);
         if (m->qkv_clip > 0.0) /* MPT: qkv.clamp(-clip, clip) on the fused output */
             clamp_values(qkv, rows * pe_qkv_width(&m->qkv), (float)m->qkv_clip);
+        if (m->v_norm) { /* Gemma 4: v_norm, an RMSNorm without weight, per head */
+            size_t qd = m->heads * m->head_dim, kvd = m->kv_heads * m->head_dim;
+            pe_group_rms_norm(rows, kvd, m->head_dim, NULL, m->v_norm_eps, qkv + qd + kvd,
+                              qd + 2 * kvd);
+        }
         return 0;
     }
     return pe_mla_project(&m->mla_w, z, rows, qkv) == PE_OK ? 0 : -1;

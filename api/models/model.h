@@ -131,6 +131,15 @@ typedef struct model {
     double qk_norm_eps;
     double score_softcap; /* > 0: scores = cap*tanh(scores/cap) + bias; 0: none */
     bool gated;           /* gated attention: W_GATE (and W_GATE_BIAS) give the gate */
+    /* Gemma 4: a weightless RMSNorm of v per head right after the
+     * projection (v_norm_eps), and v taken from k's projection (wk, bk)
+     * before its norm and rotation (k_eq_v: the model has no wv, bv) */
+    bool v_norm, k_eq_v;
+    double v_norm_eps;
+    /* Gemma 4's kv-shared layers: k and v are those of layer kv_shared_from
+     * (provenance, reported by /info; the weights carry it) */
+    bool kv_shared;
+    size_t kv_shared_from;
     /* > 0: every q, k and v value clamped to [-qkv_clip, qkv_clip] right
      * after the projection (MPT's attn_config.clip_qkv); 0: none */
     double qkv_clip;
@@ -161,6 +170,9 @@ typedef struct model {
     /* static: how the config's legacy rotary_dim was read ("partial": the
      * first rotary_dim channels of each head rotate; MiniMax-M2), or NULL */
     const char *rotary_dim_rule;
+    /* static: why token_ids are not served, though the layer is 0 (Gemma
+     * 3n: its attention input is AltUp's prediction); NULL: served */
+    const char *token_ids_refusal;
     model_position_rule position_rule; /* positions from a mask or token_ids */
     int64_t pad_token_id;              /* MODEL_POSITIONS_PAD_IDS only */
     int64_t table_offset;              /* added to every position of a request (OPT: 2,
@@ -191,8 +203,8 @@ int model_parse_norm(const json_doc *doc, const json_t *obj, const char *path, c
 
 /* The steps of an inline model object beyond the contract's pipeline, under
  * /info's names (embed_norm, qk_norm, post_rope_qk_norm, attn_temperature,
- * positions, mla, attention_sinks, gate, rotary_dim_rule, score_softcap,
- * clip_qkv), after its dimensions and weights were read; then every weight
+ * positions, mla, attention_sinks, gate, rotary_dim_rule, v_norm, k_eq_v,
+ * kv_shared_from, score_softcap, clip_qkv), after its dimensions and weights were read; then every weight
  * against what the steps need (a weight no step uses, a missing or
  * misshapen one fails). */
 int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model *m,
@@ -230,8 +242,8 @@ void model_apply_post_rope(const model *m, size_t rows, const int64_t *positions
 void model_apply_q_scale(const model *m, size_t rows, const int64_t *position_ids, float *qkv);
 
 /* [rows][q | k | v] = the projection of z[rows][d_model]: the fused sgemm,
- * or multi-head latent attention's. 0, or -1 when out of memory (the
- * only way it can fail). */
+ * or multi-head latent attention's, then the model's v norm (Gemma 4). 0,
+ * or -1 when out of memory (the only way it can fail). */
 int model_project(const model *m, const float *z, size_t rows, float *qkv);
 
 /* Gated attention: out[rows][heads*head_dim] = z.w_gate + b_gate, the

@@ -137,6 +137,54 @@ static int parse_post_rope(const json_doc *doc, const json_t *obj, const char *p
     return 0;
 }
 
+/* v_norm: {type: rmsnorm, eps} (Gemma 4: no weight, per head). */
+static int parse_v_norm(const json_doc *doc, const json_t *obj, const char *path, model *m,
+                        desc_error *err)
+{
+    static const char *const keys[] = {"type", "eps", NULL};
+    static const char *const types[] = {"rmsnorm", NULL};
+    const json_t *v = jf_get(obj, "v_norm");
+    jpath at = jpath_key(path, "v_norm");
+    bool present;
+    int which = 0;
+
+    if (!v)
+        return 0;
+    m->v_norm_eps = 1e-6;
+    if (desc_json(err, jf_check_object(v, at.s, keys, &err->json)) ||
+        desc_json(err, jf_choice(doc, v, at.s, "type", types, &present, &which, &err->json)))
+        return -1;
+    if (!present)
+        return missing(err, at.s, "type");
+    m->v_norm = true;
+    return desc_json(err,
+                     jf_number(doc, v, at.s, "eps", true, &present, &m->v_norm_eps, &err->json));
+}
+
+/* k_eq_v: true (v is k's projection: no wv, bv) and kv_shared_from: the
+ * layer whose k and v a kv-shared layer reuses (provenance, as /info
+ * reports it: the weights carry it). */
+static int parse_kv_steps(const json_doc *doc, const json_t *obj, const char *path, model *m,
+                          desc_error *err)
+{
+    bool present;
+    int64_t from = 0;
+
+    if (desc_json(err, jf_bool(obj, path, "k_eq_v", &present, &m->k_eq_v, &err->json)) ||
+        desc_json(err, jf_int(doc, obj, path, "kv_shared_from", 0, SCHEME_MAX_DIM, &m->kv_shared,
+                              &from, &err->json)))
+        return -1;
+    m->kv_shared_from = (size_t)from;
+    static const weight_id v_weights[] = {W_WV, W_BV};
+    for (size_t i = 0; m->k_eq_v && i < 2; i++)
+        if (m->weights[v_weights[i]].data) {
+            jpath at = jpath_key(jpath_key(path, "weights").s, weight_names[v_weights[i]]);
+            return desc_fail(err, DESC_E_KEY, at.s,
+                             "%s is given but the model has k_eq_v: v is k's projection", at.s);
+        }
+    return 0;
+}
+
 /* attn_temperature: {floor_scale, attn_scale}, both required (Llama 4). */
 static int parse_temperature(const json_doc *doc, const json_t *obj, const char *path, model *m,
                              desc_error *err)
@@ -395,8 +443,8 @@ static int check_needs(const model *m, const weight_need *n, const char *path, d
 /* Steps that multi-head latent attention's layout does not carry. */
 static int check_mla_steps(const json_t *obj, const char *path, desc_error *err)
 {
-    static const char *const steps[] = {"qk_norm", "post_rope_qk_norm", "attn_temperature",
-                                        "clip_qkv", NULL};
+    static const char *const steps[] =
+        {"qk_norm", "post_rope_qk_norm", "attn_temperature", "clip_qkv", "v_norm", "k_eq_v", NULL};
     for (const char *const *s = steps; *s; s++)
         if (jf_get(obj, *s)) {
             jpath at = jpath_key(path, *s);
@@ -446,7 +494,8 @@ int model_parse_steps(json_doc *doc, const json_t *obj, const char *path, model 
         parse_post_rope(doc, obj, path, m, &post_weighted, err) ||
         parse_temperature(doc, obj, path, m, err) || parse_q_scale(doc, obj, path, m, err) ||
         parse_positions(doc, obj, path, m, err) || parse_mla(doc, obj, path, m, err) ||
-        parse_sinks(doc, obj, path, m, err) ||
+        parse_sinks(doc, obj, path, m, err) || parse_v_norm(doc, obj, path, m, err) ||
+        parse_kv_steps(doc, obj, path, m, err) ||
         desc_json(err, jf_choice(doc, obj, path, "gate", gates, &m->gated, &which, &err->json)) ||
         desc_json(err,
                   jf_choice(doc, obj, path, "rotary_dim_rule", rules, &rule, &which, &err->json)) ||

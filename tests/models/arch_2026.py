@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+import arch_common as ac
 import checkpoints as ck
 import hf_ref
 from harness import Server, run_failing, sanitizer_clean
@@ -342,19 +343,9 @@ def _padded(C, srv, name, case):
     ckpt, ref, layer, prefix, _ = case
     w = ckpt.weights()
     S = 18
-    mask = np.ones((2, S), np.int64)
-    mask[0, :13] = 0
-    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
-    body = {"model": name, "attention_mask": mask.tolist(), "causal": True,
-            "return": ["q", "k", "v", "scores"]}
-    if layer == 0:
-        ids = RNG.integers(0, 50, (2, S))
-        body["token_ids"] = ids.tolist()
-        rows = [_table(ckpt, prefix)[i].astype(np.float64) for i in ids]
-    else:
-        x = RNG.standard_normal((2, S, ckpt.config["hidden_size"])).astype(np.float32)
-        body["embeddings"] = x.tolist()
-        rows = [x[b].astype(np.float64) for b in range(2)]
+    body, rows, pos, mask = ac.padded_batch(RNG, name, S, 13, layer,
+                                            _table(ckpt, prefix) if layer == 0 else None,
+                                            ckpt.config["hidden_size"], causal=True)
     st, r = srv.request("/apply", body)
     if not C.check(st == 200, f"{name} padded batch: status {st} {r}"):
         return

@@ -186,6 +186,28 @@ def serve(C, root, tag, cases, rng, info_check, per_server=30):
     info_check(C, models)
 
 
+def padded_batch(rng, name, S, pads, layer, table, hidden, causal=False):
+    """An /apply body of two rows of S slots, the first left-padded by
+    pads (attention_mask; causal when asked): token_ids from table at layer
+    0, else random embeddings of width hidden. Returns (body, the rows'
+    inputs, positions cumsum(mask) - 1 with pads at 1, mask)."""
+    mask = np.ones((2, S), np.int64)
+    mask[0, :pads] = 0
+    pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
+    body = {"model": name, "attention_mask": mask.tolist(), "return": ["q", "k", "v", "scores"]}
+    if causal:
+        body["causal"] = True
+    if layer == 0:
+        ids = rng.integers(0, 50, (2, S))
+        body["token_ids"] = ids.tolist()
+        rows = [table[i].astype(np.float64) for i in ids]
+    else:
+        x = rng.standard_normal((2, S, hidden)).astype(np.float32)
+        body["embeddings"] = x.tolist()
+        rows = [x[b].astype(np.float64) for b in range(2)]
+    return body, rows, pos, mask
+
+
 def refused(C, root, tag, bad):
     """Each (label, checkpoint, words, config or None, layer) stops start-up
     with exit 2 and every word in the message."""

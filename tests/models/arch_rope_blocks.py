@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+import arch_common as ac
 import checkpoints as ck
 import hf_ref
 import rope_proportional
@@ -304,21 +305,11 @@ def _padded(C, srv, name, case):
     masked keys read float32's lowest."""
     ckpt, family, _, layer, _ = case
     S = 10
-    mask = np.ones((2, S), np.int64)
-    mask[0, :4] = 0
+    body, rows, pos, mask = ac.padded_batch(RNG, name, S, 4, layer,
+                                            _table(case) if layer == 0 else None,
+                                            ckpt.config["hidden_size"])
     if family == "modernbert":
         pos = np.tile(np.arange(S), (2, 1))
-    else:
-        pos = np.where(mask == 1, np.cumsum(mask, axis=1) - 1, 1)
-    body = {"model": name, "attention_mask": mask.tolist(), "return": ["q", "k", "v", "scores"]}
-    if layer == 0:
-        ids = RNG.integers(0, 50, (2, S))
-        body["token_ids"] = ids.tolist()
-        rows = [_table(case)[i] for i in ids]
-    else:
-        x = RNG.standard_normal((2, S, ckpt.config["hidden_size"])).astype(np.float32)
-        body["embeddings"] = x.tolist()
-        rows = list(x)
     st, r = srv.request("/apply", body)
     if not C.check(st == 200, f"{name} padded batch: status {st} {r}"):
         return

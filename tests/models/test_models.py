@@ -48,6 +48,7 @@ import arch_options  # noqa: E402
 import arch_phi  # noqa: E402
 import arch_falcon_alibi  # noqa: E402
 import arch_gated  # noqa: E402
+import arch_gemma4  # noqa: E402
 import arch_minimax  # noqa: E402
 import arch_dsa  # noqa: E402
 import inline_roundtrip  # noqa: E402
@@ -1668,6 +1669,8 @@ GROUPS = [
      "NTK-alpha", lambda root: arch_block_keys.block_key_checks(root, C)),
     ("gated", "gated attention: Qwen3-Next, Qwen3.5 text (query half, (1+w) norms, gate)",
      lambda root: arch_gated.gated_checks(root, C)),
+    ("gemma4", "Gemma 4 text: x*w norms, v_norm, per-layer head_dim, proportional rope, "
+     "k_eq_v, kv-shared layers", lambda root: arch_gemma4.gemma4_checks(root, C)),
     ("minimax", "MiniMax-M2: whole-projection q/k norms, rotary_dim",
      lambda root: arch_minimax.minimax_checks(root, C)),
     ("dsa", "DeepSeek-V3.2 and GLM-5: V3's multi-head latent attention",
