@@ -161,15 +161,16 @@ static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i, size_t 
     }
 }
 
-/* Row t of a rope cache at position p (frequencies w, the rotation's
- * sign): cos into out, sin into out + n, each in its column(s). */
+/* Row t of a rope cache at positions p[i] per frequency (frequencies w,
+ * the rotation's sign): cos into out, sin into out + n, each in its
+ * column(s). */
 static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
-                             size_t t, double p, double sign, float *out, float *slack)
+                             size_t t, const double *p, double sign, float *out, float *slack)
 {
     size_t half = v->rope.rotary_dim / 2, n = s->rows * s->cols;
     double f = v->attention_factor;
     for (size_t i = 0; i < half; i++) {
-        client_cs cs = client_cos_sin(v, w[i], i, p, f);
+        client_cs cs = client_cos_sin(v, w[i], i, p[i], f);
         cs.s *= sign;
         bool sw = v->sin_cos_swapped;
         size_t c0, c1;
@@ -187,10 +188,10 @@ static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, con
     }
 }
 
-/* Row t of x rotated at position p, head by head (pass-through channels
- * copied). */
+/* Row t of x rotated at positions p[i] per frequency, head by head
+ * (pass-through channels copied). */
 static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
-                               size_t t, double p, double sign, float *out, float *slack)
+                               size_t t, const double *p, double sign, float *out, float *slack)
 {
     size_t rd = v->rope.rotary_dim, hd = v->rope.head_dim, half = rd / 2;
     double f = v->attention_factor;
@@ -205,7 +206,7 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
         for (size_t i = 0; i < half; i++) {
             size_t a = v->rope.layout == PE_ROPE_HALF ? i : 2 * i;
             size_t b = v->rope.layout == PE_ROPE_HALF ? i + half : 2 * i + 1;
-            client_cs cs = client_cos_sin(v, w[i], i, p, f);
+            client_cs cs = client_cos_sin(v, w[i], i, p[i], f);
             double c = cs.c, sn = sign * cs.s;
             double xa = x[h0 + a], xb = x[h0 + b];
             y[h0 + a] = (float)(xa * c - xb * sn);
@@ -216,8 +217,8 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
                 double na = fabs(xa) * cs.c_slack + fabs(xb) * cs.s_slack;
                 double nb = fabs(xb) * cs.c_slack + fabs(xa) * cs.s_slack;
                 double amp = f * sqrt(xa * xa + xb * xb);
-                double sl = v->any_order ? any_order_slack(v->precision, amp, w[i], p)
-                                         : precision_slack(v->precision, amp, p, w[i], i);
+                double sl = v->any_order ? any_order_slack(v->precision, amp, w[i], p[i])
+                                         : precision_slack(v->precision, amp, p[i], w[i], i);
                 slack[t * s->cols + h0 + a] = (float)(values ? na : sl);
                 slack[t * s->cols + h0 + b] = (float)(values ? nb : sl);
             }
@@ -225,21 +226,34 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
     }
 }
 
+/* The position each frequency of row t turns by: the row's position, or
+ * with a multimodal rope the component its slot is assigned. */
+static void slot_positions(const pe_dx_subject *s, const pe_dx_variant *v, size_t t, size_t half,
+                           double *p)
+{
+    bool nd = v->mrope.style != PE_MROPE_NONE && v->positions3;
+    double p1 = nd ? 0.0 : (double)pe_dx_position(s, v, t);
+
+    for (size_t i = 0; i < half; i++)
+        p[i] = nd ? (double)(v->positions3[3 * t + pe_mrope_axis(&v->mrope, i)] + v->offset) : p1;
+}
+
 static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
                              float *slack)
 {
     size_t half = v->rope.rotary_dim / 2;
     double implied;
-    double *w = malloc((half ? half : 1) * sizeof *w); /* owned */
+    double *w = malloc((half ? 2 * half : 1) * sizeof *w); /* owned: w, then p */
 
     if (!w)
         return PE_ENOMEM;
+    double *p = w + half;
     pe_status st = pe_dx_rope_freqs(s, v, w, &implied);
     if (st != PE_OK)
         goto out;
     double sign = v->reversed ? -1.0 : 1.0;
     for (size_t t = 0; t < s->rows; t++) {
-        double p = (double)pe_dx_position(s, v, t);
+        slot_positions(s, v, t, half, p);
         if (s->kind == PE_DX_SUBJ_ROPE_CACHE)
             render_cache_row(s, v, w, t, p, sign, out, slack);
         else
@@ -248,6 +262,17 @@ static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, flo
 out:
     free(w);
     return st;
+}
+
+/* A vision 2-D rope of x (exact angles, no slack). */
+static pe_status render_rope2d(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                               float *slack)
+{
+    if (s->kind != PE_DX_SUBJ_ROPE_ENCODED || !s->x || !v->coords)
+        return PE_EINVAL;
+    for (size_t e = 0, n = s->rows * s->cols; slack && e < n; e++)
+        slack[e] = 0.0f;
+    return pe_rope2d_apply(&v->rope2d, v->coords, s->rows, s->cols, s->x, out);
 }
 
 static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
@@ -307,7 +332,7 @@ pe_status pe_dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, flo
         return render_absolute(s, v, out, slack);
     case PE_DX_SUBJ_ROPE_CACHE:
     case PE_DX_SUBJ_ROPE_ENCODED:
-        return render_rope(s, v, out, slack);
+        return v->rope2d.head_dim ? render_rope2d(s, v, out, slack) : render_rope(s, v, out, slack);
     case PE_DX_SUBJ_ALIBI_BIAS:
     case PE_DX_SUBJ_ALIBI_SLOPES:
         if (slack)
