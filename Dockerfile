@@ -1,7 +1,7 @@
 # posenc server image (docs/deployment.md):
 #
-#   docker build -t posenc:1.2.0 .
-#   podman build --format docker -t posenc:1.2.0 .   (OCI, podman's default,
+#   docker build -t posenc:1.3.0 .
+#   podman build --format docker -t posenc:1.3.0 .   (OCI, podman's default,
 #                                                    has no HEALTHCHECK)
 #
 # Two stages on Debian 13 (trixie): its libmicrohttpd 1.0.1 refuses
@@ -16,7 +16,7 @@
 # The release, in the labels; the build fails unless the binary says the
 # same (include/posenc.h PE_VERSION_STRING; tests/docker/check_manifests.py checks
 # the tags in docker/ against it).
-ARG POSENC_VERSION=1.2.0
+ARG POSENC_VERSION=1.3.0
 
 FROM debian:trixie AS build
 ARG POSENC_VERSION

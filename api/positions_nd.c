@@ -303,8 +303,9 @@ static int read_positions(request *rq, const json_t *v, size_t k, int64_t *out, 
 }
 
 /* mm_layout (its conflicts first): every row from the layout, over the
- * kept slots of its mask. */
-static int from_layout(request *rq, int64_t *out, api_error *err)
+ * kept slots of its mask; under mm_rule `rule` (-1: the body's), the
+ * body's rule echoed in answers. */
+static int layout_rows(request *rq, int rule, int64_t *out, api_error *err)
 {
     const json_t *root = rq->doc.root;
     mm_layout l;
@@ -322,6 +323,8 @@ static int from_layout(request *rq, int64_t *out, api_error *err)
     }
     if (mm_layout_decode(&rq->doc, tps, rq->tokens, &l, err))
         goto out;
+    if (rule >= 0)
+        l.rule = (mm_rule)rule;
     for (size_t b = 0; b < rq->batch; b++) {
         const uint8_t *mask = rq->mask ? rq->mask + b * rq->tokens : NULL;
         size_t kept = rq->tokens;
@@ -335,7 +338,7 @@ static int from_layout(request *rq, int64_t *out, api_error *err)
         }
         mm_layout_row(&l, mask, rq->tokens, out + b * rq->tokens * 3);
     }
-    rq->echo_positions = true;
+    rq->echo_positions = rq->echo_positions || rule < 0;
     rc = 0;
 out:
     mm_layout_free(&l);
@@ -469,7 +472,7 @@ int positions_nd_fill(request *rq, api_error *err)
     if (!pos3)
         return api_fail_oom(err);
     rq->pos_field = pos ? RF(positions) : RF(mm_layout);
-    if (pos ? read_positions(rq, pos, 3, pos3, err) : from_layout(rq, pos3, err))
+    if (pos ? read_positions(rq, pos, 3, pos3, err) : layout_rows(rq, -1, pos3, err))
         goto out;
     if (!scheme_nd(rq)) {
         rc = collapse(rq, pos3, err);
@@ -497,12 +500,19 @@ int64_t positions_nd_max(const request *rq)
 
 void positions_nd_write(strbuf *sb, const request *rq)
 {
+    size_t row = rq->tokens * 3;
+
     if (!rq->echo_positions || !rq->positions_nd)
         return;
+    /* one [tokens][3] stands for every row unless a mask made them differ */
+    bool per_row = false;
+    for (size_t b = 1; b < rq->batch && !per_row; b++)
+        per_row = memcmp(rq->positions_nd + b * row, rq->positions_nd,
+                         row * sizeof *rq->positions_nd) != 0;
     strbuf_puts(sb, ",\"positions\":");
-    if (rq->batched)
+    if (per_row)
         strbuf_putc(sb, '[');
-    for (size_t b = 0; b < rq->batch; b++) {
+    for (size_t b = 0; b < (per_row ? rq->batch : 1); b++) {
         strbuf_puts(sb, b ? ",[" : "[");
         for (size_t t = 0; t < rq->tokens; t++) {
             const int64_t *p = rq->positions_nd + 3 * (b * rq->tokens + t);
@@ -511,7 +521,7 @@ void positions_nd_write(strbuf *sb, const request *rq)
         }
         strbuf_putc(sb, ']');
     }
-    if (rq->batched)
+    if (per_row)
         strbuf_putc(sb, ']');
 }
 
@@ -528,5 +538,29 @@ int positions_nd_expand(request *rq, api_error *err)
         for (size_t c = 0; c < 3; c++)
             rq->positions_nd[3 * i + c] = rq->positions[i];
     rq->nd = 3;
+    return 0;
+}
+
+int positions_nd_other_rule(request *rq, int64_t **out, const char **rule, api_error *err)
+{
+    static const char *const rules[] = {"qwen", "hf", NULL};
+    bool present;
+    int sent = 0;
+
+    *out = NULL;
+    if (scheme_nd(rq) != 3 || !jf_get(rq->doc.root, RF(mm_layout)))
+        return 0;
+    if (api_json(err, jf_choice(&rq->doc, rq->doc.root, "", RF(mm_rule), rules, &present, &sent,
+                                &err->json)))
+        return -1;
+    int64_t *pos3 = malloc(request_rows(rq) * 3 * sizeof *pos3); /* owned until moved to *out */
+    if (!pos3)
+        return api_fail_oom(err);
+    if (layout_rows(rq, 1 - sent, pos3, err)) {
+        free(pos3);
+        return -1;
+    }
+    *out = pos3;
+    *rule = rules[1 - sent];
     return 0;
 }

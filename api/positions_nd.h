@@ -18,8 +18,9 @@
 #include "json/strbuf.h"
 
 /* The answer's `"positions"` member (with its leading comma) when the
- * request had mm_layout: [tokens][3] integers, [batch][tokens][3] for a
- * batched input (the rows differ when a mask pads them). Nothing else. */
+ * request had mm_layout: [tokens][3] integers, the one row every batch row
+ * has; [batch][tokens][3] when the rows differ (a mask pads them
+ * differently). Nothing else. */
 void positions_nd_write(strbuf *sb, const request *rq);
 
 #endif /* POSITIONS_ND_H */

@@ -617,32 +617,15 @@ static int decode_input(const api_service *svc, request *rq, const input_words *
 
 /* ---- /diagnose: the claim, around a subject the endpoint decodes ---- */
 
-/* Whether every decoded triple is a text token's (t == h == w): then
- * multimodal rope is 1-D rope, bit for bit, and a 1-D reading is exact. */
-static bool nd_text_only(const request *rq)
-{
-    for (size_t i = 0; rq->positions_nd && i < request_rows(rq); i++) {
-        const int64_t *p = rq->positions_nd + 3 * i;
-        if (p[1] != p[0] || p[2] != p[0])
-            return false;
-    }
-    return true;
-}
-
-/* /diagnose does not compare claims in more than one dimension yet: a
- * clear refusal rather than a 1-D reading of them. A multimodal rope claim
- * on q/k/v with their input (a loaded Qwen-VL's included) is read when its
- * decoded positions are text (text_ok); a claim on a table always refused. */
-static int diagnose_refuse_nd(const request *rq, bool text_ok, api_error *err)
+/* /diagnose reads q/k/v subjects under multimodal rope claims (their
+ * input projected and rotated as /apply does); rope2d, which /apply does
+ * not serve, is refused by name. */
+static int diagnose_refuse_nd(const request *rq, api_error *err)
 {
     if (rq->scheme.kind == SCHEME_ROPE2D)
         return api_fail(err, API_E_INVALID_REQUEST, RF(scheme),
-                        "/diagnose does not take rope2d claims yet: /encode serves them");
-    if (rq->scheme.mrope.style != PE_MROPE_NONE &&
-        (!text_ok || jf_get(rq->doc.root, RF(mm_layout)) || !nd_text_only(rq)))
-        return api_fail(err, API_E_INVALID_REQUEST, "params.mrope",
-                        "/diagnose does not take multimodal rope claims (params.mrope) yet: "
-                        "/encode and /apply serve them");
+                        "/diagnose reads rope2d claims on embeddings + encoded, not on q/k/v "
+                        "(/apply does not serve rope2d)");
     return 0;
 }
 
@@ -659,7 +642,7 @@ int request_open_input(const api_service *svc, request *rq, api_error *err)
 {
     static const input_words qkv = {"q, k and v need", "q, k and v need the input they came from: "
                                                        "give embeddings or token_ids"};
-    return decode_input(svc, rq, &qkv, err) || diagnose_refuse_nd(rq, true, err) ? -1 : 0;
+    return decode_input(svc, rq, &qkv, err) || diagnose_refuse_nd(rq, err) ? -1 : 0;
 }
 
 int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t tokens, size_t d,
@@ -675,10 +658,7 @@ int request_open_claim(const api_service *svc, request *rq, size_t batch, size_t
     rq->batch = batch;
     rq->tokens = tokens;
     rq->d = d;
-    return decode_output_options(rq, err) || diagnose_refuse_nd(rq, false, err) ||
-                   decode_positions(rq, err)
-               ? -1
-               : 0;
+    return decode_output_options(rq, err) || decode_positions(rq, err) ? -1 : 0;
 }
 
 int request_decode(const api_service *svc, const api_budget *budget, request_endpoint which,

@@ -154,6 +154,11 @@ int positions_nd_fill(request *rq, api_error *err);
  * position p as the triple [p, p, p] in rq->positions_nd (new). */
 int positions_nd_expand(request *rq, api_error *err);
 
+/* With mm_layout and params.mrope: the positions ([rows][3], new, into
+ * *out) the layout gives under the other mm_rule, and its name (static);
+ * *out NULL without a layout. For /diagnose, while rq->doc is alive. */
+int positions_nd_other_rule(request *rq, int64_t **out, const char **rule, api_error *err);
+
 /* The largest component of rq->positions_nd (0 when NULL). */
 int64_t positions_nd_max(const request *rq);
 

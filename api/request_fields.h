@@ -52,10 +52,10 @@ typedef enum request_field_kind {
     XX(offset, INTEGER, RF_ALL)                                                                    \
     XX(positions, INTS, RF_ALL) /* also [t, h, w] triples, or base64 */                            \
     XX(positions_shape, DIMS, RF_ALL)                                                              \
-    XX(mm_layout, OBJECTS, RF_ENCODE | RF_APPLY)                                                   \
-    XX(merge, INTEGER, RF_ENCODE | RF_APPLY)                                                       \
-    XX(mm_rule, STRING, RF_ENCODE | RF_APPLY)                                                      \
-    XX(grid, OBJECT, RF_ENCODE)                                                                    \
+    XX(mm_layout, OBJECTS, RF_ALL)                                                                 \
+    XX(merge, INTEGER, RF_ALL)                                                                     \
+    XX(mm_rule, STRING, RF_ALL)                                                                    \
+    XX(grid, OBJECT, RF_ENCODE | RF_DIAGNOSE)                                                      \
     XX(attention_mask, INTS, RF_ALL)                                                               \
     XX(causal, BOOL, RF_ALL)                                                                       \
     XX(encoding, STRING, RF_ALL)                                                                   \

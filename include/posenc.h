@@ -48,13 +48,13 @@ extern "C" {
 
 /* The library's version (the project's: the server reports the same). */
 #define PE_VERSION_MAJOR 1
-#define PE_VERSION_MINOR 2
+#define PE_VERSION_MINOR 3
 #define PE_VERSION_PATCH 0
-#define PE_VERSION_STRING "1.2.0"
-/* One number to compare in #if: 10200 for 1.2.0. */
+#define PE_VERSION_STRING "1.3.0"
+/* One number to compare in #if: 10300 for 1.3.0. */
 #define PE_VERSION_NUMBER (PE_VERSION_MAJOR * 10000 + PE_VERSION_MINOR * 100 + PE_VERSION_PATCH)
 
-/* The version of the library linked in ("1.2.0"), which may differ from
+/* The version of the library linked in ("1.3.0"), which may differ from
  * PE_VERSION_STRING, the header's, when the two were installed apart.
  * Static storage: never free it. */
 const char *pe_version(void);

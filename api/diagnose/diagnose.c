@@ -18,6 +18,7 @@
 #include "diagnose_compare.h"
 #include "diagnose_decode.h"
 #include "diagnose_learned.h"
+#include "diagnose_nd.h"
 #include "diagnose_qkv.h"
 #include "diagnose_write.h"
 #include "json/array_writer.h"
@@ -36,10 +37,12 @@ static int check_scheme(const diag_request *dr, pe_dx_kind *kind, api_error *err
                    : "a table subject is read under a sinusoidal or learned claim";
         break;
     case DX_ENCODED:
-        *kind = s == SCHEME_ROPE ? PE_DX_SUBJ_ROPE_ENCODED : PE_DX_SUBJ_ABS_ENCODED;
-        want = s == SCHEME_SINUSOIDAL || s == SCHEME_ROPE
+        *kind = s == SCHEME_ROPE || s == SCHEME_ROPE2D ? PE_DX_SUBJ_ROPE_ENCODED
+                                                       : PE_DX_SUBJ_ABS_ENCODED;
+        want = s == SCHEME_SINUSOIDAL || s == SCHEME_ROPE || s == SCHEME_ROPE2D
                    ? NULL
-                   : "an encoded subject is read under a sinusoidal, learned or rope claim";
+                   : "an encoded subject is read under a sinusoidal, learned, rope or rope2d "
+                     "claim";
         break;
     case DX_CACHE:
         *kind = PE_DX_SUBJ_ROPE_CACHE;
@@ -207,7 +210,10 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     for (size_t i = 0; i < r->n_findings; i++) {
         if (i)
             strbuf_putc(sb, ',');
-        diag_write_finding(sb, r, i, kind, heads, "", rows);
+        if (diag_nd_finding(dr, r, i))
+            diag_write_nd_finding(sb, dr, r, i, dr->batch, dr->rq.tokens / dr->batch, "", rows);
+        else
+            diag_write_finding(sb, r, i, kind, heads, "", rows);
     }
     strbuf_puts(sb, "],\"best\":{\"scheme\":");
     strbuf_put_json_string(sb, scheme_names[kind]);
@@ -217,7 +223,10 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         strbuf_putc(sb, ',');
         diag_write_best_model(sb, &dr->rq, dr->model_json);
     }
-    if (dr->kind != DX_SLOPES) { /* slopes have no positions */
+    if (diag_nd_claim(dr)) {
+        strbuf_putc(sb, ',');
+        diag_write_nd_positions(sb, dr, r, dr->batch, dr->rq.tokens / dr->batch);
+    } else if (dr->kind != DX_SLOPES) { /* slopes have no positions */
         strbuf_putc(sb, ',');
         diag_write_batch_positions(sb, r->best.positions ? r->best.positions : dr->rq.positions,
                                    dr->batch, dr->rq.tokens / dr->batch, r->best.offset);
@@ -277,7 +286,11 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     /* no head size anywhere (rope_plan_init then rotates the whole vector):
      * the search finds it (contract 1.2, Head size) */
     const model *m = rq->model;
-    claim.head_dim_free = kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim && !dr->bhtd &&
+    bool nd = diag_nd_claim(dr);
+    if (nd && rq->scheme.kind == SCHEME_ROPE)
+        claim.positions3 = rq->positions_nd;
+    claim.head_dim_free = !nd && kind == PE_DX_SUBJ_ROPE_ENCODED && !rq->scheme.head_dim &&
+                          !dr->bhtd &&
                           !(m && m->head_dim && m->head_dim <= width && width % m->head_dim == 0);
     bool relative = dr->kind == DX_BIAS || dr->kind == DX_SLOPES;
     size_t heads = relative ? main->dim[0] : 0;
@@ -301,7 +314,8 @@ static int diagnose_arrays(const api_service *svc, const diag_request *dr, strbu
     if (request_check_output(svc, n, "the subject", err) ||
         check_claim(dr, &subj, &claim, n, false, &map, err))
         goto done;
-    pe_status st = pe_diagnose(&subj, &claim, dr->tol, &r);
+    pe_status st = nd ? pe_diagnose_nd(&subj, &claim, dr->other_rule3, dr->tol, &r)
+                      : pe_diagnose(&subj, &claim, dr->tol, &r);
     if (st == PE_EINVAL) {
         unreadable(dr, err);
         goto done;
@@ -350,8 +364,10 @@ static size_t held_bytes(const diag_request *dr)
     size_t map = dr->return_map ? subject * (sizeof(float) + DIAG_MAP_VALUE_BYTES) +
                                       dr->rq.tokens * DIAG_MAP_ROW_BYTES * DX_ARRAYS
                                 : 0;
-    return request_held_bytes(&dr->rq) + subject * sizeof(float) + (search > map ? search : map) +
-           DIAG_TEXT_BYTES;
+    /* an mm_layout claim's triples under the other mm_rule */
+    size_t other_rule = dr->other_rule3 ? dr->rq.tokens * 3 * sizeof *dr->other_rule3 : 0;
+    return request_held_bytes(&dr->rq) + other_rule + subject * sizeof(float) +
+           (search > map ? search : map) + DIAG_TEXT_BYTES;
 }
 
 void api_diagnose(const api_service *svc, const api_budget *budget, const char *body, size_t len,

@@ -9,6 +9,7 @@
 #include "diagnose_decode.h"
 #include "diagnose_batch.h"
 #include "diagnose_write.h"
+#include "rope2d.h"
 #include "json/json_fields.h"
 
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
@@ -237,6 +238,21 @@ static int read_subject(const api_service *svc, diag_request *dr, size_t *tokens
     return 0;
 }
 
+/* rope2d's grid h and w (checked by the claim's decoding), for best. */
+static int read_grid_size(diag_request *dr, api_error *err)
+{
+    const json_doc *doc = &dr->rq.doc;
+    const json_t *grid = jf_get(doc->root, RF(grid));
+    bool present;
+
+    return grid && (api_json(err, jf_int(doc, grid, RF(grid), "h", 1, INT32_MAX, &present,
+                                         &dr->grid_h, &err->json)) ||
+                    api_json(err, jf_int(doc, grid, RF(grid), "w", 1, INT32_MAX, &present,
+                                         &dr->grid_w, &err->json)))
+               ? -1
+               : 0;
+}
+
 /* An inline model's text, for best (the doc is freed after decoding). */
 static int keep_inline_model(diag_request *dr)
 {
@@ -268,10 +284,13 @@ int diag_decode(const api_service *svc, const api_budget *budget, const char *bo
             dr->rq.model = service_find_model(svc, "default");
         if (!dr->rq.model)
             dr->rq.model = svc->models[0];
-        rc = read_subject(svc, dr, &tokens, &d, err) || request_open_input(svc, &dr->rq, err);
+        rc = read_subject(svc, dr, &tokens, &d, err) || request_open_input(svc, &dr->rq, err) ||
+             positions_nd_other_rule(&dr->rq, &dr->other_rule3, &dr->other_rule, err);
     } else if (!rc) {
         rc = read_subject(svc, dr, &tokens, &d, err) ||
-             request_open_claim(svc, &dr->rq, dr->batch, tokens, d, err);
+             request_open_claim(svc, &dr->rq, dr->batch, tokens, d, err) ||
+             positions_nd_other_rule(&dr->rq, &dr->other_rule3, &dr->other_rule, err);
+        rc = rc || read_grid_size(dr, err);
         /* the search reads the batch's rows as one list of batch*tokens */
         dr->rq.tokens *= dr->batch;
         dr->rq.batch = 1;
@@ -299,6 +318,7 @@ void diag_request_free(diag_request *dr)
         return;
     request_free(&dr->rq);
     free(dr->model_json);
+    free(dr->other_rule3);
     for (size_t i = 0; i < DX_ARRAYS; i++)
         tensor_free(&dr->arr[i]);
     memset(dr, 0, sizeof *dr);
@@ -333,6 +353,15 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
         if (rope_plan_init(svc, rq, width, fixed_head_dim, rope, err))
             return -1;
         diag_claim_of_rope(rope, claim);
+        claim->mrope = s->mrope; /* positions3: set by a search in more than 1-D */
+        return 0;
+    case SCHEME_ROPE2D:
+        if (dr->kind != DX_ENCODED)
+            return api_fail(err, API_E_INVALID_REQUEST, RF(scheme),
+                            "/diagnose reads rope2d claims on embeddings + encoded");
+        if (rope2d_plan(rq, &claim->rope2d, err))
+            return -1;
+        claim->coords = rq->positions_nd;
         return 0;
     case SCHEME_ALIBI:
         if (s->alibi_rounding.bf16 || s->alibi_rounding.divisor) /* never ignored silently */
@@ -351,7 +380,8 @@ int diag_claim(const api_service *svc, const diag_request *dr, size_t width, siz
     }
     default:
         return api_fail(err, API_E_INVALID_REQUEST, "scheme",
-                        "/diagnose checks sinusoidal, rope, alibi and t5 claims; scheme %s is "
+                        "/diagnose checks sinusoidal, rope, rope2d, alibi and t5 claims; scheme %s "
+                        "is "
                         "not diagnosed",
                         scheme_names[s->kind]);
     }

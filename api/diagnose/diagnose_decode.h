@@ -38,10 +38,14 @@ typedef struct diag_request {
     const char *names[DX_ARRAYS]; /* static: their contract names, NULL if absent */
     pe_dx_tolerance tol;
     bool return_map;
-    bool bhtd;        /* axes "bhtd": [batch][heads][tokens][head_dim] */
-    size_t batch;     /* rows stacked on the token axis (rq.tokens counts them all) */
-    char *model_json; /* owned: an inline model's JSON text (best carries it) */
-    size_t sent_ndim; /* the first array's shape as sent, */
+    bool bhtd;              /* axes "bhtd": [batch][heads][tokens][head_dim] */
+    size_t batch;           /* rows stacked on the token axis (rq.tokens counts them all) */
+    char *model_json;       /* owned: an inline model's JSON text (best carries it) */
+    int64_t *other_rule3;   /* owned: with mm_layout, [rows][3] under the
+                               other mm_rule (NULL without a layout) */
+    const char *other_rule; /* static: its name */
+    int64_t grid_h, grid_w; /* rope2d's grid as sent (0: none), for best */
+    size_t sent_ndim;       /* the first array's shape as sent, */
     size_t sent_dim[TENSOR_MAX_NDIM]; /* before its batch axes were folded */
 } diag_request;
 

@@ -26,6 +26,7 @@
 #include "diagnose_batch.h"
 #include "diagnose_compare.h"
 #include "diagnose_decode.h"
+#include "diagnose_nd.h"
 #include "diagnose_transposed.h"
 #include "diagnose_write.h"
 #include "forward.h"
@@ -201,12 +202,14 @@ static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim,
                           .positions = rq->positions,
                           .batch = rq->batched ? rq->batch : 1,
                           .budget_s = w->budget_s};
-    pe_status st = pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
+    bool nd = claim->positions3 != NULL; /* vision triples: pe_diagnose_nd's search */
+    pe_status st = nd ? pe_diagnose_nd(&subj, claim, dr->other_rule3, dr->tol, &w->res[i])
+                      : pe_diagnose(&subj, claim, dr->tol, &w->res[i]);
     if (st == PE_OK)
         diag_require_finite_best(&w->res[i]);
 
     w->diagnosed[i] = true;
-    for (int to_hf = 1; st == PE_OK && w->res[i].verdict == PE_DX_UNEXPLAINED && to_hf >= 0;
+    for (int to_hf = 1; st == PE_OK && !nd && w->res[i].verdict == PE_DX_UNEXPLAINED && to_hf >= 0;
          to_hf--) {
         pe_dx_result trial = {0};
         /* q comes first and is the wider: its scratch serves k too */
@@ -430,7 +433,11 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
                 continue;
             seen[code] = true;
             strbuf_puts(sb, first ? "" : ",");
-            diag_write_finding(sb, &w->res[i], f, SCHEME_ROPE, 0, prefix, NULL);
+            if (diag_nd_finding(dr, &w->res[i], f))
+                diag_write_nd_finding(sb, dr, &w->res[i], f, dr->rq.batch, dr->rq.tokens, prefix,
+                                      NULL);
+            else
+                diag_write_finding(sb, &w->res[i], f, SCHEME_ROPE, 0, prefix, NULL);
             first = false;
         }
     }
@@ -559,8 +566,11 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
     diag_write_params(sb, kind, best, rq->model->heads); /* alibi: the model's heads */
     strbuf_putc(sb, ',');
     /* the positions found (positions_mismatch), else the claim's */
-    diag_write_batch_positions(sb, best->positions ? best->positions : rq->positions, rq->batch,
-                               rq->tokens, best->offset);
+    if (claim->positions3 && rotation && w->diagnosed[from])
+        diag_write_nd_positions(sb, dr, &w->res[from], rq->batch, rq->tokens);
+    else
+        diag_write_batch_positions(sb, best->positions ? best->positions : rq->positions, rq->batch,
+                                   rq->tokens, best->offset);
     if (scheme_is_absolute(kind)) {
         strbuf_puts(sb, ",\"embed_scale\":");
         diag_put_double(sb, rq->embed_scale);
@@ -597,10 +607,15 @@ static int check_shapes(const diag_request *dr, const qkv_work *w, api_error *er
 
 /* The claim as the search reads it: the pass's rope (MLA: over the rope
  * channels of a head), or the scheme's settings for the others. */
-static void claim_of(const request *rq, const forward_plan *p, pe_dx_variant *claim)
+static void claim_of(const diag_request *dr, const forward_plan *p, pe_dx_variant *claim)
 {
+    const request *rq = &dr->rq;
+
     if (rq->scheme.kind == SCHEME_ROPE) {
         diag_claim_of_rope(&p->rope, claim);
+        claim->mrope = rq->scheme.mrope;
+        if (diag_nd_claim(dr)) /* vision triples or a layout */
+            claim->positions3 = rq->positions_nd;
         return;
     }
     pe_dx_variant_init(claim);
@@ -626,7 +641,7 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
     w.rot_head = plan.rot_width;
     if (check_shapes(dr, &w, err) || run_pass(dr, &plan, &w, err))
         goto done;
-    claim_of(rq, &plan, &claim);
+    claim_of(dr, &plan, &claim);
     /* the model fixes the head size: never searched here (head_dim_free) */
     claim.head_dim_free = false;
     w.budget_s = (double)svc->limits.diagnose_ms / 2000.0;

@@ -131,6 +131,19 @@ void diag_write_params(strbuf *sb, scheme_kind kind, const pe_dx_variant *v, siz
             put_key(sb, &first, "scaling");
             write_scaling(sb, &v->rope.scaling, v->rope.rotary_dim / 2);
         }
+        if (v->mrope.style != PE_MROPE_NONE &&
+            pe_mrope_check(&v->mrope, v->rope.rotary_dim / 2) == PE_OK) {
+            put_key(sb, &first, "mrope");
+            strbuf_printf(sb, "{\"style\":\"%s\",\"section\":[%zu,%zu,%zu]}",
+                          scheme_mrope_styles[v->mrope.style - PE_MROPE_CHUNKED],
+                          v->mrope.section[0], v->mrope.section[1], v->mrope.section[2]);
+        }
+        break;
+    case SCHEME_ROPE2D:
+        put_key(sb, &first, "variant");
+        strbuf_put_json_string(sb, scheme_rope2d_variants[v->rope2d.variant]);
+        put_number(sb, &first, "head_dim", (double)v->rope2d.head_dim);
+        put_number(sb, &first, "base", v->rope2d.base);
         break;
     case SCHEME_ALIBI:
         put_number(sb, &first, "heads", (double)heads);

@@ -106,6 +106,9 @@ int scheme_parse_rope2d(const json_doc *doc, const json_t *params, const char *p
 /* The names of pe_mrope_style from PE_MROPE_CHUNKED on, NULL-terminated. */
 extern const char *const scheme_mrope_styles[];
 
+/* The names of pe_rope2d_variant, by its value, NULL-terminated. */
+extern const char *const scheme_rope2d_variants[];
+
 /* Whether a scheme adds a table to the embeddings (sinusoidal, learned). */
 bool scheme_is_absolute(scheme_kind kind);
 

@@ -12,6 +12,11 @@
 #include "json/tensor.h"
 
 const char *const scheme_mrope_styles[] = {"chunked", "interleaved", "ernie", NULL};
+const char *const scheme_rope2d_variants[] = {[PE_ROPE2D_QWEN_VIT] = "qwen_vit",
+                                              [PE_ROPE2D_PIXTRAL] = "pixtral",
+                                              [PE_ROPE2D_LLAMA4] = "llama4_vision",
+                                              [PE_ROPE2D_GEMMA4] = "gemma4_vision",
+                                              NULL};
 
 static int parse_mrope(const json_doc *doc, const json_t *v, const char *path, pe_mrope *out,
                        desc_error *err)
@@ -66,12 +71,7 @@ int scheme_parse_multimodal(const json_doc *doc, const json_t *params, const cha
 int scheme_parse_rope2d(const json_doc *doc, const json_t *params, const char *path, scheme *s,
                         desc_error *err)
 {
-    /* indexed by pe_rope2d_variant */
-    static const char *const variants[] = {[PE_ROPE2D_QWEN_VIT] = "qwen_vit",
-                                           [PE_ROPE2D_PIXTRAL] = "pixtral",
-                                           [PE_ROPE2D_LLAMA4] = "llama4_vision",
-                                           [PE_ROPE2D_GEMMA4] = "gemma4_vision",
-                                           NULL};
+    const char *const *variants = scheme_rope2d_variants;
     bool present, has_base;
     int which = 0;
     int64_t n;

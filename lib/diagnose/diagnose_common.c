@@ -266,6 +266,11 @@ pe_status pe_dx_validate(const pe_dx_subject *s, const pe_dx_variant *c)
     case PE_DX_SUBJ_ABS_ENCODED:
         return c->base > 1.0 && isfinite(c->base) ? PE_OK : PE_EINVAL;
     case PE_DX_SUBJ_ROPE_ENCODED:
+        if (c->rope2d.head_dim) /* vision 2-D rope: pe_rope2d_apply's shapes */
+            return s->x && c->coords && c->rope2d.head_dim % 4 == 0 &&
+                           s->cols % c->rope2d.head_dim == 0
+                       ? PE_OK
+                       : PE_EINVAL;
         if (!s->x || c->rope.head_dim == 0 || s->cols % c->rope.head_dim)
             return PE_EINVAL;
         /* fall through */

@@ -161,15 +161,16 @@ static void cache_columns(const pe_dx_variant *v, size_t cols, size_t i, size_t 
     }
 }
 
-/* Row t of a rope cache at position p (frequencies w, the rotation's
- * sign): cos into out, sin into out + n, each in its column(s). */
+/* Row t of a rope cache at positions p[i] per frequency (frequencies w,
+ * the rotation's sign): cos into out, sin into out + n, each in its
+ * column(s). */
 static void render_cache_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
-                             size_t t, double p, double sign, float *out, float *slack)
+                             size_t t, const double *p, double sign, float *out, float *slack)
 {
     size_t half = v->rope.rotary_dim / 2, n = s->rows * s->cols;
     double f = v->attention_factor;
     for (size_t i = 0; i < half; i++) {
-        client_cs cs = client_cos_sin(v, w[i], i, p, f);
+        client_cs cs = client_cos_sin(v, w[i], i, p[i], f);
         cs.s *= sign;
         bool sw = v->sin_cos_swapped;
         size_t c0, c1;
@@ -227,12 +228,12 @@ static void rounded_rotation(pe_dx_precision pr, double xa, double xb, double c,
                   half_ulp(pr, rb));
 }
 
-/* Row t of x rotated at position p, head by head (pass-through channels
- * copied). rounded: the rotation may have been rounded to v's precision
+/* Row t of x rotated at positions p[i] per frequency, head by head
+ * (pass-through channels copied). rounded: the rotation may have been rounded to v's precision
  * with or without its cos/sin (pe_dx_output_in_precision): the slack covers
  * both roundings. */
 static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, const double *w,
-                               size_t t, double p, double sign, bool rounded, float *out,
+                               size_t t, const double *p, double sign, bool rounded, float *out,
                                float *slack)
 {
     size_t rd = v->rope.rotary_dim, hd = v->rope.head_dim, half = rd / 2;
@@ -251,12 +252,12 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
             double xa = x[h0 + a], xb = x[h0 + b];
             size_t ea = t * s->cols + h0 + a, eb = t * s->cols + h0 + b;
             if (rounded) {
-                rounded_rotation(v->precision, xa, xb, cos(w[i] * p) * f, sign * sin(w[i] * p) * f,
-                                 y + h0 + a, y + h0 + b, slack ? slack + ea : NULL,
-                                 slack ? slack + eb : NULL);
+                rounded_rotation(v->precision, xa, xb, cos(w[i] * p[i]) * f,
+                                 sign * sin(w[i] * p[i]) * f, y + h0 + a, y + h0 + b,
+                                 slack ? slack + ea : NULL, slack ? slack + eb : NULL);
                 continue;
             }
-            client_cs cs = client_cos_sin(v, w[i], i, p, f);
+            client_cs cs = client_cos_sin(v, w[i], i, p[i], f);
             double c = cs.c, sn = sign * cs.s;
             y[h0 + a] = (float)(xa * c - xb * sn);
             y[h0 + b] = (float)(xb * c + xa * sn);
@@ -266,8 +267,8 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
                 double na = fabs(xa) * cs.c_slack + fabs(xb) * cs.s_slack;
                 double nb = fabs(xb) * cs.c_slack + fabs(xa) * cs.s_slack;
                 double amp = f * sqrt(xa * xa + xb * xb);
-                double sl = v->any_order ? any_order_slack(v->precision, amp, w[i], p)
-                                         : precision_slack(v->precision, amp, p, w[i], i);
+                double sl = v->any_order ? any_order_slack(v->precision, amp, w[i], p[i])
+                                         : precision_slack(v->precision, amp, p[i], w[i], i);
                 slack[ea] = (float)(values ? na : sl);
                 slack[eb] = (float)(values ? nb : sl);
             }
@@ -275,22 +276,35 @@ static void render_encoded_row(const pe_dx_subject *s, const pe_dx_variant *v, c
     }
 }
 
+/* The position each frequency of row t turns by: the row's position, or
+ * with a multimodal rope the component its slot is assigned. */
+static void slot_positions(const pe_dx_subject *s, const pe_dx_variant *v, size_t t, size_t half,
+                           double *p)
+{
+    bool nd = v->mrope.style != PE_MROPE_NONE && v->positions3;
+    double p1 = nd ? 0.0 : (double)pe_dx_position(s, v, t);
+
+    for (size_t i = 0; i < half; i++)
+        p[i] = nd ? (double)(v->positions3[3 * t + pe_mrope_axis(&v->mrope, i)] + v->offset) : p1;
+}
+
 static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
                              float *slack)
 {
     size_t half = v->rope.rotary_dim / 2;
     double implied;
-    double *w = malloc((half ? half : 1) * sizeof *w); /* owned */
+    double *w = malloc((half ? 2 * half : 1) * sizeof *w); /* owned: w, then p */
 
     if (!w)
         return PE_ENOMEM;
+    double *p = w + half;
     pe_status st = pe_dx_rope_freqs(s, v, w, &implied);
     if (st != PE_OK)
         goto out;
     double sign = v->reversed ? -1.0 : 1.0;
     bool rounded = pe_dx_output_in_precision(s, v);
     for (size_t t = 0; t < s->rows; t++) {
-        double p = (double)pe_dx_position(s, v, t);
+        slot_positions(s, v, t, half, p);
         if (s->kind == PE_DX_SUBJ_ROPE_CACHE)
             render_cache_row(s, v, w, t, p, sign, out, slack);
         else
@@ -299,6 +313,17 @@ static pe_status render_rope(const pe_dx_subject *s, const pe_dx_variant *v, flo
 out:
     free(w);
     return st;
+}
+
+/* A vision 2-D rope of x (exact angles, no slack). */
+static pe_status render_rope2d(const pe_dx_subject *s, const pe_dx_variant *v, float *out,
+                               float *slack)
+{
+    if (s->kind != PE_DX_SUBJ_ROPE_ENCODED || !s->x || !v->coords)
+        return PE_EINVAL;
+    for (size_t e = 0, n = s->rows * s->cols; slack && e < n; e++)
+        slack[e] = 0.0f;
+    return pe_rope2d_apply(&v->rope2d, v->coords, s->rows, s->cols, s->x, out);
 }
 
 static pe_status render_alibi(const pe_dx_subject *s, const pe_dx_variant *v, float *out)
@@ -358,7 +383,7 @@ pe_status pe_dx_render_slack(const pe_dx_subject *s, const pe_dx_variant *v, flo
         return render_absolute(s, v, out, slack);
     case PE_DX_SUBJ_ROPE_CACHE:
     case PE_DX_SUBJ_ROPE_ENCODED:
-        return render_rope(s, v, out, slack);
+        return v->rope2d.head_dim ? render_rope2d(s, v, out, slack) : render_rope(s, v, out, slack);
     case PE_DX_SUBJ_ALIBI_BIAS:
     case PE_DX_SUBJ_ALIBI_SLOPES:
         if (slack)

@@ -52,7 +52,9 @@ extern "C" {
     XX(PE_DX_ALIBI_FORM, "alibi_form")                                                             \
     XX(PE_DX_T5_DIRECTION, "t5_direction")                                                         \
     XX(PE_DX_T5_BUCKETS, "t5_buckets")                                                             \
-    XX(PE_DX_POSITIONS_MISMATCH, "positions_mismatch")
+    XX(PE_DX_POSITIONS_MISMATCH, "positions_mismatch")                                             \
+    XX(PE_DX_MROPE_MISMATCH, "mrope_mismatch")                                                     \
+    XX(PE_DX_ROPE2D_VARIANT, "rope2d_variant")
 
 typedef enum pe_dx_code {
 #define PE_DX_ENUM(e, s) e,
@@ -204,7 +206,16 @@ typedef struct pe_dx_variant {
                                 rotates the whole vector); ROPE_ENCODED's
                                 search tries the even divisors of the width */
     double attention_factor; /* the constant on every rotated pair */
-    size_t frequency_dim;    /* evidence: the exponent's denominator when
+    /* multimodal rope: with mrope.style set and positions3 given, slot j
+     * of row t turns by positions3[t][pe_mrope_axis(j)] + offset (the
+     * 1-D positions are then not read); else 1-D */
+    pe_mrope mrope;
+    const int64_t *positions3; /* [rows][3], borrowed */
+    /* vision 2-D rope (ROPE_ENCODED; rope2d.head_dim 0: not rope2d): row t
+     * turned by coords[t] = [row, col] (pe_rope2d_apply) */
+    pe_rope2d rope2d;
+    const int64_t *coords; /* [rows][2], borrowed */
+    size_t frequency_dim;  /* evidence: the exponent's denominator when
                                  rotary_dim_mismatch names head_dim; else
                                  rope.rotary_dim */
 
@@ -280,6 +291,11 @@ typedef struct pe_dx_result {
                                             the subject's length and reproduces
                                             it too (scaling_mismatch evidence
                                             beside base_mismatch); else NONE */
+    bool other_rule;                     /* positions_mismatch: best.positions3 are the
+                                        claim's layout under the other mm_rule */
+    bool triples_found;                  /* positions_mismatch: best.positions3 are
+                                        triples read off the phases (held in
+                                        positions, [rows][3]) */
 } pe_dx_result;
 
 /* Free what a result owns; accepts a zeroed result. */
@@ -300,6 +316,26 @@ void pe_dx_result_free(pe_dx_result *r);
  * phase lags (<= log2(tokens)); [4096][128] takes < 0.2 s on one core. */
 pe_status pe_diagnose(const pe_dx_subject *subject, const pe_dx_variant *claim, pe_dx_tolerance tol,
                       pe_dx_result *out);
+
+/* Diagnose a claim in more than one dimension (diagnose_nd.c): a
+ * multimodal rope claim (claim->mrope and claim->positions3 set; subject
+ * ROPE_ENCODED or ROPE_CACHE) or a rope2d claim (claim->rope2d.head_dim
+ * and claim->coords set; subject ROPE_ENCODED). The variants tried, in
+ * order, the first that reproduces the subject winning:
+ *   mrope:  other_rule3 (the claim's layout under the other mm_rule, may
+ *           be NULL: positions_mismatch, result->other_rule); every other
+ *           style and section that fits (mrope_mismatch); every token as
+ *           text (mrope_mismatch, style none, 1-D positions read from the
+ *           phases by pe_diagnose, with what else it finds); on an encoded
+ *           subject, triples read component by component off the phases
+ *           of the slots the claim assigns to it (positions_mismatch,
+ *           result->triples_found);
+ *   rope2d: each other variant, at the claimed base and at the
+ *           variants' own (rope2d_variant, base_mismatch).
+ * Pointers in result->best are the claim's, other_rule3 or
+ * result->positions. Returns as pe_diagnose. */
+pe_status pe_diagnose_nd(const pe_dx_subject *subject, const pe_dx_variant *claim,
+                         const int64_t *other_rule3, pe_dx_tolerance tol, pe_dx_result *out);
 
 /* The subject a variant predicts, in the subject's shape (a then b for a
  * cache: out has 2*rows*cols floats; x is read from subject). Used by

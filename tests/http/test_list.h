@@ -29,6 +29,7 @@
     XX(multidim, test_multidim, SERVER)        /* test_multidim.c: mrope, mm_layout */             \
     XX(concurrency, test_concurrency, WEIGHTS) /* test_concurrency.c: answers never cross */       \
     XX(diagnose, test_diagnose, WEIGHTS)       /* test_diagnose.c: every finding code */           \
+    XX(diagnose_nd, test_diagnose_nd, SERVER)  /* test_diagnose_nd.c: mrope, mm_rule, rope2d */    \
     XX(fields, test_fields, WEIGHTS)           /* test_fields.c: X_shape on every endpoint */      \
     XX(auth, test_auth, OWN)                   /* test_errors.c: --api-key */                      \
     XX(limits, test_limits, OWN)               /* test_errors.c: body and token limits */          \

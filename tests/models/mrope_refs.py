@@ -226,9 +226,9 @@ def _error_checks(srv, C):
     for extra, status, field in cases:
         body = dict({"scheme": "rope", "embeddings": x}, **extra)
         expect_refusal(C, f"refused {extra}", srv.request("/encode", body), status, field)
-    expect_refusal(C, "/diagnose refuses an mrope claim",
+    expect_refusal(C, "/diagnose reads no rope claim (mrope or not) on a table",
                    srv.request("/diagnose", {"scheme": "rope", "params": mr, "table": x}), 400,
-                   "params.mrope")
+                   "scheme")
     expect_refusal(C, "/diagnose refuses vision triples without mrope",
                    srv.request("/diagnose", {"scheme": "rope", "positions": [[1, 2, 3]] * 4,
                                              "table": x}), 422, "positions")

@@ -134,8 +134,9 @@ def _error_checks(srv, C):
     expect_refusal(C, "/apply refuses scheme rope2d",
                    srv.request_raw("/apply", dict(pixtral, embeddings=[[0.5] * 512] * 2,
                                                   positions=[[0, 0], [0, 1]])), 422, "scheme")
-    expect_refusal(C, "/diagnose refuses a rope2d claim",
-                   srv.request("/diagnose", dict(pixtral, table=[[0.5] * 8] * 4)), 400, "scheme")
+    expect_refusal(C, "/diagnose reads no rope2d claim on a table",
+                   srv.request("/diagnose", dict(pixtral, table=[[0.5] * 8] * 4,
+                                                 grid={"h": 2, "w": 2})), 400, "scheme")
 
 
 def rope2d_checks(root, C):

@@ -168,7 +168,9 @@ class LayoutTest(unittest.TestCase):
         x = self.rng.standard_normal((2, LAYOUT_TOKENS, 16)).astype(np.float32)
         by_layout = json_client.encode(x, scheme="rope", params=mrope_params("ernie"),
                                        mm_layout=LAYOUT, mm_rule="hf")
-        self.assertEqual(by_layout.positions.shape, (2, LAYOUT_TOKENS, 3))  # per row
+        # the contract's [tokens, 3]: the layout is every row's (no mask)
+        self.assertEqual(by_layout.positions.shape, (LAYOUT_TOKENS, 3))
+        np.testing.assert_array_equal(by_layout.positions, ref.layout_positions(LAYOUT, "hf"))
         explicit = json_client.encode(x, scheme="rope", params=mrope_params("ernie"),
                                       positions=by_layout.positions)
         np.testing.assert_array_equal(by_layout.encoded, explicit.encoded)

@@ -1,6 +1,5 @@
 """posenc.testing: the assertions a port's test suite calls pass on correct
 numbers and fail with the diagnosis in words on wrong ones."""
-import re
 import unittest
 
 import numpy as np
@@ -75,8 +74,8 @@ MROPE = {"head_dim": 16, "mrope": {"section": [2, 3, 3], "style": "chunked"}}
 
 
 class MultidimensionalAssertionsTest(unittest.TestCase):
-    """Claims /diagnose does not take (today) are compared with /encode's
-    answer: right numbers pass, wrong ones fail naming the worst value."""
+    """Claims in more than one dimension go through /diagnose like any other:
+    right numbers return the Diagnosis, wrong ones fail with its findings."""
 
     @classmethod
     def setUpClass(cls):
@@ -87,21 +86,19 @@ class MultidimensionalAssertionsTest(unittest.TestCase):
         x = self.rng.standard_normal((2, 5, 16)).astype(np.float32)
         pos = self.rng.integers(0, 40, size=(2, 5, 3))
         right = ref.mrope(x, pos, [2, 3, 3], "chunked")
-        answer = testing.assert_encoding_matches(self.url, embeddings=x, encoded=right,
-                                                 scheme="rope", params=MROPE, positions=pos)
-        self.assertEqual(answer.encoded.shape, (2, 5, 16))
+        diagnosis = testing.assert_encoding_matches(self.url, embeddings=x, encoded=right,
+                                                    scheme="rope", params=MROPE, positions=pos)
+        self.assertIsInstance(diagnosis, posenc.Diagnosis)
+        self.assertEqual((diagnosis.verdict, diagnosis.findings), ("match", []))
         wrong = ref.mrope(x, pos, [2, 3, 3], "interleaved")
         with self.assertRaises(AssertionError) as ctx:
             testing.assert_encoding_matches(self.url, embeddings=x, encoded=wrong,
                                             scheme="rope", params=MROPE, positions=pos)
         text = str(ctx.exception)
-        self.assertTrue(text.startswith("the encoding does not match its claim (compared with "
-                                        "/encode"), text)
-        excess = np.abs(wrong - right) - 1e-4 * (1 + np.abs(right))
-        worst = np.unravel_index(np.argmax(excess), excess.shape)
-        self.assertIn(f"{np.count_nonzero(excess > 0)} of 160 values differ", text)
-        self.assertIn(f"the worst at batch row {worst[0]}, token {worst[1]}, dimension "
-                      f"{worst[2]} (the claim's position {pos[worst[0], worst[1]].tolist()})", text)
+        self.assertTrue(text.startswith("the encoding does not match its claim:\nexplained"), text)
+        self.assertIn("mrope_mismatch: the frequencies are turned by the interleaved "
+                      "assignment of section [2, 3, 3]", text)
+        self.assertIn('mrope {"style":"interleaved","section":[2,3,3]}', text)
 
     def test_layout_and_its_rule(self):
         layout = [{"text": 2}, {"video": [4, 4, 4]}, {"text": 3}]
@@ -112,12 +109,18 @@ class MultidimensionalAssertionsTest(unittest.TestCase):
         with self.assertRaises(AssertionError) as ctx:
             testing.assert_encoding_matches(self.url, embeddings=x, encoded=qwen, scheme="rope",
                                             params=MROPE, mm_layout=layout, mm_rule="hf")
-        # the text after the video (tokens 18-20) is where the rules differ: hf starts
-        # it at 4, qwen past the frames at 6; the message gives the claim's position
-        token = int(re.search(r"the worst at token (\d+),", str(ctx.exception)).group(1))
-        self.assertGreaterEqual(token, 18)
-        hf = ref.layout_positions(layout, "hf")[token].tolist()
-        self.assertIn(f"(the claim's position {hf})", str(ctx.exception))
+        # the text after the video is where the rules differ: hf starts it at 4, qwen past
+        # the frames at 6; the diagnosis names the rule that reproduces the subject
+        text = str(ctx.exception)
+        self.assertIn("positions_mismatch: the positions follow the layout's other mm_rule: "
+                      "token 18 is at [6, 6, 6], not the claimed [4, 4, 4]", text)
+        diagnosis = posenc.Client(self.url).diagnose(
+            embeddings=x, encoded=qwen, scheme="rope", params=MROPE, mm_layout=layout,
+            mm_rule="hf")
+        evidence = diagnosis.findings[0].evidence
+        self.assertEqual((evidence["pattern"], evidence["mm_rule"]), ("mm_rule", "qwen"))
+        self.assertEqual(evidence["positions"],
+                         [ref.layout_positions(layout, "qwen").tolist()])
 
     def test_rope2d_grid(self):
         x = self.rng.standard_normal((16, 32)).astype(np.float32)

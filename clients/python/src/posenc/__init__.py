@@ -15,6 +15,6 @@ from .client import Client, Result
 from .diagnosis import Diagnosis, Finding
 from .errors import PosencConnectionError, PosencError, ReproduceError
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 __all__ = ["Client", "Result", "Diagnosis", "Finding", "PosencError",
            "PosencConnectionError", "ReproduceError", "__version__"]

@@ -252,7 +252,7 @@ class Client:
         every axis they have (leading batch axes are a contract 1.2 feature).
         Claims with ``params.mrope`` take triple positions or ``mm_layout``,
         ``scheme="rope2d"`` pairs or ``grid`` (as for :meth:`encode`); a
-        server that does not diagnose them answers an error, raised as
+        server whose /diagnose does not take them answers an error, raised as
         :class:`posenc.PosencError`.
 
         Returns a :class:`posenc.Diagnosis`.

@@ -14,10 +14,12 @@ is not ``match``, and returns the :class:`posenc.Diagnosis` otherwise.
 Encodings with positions in more than one dimension (multimodal RoPE's
 ``params.mrope`` with ``[t, h, w]`` positions or ``mm_layout``, and
 ``scheme="rope2d"`` with ``[row, col]`` positions or ``grid``) are checked
-the same way; where the server's /diagnose does not take such a claim, the
-assertion compares with what /encode computes for it instead (the same
-tolerance, default atol = rtol = 1e-4), says where the worst value is and
-which positions it had, and returns the /encode answer.
+the same way, through /diagnose (its findings: ``mrope_mismatch``, the other
+``mm_rule``'s ``positions_mismatch``, ``rope2d_variant``). Against a server
+whose /diagnose refuses such a claim (400 naming its field), the assertion
+compares with what /encode computes for it instead (the same tolerance,
+default atol = rtol = 1e-4), says where the worst value is and which
+positions it had, and returns the /encode answer.
 """
 import numpy as np
 
