@@ -38,12 +38,25 @@ else
     files=$(find include lib api server tests tools examples -name '*.[ch]' 2>/dev/null | sort)
 fi
 
+files=$(printf '%s\n' "$files" | grep -Ev -- "$FORMAT_EXCLUDE")
+
+# Fast path: clang-format checks many files per process (--dry-run
+# --Werror: a file it would change is an error), two processes at once;
+# one process a file spent most of its time starting up. Only when a file
+# differs does the loop below say which and by how many lines.
+if [ "$show_diff" = 0 ] &&
+    printf '%s\n' "$files" | xargs -r -n 64 -P 2 "$CLANG_FORMAT" --style=file --dry-run --Werror \
+        >/dev/null 2>&1; then
+    echo "format-check: $(printf '%s\n' "$files" | grep -c .) files formatted"
+    exit 0
+fi
+
 tmp=$(mktemp) || exit 2
 trap 'rm -f "$tmp"' EXIT INT TERM
 checked=0
 differ=0
 lines=0
-for f in $(printf '%s\n' "$files" | grep -Ev -- "$FORMAT_EXCLUDE"); do
+for f in $files; do
     [ -f "$f" ] || continue
     checked=$((checked + 1))
     if ! "$CLANG_FORMAT" --style=file "$f" >"$tmp"; then
