@@ -34,7 +34,6 @@ int main(int argc, char **argv)
      * OMP_WAIT_POLICY=passive (see omp_policy.h). */
     char wait_policy[192];
     omp_policy_apply(argv, wait_policy, sizeof wait_policy);
-    log_msg(cfg.log_format, "info", "OpenMP wait policy: %s", wait_policy);
 
     /* Before any thread exists (malloc arenas, see heap_policy.h). */
     heap_policy_init();
@@ -43,6 +42,9 @@ int main(int argc, char **argv)
     sigset_t signals;
     if (shutdown_block_signals(&signals, cfg.log_format) != 0)
         return 1;
+    /* Logged once the mask is set: from this line on a SIGTERM is the
+     * server's to handle (the tests wait for it before they signal). */
+    log_msg(cfg.log_format, "info", "OpenMP wait policy: %s", wait_policy);
 
     /* After the mask: loading converts weights on OpenMP threads. A model
      * that fails to load is a bad flag: exit 2 before listening. A

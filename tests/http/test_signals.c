@@ -130,5 +130,12 @@ void test_signals(void)
 {
     ignored_signals();
     sighup_during_drain();
-    sigterm_while_loading();
+    /* Not under valgrind: its emulation of sigtimedwait lets a SIGTERM
+     * that every thread blocks take its default action (the server
+     * killed by signal 15 in 2 of 3 runs, never without valgrind; the
+     * plain, ASan and TSan runs check it). */
+    if (under_valgrind())
+        printf("signals: SIGTERM while loading skipped under valgrind\n");
+    else
+        sigterm_while_loading();
 }
