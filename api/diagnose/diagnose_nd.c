@@ -168,14 +168,9 @@ void diag_write_nd_finding(strbuf *sb, const diag_request *dr, const pe_dx_resul
                            size_t batch, size_t tokens, const char *prefix, const diag_rows *rows)
 {
     const pe_dx_finding *f = &r->findings[i];
-    char message[400];
 
-    snprintf(message, sizeof message, "%s%s", prefix, f->message);
-    strbuf_puts(sb, "{\"code\":");
-    strbuf_put_json_string(sb, pe_dx_code_name(f->code));
-    strbuf_puts(sb, ",\"message\":");
-    strbuf_put_json_string(sb, message);
-    strbuf_puts(sb, ",\"evidence\":{");
+    diag_write_finding_head(sb, f, prefix);
+    strbuf_putc(sb, '{');
     write_own_evidence(sb, dr, r, f->code, batch, tokens, rows);
     strbuf_puts(sb, ",\"error_before\":");
     diag_put_float(sb, r->claimed.max_abs);

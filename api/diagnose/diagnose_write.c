@@ -379,10 +379,8 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
     strbuf_putc(sb, '}');
 }
 
-void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
-                        const char *prefix, const diag_rows *rows)
+void diag_write_finding_head(strbuf *sb, const pe_dx_finding *f, const char *prefix)
 {
-    const pe_dx_finding *f = &r->findings[i];
     char message[400];
 
     snprintf(message, sizeof message, "%s%s", prefix, f->message);
@@ -391,6 +389,14 @@ void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind
     strbuf_puts(sb, ",\"message\":");
     strbuf_put_json_string(sb, message);
     strbuf_puts(sb, ",\"evidence\":");
+}
+
+void diag_write_finding(strbuf *sb, const pe_dx_result *r, size_t i, scheme_kind kind, size_t heads,
+                        const char *prefix, const diag_rows *rows)
+{
+    const pe_dx_finding *f = &r->findings[i];
+
+    diag_write_finding_head(sb, f, prefix);
     write_evidence(sb, r, f->code, kind, heads, rows);
     strbuf_putc(sb, '}');
 }

@@ -41,6 +41,10 @@ typedef struct diag_rows {
     const char *json;       /* borrowed: differs as a JSON array */
 } diag_rows;
 
+/* A finding's opening: {"code":..,"message": prefix + message,"evidence":
+ * (the caller writes the evidence and closes the object). */
+void diag_write_finding_head(strbuf *sb, const pe_dx_finding *f, const char *prefix);
+
 /* One finding of a result, with its evidence (read off r->best), as a JSON
  * object; heads: the subject's (alibi slopes); prefix (may be "") goes
  * before the message; rows (NULL: one row) gives evidence.rows and
