@@ -716,6 +716,17 @@ bool expect_ok(const char *label, const http_resp *r)
     return CHECK(json_is_object(r->json), label, "200 body is not a JSON object: %s", ex);
 }
 
+bool expect_diagnosis(const server *s, const char *label, const char *body, const char *verdict,
+                      http_resp *r)
+{
+    http_post_json(s, "/diagnose", body, r);
+    if (!expect_ok(label, r))
+        return false;
+    const char *v = jstr(r->json, "verdict");
+    return CHECK(v && strcmp(v, verdict) == 0, label, "verdict %s, want %s (body: %.700s)",
+                 v ? v : "(none)", verdict, r->body);
+}
+
 void valgrind_functional(const char *name, const char *const *args)
 {
     server s;

@@ -138,6 +138,11 @@ bool expect_error(const char *label, const http_resp *r, long status, const char
 /* The response is a 200 with a JSON object body. */
 bool expect_ok(const char *label, const http_resp *r);
 
+/* POST body to /diagnose into *r (the caller frees it): a 200 whose
+ * "verdict" is `verdict`. Returns whether both hold. */
+bool expect_diagnosis(const server *s, const char *label, const char *body, const char *verdict,
+                      http_resp *r);
+
 /* What a timing group still checks under valgrind, where its latencies
  * mean nothing: a server started with its flags answers a small /encode
  * and a small /diagnose, and stops clean (no valgrind error or leak). */

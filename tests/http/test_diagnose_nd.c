@@ -68,19 +68,6 @@ static void mrope(const float *x, const int64_t (*pos)[3], size_t n, style st, f
             }
 }
 
-/* POST a /diagnose body; 200 and the verdict wanted. */
-static bool diagnose(const server *s, const char *label, const char *body, const char *verdict,
-                     http_resp *r)
-{
-    http_post_json(s, "/diagnose", body, r);
-    if (!expect_ok(label, r))
-        return false;
-    const char *v = jstr(r->json, "verdict");
-    CHECK(v && strcmp(v, verdict) == 0, label, "verdict %s, want %s (body: %.700s)",
-          v ? v : "(none)", verdict, r->body);
-    return v && strcmp(v, verdict) == 0;
-}
-
 /* The finding `code` is the answer's only one but low_precision. */
 static const json_t *sole_finding(const char *label, const http_resp *r, const char *code)
 {
@@ -163,7 +150,7 @@ static void mm_rule_found(const server *s, const float *x)
 
     mrope(x, hf_ids, T, CHUNKED, y);
     char *body = mrope_body(x, y, T, "chunked", LAYOUT ",\"mm_rule\":\"qwen\"");
-    if (diagnose(s, label, body, "explained", &r)) {
+    if (expect_diagnosis(s, label, body, "explained", &r)) {
         const json_t *f = sole_finding(label, &r, "positions_mismatch");
         const json_t *ev = json_object_get(f, "evidence");
         CHECK(f && jstr(ev, "pattern") && strcmp(jstr(ev, "pattern"), "mm_rule") == 0 &&
@@ -177,7 +164,7 @@ static void mm_rule_found(const server *s, const float *x)
     free(body);
     label = "diagnose nd: the same claimed with mm_rule hf is match";
     body = mrope_body(x, y, T, "chunked", LAYOUT ",\"mm_rule\":\"hf\"");
-    if (diagnose(s, label, body, "match", &r))
+    if (expect_diagnosis(s, label, body, "match", &r))
         CHECK(json_array_size(json_object_get(r.json, "findings")) == 0, label, "findings: %.300s",
               r.body);
     http_resp_free(&r);
@@ -192,7 +179,7 @@ static void style_found(const server *s, const float *x)
 
     mrope(x, qwen_ids, T, INTERLEAVED, y);
     char *body = mrope_body(x, y, T, "chunked", LAYOUT ",\"mm_rule\":\"qwen\"");
-    if (diagnose(s, label, body, "explained", &r)) {
+    if (expect_diagnosis(s, label, body, "explained", &r)) {
         const json_t *f = sole_finding(label, &r, "mrope_mismatch");
         const json_t *ev = json_object_get(f, "evidence"), *sec = json_object_get(ev, "section");
         CHECK(f && jstr(ev, "style") && strcmp(jstr(ev, "style"), "interleaved") == 0 &&
@@ -217,7 +204,7 @@ static void text_found(const server *s, const float *x)
         flat[t][0] = flat[t][1] = flat[t][2] = (int64_t)t;
     mrope(x, flat, T, TEXT, y);
     char *body = mrope_body(x, y, T, "chunked", LAYOUT ",\"mm_rule\":\"qwen\"");
-    if (diagnose(s, label, body, "explained", &r)) {
+    if (expect_diagnosis(s, label, body, "explained", &r)) {
         const json_t *f = sole_finding(label, &r, "mrope_mismatch");
         const json_t *ev = json_object_get(f, "evidence");
         const json_t *row = json_array_get(json_object_get(ev, "positions"), 0);
@@ -258,7 +245,7 @@ static void triples_found(const server *s, const float *x)
                   (long long)qwen_ids[t][1], (long long)qwen_ids[t][2]);
     sb_puts(&claim, "]");
     char *body = mrope_body(x, y, T, "chunked", claim.s);
-    if (diagnose(s, label, body, "explained", &r)) {
+    if (expect_diagnosis(s, label, body, "explained", &r)) {
         const json_t *f = sole_finding(label, &r, "positions_mismatch");
         const json_t *ev = json_object_get(f, "evidence");
         CHECK(f && jstr(ev, "pattern") && strcmp(jstr(ev, "pattern"), "other") == 0 &&
@@ -299,7 +286,7 @@ static void cache_section_found(const server *s)
     sb_puts(&b, ",\"sin\":");
     sb_farray(&b, sn, 2, shape);
     sb_puts(&b, "," LAYOUT ",\"mm_rule\":\"qwen\"}");
-    if (diagnose(s, label, b.s, "explained", &r)) {
+    if (expect_diagnosis(s, label, b.s, "explained", &r)) {
         const json_t *f = sole_finding(label, &r, "mrope_mismatch");
         const json_t *sec = json_object_get(json_object_get(f, "evidence"), "section");
         CHECK(f && json_integer_value(json_array_get(sec, 0)) == 2 &&
@@ -348,7 +335,7 @@ static void batch_rows(const server *s, const float *x)
     for (size_t t = 0; t < TT; t++)
         sb_printf(&b, "%s%d", t ? "," : "", t >= P);
     sb_puts(&b, "]]}");
-    if (diagnose(s, label, b.s, "explained", &r)) {
+    if (expect_diagnosis(s, label, b.s, "explained", &r)) {
         const json_t *f = sole_finding(label, &r, "positions_mismatch");
         const json_t *ev = json_object_get(f, "evidence");
         const json_t *pos = json_object_get(ev, "positions");
@@ -400,7 +387,7 @@ static void rope2d_found(const server *s, const float *x)
     sb_puts(&b, ",\"encoded\":");
     sb_farray(&b, y, 2, shape);
     sb_puts(&b, "}");
-    if (diagnose(s, label, b.s, "explained", &r)) {
+    if (expect_diagnosis(s, label, b.s, "explained", &r)) {
         const json_t *v = diagnose_finding(&r, "rope2d_variant");
         const json_t *bm = diagnose_finding(&r, "base_mismatch");
         const json_t *ev = json_object_get(v, "evidence");
@@ -465,7 +452,7 @@ static void qkv_subjects(const server *s)
             sb_printf(&b, "{%s,\"q\":", chunked);
             sb_farray(&b, subjects[i]->v, 2, shape);
             sb_puts(&b, "}");
-            if (diagnose(s, label, b.s, i ? "explained" : "match", &r) && i) {
+            if (expect_diagnosis(s, label, b.s, i ? "explained" : "match", &r) && i) {
                 const json_t *f = sole_finding(label, &r, "mrope_mismatch");
                 const json_t *ev = json_object_get(f, "evidence");
                 const char *msg = jstr(f, "message");

@@ -41,14 +41,9 @@ static const char *ev_string(const json_t *f, const char *key)
 /* POST and check the verdict; the body is freed. */
 static bool post(const server *s, const char *label, sbuf *b, const char *verdict, http_resp *r)
 {
-    http_post_json(s, "/diagnose", b->s, r);
+    bool ok = expect_diagnosis(s, label, b->s, verdict, r);
     sb_free(b);
-    if (!expect_ok(label, r))
-        return false;
-    const char *v = jstr(r->json, "verdict");
-    CHECK(v && strcmp(v, verdict) == 0, label, "verdict %s, want %s (body: %.700s)",
-          v ? v : "(none)", verdict, r->body);
-    return v && strcmp(v, verdict) == 0;
+    return ok;
 }
 
 /* Only low_precision (or `allowed`, may be NULL) among the findings; best
