@@ -15,7 +15,7 @@
 #   make test-asan  the suite again under AddressSanitizer + UBSan
 #   make test-valgrind  the suite with the server under valgrind (memcheck)
 #   make test-soak  wrk + fault injection against the ASan server, RSS check,
-#                   SIGTERM under load (tests/soak/run.sh, about 45 s)
+#                   SIGTERM under load and as the drain ends (tests/soak/run.sh, about 60 s)
 #   make test-float-text  float_to_text vs Dragonbox for all 2^32 floats
 #   make fuzz       libFuzzer over the request decoding (FUZZ_SECONDS=60)
 #   make test-docker  build and run the container images (root, podman)

@@ -35,6 +35,7 @@ struct conn_guard {
     log_format fmt;
     bool stopping;
     bool thread_started;
+    atomic_bool closing_idle; /* conn_guard_close_idle has run */
     pthread_t thread;
     lingerer *linger;               /* owned: lingering closes */
     const atomic_uint *in_flight;   /* requests under way (the daemon's) */
@@ -169,6 +170,7 @@ conn_guard *conn_guard_new(unsigned max_connections, unsigned request_timeout_s,
     atomic_init(&g->requests_done, 0);
     atomic_init(&g->timed_out, 0);
     atomic_init(&g->over_limit, 0);
+    atomic_init(&g->closing_idle, false);
     g->linger = linger_new();
     if (g->linger == NULL || pthread_create(&g->thread, NULL, watchdog_main, g) != 0) {
         conn_guard_free(g);
@@ -210,6 +212,7 @@ conn_entry *conn_guard_open(conn_guard *g, int fd)
     atomic_init(&e->awaiting_body, false);
     atomic_init(&e->peer_gone, false);
     atomic_init(&e->linger, false);
+    atomic_init(&e->phase, CONN_IDLE);
     conn_guard_arm(g, e);
     pthread_mutex_lock(&g->lock);
     e->over_limit = g->open >= g->max_connections;
@@ -267,9 +270,47 @@ void conn_guard_disarm(conn_entry *e)
         atomic_store_explicit(&e->deadline_ns, 0, memory_order_relaxed);
 }
 
-void conn_guard_request_done(conn_guard *g)
+bool conn_guard_request_begins(conn_entry *e)
+{
+    if (e == NULL)
+        return true;
+    int idle = CONN_IDLE;
+    return atomic_compare_exchange_strong(&e->phase, &idle, CONN_BUSY);
+}
+
+/* Shuts e's socket if it is idle; the phase decides between the request
+ * beginning and this, exactly one wins. Under the lock, or from the
+ * thread that owns e's current request: the descriptor is still open. */
+static bool shut_if_idle(conn_entry *e)
+{
+    int idle = CONN_IDLE;
+    if (!atomic_compare_exchange_strong(&e->phase, &idle, CONN_SHUT))
+        return false;
+    shutdown(e->fd, SHUT_RDWR);
+    return true;
+}
+
+void conn_guard_request_done(conn_guard *g, conn_entry *e)
 {
     atomic_fetch_add_explicit(&g->requests_done, 1, memory_order_relaxed);
+    if (e == NULL)
+        return;
+    /* Sequentially consistent, as in conn_guard_close_idle: either this
+     * sees closing_idle, or close_idle's scan sees the connection idle. */
+    atomic_store(&e->phase, CONN_IDLE);
+    if (atomic_load(&g->closing_idle))
+        shut_if_idle(e);
+}
+
+unsigned conn_guard_close_idle(conn_guard *g)
+{
+    atomic_store(&g->closing_idle, true);
+    unsigned n = 0;
+    pthread_mutex_lock(&g->lock);
+    for (conn_entry *e = g->head; e != NULL; e = e->next)
+        n += shut_if_idle(e);
+    pthread_mutex_unlock(&g->lock);
+    return n;
 }
 
 void conn_guard_get_stats(conn_guard *g, conn_guard_stats *out)

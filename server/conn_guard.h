@@ -58,8 +58,14 @@ typedef struct conn_entry {
                                        hung up mid-body */
     atomic_bool linger;          /* closed with a body maybe still coming:
                                        linger.h's lingering close */
+    atomic_int phase;            /* conn_phase: between requests or not */
     bool over_limit;             /* beyond --max-connections */
 } conn_entry;
+
+/* Where a connection stands, for the end of a drain: between requests
+ * (idle keep-alive), a request under way, or shut by conn_guard_close_idle
+ * (no request may start on it any more). */
+typedef enum conn_phase { CONN_IDLE, CONN_BUSY, CONN_SHUT } conn_phase;
 
 /* What the watchdog reports to metrics. */
 typedef struct conn_guard_stats {
@@ -102,10 +108,27 @@ void conn_guard_linger(conn_entry *e);
 /* The server is working (the request is complete): no deadline. */
 void conn_guard_disarm(conn_entry *e);
 
-/* A request has ended. Once none has run for a second, the watchdog
- * returns the heaps' free memory to the system (heap_policy.h), once per
- * idle period: while requests keep coming, their buffers are reused. */
-void conn_guard_request_done(conn_guard *g);
+/* A request's headers have arrived on e: true when it may be taken on,
+ * false when the connection was shut by conn_guard_close_idle (the server
+ * is stopping; the caller drops the request unread and unlogged, and the
+ * connection closes). e NULL (the probe port, or no memory for an entry)
+ * is never refused. */
+bool conn_guard_request_begins(conn_entry *e);
+
+/* A request on e (may be NULL) has ended: e is idle again, or shut at
+ * once when conn_guard_close_idle has run. Once no request has run for a
+ * second, the watchdog returns the heaps' free memory to the system
+ * (heap_policy.h), once per idle period: while requests keep coming,
+ * their buffers are reused. */
+void conn_guard_request_done(conn_guard *g, conn_entry *e);
+
+/* The end of a drain, before libmicrohttpd stops: every idle keep-alive
+ * connection is shut now, and every other one as its request ends, so that
+ * no request starts any more. Without it, a request arriving on an idle
+ * connection between the drain's last look at the requests in flight and
+ * the stop would be read and logged, then cut unanswered. Returns how many
+ * idle connections were shut. */
+unsigned conn_guard_close_idle(conn_guard *g);
 
 void conn_guard_get_stats(conn_guard *g, conn_guard_stats *out);
 

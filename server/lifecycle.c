@@ -185,6 +185,6 @@ void lifecycle_on_completed(void *cls, struct MHD_Connection *conn, void **req_c
 
     /* The next request on this connection must arrive in time. */
     conn_guard_arm(srv->guard, req->ce);
-    conn_guard_request_done(srv->guard); /* for the idle trim */
+    conn_guard_request_done(srv->guard, req->ce);
     req_free(req);
 }

@@ -196,8 +196,16 @@ http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *
     const char *cl = req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
     req->has_body = req_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
                     (cl != NULL && strcmp(cl, "0") != 0);
+    /* Counted before the connection is claimed: a drain that shuts idle
+     * connections (conn_guard_close_idle) and then waits for the count
+     * sees every request that claimed one first. */
+    atomic_fetch_add(&srv->metrics.in_flight, 1);
+    if (!conn_guard_request_begins(req->ce)) {
+        atomic_fetch_sub(&srv->metrics.in_flight, 1);
+        free(req);
+        return NULL;
+    }
     conn_guard_await_body(req->ce, req->has_body);
-    atomic_fetch_add_explicit(&srv->metrics.in_flight, 1, memory_order_relaxed);
     return req;
 }
 

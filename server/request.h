@@ -108,7 +108,9 @@ typedef struct http_request {
 /* New request for the headers just received on conn (url, method and
  * version as libmicrohttpd gives them; target_fault: why the raw request
  * target is refused (400), or NULL: a %00 in its path, which url was cut
- * at, or whitespace), counted in flight. NULL when out of memory. */
+ * at, or whitespace), counted in flight. NULL when out of memory, or when
+ * the connection was shut at the end of a drain (conn_guard_request_begins):
+ * the request is then neither answered nor logged. */
 http_request *req_new(server_ctx *srv, struct MHD_Connection *conn, const char *url,
                       const char *method, const char *version, const char *target_fault);
 

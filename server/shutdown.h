@@ -8,8 +8,9 @@
  * requests in progress get up to --drain-timeout seconds to finish
  * (responses then carry `Connection: close`), and answers already being
  * sent then get --drain-send-timeout seconds more (the defaults, 6 + 3,
- * stay under Docker's 10 s); idle keep-alive connections are closed at the
- * end, and the answers cut are counted and logged. A second signal cuts
+ * stay under Docker's 10 s); idle keep-alive connections are shut at the
+ * end, before the stop, so that no request is read that would then be cut,
+ * and the answers cut are counted and logged. A second signal cuts
  * the wait short. A handler
  * still computing when the wait ends finishes before the workers stop
  * (compute runs on the worker threads and cannot be interrupted); its
