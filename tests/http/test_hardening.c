@@ -639,14 +639,16 @@ static void pool_lowest_first(void)
     work_pool *pool = work_pool_new(4, 8, probe_init, NULL);
     if (!CHECK(pool != NULL, label, "work_pool_new failed"))
         return;
-    /* One at a time: always worker 0, whichever worker ran last. */
+    /* One at a time: always worker 0, whichever worker ran last. The next
+     * job goes in once the pool counts no job running (its worker is idle
+     * again: a job that has returned from run is not enough). */
     probe_job solo[3];
     for (int i = 0; i < 3; i++) {
         solo[i] = (probe_job){&p, i, false};
         work_job job = {probe_run, probe_cancel, &solo[i]};
         work_pool_submit(pool, &job);
-        sleep_s(0.05);
-        probe_wait_started(&p, 0);
+        for (int tries = 0; tries < 500 && work_pool_running(pool) > 0; tries++)
+            sleep_s(0.01);
     }
     CHECK(p.ran_on[0] == 0 && p.ran_on[1] == 0 && p.ran_on[2] == 0, label,
           "jobs one at a time ran on workers %d, %d, %d (want 0, 0, 0)", p.ran_on[0], p.ran_on[1],
