@@ -57,17 +57,20 @@ static void round_band(const double *u, const double *s, size_t n, double *low, 
 
 typedef struct band_points {
     double u[64], s[64]; /* the band's points: u = orig/wavelength, share */
-    size_t n;
+    size_t n, kept;
     double kept_u, divided_u; /* the last kept and first divided, or 0 */
 } band_points;
 
 /* Sorts the measured frequencies into kept, band and divided. false when
  * the profile is no llama3 band (a high frequency not kept, a share
- * outside [0, 1] or out of order). */
+ * outside [0, 1] or out of order), or when the highest frequency alone
+ * is kept: a band from there down, whose share follows the frequency
+ * (s = inv, each frequency squared), is the same profile as the base
+ * squared, no scaling a checkpoint uses. */
 static bool read_band(const double *m, size_t half, double base, size_t rd, double f, double orig,
                       band_points *b)
 {
-    b->n = 0;
+    b->n = b->kept = 0;
     b->kept_u = b->divided_u = 0;
     double prev = 1.0;
     for (size_t i = 0; i < half; i++) {
@@ -76,9 +79,10 @@ static bool read_band(const double *m, size_t half, double base, size_t rd, doub
         if (!(s > -0.05 && s < 1.05 && s <= prev + 0.05))
             return false;
         prev = s;
-        if (s >= 0.99)
+        if (s >= 0.99) {
             b->kept_u = u;
-        else if (s <= 0.01) {
+            b->kept++;
+        } else if (s <= 0.01) {
             if (b->divided_u == 0)
                 b->divided_u = u;
         } else if (b->n < 64) {
@@ -86,7 +90,7 @@ static bool read_band(const double *m, size_t half, double base, size_t rd, doub
             b->s[b->n++] = s;
         }
     }
-    return b->divided_u > 0 && (b->n > 0 || b->kept_u > 0);
+    return b->divided_u > 0 && b->kept >= 2;
 }
 
 /* low and high from two or more band points: the line s = a u + c fitted

@@ -344,7 +344,10 @@ static size_t candidate_bases(const pe_dx_variant *claim, const reading *r, cons
         if (b > 1.0)
             bases[nb++] = (base_choice){b, (pe_dx_formula)f, rd};
     }
-    if (rd != crd && crd >= 2)
+    /* frequencies over the claim's rotary width; not where a full claim
+     * reads as a whole other head: that head's own base says it */
+    bool whole = crd == claim->rope.head_dim && rd == hd;
+    if (rd != crd && crd >= 2 && !whole)
         bases[nb++] = (base_choice){pow(cb, (double)rd / (double)crd), PE_DX_FORMULA_STANDARD, crd};
     if (fitted > 1.0) {
         for (int dg = 1; dg <= 4; dg++)
@@ -690,6 +693,13 @@ static pe_status finish_variant(const pe_dx_subject *s, const pe_dx_variant *cla
     return PE_OK;
 }
 
+/* A reading whose rotary width is the count of channels that moved, short
+ * of the head and not the claim's. */
+static bool moved_only(const reading *r, const pe_dx_variant *claim)
+{
+    return r->rd < r->hd && r->rd != claim->rope.rotary_dim;
+}
+
 static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
 {
     if (a->mismatched != b->mismatched)
@@ -752,8 +762,11 @@ pe_status pe_dx_search_rope(const pe_dx_subject *s, const pe_dx_variant *claim, 
                 *best = v[q];
                 *alt = v[1];
             }
-            if (full && dx_within(&e))
-                return PE_OK; /* reproduces: no finalist can do better */
+            /* reproduces: no finalist can do better; but channels read as
+             * passing through may turn too slowly for the tolerance to see
+             * (a large base): the whole head's reading goes on */
+            if (full && dx_within(&e) && !moved_only(&list[k], claim))
+                return PE_OK;
         }
     }
     return PE_OK;

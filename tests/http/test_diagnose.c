@@ -475,7 +475,17 @@ typedef struct rope_case {
     double ev_want, ev_tol;
     double reproduce_tol; /* TOL, or what a low precision explains */
     const char *also;     /* a second code that must be found, or NULL */
+    const char *absent;   /* a code that must not be found, or NULL */
 } rope_case;
+
+static void check_also_absent(const http_resp *r, const rope_case *c)
+{
+    if (c->also)
+        CHECK(finding(r, c->also) != NULL, c->label, "no finding %s beside %s", c->also, c->code);
+    if (c->absent)
+        CHECK(finding(r, c->absent) == NULL, c->label, "finding %s (body: %.600s)", c->absent,
+              r->body);
+}
 
 static void check_evidence(const char *label, const json_t *f, const rope_case *c)
 {
@@ -508,8 +518,7 @@ static void rope_cache_case(const server *s, const rope_case *c, const rope_impl
     http_resp r;
     const json_t *f = diagnose(s, c->label, b.s, c->verdict, c->code, &r);
     check_evidence(c->label, f, c);
-    if (c->also)
-        CHECK(finding(&r, c->also) != NULL, c->label, "no finding %s beside %s", c->also, c->code);
+    check_also_absent(&r, c);
     if (r.json && cache_via_encode(s, c->label, &r, T, w, gc, gs)) {
         /* apply the findings /encode cannot express */
         bool swapped = finding(&r, "sin_cos_swapped") != NULL;
@@ -549,6 +558,7 @@ static void rope_encoded_case(const server *s, const rope_case *c, const rope_im
     http_resp r;
     const json_t *f = diagnose(s, c->label, b.s, c->verdict, c->code, &r);
     check_evidence(c->label, f, c);
+    check_also_absent(&r, c);
     if (r.json) {
         /* rotation_reversed, applied: R(-t)x = conj(R(t) conj(x)), conj
          * negating the second member of every pair of best's layout */
@@ -603,22 +613,31 @@ static void rope_cases(const server *s)
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache base 500000 -> base_mismatch", hd64,
                                  "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL,
-                                 NULL},
+                                 NULL, NULL},
                     &m, 64, 32);
+    /* the claim's base squared: each frequency squared, which a llama3
+     * band from the highest frequency down mimics exactly */
+    m.base = 1e8;
+    rope_cache_case(s,
+                    &(rope_case){"diagnose rope cache base 1e8 claimed 1e4 -> base_mismatch, no "
+                                 "llama3 scaling",
+                                 hd64, "explained", "base_mismatch", "base", NULL, 1e8, 1e-3, TOL,
+                                 .absent = "scaling_mismatch"},
+                    &m, 256, 64);
     m = rope_default(64);
     m.interleaved = true;
     m.base = 500000;
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache interleaved + base 500000 -> both", hd64,
                                  "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL,
-                                 "layout_swapped"},
+                                 "layout_swapped", NULL},
                     &m, 64, 64);
     m = rope_default(64);
     m.fd = 63; /* 2i/(d-1): exactly base^(64/63) */
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache exponent 2i/(d-1) -> frequency_formula", hd64,
                                  "explained", "frequency_formula", "base", NULL,
-                                 pow(10000, 64.0 / 63.0), 1e-2, TOL, NULL},
+                                 pow(10000, 64.0 / 63.0), 1e-2, TOL, NULL, NULL},
                     &m, 64, 32);
     m = rope_default(64);
     m.swap = true;
@@ -656,7 +675,7 @@ static void rope_cases(const server *s)
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache yarn factor dropped -> attention_factor",
                                  yarn_claim, "explained", "attention_factor", "factor", NULL, 1.0,
-                                 1e-4, TOL, NULL},
+                                 1e-4, TOL, NULL, NULL},
                     &m, 64, 32);
     m.bf16 = true;
     /* bf16 angles: within what bfloat16 explains (|angle| < 32: 2 roundings
@@ -686,7 +705,8 @@ static void rope_cases(const server *s)
     m.offset = 3;
     rope_encoded_case(s,
                       &(rope_case){"diagnose rope encoded positions +3 -> position_offset", hd64,
-                                   "explained", "position_offset", "offset", NULL, 3, 0, TOL, NULL},
+                                   "explained", "position_offset", "offset", NULL, 3, 0, TOL, NULL,
+                                   NULL},
                       &m, 32, 128);
     m = rope_default(64);
     m.offset = 1;
@@ -699,7 +719,7 @@ static void rope_cases(const server *s)
     rope_encoded_case(s,
                       &(rope_case){"diagnose rope encoded head_dim 128 -> head_dim_mismatch", hd64,
                                    "explained", "head_dim_mismatch", "head_dim", NULL, 128, 0, TOL,
-                                   NULL},
+                                   NULL, NULL},
                       &m, 32, 128);
     m = rope_default(64);
     m.rd = 32;
@@ -708,7 +728,8 @@ static void rope_cases(const server *s)
                       &(rope_case){"diagnose rope encoded partial rotary, frequencies of "
                                    "head_dim -> rotary_dim_mismatch",
                                    "{\"head_dim\":64,\"rotary_dim\":32}", "explained",
-                                   "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL, NULL},
+                                   "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL, NULL,
+                                   NULL},
                       &m, 32, 128);
     /* random: nothing explains it */
     size_t T = 32, w = 32;

@@ -1,0 +1,87 @@
+"""RoPE subjects that another reading can mimic exactly, restated in our
+own numpy (none of their code is here):
+
+- frequencies at the claimed base squared (each inverse frequency
+  squared): plain RoPE at theta 1e8 claimed 1e4, a tutorial's exponent
+  with its 2 doubled (1 / base ** (2 * arange(0, d, 2) / d)), and
+  llama2.c's run.c with the `i % head_size` dropped, whose frequencies run
+  on over the whole vector (head 64 at base 1e8 when head 32 at 1e4 is
+  claimed). A llama3 band from the highest frequency down, its share
+  following the frequency, is the same profile: the right answer is the
+  base, never a llama3 factor in the thousands.
+"""
+import numpy as np
+
+from cases import (F32, Case, angles_f32, cache_case, encoded_case, inv_freq_f32, rope_hf,
+                   x_of)
+from cases_ports import finding
+
+
+def base_is(want):
+    """The answer names base `want` and its best carries no scaling."""
+    def check(answer):
+        f = finding(answer, "base_mismatch")
+        if f is None:
+            return None
+        if f["evidence"].get("base") != want:
+            return f"evidence.base {f['evidence'].get('base')}, want {want}"
+        scaling = (answer.get("best", {}).get("params") or {}).get("scaling")
+        if scaling:
+            return f"best carries scaling {scaling}"
+        return None
+    return check
+
+
+def with_check(case, check):
+    case.check = check
+    return case
+
+
+def squared_base_cases():
+    out = []
+    x = x_of(256, 128, 1301)
+    out.append(with_check(encoded_case(
+        "rope_theta_1e8_claimed_1e4", "plain RoPE (HF rotate_half) at theta 1e8, head 64, "
+        "claimed at theta 1e4: each inverse frequency squared",
+        x, rope_hf(x, 64, 64, 1e8, np.arange(256)), {"layout": "half", "head_dim": 64,
+                                                      "base": 1e4},
+        "explained", ["base_mismatch"]), base_is(1e8)))
+    x = x_of(256, 64, 1302)
+    out.append(with_check(encoded_case(
+        "rope_theta_1e6_claimed_1e3", "plain RoPE at theta 1e6, head 32, claimed at theta 1e3",
+        x, rope_hf(x, 32, 32, 1e6, np.arange(256)), {"layout": "half", "head_dim": 32,
+                                                     "base": 1e3},
+        "explained", ["base_mismatch"]), base_is(1e6)))
+    for dim, T in ((64, 256), (128, 512)):
+        th = (1.0 / (10000.0 ** (2 * np.arange(0, dim, 2, dtype=F32) / F32(dim)))).astype(F32)
+        a = angles_f32(np.arange(T), th)
+        cos, sin = np.concatenate([np.cos(a)] * 2, 1), np.concatenate([np.sin(a)] * 2, 1)
+        out.append(with_check(cache_case(
+            f"tutorial_exponent_doubled_d{dim}", "a tutorial's rotary cache: theta = "
+            "1 / base ** (2 * arange(0, dim, 2) / dim), cos/sin of cat(m theta, m theta)",
+            cos, sin, {"layout": "half", "head_dim": dim}, "explained", ["base_mismatch"]),
+            base_is(1e8)))
+    return out
+
+
+def llama2c_no_modulo_case():
+    """run.c's RoPE with head_dim = i instead of i % head_size: on a 64-wide
+    vector of heads of 32 the exponent i / 32 runs to 62 / 32."""
+    hd, dim, T = 32, 64, 256
+    x = x_of(T, dim, 202)
+    inv = (1.0 / 10000.0 ** (np.arange(0, dim, 2) / hd)).astype(F32)
+    ang = angles_f32(np.arange(T), inv)
+    a, b = x[:, 0::2], x[:, 1::2]
+    y = np.empty_like(x)
+    y[:, 0::2] = a * np.cos(ang) - b * np.sin(ang)
+    y[:, 1::2] = a * np.sin(ang) + b * np.cos(ang)
+    case = encoded_case(
+        "llama2c_head_index_not_modulo", "llama2.c run.c RoPE with `i % head_size` dropped: "
+        "frequencies over the whole 64-wide vector (head 64 at base 1e8), claimed head 32",
+        x, y, {"layout": "interleaved", "head_dim": hd}, "explained",
+        ["head_dim_mismatch", "base_mismatch"])
+    return with_check(case, base_is(1e8))
+
+
+def all_cases():
+    return squared_base_cases() + [llama2c_no_modulo_case()]
