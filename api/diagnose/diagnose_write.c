@@ -90,10 +90,8 @@ static void write_scaling(strbuf *sb, const pe_rope_scaling *sc, size_t n)
             put_number(sb, &first, "mscale", sc->mscale);
         if (sc->has_mscale_all_dim)
             put_number(sb, &first, "mscale_all_dim", sc->mscale_all_dim);
-        if (!sc->truncate) {
-            put_key(sb, &first, "truncate");
-            strbuf_puts(sb, "false");
-        }
+        put_key(sb, &first, "truncate");
+        strbuf_puts(sb, sc->truncate ? "true" : "false");
     }
     if ((t == PE_ROPE_SCALING_YARN || t == PE_ROPE_SCALING_LONGROPE) && sc->has_attention_factor)
         put_number(sb, &first, "attention_factor", sc->attention_factor);

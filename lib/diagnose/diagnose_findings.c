@@ -74,6 +74,8 @@ static bool scaling_differs(const pe_rope_scaling *a, const pe_rope_scaling *b)
             return true; /* the claim's lists, picked the other way */
         /* fall through */
     case PE_ROPE_SCALING_YARN:
+        if (a->type == PE_ROPE_SCALING_YARN && a->truncate != b->truncate)
+            return true;
         return differs(a->factor, b->factor) ||
                differs(a->original_max_position_embeddings, b->original_max_position_embeddings);
     }
@@ -144,6 +146,27 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             (long long)b->offset, with, from, to);
 }
 
+/* The claim's yarn with its correction range rounded the other way:
+ * Hugging Face's default floors and ceils the range's bounds (truncate
+ * true), gpt-oss's configs keep them as computed (truncate false). */
+static bool yarn_truncate_finding(const pe_rope_scaling *bs, const pe_rope_scaling *cs,
+                                  const char *with, double from, double to, sink *k)
+{
+    if (bs->type != PE_ROPE_SCALING_YARN || cs->type != PE_ROPE_SCALING_YARN ||
+        bs->truncate == cs->truncate || differs(bs->factor, cs->factor) ||
+        differs(bs->original_max_position_embeddings, cs->original_max_position_embeddings))
+        return false;
+    static const char *rounded = "rounded to whole dimensions (truncate true, Hugging Face's"
+                                 " default)",
+                      *unrounded = "unrounded (truncate false, as gpt-oss's configs have it)";
+    add(k, PE_DX_SCALING_MISMATCH,
+        "YaRN's correction range is %s, where the claim has it %s; with truncate %s%s the"
+        " maximum error drops from %.3g to %.3g",
+        bs->truncate ? rounded : unrounded, cs->truncate ? rounded : unrounded,
+        bs->truncate ? "true" : "false", with, from, to);
+    return true;
+}
+
 /* Which frequencies: rotary width and exponent, base or formula, scaling. */
 static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant *b,
                                     const pe_dx_result *r, const char *with, sink *k)
@@ -192,6 +215,8 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
             cs->original_max_position_embeddings);
         return;
     }
+    if (yarn_truncate_finding(bs, cs, with, from, to, k))
+        return;
     if (scaling_differs(&b->rope.scaling, &c->rope.scaling)) {
         char got[200], want[200];
         describe_scaling(&b->rope.scaling, got, sizeof got);

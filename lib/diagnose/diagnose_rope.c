@@ -509,6 +509,10 @@ static size_t make_candidates(const pe_dx_subject *s, const pe_dx_variant *claim
         if (cs->type == PE_ROPE_SCALING_LONGROPE && rd != crd)
             c.scaling.type = PE_ROPE_SCALING_NONE;
         n = push(out, n, c);
+        if (c.scaling.type == PE_ROPE_SCALING_YARN) { /* the correction range (un)rounded */
+            c.scaling.truncate = !cs->truncate;
+            n = push(out, n, c);
+        }
         if (c.scaling.type == PE_ROPE_SCALING_LONGROPE) { /* the lists picked the other way */
             c.scaling.short_factor = cs->long_factor;
             c.scaling.long_factor = cs->short_factor;

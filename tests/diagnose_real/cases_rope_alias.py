@@ -9,7 +9,14 @@ own numpy (none of their code is here):
   claimed). A llama3 band from the highest frequency down, its share
   following the frequency, is the same profile: the right answer is the
   base, never a llama3 factor in the thousands.
+- YaRN's correction range: Hugging Face's _compute_yarn_parameters
+  floors and ceils its bounds (truncate true, the default), gpt-oss's
+  configs set truncate false and keep them as computed. A subject of one
+  claimed as the other is the claim's yarn with the other truncate, not a
+  factor 34 or low precision.
 """
+import math
+
 import numpy as np
 
 from cases import (F32, Case, angles_f32, cache_case, encoded_case, inv_freq_f32, rope_hf,
@@ -83,5 +90,55 @@ def llama2c_no_modulo_case():
     return with_check(case, base_is(1e8))
 
 
+def yarn_inv(rot, base, factor, orig, truncate):
+    """YaRN's frequencies: a linear ramp between the dimensions where a
+    wavelength turns 32 and 1 times over orig; rounded outward when
+    truncate; attention factor 0.1 ln(factor) + 1."""
+    def dim_of(turns):
+        return rot * math.log(orig / (turns * 2 * math.pi)) / (2 * math.log(base))
+    lo, hi = dim_of(32.0), dim_of(1.0)
+    if truncate:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, rot - 1)
+    ramp = np.clip((np.arange(rot // 2) - lo) / (hi - lo), 0, 1)
+    inv = base ** (-np.arange(0, rot, 2) / rot)
+    return (inv / factor * ramp + inv * (1 - ramp)).astype(F32), 0.1 * math.log(factor) + 1
+
+
+def truncate_is(want):
+    """The scaling_mismatch's evidence and best carry truncate `want`."""
+    def check(answer):
+        f = finding(answer, "scaling_mismatch")
+        if f is None:
+            return None
+        got = f["evidence"].get("scaling", {}).get("truncate")
+        best = ((answer.get("best", {}).get("params") or {}).get("scaling") or {})
+        if got is not want or best.get("truncate") is not want:
+            return f"truncate {got} (best {best.get('truncate')}), want {want}"
+        if best.get("factor") != 32:
+            return f"best factor {best.get('factor')}, want 32"
+        return None
+    return check
+
+
+def yarn_truncate_cases():
+    out = []
+    for T, hd in ((32, 32), (256, 64)):
+        x = x_of(T, hd, 1303)
+        for truncate in (True, False):
+            inv, att = yarn_inv(hd, 150000.0, 32.0, 4096, truncate)
+            y = rope_hf(x, hd, hd, 150000.0, np.arange(T), attention=att, inv=inv)
+            claim = {"type": "yarn", "factor": 32, "original_max_position_embeddings": 4096,
+                     "truncate": not truncate}
+            who = "Hugging Face's default (truncate true)" if truncate else \
+                "gpt-oss's config (truncate false)"
+            out.append(with_check(encoded_case(
+                f"yarn_truncate_{str(truncate).lower()}_claimed_{str(not truncate).lower()}_T{T}",
+                f"YaRN factor 32 at base 150000 as {who}, claimed with the other truncate",
+                x, y, {"layout": "half", "head_dim": hd, "base": 150000.0, "scaling": claim},
+                "explained", ["scaling_mismatch"]), truncate_is(truncate)))
+    return out
+
+
 def all_cases():
-    return squared_base_cases() + [llama2c_no_modulo_case()]
+    return squared_base_cases() + [llama2c_no_modulo_case()] + yarn_truncate_cases()

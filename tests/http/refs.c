@@ -84,10 +84,14 @@ void ref_rope_freqs(const ref_rope_cfg *c, long double seq_len, long double *inv
         break;
     case REF_SCALING_YARN: {
         const long double two_pi = 6.283185307179586476925286766559L;
-        long double lo = floorl((long double)r * logl(c->orig / (two_pi * c->beta_fast)) /
-                                (2 * logl(c->base)));
-        long double hi = ceill((long double)r * logl(c->orig / (two_pi * c->beta_slow)) /
-                               (2 * logl(c->base)));
+        long double lo = (long double)r * logl(c->orig / (two_pi * c->beta_fast)) /
+                         (2 * logl(c->base));
+        long double hi = (long double)r * logl(c->orig / (two_pi * c->beta_slow)) /
+                         (2 * logl(c->base));
+        if (!c->unrounded) {
+            lo = floorl(lo);
+            hi = ceill(hi);
+        }
         if (lo < 0)
             lo = 0;
         if (hi > (long double)(r - 1))

@@ -43,6 +43,7 @@ typedef struct ref_rope_cfg {
     ref_scaling scaling;
     long double factor, orig;            /* orig: original_max_position_embeddings */
     long double beta_fast, beta_slow;    /* yarn: 32, 1 */
+    bool unrounded;                      /* yarn: truncate false (bounds not floored/ceiled) */
     long double low_freq, high_freq;     /* llama3 */
     const long double *short_f, *long_f; /* longrope [rotary_dim/2] */
 } ref_rope_cfg;

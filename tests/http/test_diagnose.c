@@ -491,7 +491,13 @@ static void check_evidence(const char *label, const json_t *f, const rope_case *
 {
     if (!f || !c->ev_key)
         return;
-    if (c->ev_str) {
+    const json_t *obj = json_object_get(json_object_get(f, "evidence"), c->ev_key);
+    if (c->ev_str && json_is_object(obj)) {         /* a member of an object, as compact JSON */
+        char *text = json_dumps(obj, JSON_COMPACT); /* new */
+        CHECK(text && strstr(text, c->ev_str), label, "evidence %s = %s, want %s in it", c->ev_key,
+              text ? text : "(none)", c->ev_str);
+        free(text);
+    } else if (c->ev_str) {
         const char *e = evidence_string(f, c->ev_key);
         CHECK(e && strstr(e, c->ev_str), label, "evidence %s = %s, want %s", c->ev_key,
               e ? e : "(none)", c->ev_str);
@@ -594,6 +600,64 @@ static void rope_encoded_case(const server *s, const rope_case *c, const rope_im
     free(got);
 }
 
+/* YaRN on heads of 64 with Hugging Face's betas. */
+static ref_rope_cfg yarn_ref(double base, double factor, double orig)
+{
+    return (ref_rope_cfg){.base = base,
+                          .head_dim = 64,
+                          .rotary_dim = 64,
+                          .scaling = REF_SCALING_YARN,
+                          .factor = factor,
+                          .orig = orig,
+                          .beta_fast = 32,
+                          .beta_slow = 1};
+}
+
+/* YaRN's correction range rounded (Hugging Face's default, truncate true)
+ * or not (gpt-oss, truncate false), claimed the other way: the claim's
+ * yarn with the other truncate, named in the evidence and reproduced by
+ * best through /encode. */
+static void yarn_truncate_cases(const server *s)
+{
+    static const struct {
+        bool unrounded, cache;
+        const char *label, *claim, *want;
+    } cases[] = {
+        {true, false,
+         "diagnose rope yarn unrounded, claimed rounded -> scaling_mismatch "
+         "truncate false",
+         "{\"head_dim\":64,\"base\":150000,\"scaling\":{\"type\":\"yarn\",\"factor\":32,"
+         "\"original_max_position_embeddings\":4096}}",
+         "\"truncate\":false"},
+        {false, true,
+         "diagnose rope cache yarn rounded, claimed truncate false -> "
+         "scaling_mismatch truncate true",
+         "{\"head_dim\":64,\"base\":150000,\"scaling\":{\"type\":\"yarn\",\"factor\":32,"
+         "\"original_max_position_embeddings\":4096,\"truncate\":false}}",
+         "\"truncate\":true"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        long double inv[32], att;
+        ref_rope_cfg yarn = yarn_ref(150000, 32, 4096);
+        yarn.unrounded = cases[k].unrounded;
+        ref_rope_freqs(&yarn, 64, inv, &att);
+        rope_impl m = rope_default(64);
+        m.inv = inv;
+        m.att = (double)att;
+        rope_case c = {.label = cases[k].label,
+                       .params = cases[k].claim,
+                       .verdict = "explained",
+                       .code = "scaling_mismatch",
+                       .ev_key = "scaling",
+                       .ev_str = cases[k].want,
+                       .reproduce_tol = TOL};
+        if (cases[k].cache)
+            rope_cache_case(s, &c, &m, 256, 64);
+        else
+            rope_encoded_case(s, &c, &m, 64, 128);
+    }
+}
+
 static void rope_cases(const server *s)
 {
     const char *hd64 = "{\"head_dim\":64}";
@@ -659,14 +723,7 @@ static void rope_cases(const server *s)
                     &m, 64, 32);
     /* a dropped YaRN attention factor: yarn frequencies, cos/sin not scaled */
     long double inv[32], att;
-    ref_rope_cfg yarn = {.base = 10000,
-                         .head_dim = 64,
-                         .rotary_dim = 64,
-                         .scaling = REF_SCALING_YARN,
-                         .factor = 4,
-                         .orig = 2048,
-                         .beta_fast = 32,
-                         .beta_slow = 1};
+    ref_rope_cfg yarn = yarn_ref(10000, 4, 2048);
     ref_rope_freqs(&yarn, 64, inv, &att);
     m = rope_default(64);
     m.inv = inv;
@@ -677,6 +734,7 @@ static void rope_cases(const server *s)
                                  yarn_claim, "explained", "attention_factor", "factor", NULL, 1.0,
                                  1e-4, TOL, NULL, NULL},
                     &m, 64, 32);
+    yarn_truncate_cases(s);
     m.bf16 = true;
     /* bf16 angles: within what bfloat16 explains (|angle| < 32: 2 roundings
      * of 2^-9 relative, plus cos/sin and the factor) */
