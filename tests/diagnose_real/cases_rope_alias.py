@@ -19,8 +19,7 @@ import math
 
 import numpy as np
 
-from cases import (F32, Case, angles_f32, cache_case, encoded_case, inv_freq_f32, rope_hf,
-                   x_of)
+from cases import F32, angles_f32, cache_case, encoded_case, rope_hf, x_of
 from cases_ports import finding
 
 
