@@ -128,6 +128,11 @@ pe_status pe_dx_absolute_phasors(const pe_dx_subject *s, const pe_dx_variant *v,
 pe_status pe_dx_rope_phasors(const pe_dx_subject *s, const pe_dx_variant *v, dx_phasors *ph,
                              double *w);
 
+/* *ok: where a RoPE subject's phases drift from variant v's along lines
+ * (angles computed finely), each pair's frequency is a number of v's
+ * coarse precision (diagnose_drift.c). */
+pe_status pe_dx_drift_within(const pe_dx_subject *s, const pe_dx_variant *v, bool *ok);
+
 /* Each row's position from its phase: the lowest frequency with a signal
  * gives it within [-P/20, 19P/20) (P its period), every higher one refines
  * it; rounded, with out[t] the integer of the best coherence among the

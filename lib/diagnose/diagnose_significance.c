@@ -85,8 +85,13 @@ pe_status pe_dx_judge(const pe_dx_subject *s, const pe_dx_variant *v, pe_dx_tole
     pe_status st = pe_dx_evaluate(s, v, tol, e);
     if (st != PE_OK || !dx_within(e))
         return st;
-    if (coarse(v->precision) && v->any_order)
-        return grows_with_position(s, v, explains);
+    if (coarse(v->precision) && v->any_order) {
+        st = grows_with_position(s, v, explains);
+        bool rope = s->kind == PE_DX_SUBJ_ROPE_CACHE || s->kind == PE_DX_SUBJ_ROPE_ENCODED;
+        if (st == PE_OK && *explains && rope) /* and frequencies of that precision */
+            st = pe_dx_drift_within(s, v, explains);
+        return st;
+    }
     if (coarse(v->precision)) {
         pe_dx_variant exact = *v;
         pe_dx_errors ee;

@@ -14,6 +14,11 @@ own numpy (none of their code is here):
   configs set truncate false and keep them as computed. A subject of one
   claimed as the other is the claim's yarn with the other truncate, not a
   factor 34 or low precision.
+- Phi-3's LongRoPE below its original context (short factors, attention
+  factor sqrt(1 + ln 32 / ln 4096)) claimed as plain RoPE: no claim
+  posenc reads lists off, so the answer stays unexplained; its angles
+  are float32 and no finding may say they are half precision (the
+  frequencies keep to lines in the position, between float16 numbers).
 """
 import math
 
@@ -139,5 +144,26 @@ def yarn_truncate_cases():
     return out
 
 
+def no_low_precision(answer):
+    f = finding(answer, "low_precision")
+    return f and f"low_precision {f['evidence'].get('precision')} on float32 angles"
+
+
+def longrope_short_claimed_plain_case():
+    hd, T, orig = 64, 128, 4096
+    x = x_of(T, 128, 1901)
+    short = np.round(np.linspace(1.0, 1.2, hd // 2), 3)
+    inv = (10000.0 ** (-np.arange(0, hd, 2) / hd) / short).astype(F32)
+    att = math.sqrt(1 + math.log(32) / math.log(orig))
+    y = rope_hf(x, hd, hd, 10000.0, np.arange(T), attention=att, inv=inv)
+    case = encoded_case(
+        "phi3_longrope_short_claimed_plain", "Phi-3 LongRoPE (HF) at a short length: "
+        "frequencies divided by short_factor, cos/sin times its attention factor; claimed "
+        "plain RoPE", x, y, {"layout": "half", "head_dim": hd}, "unexplained",
+        ["attention_factor"], allowed=["base_mismatch"])
+    return with_check(case, no_low_precision)
+
+
 def all_cases():
-    return squared_base_cases() + [llama2c_no_modulo_case()] + yarn_truncate_cases()
+    return (squared_base_cases() + [llama2c_no_modulo_case()] + yarn_truncate_cases() +
+            [longrope_short_claimed_plain_case()])

@@ -658,6 +658,29 @@ static void yarn_truncate_cases(const server *s)
     }
 }
 
+/* LongRoPE's short factors (1 to 1.2 across the pairs) and its attention
+ * factor at float32, claimed plain: a profile no base gives, whose phases
+ * drift along exact lines between float16 frequencies; never half
+ * precision. */
+static void longrope_short_claimed_plain(const server *s)
+{
+    long double inv[32];
+    for (int i = 0; i < 32; i++)
+        inv[i] = powl(10000.0L, -i / 32.0L) / (1.0L + 0.2L * i / 31.0L);
+    rope_impl m = rope_default(64);
+    m.inv = inv;
+    m.att = sqrt(1 + log(32.0) / log(4096.0));
+    rope_encoded_case(s,
+                      &(rope_case){.label = "diagnose rope LongRoPE short factors claimed plain -> "
+                                            "attention_factor, no low_precision",
+                                   .params = "{\"head_dim\":64}",
+                                   .verdict = "unexplained",
+                                   .code = "attention_factor",
+                                   .reproduce_tol = 0.5,
+                                   .absent = "low_precision"},
+                      &m, 128, 128);
+}
+
 static void rope_cases(const server *s)
 {
     const char *hd64 = "{\"head_dim\":64}";
@@ -735,6 +758,7 @@ static void rope_cases(const server *s)
                                  1e-4, TOL, NULL, NULL},
                     &m, 64, 32);
     yarn_truncate_cases(s);
+    longrope_short_claimed_plain(s);
     m.bf16 = true;
     /* bf16 angles: within what bfloat16 explains (|angle| < 32: 2 roundings
      * of 2^-9 relative, plus cos/sin and the factor) */
