@@ -394,7 +394,8 @@ static void write_value_rotated(strbuf *sb, const qkv_work *w)
              "v is rotated by position as q and k are: posenc's v rotated %s reproduces it (the "
              "maximum error of v drops from %.3g to %.3g); RoPE turns only q and k, leave v as "
              "projected",
-             w->res[V].verdict == PE_DX_MATCH ? "by the claimed rope" : "as the findings on v say",
+             w->res[V].verdict == PE_DX_MATCH ? "by the claimed rope"
+                                              : "by the rotation the findings name",
              before, after);
     strbuf_puts(sb, "{\"code\":\"value_rotated\",\"message\":");
     strbuf_put_json_string(sb, message);

@@ -201,7 +201,11 @@ pe_status pe_dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, doubl
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;
-    return pe_rope_frequencies(&rope, pe_dx_seq_len(s, v->positions, v->offset), w, implied_factor);
+    pe_status st = pe_rope_frequencies(&rope, pe_dx_seq_len(s, v->positions, v->offset), w,
+                                       implied_factor);
+    for (size_t i = v->zero_from; st == PE_OK && v->zero_from > 0 && i < rope.rotary_dim / 2; i++)
+        w[i] = 0.0;
+    return st;
 }
 
 void pe_dx_variant_init(pe_dx_variant *v)

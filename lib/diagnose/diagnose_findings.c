@@ -144,6 +144,39 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             (long long)b->offset, with, from, to);
 }
 
+/* rotary_dim_mismatch: how many channels rotate, and over how many
+ * dimensions the exponent runs (frequency_dim) when that differs. */
+static void rotary_dim_finding(const pe_dx_variant *c, const pe_dx_variant *b,
+                               const pe_dx_result *r, sink *k)
+{
+    size_t rd = b->rope.rotary_dim, fd = b->frequency_dim;
+
+    if (b->zero_from > 0)
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "pairs span %zu channels per head (claimed %zu) and the exponent runs over %zu"
+            " dimensions, but only the first %zu pairs turn: %zu inverse frequencies"
+            " zero-padded to %zu, rotated as one block (best, base %.9g over %zu with no zero"
+            " pairs, leaves %.3g)",
+            rd, c->rope.rotary_dim, fd, b->zero_from, b->zero_from, rd / 2, b->rope.base, rd,
+            r->best_errors.max_abs);
+    else if (fd != rd && fd == c->rope.head_dim)
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "%zu channels per head rotate (claimed %zu) with frequencies over %zu dimensions:"
+            " the exponent uses head_dim, not rotary_dim (the same as"
+            " base^(rotary_dim/head_dim))",
+            rd, c->rope.rotary_dim, fd);
+    else if (fd != rd)
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "%zu channels per head rotate (claimed %zu) with frequencies over %zu dimensions:"
+            " the exponent's denominator is %zu, not the %zu channels rotated (the same as"
+            " base^(%zu/%zu))",
+            rd, c->rope.rotary_dim, fd, fd, rd, rd, fd);
+    else
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "%zu channels per head rotate (claimed %zu) with frequencies over %zu dimensions", rd,
+            c->rope.rotary_dim, fd);
+}
+
 /* Which frequencies: rotary width and exponent, base or formula, scaling. */
 static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant *b,
                                     const pe_dx_result *r, const char *with, sink *k)
@@ -155,13 +188,7 @@ static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant 
      * the head size is the finding, not the rotary width */
     bool full_follows = c->rope.rotary_dim == c->rope.head_dim && rd == b->rope.head_dim;
     if ((b->rope.rotary_dim != c->rope.rotary_dim && !full_follows) || b->frequency_dim != rd)
-        add(k, PE_DX_ROTARY_DIM_MISMATCH,
-            "%zu channels per head rotate (claimed %zu) with frequencies over"
-            " %zu dimensions%s",
-            rd, c->rope.rotary_dim, b->frequency_dim,
-            b->frequency_dim != rd ? ": the exponent uses head_dim, not"
-                                     " rotary_dim (the same as base^(rotary_dim/head_dim))"
-                                   : "");
+        rotary_dim_finding(c, b, r, k);
     if (differs(b->rope.base, c->rope.base) && b->frequency_dim == rd) {
         if (b->formula != PE_DX_FORMULA_STANDARD)
             add(k, PE_DX_FREQUENCY_FORMULA,

@@ -218,6 +218,11 @@ typedef struct pe_dx_variant {
     size_t frequency_dim;  /* evidence: the exponent's denominator when
                                  rotary_dim_mismatch names head_dim; else
                                  rope.rotary_dim */
+    size_t zero_from;      /* rope, > 0: pairs from this index on turn by
+                              frequency 0 (frequency_dim's inverse
+                              frequencies zero-padded to rotary_dim/2);
+                              posenc cannot render it for /encode, so best
+                              is judged without it */
 
     /* alibi */
     pe_alibi_form alibi_form;

@@ -749,7 +749,9 @@ def all_cases():
     import cases_frameworks  # their generators build on the helpers above
     import cases_multimodal
     import cases_ports
+    import cases_rotation_slips
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
             alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
             more_rope_cases() + qkv_cases() + cases_ports.all_cases() +
-            cases_frameworks.all_cases() + cases_multimodal.all_cases())
+            cases_frameworks.all_cases() + cases_multimodal.all_cases() +
+            cases_rotation_slips.all_cases())
