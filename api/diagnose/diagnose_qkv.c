@@ -578,15 +578,10 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         const pe_dx_errors *be = searched ? &w->res[i].best_errors : &w->claimed[i];
         best_abs = fmax(best_abs, be->max_abs);
         best_rel = fmax(best_rel, be->max_rel);
-        if (rotation && i != V && w->diagnosed[i] && w->res[i].verdict > verdict)
+        if (searched && w->res[i].verdict > verdict)
             verdict = w->res[i].verdict;
-        /* a permutation is structural: never a match */
-        if (rotation && i != V && w->permuted[i] && verdict == PE_DX_MATCH)
-            verdict = PE_DX_EXPLAINED;
-        /* a rotated v is a port's mistake: never a match */
-        if (searched && i == V && w->res[i].verdict > verdict)
-            verdict = w->res[i].verdict;
-        if (searched && i == V && verdict == PE_DX_MATCH)
+        /* a permutation or a rotated v is structural: never a match */
+        if (searched && (i == V || w->permuted[i]) && verdict == PE_DX_MATCH)
             verdict = PE_DX_EXPLAINED;
         if ((!rotation || (i == V && !searched)) && w->claimed[i].mismatched > 0)
             verdict = PE_DX_UNEXPLAINED;
