@@ -50,6 +50,7 @@ typedef struct qkv_work {
     bool diagnosed[DX_ARRAYS], permuted[2];
     bool unrotated_off[DX_ARRAYS]; /* channels the rope leaves differ */
     bool off[DX_ARRAYS];           /* differs before any rotation: projection_mismatch */
+    bool v_rotated;                /* v is posenc's v turned by position (value_rotated) */
     float *permuted_x;             /* scratch for the permuted trial */
     double budget_s;               /* each pe_diagnose's bound: half the request's (q, k) */
     diag_transposed tr;            /* the x.W-for-x.W^T trial */
@@ -288,11 +289,26 @@ static bool v_may_be_rotated(const diag_request *dr, const forward_plan *p, cons
            !norms_differ(w->want[V], dr->arr[V].data, w->rows, w->cols[V], head_dim, dr->tol);
 }
 
-/* Whether v was found rotated: its search explains it, and the channels
- * the rotation leaves are posenc's. */
+/* Whether v was found rotated: its search explains it, the channels the
+ * rotation leaves are posenc's, and some row turns (all at position 0 is
+ * v unrotated, perhaps scaled: a projection difference). */
+static bool v_found_rotated(const diag_request *dr, const qkv_work *w)
+{
+    const pe_dx_variant *b = &w->res[V].best;
+
+    if (!w->diagnosed[V] || w->res[V].verdict == PE_DX_UNEXPLAINED || w->unrotated_off[V])
+        return false;
+    if (b->positions3) /* vision triples */
+        return true;
+    for (size_t t = 0; t < w->rows; t++)
+        if ((b->positions ? b->positions[t] : dr->rq.positions[t]) + b->offset != 0)
+            return true;
+    return false;
+}
+
 static bool v_rotated(const qkv_work *w)
 {
-    return w->diagnosed[V] && w->res[V].verdict != PE_DX_UNEXPLAINED && !w->unrotated_off[V];
+    return w->v_rotated;
 }
 
 /* Which arrays differ in their projection: v (it carries no position)
@@ -739,6 +755,7 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
         }
         if (diagnose_rotation(dr, &claim, &w, V, err))
             goto done;
+        w.v_rotated = v_found_rotated(dr, &w);
     }
     write_answer(sb, dr, &claim, &w);
     if (dr->return_map && write_error_maps(sb, dr, &w, err))

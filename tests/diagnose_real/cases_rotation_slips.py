@@ -80,11 +80,13 @@ def value_rotated_cases():
                     "(claimed 10000)", qkv_body(model, x, proj,
                                                 lambda a: rope_hf(a, 8, 8, 500000.0, pos)),
                     "explained", ["value_rotated", "base_mismatch"], check=v_named_rotated))
-    # v scaled, not rotated: still a projection difference (its norms differ)
-    body = qkv_body(model, x, proj, lambda a: rope_hf(a, 8, 8, 10000.0, pos))
-    body["v"] = (np.asarray(proj["v"]) * F32(1.01)).tolist()
-    out.append(Case("v_scaled_not_rotated", "v from weights 1% off, q and k right", body,
-                    "unexplained", ["projection_mismatch"]))
+    # v scaled, not rotated: still a projection difference (a rotation at
+    # position 0 with a factor reads the same and must not be value_rotated)
+    for name, scale in (("v_scaled_not_rotated", 1.01), ("v_doubled_not_rotated", 2.0)):
+        body = qkv_body(model, x, proj, lambda a: rope_hf(a, 8, 8, 10000.0, pos))
+        body["v"] = (np.asarray(proj["v"]) * F32(scale)).tolist()
+        out.append(Case(name, f"v from weights scaled by {scale}, q and k right", body,
+                        "unexplained", ["projection_mismatch"]))
     return out
 
 
