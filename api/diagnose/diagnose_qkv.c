@@ -407,9 +407,9 @@ static void write_value_rotated(strbuf *sb, const qkv_work *w)
     double before = w->claimed[V].max_abs, after = w->res[V].best_errors.max_abs;
 
     snprintf(message, sizeof message,
-             "v is rotated by position as q and k are: posenc's v rotated %s reproduces it (the "
-             "maximum error of v drops from %.3g to %.3g); RoPE turns only q and k, leave v as "
-             "projected",
+             "v is turned by position as RoPE turns q and k: posenc's v rotated %s reproduces it "
+             "(the maximum error of v drops from %.3g to %.3g); RoPE turns only q and k, leave v "
+             "as projected",
              w->res[V].verdict == PE_DX_MATCH ? "by the claimed rope"
                                               : "by the rotation the findings name",
              before, after);
