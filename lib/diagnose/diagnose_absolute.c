@@ -21,6 +21,8 @@
 #include "diagnose_common.h"
 
 #define MAX_FINALISTS 4
+/* passes over an encoding, each with the scale the one before refitted */
+#define DX_SCALE_PASSES 4
 /* the claim's base under each formula, the fitted one and 4 roundings */
 #define DX_ABS_BASES (PE_DX_FORMULA_COUNT + 5)
 
@@ -376,11 +378,12 @@ pe_status pe_dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *cla
     abs_view views[2] = {{0}, {0}};
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
     scale_hint hint = {scale, best_err};
-    /* embeddings: a second pass reads the encoding with the scale the
-     * first pass refitted (the first guess leaves a little of x in it) */
-    for (int pass = 0; pass < (encoded ? 2 : 1); pass++) {
-        if (pass == 1) {
-            if (dx_within(&best_err))
+    /* embeddings: each further pass reads the encoding with the scale the
+     * pass before refitted (the first guess leaves a little of x in it,
+     * more the fewer the values), while that scale still moves */
+    for (int pass = 0; pass < (encoded ? DX_SCALE_PASSES : 1); pass++) {
+        if (pass >= 1) {
+            if (dx_within(&best_err) || hint.scale == scale)
                 break;
             scale = hint.scale;
             view_free(&views[0]);

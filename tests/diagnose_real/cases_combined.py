@@ -68,23 +68,23 @@ def encoded(name, source, x, y, params, codes, forbidden=("base_mismatch", "low_
 
 def offset_layout_cases():
     out = []
-    for T, d in ((32, 32), (8, 8)):
+    for T, d in ((32, 32), (8, 8), (64, 64)):
         x = x_of(T, d, 301)
         out.append(encoded(f"split_from_2_claimed_paper_{T}x{d}", "x + [sin | cos] table at "
                            "fairseq's positions 2.. claimed as the paper's interleaved one",
                            x, x + sin_table(np.arange(2, T + 2), d), {"layout": "interleaved"},
                            ["layout_swapped", "position_offset"]))
-    T, d = 64, 32
-    x = x_of(T, d, 301)
-    out.append(encoded("interleaved_from_2_claimed_split", "x + the paper's interleaved table at "
-                       "positions 2.. claimed split", x,
-                       x + sin_table(np.arange(2, T + 2), d, layout="interleaved"),
-                       {"layout": "split"}, ["layout_swapped", "position_offset"]))
-    out.append(encoded("scaled_from_2", "sqrt(d) * x + the interleaved table at positions 2.., "
-                       "claimed without the scale from 0", x,
-                       math.sqrt(d) * x.astype(np.float64) +
-                       sin_table(np.arange(2, T + 2), d, layout="interleaved"),
-                       {"layout": "interleaved"}, ["position_offset", "embed_scale"]))
+    for T, d in ((64, 32), (32, 32)):
+        x = x_of(T, d, 301)
+        out.append(encoded(f"interleaved_from_2_claimed_split_{T}x{d}", "x + the paper's "
+                           "interleaved table at positions 2.. claimed split", x,
+                           x + sin_table(np.arange(2, T + 2), d, layout="interleaved"),
+                           {"layout": "split"}, ["layout_swapped", "position_offset"]))
+        out.append(encoded(f"scaled_from_2_{T}x{d}", "sqrt(d) * x + the interleaved table at "
+                           "positions 2.., claimed without the scale from 0", x,
+                           math.sqrt(d) * x.astype(np.float64) +
+                           sin_table(np.arange(2, T + 2), d, layout="interleaved"),
+                           {"layout": "interleaved"}, ["position_offset", "embed_scale"]))
     for T, d in ((32, 32), (64, 64), (8, 8)):
         x = x_of(T, d, 301)
         out.append(encoded(f"marian_decoder_step_{T}x{d}", "Marian decoder: sqrt(d) * x + [sin |"
