@@ -218,6 +218,11 @@ void pe_dx_variant_init(pe_dx_variant *v)
     v->alibi_sign = 1.0;
 }
 
+double pe_dx_error_after(const pe_dx_result *r)
+{
+    return fmin(r->explained.max_abs, r->best_errors.max_abs);
+}
+
 void pe_dx_result_free(pe_dx_result *r)
 {
     if (!r)

@@ -105,7 +105,7 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
                                  const pe_dx_variant *b, const pe_dx_result *r, const char *with,
                                  sink *k)
 {
-    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    double from = r->claimed.max_abs, to = pe_dx_error_after(r);
     size_t rd = b->rope.rotary_dim;
 
     if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim &&
@@ -181,7 +181,7 @@ static void rotary_dim_finding(const pe_dx_variant *c, const pe_dx_variant *b,
 static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant *b,
                                     const pe_dx_result *r, const char *with, sink *k)
 {
-    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    double from = r->claimed.max_abs, to = pe_dx_error_after(r);
     size_t rd = b->rope.rotary_dim;
 
     /* a full-rotary claim over another head size rotates that head whole:
@@ -259,7 +259,7 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
                               const pe_dx_variant *b, const pe_dx_result *r, const char *with,
                               sink *k)
 {
-    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    double from = r->claimed.max_abs, to = pe_dx_error_after(r);
     if (b->transposed)
         add(k, PE_DX_TRANSPOSED, "the table is [d][tokens]: transpose it");
     if (b->sin_layout != c->sin_layout) {
@@ -296,19 +296,44 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             b->embed_scale, c->embed_scale);
 }
 
-/* positions_mismatch: best's own positions, their pattern, the first few. */
-static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, const pe_dx_result *r,
-                              const char *with, sink *k)
+/* The first few positions found from `from` on (at most 6) into list. */
+static size_t list_positions(char *list, size_t n, const int64_t *p, size_t rows, size_t from)
+{
+    size_t used = 0;
+    for (size_t t = from; t < rows && t < from + 6 && used < n; t++)
+        used += (size_t)snprintf(list + used, n - used, "%s%lld", t > from ? ", " : "",
+                                 (long long)p[t]);
+    if (rows > from + 6 && used < n)
+        used += (size_t)snprintf(list + used, n - used, ", ...");
+    return used < n ? used : n;
+}
+
+/* positions_mismatch: best's own positions, their pattern, the first few;
+ * from the first that differs from the claim's when the first few agree. */
+static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *c,
+                              const pe_dx_variant *b, const pe_dx_result *r, const char *with,
+                              sink *k)
 {
     if (!b->positions)
         return;
-    char list[96];
-    size_t used = 0;
-    for (size_t t = 0; t < s->rows && t < 6 && used < sizeof list; t++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", t ? ", " : "",
-                                 (long long)b->positions[t]);
-    if (s->rows > 6 && used < sizeof list)
-        snprintf(list + used, sizeof list - used, ", ...");
+    const int64_t *claimed = c->positions ? c->positions : s->positions;
+    size_t first = 0;
+    while (first < s->rows && b->positions[first] == claimed[first])
+        first++;
+    char list[224];
+    if (first == 0 || first >= s->rows) {
+        list_positions(list, sizeof list, b->positions, s->rows, 0);
+    } else {
+        size_t used = (size_t)snprintf(list, sizeof list,
+                                       "the first %zu as claimed, then from"
+                                       " index %zu: ",
+                                       first, first);
+        used += list_positions(list + used, sizeof list - used, b->positions, s->rows, first);
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, " where the claim has ");
+        if (used < sizeof list)
+            list_positions(list + used, sizeof list - used, claimed, s->rows, first);
+    }
     static const char *const what[] =
         {[PE_DX_PATTERN_OTHER] = "other than the claimed ones",
          [PE_DX_PATTERN_REVERSED] = "descending (reversed)",
@@ -322,7 +347,7 @@ static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, co
         " error drops from %.3g to %.3g",
         r->patterns_by_row ? "other than the claimed ones, in another way in each batch row"
                            : what[r->positions_pattern],
-        list, with, r->claimed.max_abs, r->explained.max_abs);
+        list, with, r->claimed.max_abs, pe_dx_error_after(r));
 }
 
 /* low_precision: the values rounded (the rotation itself, or a cache or
@@ -414,7 +439,7 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
     }
     if (s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
         s->kind != PE_DX_SUBJ_T5_BIAS)
-        positions_finding(s, b, r, with, k);
+        positions_finding(s, c, b, r, with, k);
     precision_finding(s, b, r, k);
 }
 

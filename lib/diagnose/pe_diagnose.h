@@ -306,6 +306,12 @@ typedef struct pe_dx_result {
 /* Free what a result owns; accepts a zeroed result. */
 void pe_dx_result_free(pe_dx_result *r);
 
+/* The maximum error best leaves (evidence error_after): as judged at its
+ * precision or at exact angles, whichever is the smaller (values rounded
+ * to float16 may lie one unit off the emulated rounding yet within half a
+ * unit of the exact values). */
+double pe_dx_error_after(const pe_dx_result *r);
+
 /* Diagnose. subject and claim as above (claim->rope.cache must be NULL).
  * Allocates scratch for the call (O(subject)); *out is written in full and
  * owns its slopes (free with pe_dx_result_free, also after an error).

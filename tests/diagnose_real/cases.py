@@ -746,6 +746,7 @@ def qkv_cases():
 
 
 def all_cases():
+    import cases_combined
     import cases_frameworks  # their generators build on the helpers above
     import cases_multimodal
     import cases_ports
@@ -754,4 +755,4 @@ def all_cases():
             alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
             more_rope_cases() + qkv_cases() + cases_ports.all_cases() +
             cases_frameworks.all_cases() + cases_multimodal.all_cases() +
-            cases_rotation_slips.all_cases())
+            cases_rotation_slips.all_cases() + cases_combined.all_cases())

@@ -142,7 +142,7 @@ static bool best_reproduce(const server *s, const char *label, const http_resp *
     return ok;
 }
 
-static float bf16(float x)
+float diagnose_bf16(float x)
 {
     uint32_t u;
     memcpy(&u, &x, 4);
@@ -385,9 +385,9 @@ static void rope_cs(const rope_impl *m, size_t i, int64_t pos, double *c, double
     double w = m->inv ? (double)m->inv[i] : pow(m->base, -2.0 * (double)i / m->fd) / m->linear;
     double p = (double)(pos + m->offset);
     if (m->bf16) {
-        float th = bf16(bf16((float)w) * bf16((float)p));
-        *c = bf16(bf16(cosf(th)) * (float)m->att);
-        *s = bf16(bf16(sinf(th)) * (float)m->att);
+        float th = diagnose_bf16(diagnose_bf16((float)w) * diagnose_bf16((float)p));
+        *c = diagnose_bf16(diagnose_bf16(cosf(th)) * (float)m->att);
+        *s = diagnose_bf16(diagnose_bf16(sinf(th)) * (float)m->att);
     } else {
         *c = cos(w * p) * m->att;
         *s = sin(w * p) * m->att;
