@@ -196,14 +196,14 @@ void api_info(const api_service *svc, const api_server_facts *facts, api_respons
                   facts->memory_budget, facts->memory_reserved);
     strbuf_puts(&sb,
                 ",\"schemes\":[\"sinusoidal\",\"learned\",\"rope\",\"alibi\",\"t5\",\"none\"]");
-    /* /diagnose's finding codes: the lib's, then the two q/k/v adds */
+    /* /diagnose's finding codes: the lib's, then the q/k/v ones */
     strbuf_puts(&sb, ",\"diagnose\":{\"finding_codes\":[");
     for (int c = 0; c < PE_DX_CODE_COUNT; c++) {
         strbuf_put_json_string(&sb, pe_dx_code_name((pe_dx_code)c));
         strbuf_putc(&sb, ',');
     }
     strbuf_puts(&sb, "\"weights_permuted\",\"weights_transposed\",\"projection_mismatch\","
-                     "\"qk_norm_mismatch\"]}");
+                     "\"qk_norm_mismatch\",\"value_rotated\"]}");
     strbuf_puts(&sb, ",\"models\":[");
     for (size_t i = 0; i < svc->n_models; i++) {
         if (i)

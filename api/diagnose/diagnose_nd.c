@@ -175,7 +175,7 @@ void diag_write_nd_finding(strbuf *sb, const diag_request *dr, const pe_dx_resul
     strbuf_puts(sb, ",\"error_before\":");
     diag_put_float(sb, r->claimed.max_abs);
     strbuf_puts(sb, ",\"error_after\":");
-    diag_put_float(sb, r->explained.max_abs);
+    diag_put_float(sb, pe_dx_error_after(r));
     if (r->truncated)
         strbuf_puts(sb, ",\"truncated\":true");
     if (rows) {

@@ -11,6 +11,9 @@
  *     explains nothing, x permuted by the Meta <-> Hugging Face
  *     permutation of the rotary dimensions is tried (either direction):
  *     if that explains it, the finding is weights_permuted;
+ *   - under a rope claim, a v that differs but keeps posenc's head norms
+ *     is searched as a rotated vector too: a port that rotated v as it
+ *     rotates k is value_rotated, not a projection_mismatch;
  *   - under other claims q/k/v carry no rotation: any difference is a
  *     projection_mismatch.
  * Nothing here projects, normalises or rotates: the search re-encodes
@@ -37,20 +40,21 @@ enum { Q = 0, K = 1, V = 2 };
 /* Everything computed for the answer; all buffers owned. */
 typedef struct qkv_work {
     size_t rows, cols[DX_ARRAYS];
-    size_t rot_head;        /* width of a head's rotated channels */
-    forward_result pass;    /* /apply's forward pass, pre kept */
-    float *want[DX_ARRAYS]; /* dense q, k, v as /apply returns them */
-    float *x[2], *a[2];     /* q, k: the rotated channels of pre and of the subject */
-    size_t rot_cols[2];     /* their width */
+    size_t rot_head;                    /* width of a head's rotated channels */
+    forward_result pass;                /* /apply's forward pass, pre kept */
+    float *want[DX_ARRAYS];             /* dense q, k, v as /apply returns them */
+    float *x[DX_ARRAYS], *a[DX_ARRAYS]; /* the rotated channels of pre and of the subject */
+    size_t rot_cols[DX_ARRAYS];         /* their width */
     pe_dx_errors claimed[DX_ARRAYS];
-    pe_dx_result res[2]; /* q, k under rope */
-    bool diagnosed[2], permuted[2];
-    bool unrotated_off[2]; /* MLA: channels the rope leaves differ */
-    bool off[DX_ARRAYS];   /* differs before any rotation: projection_mismatch */
-    float *permuted_x;     /* scratch for the permuted trial */
-    double budget_s;       /* each pe_diagnose's bound: half the request's (q, k) */
-    diag_transposed tr;    /* the x.W-for-x.W^T trial */
-    diag_qk_norm qn;       /* the q/k norm trial */
+    pe_dx_result res[DX_ARRAYS]; /* under rope: q, k, and v when it may be rotated */
+    bool diagnosed[DX_ARRAYS], permuted[2];
+    bool unrotated_off[DX_ARRAYS]; /* channels the rope leaves differ */
+    bool off[DX_ARRAYS];           /* differs before any rotation: projection_mismatch */
+    bool v_rotated;                /* v is posenc's v turned by position (value_rotated) */
+    float *permuted_x;             /* scratch for the permuted trial */
+    double budget_s;               /* each pe_diagnose's bound: half the request's (q, k) */
+    diag_transposed tr;            /* the x.W-for-x.W^T trial */
+    diag_qk_norm qn;               /* the q/k norm trial */
 } qkv_work;
 
 static void work_free(qkv_work *w)
@@ -59,12 +63,11 @@ static void work_free(qkv_work *w)
     free(w->permuted_x);
     for (int i = 0; i < DX_ARRAYS; i++)
         free(w->want[i]);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < DX_ARRAYS; i++) {
         free(w->x[i]);
         free(w->a[i]);
+        pe_dx_result_free(&w->res[i]);
     }
-    pe_dx_result_free(&w->res[0]);
-    pe_dx_result_free(&w->res[1]);
 }
 
 /* Heads of a [rows][cols] array (head_dim wide) with a value outside tol. */
@@ -147,9 +150,10 @@ static bool unrotated_differ(const float *got, const float *want, size_t n, size
     return false;
 }
 
-/* What the rotation search reads for q (i = Q) or k: the pass's q/k as
- * the rotation sees them and the client's, restricted to the rotated
- * channels of each head (all of them but for MLA). */
+/* What the rotation search reads for q (i = Q), k or v: the pass's
+ * array as the rotation sees it and the client's, restricted to the
+ * rotated channels of each head (all of them but for MLA and a partial
+ * rotation). */
 static int rotated_views(const diag_request *dr, const forward_plan *p, qkv_work *w, int i)
 {
     const model *m = dr->rq.model;
@@ -209,7 +213,8 @@ static int diagnose_rotation(const diag_request *dr, const pe_dx_variant *claim,
         diag_require_finite_best(&w->res[i]);
 
     w->diagnosed[i] = true;
-    for (int to_hf = 1; st == PE_OK && !nd && w->res[i].verdict == PE_DX_UNEXPLAINED && to_hf >= 0;
+    for (int to_hf = 1;
+         st == PE_OK && !nd && i != V && w->res[i].verdict == PE_DX_UNEXPLAINED && to_hf >= 0;
          to_hf--) {
         pe_dx_result trial = {0};
         /* q comes first and is the wider: its scratch serves k too */
@@ -271,14 +276,50 @@ static bool norms_differ(const float *x, const float *a, size_t rows, size_t col
     return false;
 }
 
-/* Which arrays differ in their projection: v (it carries no position),
- * q/k under a claim without rotation, and q/k under rope when nothing
- * explains them and their head norms differ from posenc's. */
+/* Whether the search of v as a rotated vector is worth running: under
+ * rope, v differs, its heads are as wide as k's and rotated from their
+ * first channel (not MLA's), and every head keeps posenc's norm (what a
+ * rotation leaves). */
+static bool v_may_be_rotated(const diag_request *dr, const forward_plan *p, const qkv_work *w)
+{
+    size_t head_dim = dr->rq.model->head_dim;
+
+    return dr->rq.scheme.kind == SCHEME_ROPE && v_differs(dr, w, V) && p->vd == p->kvd &&
+           p->rot_offset == 0 && head_dim > 0 && p->vd % head_dim == 0 &&
+           !norms_differ(w->want[V], dr->arr[V].data, w->rows, w->cols[V], head_dim, dr->tol);
+}
+
+/* Whether v was found rotated: its search explains it, the channels the
+ * rotation leaves are posenc's, and some row turns (all at position 0 is
+ * v unrotated, perhaps scaled: a projection difference). */
+static bool v_found_rotated(const diag_request *dr, const qkv_work *w)
+{
+    const pe_dx_variant *b = &w->res[V].best;
+
+    if (!w->diagnosed[V] || w->res[V].verdict == PE_DX_UNEXPLAINED || w->unrotated_off[V])
+        return false;
+    if (b->positions3) /* vision triples */
+        return true;
+    for (size_t t = 0; t < w->rows; t++)
+        if ((b->positions ? b->positions[t] : dr->rq.positions[t]) + b->offset != 0)
+            return true;
+    return false;
+}
+
+static bool v_rotated(const qkv_work *w)
+{
+    return w->v_rotated;
+}
+
+/* Which arrays differ in their projection: v (it carries no position)
+ * unless it was found rotated, q/k under a claim without rotation, and
+ * q/k under rope when nothing explains them and their head norms differ
+ * from posenc's. */
 static void mark_projection(const diag_request *dr, qkv_work *w, bool rotation)
 {
     for (int i = 0; i < DX_ARRAYS; i++) {
         if (!rotation || i == V)
-            w->off[i] = v_differs(dr, w, i);
+            w->off[i] = v_differs(dr, w, i) && !(i == V && v_rotated(w));
         else
             w->off[i] = w->unrotated_off[i] ||
                         (w->diagnosed[i] && w->res[i].verdict == PE_DX_UNEXPLAINED &&
@@ -358,6 +399,29 @@ static void write_qk_norm(strbuf *sb, const diag_request *dr, const qkv_work *w)
     strbuf_puts(sb, "}}");
 }
 
+/* v rotated by position as k is: /apply (and attention) leaves v as
+ * projected. */
+static void write_value_rotated(strbuf *sb, const qkv_work *w)
+{
+    char message[400];
+    double before = w->claimed[V].max_abs, after = w->res[V].best_errors.max_abs;
+
+    snprintf(message, sizeof message,
+             "v is turned by position as RoPE turns q and k: posenc's v rotated %s reproduces it "
+             "(the maximum error of v drops from %.3g to %.3g); RoPE turns only q and k, leave v "
+             "as projected",
+             w->res[V].verdict == PE_DX_MATCH ? "by the claimed rope"
+                                              : "by the rotation the findings name",
+             before, after);
+    strbuf_puts(sb, "{\"code\":\"value_rotated\",\"message\":");
+    strbuf_put_json_string(sb, message);
+    strbuf_puts(sb, ",\"evidence\":{\"outputs\":[\"v\"],\"error_before\":");
+    diag_put_float(sb, before);
+    strbuf_puts(sb, ",\"error_after\":");
+    diag_put_float(sb, after);
+    strbuf_puts(sb, "}}");
+}
+
 static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w, bool rotation,
                            bool projection)
 {
@@ -422,8 +486,13 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
         strbuf_puts(sb, ",\"evidence\":{}}");
         first = false;
     }
-    for (int i = Q; rotation && i <= K; i++) {
-        if (!w->diagnosed[i])
+    if (rotation && v_rotated(w)) {
+        strbuf_puts(sb, first ? "" : ",");
+        write_value_rotated(sb, w);
+        first = false;
+    }
+    for (int i = Q; rotation && i <= V; i++) {
+        if (!w->diagnosed[i] || (i == V && !v_rotated(w)))
             continue;
         char prefix[8];
         snprintf(prefix, sizeof prefix, "%s: ", names[i]);
@@ -521,16 +590,16 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         double n = (double)(w->rows * w->cols[i]);
         total += n;
         bad += n * w->claimed[i].mismatched;
-        const pe_dx_errors *be = rotation && i != V && w->diagnosed[i] ? &w->res[i].best_errors
-                                                                       : &w->claimed[i];
+        bool searched = rotation && w->diagnosed[i] && (i != V || v_rotated(w));
+        const pe_dx_errors *be = searched ? &w->res[i].best_errors : &w->claimed[i];
         best_abs = fmax(best_abs, be->max_abs);
         best_rel = fmax(best_rel, be->max_rel);
-        if (rotation && i != V && w->diagnosed[i] && w->res[i].verdict > verdict)
+        if (searched && w->res[i].verdict > verdict)
             verdict = w->res[i].verdict;
-        /* a permutation is structural: never a match */
-        if (rotation && i != V && w->permuted[i] && verdict == PE_DX_MATCH)
+        /* a permutation or a rotated v is structural: never a match */
+        if (searched && (i == V || w->permuted[i]) && verdict == PE_DX_MATCH)
             verdict = PE_DX_EXPLAINED;
-        if ((!rotation || i == V) && w->claimed[i].mismatched > 0)
+        if ((!rotation || (i == V && !searched)) && w->claimed[i].mismatched > 0)
             verdict = PE_DX_UNEXPLAINED;
     }
     if (projection)
@@ -677,6 +746,16 @@ int diag_diagnose_qkv(const api_service *svc, diag_request *dr, strbuf *sb, api_
         }
         if (diagnose_rotation(dr, &claim, &w, i, err))
             goto done;
+    }
+    /* a v rotated as k is: searched as k is */
+    if (!w.tr.explains && !w.qn.explains && v_may_be_rotated(dr, &plan, &w)) {
+        if (rotated_views(dr, &plan, &w, V)) {
+            api_fail_oom(err);
+            goto done;
+        }
+        if (diagnose_rotation(dr, &claim, &w, V, err))
+            goto done;
+        w.v_rotated = v_found_rotated(dr, &w);
     }
     write_answer(sb, dr, &claim, &w);
     if (dr->return_map && write_error_maps(sb, dr, &w, err))

@@ -360,12 +360,12 @@ static void write_evidence(strbuf *sb, const pe_dx_result *r, pe_dx_code code, s
         write_angle_evidence(sb, b, code, kind, &first);
         break;
     }
-    /* every finding: the maximum error under the claim, and under best as
-     * judged (at its precision) - what the findings together bring */
+    /* every finding: the maximum error under the claim, and what best
+     * leaves (the findings together; the error the messages quote) */
     put_key(sb, &first, "error_before");
     diag_put_float(sb, r->claimed.max_abs);
     put_key(sb, &first, "error_after");
-    diag_put_float(sb, r->explained.max_abs);
+    diag_put_float(sb, pe_dx_error_after(r));
     if (r->truncated) { /* the budget ran out before the search was done */
         put_key(sb, &first, "truncated");
         strbuf_puts(sb, "true");

@@ -8,7 +8,8 @@
  * swapped; the norm score (|phasor| = 1) ranks them and the best few are
  * followed: frequencies by phase progression, a base from a fixed list
  * (claimed, its formula transforms, the fitted one and its roundings), the
- * offset from the remaining phase. For embeddings the scale comes first
+ * offset from the remaining phase; when that base does not reproduce the
+ * subject, every other base of the list in turn. For embeddings the scale comes first
  * from least squares of the encoded output against x (the encoding is
  * nearly orthogonal to x), then exactly once the encoding is known.
  */
@@ -20,6 +21,8 @@
 #include "diagnose_common.h"
 
 #define MAX_FINALISTS 4
+/* passes over an encoding, each with the scale the one before refitted */
+#define DX_SCALE_PASSES 4
 /* the claim's base under each formula, the fitted one and 4 roundings */
 #define DX_ABS_BASES (PE_DX_FORMULA_COUNT + 5)
 
@@ -145,9 +148,24 @@ static size_t pick_base(const abs_view *view, const base_choice *bases, size_t n
     return 0;
 }
 
-/* Follow one reading to a variant (base, offset, layout, flags). */
-static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, const abs_view *view,
-                        const abs_reading *r, pe_dx_variant *out)
+#define DX_PICKED_BASE ((size_t)-1)
+/* A reading whose phasors' mean deviation from unit length is at most this
+ * holds sin/cos pairs (noise scores about 0.3): only such a reading is
+ * followed with every candidate base. */
+#define DX_UNIT_PHASORS 0.1
+
+/* The scale of the closest variant followed with any base: the scale a
+ * second pass removes (the variants themselves may mislead later stages). */
+typedef struct scale_hint {
+    double scale;
+    pe_dx_errors err;
+} scale_hint;
+
+/* Follow one reading to a variant (base, offset, layout, flags): with the
+ * base pick_base prefers (which = DX_PICKED_BASE) or with candidate
+ * `which` of absolute_bases' list (*n_bases: the list's length). */
+static pe_status follow(const pe_dx_variant *claim, const abs_view *view, const abs_reading *r,
+                        size_t which, pe_dx_variant *out, size_t *n_bases)
 {
     dx_phasors ph = {0};
     size_t full = view->d / 2, d = view->d;
@@ -172,14 +190,14 @@ static pe_status follow(const pe_dx_subject *s, const pe_dx_variant *claim, cons
 
     base_choice bases[DX_ABS_BASES];
     size_t nb = absolute_bases(claim->base, m, full, d, bases);
-    size_t pick = pick_base(view, bases, nb, m, w);
+    *n_bases = nb;
+    size_t pick = which != DX_PICKED_BASE ? which : pick_base(view, bases, nb, m, w);
     out->base = bases[pick].base;
     out->formula = bases[pick].formula;
     for (size_t i = 0; i < full; i++)
         w[i] = pe_inv_freq(out->base, i, d);
     double coherence;
     st = pe_dx_fit_offset(&ph, view->positions, w, 1.0, PE_DX_EXACT, &out->offset, &coherence);
-    (void)s;
 out:
     free(ph.z);
     free(m);
@@ -235,13 +253,69 @@ static bool better(const pe_dx_errors *a, const pe_dx_errors *b)
     return a->max_abs < b->max_abs;
 }
 
+/* One reading followed with the base pick_base prefers, then (when that
+ * does not reproduce the subject: the profile of frequencies measured
+ * through a first guess of the scale is noisy) and the reading holds unit
+ * phasors, with every other candidate base in turn, each with its own offset and scale: updates *best /
+ * *best_err with the picked one or one that reproduces the subject, *hint
+ * with the closest of all; *done when one reproduces the subject. */
+static pe_status follow_bases(const pe_dx_subject *s, const pe_dx_variant *claim,
+                              pe_dx_tolerance tol, double scale, const abs_view *view,
+                              const abs_reading *r, pe_dx_variant *best, pe_dx_errors *best_err,
+                              scale_hint *hint, bool *done)
+{
+    size_t nb = 0;
+    double picked = NAN;
+    /* DX_PICKED_BASE first; the index wraps to 0 after it */
+    for (size_t which = DX_PICKED_BASE; which == DX_PICKED_BASE || which < nb; which++) {
+        pe_dx_variant v;
+        if (which != DX_PICKED_BASE &&
+            (pe_dx_out_of_time(s) || !(r->norm_score <= DX_UNIT_PHASORS)))
+            break;
+        pe_status st = follow(claim, view, r, which, &v, &nb);
+        if (st != PE_OK)
+            return st;
+        if (v.base == picked)
+            continue; /* followed already */
+        if (which == DX_PICKED_BASE)
+            picked = v.base;
+        if (s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x) {
+            v.embed_scale = scale;
+            st = refit_scale(s, &v);
+            if (st != PE_OK)
+                return st;
+        }
+        pe_dx_errors e;
+        bool full;
+        st = pe_dx_evaluate_fast(s, &v, tol, &e, &full);
+        if (st != PE_OK)
+            return st;
+        bool reproduces = full && dx_within(&e);
+        if (better(&e, &hint->err)) {
+            hint->err = e;
+            hint->scale = v.embed_scale;
+        }
+        /* another base replaces the picked one only when it reproduces the
+         * subject (the picked one's structure is what later stages read) */
+        if ((which == DX_PICKED_BASE || reproduces) && better(&e, best_err)) {
+            *best_err = e;
+            *best = v;
+        }
+        if (reproduces) {
+            *done = true; /* no finalist can do better */
+            return PE_OK;
+        }
+    }
+    return PE_OK;
+}
+
 /* One pass over the readings with the embeddings scaled by `scale`:
  * updates *best / *best_err; *done when a finalist reproduces the subject. */
 static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, pe_dx_tolerance tol,
                            double scale, abs_reading *list, size_t n, abs_view *views,
-                           pe_dx_variant *best, pe_dx_errors *best_err, bool *done)
+                           pe_dx_variant *best, pe_dx_errors *best_err, scale_hint *hint,
+                           bool *done)
 {
-    bool encoded = s->kind == PE_DX_SUBJ_ABS_ENCODED && s->x;
     pe_status st;
 
     for (int tr = 0; tr < (s->kind == PE_DX_SUBJ_TABLE ? 2 : 1); tr++) {
@@ -265,29 +339,10 @@ static pe_status read_pass(const pe_dx_subject *s, const pe_dx_variant *claim, p
         if (!(list[k].norm_score <= 4 * min_score + 1e-6))
             continue;
         taken++;
-        pe_dx_variant v;
-        st = follow(s, claim, &views[list[k].transposed], &list[k], &v);
-        if (st != PE_OK)
+        st = follow_bases(s, claim, tol, scale, &views[list[k].transposed], &list[k], best,
+                          best_err, hint, done);
+        if (st != PE_OK || *done)
             return st;
-        if (encoded) {
-            v.embed_scale = scale;
-            st = refit_scale(s, &v);
-            if (st != PE_OK)
-                return st;
-        }
-        pe_dx_errors e;
-        bool full;
-        st = pe_dx_evaluate_fast(s, &v, tol, &e, &full);
-        if (st != PE_OK)
-            return st;
-        if (better(&e, best_err)) {
-            *best_err = e;
-            *best = v;
-        }
-        if (full && dx_within(&e)) {
-            *done = true; /* reproduces: no finalist can do better */
-            return PE_OK;
-        }
     }
     return PE_OK;
 }
@@ -322,17 +377,19 @@ pe_status pe_dx_search_absolute(const pe_dx_subject *s, const pe_dx_variant *cla
                                           0};
     abs_view views[2] = {{0}, {0}};
     pe_dx_errors best_err = {.mismatched = 2.0, .max_abs = INFINITY};
-    /* embeddings: a second pass reads the encoding with the scale the
-     * first pass refitted (the first guess leaves a little of x in it) */
-    for (int pass = 0; pass < (encoded ? 2 : 1); pass++) {
-        if (pass == 1) {
-            if (dx_within(&best_err))
+    scale_hint hint = {scale, best_err};
+    /* embeddings: each further pass reads the encoding with the scale the
+     * pass before refitted (the first guess leaves a little of x in it,
+     * more the fewer the values), while that scale still moves */
+    for (int pass = 0; pass < (encoded ? DX_SCALE_PASSES : 1); pass++) {
+        if (pass >= 1) {
+            if (dx_within(&best_err) || hint.scale == scale)
                 break;
-            scale = best->embed_scale;
+            scale = hint.scale;
             view_free(&views[0]);
         }
         bool done = false;
-        st = read_pass(s, claim, tol, scale, list, n, views, best, &best_err, &done);
+        st = read_pass(s, claim, tol, scale, list, n, views, best, &best_err, &hint, &done);
         if (st != PE_OK || done)
             break;
     }

@@ -201,7 +201,11 @@ pe_status pe_dx_rope_freqs(const pe_dx_subject *s, const pe_dx_variant *v, doubl
 {
     pe_rope rope = v->rope;
     rope.cache = NULL;
-    return pe_rope_frequencies(&rope, pe_dx_seq_len(s, v->positions, v->offset), w, implied_factor);
+    pe_status st = pe_rope_frequencies(&rope, pe_dx_seq_len(s, v->positions, v->offset), w,
+                                       implied_factor);
+    for (size_t i = v->zero_from; st == PE_OK && v->zero_from > 0 && i < rope.rotary_dim / 2; i++)
+        w[i] = 0.0;
+    return st;
 }
 
 void pe_dx_variant_init(pe_dx_variant *v)
@@ -212,6 +216,11 @@ void pe_dx_variant_init(pe_dx_variant *v)
     v->rope.base = 10000.0;
     v->attention_factor = 1.0;
     v->alibi_sign = 1.0;
+}
+
+double pe_dx_error_after(const pe_dx_result *r)
+{
+    return fmin(r->explained.max_abs, r->best_errors.max_abs);
 }
 
 void pe_dx_result_free(pe_dx_result *r)

@@ -107,7 +107,7 @@ static void rope_layout_findings(const pe_dx_subject *s, const pe_dx_variant *c,
                                  const pe_dx_variant *b, const pe_dx_result *r, const char *with,
                                  sink *k)
 {
-    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    double from = r->claimed.max_abs, to = pe_dx_error_after(r);
     size_t rd = b->rope.rotary_dim;
 
     if (s->kind == PE_DX_SUBJ_ROPE_ENCODED && b->rope.head_dim != c->rope.head_dim &&
@@ -167,24 +167,51 @@ static bool yarn_truncate_finding(const pe_rope_scaling *bs, const pe_rope_scali
     return true;
 }
 
+/* rotary_dim_mismatch: how many channels rotate, and over how many
+ * dimensions the exponent runs (frequency_dim) when that differs. */
+static void rotary_dim_finding(const pe_dx_variant *c, const pe_dx_variant *b,
+                               const pe_dx_result *r, sink *k)
+{
+    size_t rd = b->rope.rotary_dim, fd = b->frequency_dim;
+
+    if (b->zero_from > 0)
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "pairs span %zu channels per head (claimed %zu) and the exponent runs over %zu"
+            " dimensions, but only the first %zu pairs turn: %zu inverse frequencies"
+            " zero-padded to %zu, rotated as one block (best, base %.9g over %zu with no zero"
+            " pairs, leaves %.3g)",
+            rd, c->rope.rotary_dim, fd, b->zero_from, b->zero_from, rd / 2, b->rope.base, rd,
+            r->best_errors.max_abs);
+    else if (fd != rd && fd == c->rope.head_dim)
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "%zu channels per head rotate (claimed %zu) with frequencies over %zu dimensions:"
+            " the exponent uses head_dim, not rotary_dim (the same as"
+            " base^(rotary_dim/head_dim))",
+            rd, c->rope.rotary_dim, fd);
+    else if (fd != rd)
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "%zu channels per head rotate (claimed %zu) with frequencies over %zu dimensions:"
+            " the exponent's denominator is %zu, not the %zu channels rotated (the same as"
+            " base^(%zu/%zu))",
+            rd, c->rope.rotary_dim, fd, fd, rd, rd, fd);
+    else
+        add(k, PE_DX_ROTARY_DIM_MISMATCH,
+            "%zu channels per head rotate (claimed %zu) with frequencies over %zu dimensions", rd,
+            c->rope.rotary_dim, fd);
+}
+
 /* Which frequencies: rotary width and exponent, base or formula, scaling. */
 static void rope_frequency_findings(const pe_dx_variant *c, const pe_dx_variant *b,
                                     const pe_dx_result *r, const char *with, sink *k)
 {
-    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    double from = r->claimed.max_abs, to = pe_dx_error_after(r);
     size_t rd = b->rope.rotary_dim;
 
     /* a full-rotary claim over another head size rotates that head whole:
      * the head size is the finding, not the rotary width */
     bool full_follows = c->rope.rotary_dim == c->rope.head_dim && rd == b->rope.head_dim;
     if ((b->rope.rotary_dim != c->rope.rotary_dim && !full_follows) || b->frequency_dim != rd)
-        add(k, PE_DX_ROTARY_DIM_MISMATCH,
-            "%zu channels per head rotate (claimed %zu) with frequencies over"
-            " %zu dimensions%s",
-            rd, c->rope.rotary_dim, b->frequency_dim,
-            b->frequency_dim != rd ? ": the exponent uses head_dim, not"
-                                     " rotary_dim (the same as base^(rotary_dim/head_dim))"
-                                   : "");
+        rotary_dim_finding(c, b, r, k);
     if (differs(b->rope.base, c->rope.base) && b->frequency_dim == rd) {
         if (b->formula != PE_DX_FORMULA_STANDARD)
             add(k, PE_DX_FREQUENCY_FORMULA,
@@ -257,7 +284,7 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
                               const pe_dx_variant *b, const pe_dx_result *r, const char *with,
                               sink *k)
 {
-    double from = r->claimed.max_abs, to = r->best_errors.max_abs;
+    double from = r->claimed.max_abs, to = pe_dx_error_after(r);
     if (b->transposed)
         add(k, PE_DX_TRANSPOSED, "the table is [d][tokens]: transpose it");
     if (b->sin_layout != c->sin_layout) {
@@ -294,19 +321,44 @@ static void absolute_findings(const pe_dx_subject *s, const pe_dx_variant *c,
             b->embed_scale, c->embed_scale);
 }
 
-/* positions_mismatch: best's own positions, their pattern, the first few. */
-static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, const pe_dx_result *r,
-                              const char *with, sink *k)
+/* The first few positions found from `from` on (at most 6) into list. */
+static size_t list_positions(char *list, size_t n, const int64_t *p, size_t rows, size_t from)
+{
+    size_t used = 0;
+    for (size_t t = from; t < rows && t < from + 6 && used < n; t++)
+        used += (size_t)snprintf(list + used, n - used, "%s%lld", t > from ? ", " : "",
+                                 (long long)p[t]);
+    if (rows > from + 6 && used < n)
+        used += (size_t)snprintf(list + used, n - used, ", ...");
+    return used < n ? used : n;
+}
+
+/* positions_mismatch: best's own positions, their pattern, the first few;
+ * from the first that differs from the claim's when the first few agree. */
+static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *c,
+                              const pe_dx_variant *b, const pe_dx_result *r, const char *with,
+                              sink *k)
 {
     if (!b->positions)
         return;
-    char list[96];
-    size_t used = 0;
-    for (size_t t = 0; t < s->rows && t < 6 && used < sizeof list; t++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%lld", t ? ", " : "",
-                                 (long long)b->positions[t]);
-    if (s->rows > 6 && used < sizeof list)
-        snprintf(list + used, sizeof list - used, ", ...");
+    const int64_t *claimed = c->positions ? c->positions : s->positions;
+    size_t first = 0;
+    while (first < s->rows && b->positions[first] == claimed[first])
+        first++;
+    char list[224];
+    if (first == 0 || first >= s->rows) {
+        list_positions(list, sizeof list, b->positions, s->rows, 0);
+    } else {
+        size_t used = (size_t)snprintf(list, sizeof list,
+                                       "the first %zu as claimed, then from"
+                                       " index %zu: ",
+                                       first, first);
+        used += list_positions(list + used, sizeof list - used, b->positions, s->rows, first);
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, " where the claim has ");
+        if (used < sizeof list)
+            list_positions(list + used, sizeof list - used, claimed, s->rows, first);
+    }
     static const char *const what[] =
         {[PE_DX_PATTERN_OTHER] = "other than the claimed ones",
          [PE_DX_PATTERN_REVERSED] = "descending (reversed)",
@@ -320,7 +372,7 @@ static void positions_finding(const pe_dx_subject *s, const pe_dx_variant *b, co
         " error drops from %.3g to %.3g",
         r->patterns_by_row ? "other than the claimed ones, in another way in each batch row"
                            : what[r->positions_pattern],
-        list, with, r->claimed.max_abs, r->explained.max_abs);
+        list, with, r->claimed.max_abs, pe_dx_error_after(r));
 }
 
 /* low_precision: the values rounded (the rotation itself, or a cache or
@@ -412,7 +464,7 @@ static void findings_pass(const pe_dx_subject *s, const pe_dx_variant *c, const 
     }
     if (s->kind != PE_DX_SUBJ_ALIBI_BIAS && s->kind != PE_DX_SUBJ_ALIBI_SLOPES &&
         s->kind != PE_DX_SUBJ_T5_BIAS)
-        positions_finding(s, b, r, with, k);
+        positions_finding(s, c, b, r, with, k);
     precision_finding(s, b, r, k);
 }
 

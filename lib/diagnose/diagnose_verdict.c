@@ -271,6 +271,33 @@ static void name_formula(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_v
     v->formula = pe_dx_formula_of(c->base, v->base, v->transposed ? s->rows : s->cols);
 }
 
+/* Frequencies over fewer dimensions than the channels paired (base^(-2i/
+ * frequency_dim) for every pair of rotary_dim) whose leftover is the tail
+ * of tiny frequencies where the subject has none: the inverse frequencies
+ * of frequency_dim zero-padded to the width, then one rotation over it.
+ * That reading at exact angles, when it reproduces the subject, replaces
+ * a lower precision (whose slack would cover the tail) or no explanation. */
+static pe_status try_zero_tail(const pe_dx_subject *s, pe_dx_tolerance tol, pe_dx_variant *v,
+                               pe_dx_errors *e, bool *explains)
+{
+    if (!rope_kind(s->kind) || v->frequency_dim < 2 || v->frequency_dim >= v->rope.rotary_dim ||
+        (*explains && v->precision == PE_DX_EXACT) || v->rope.scaling.type != PE_ROPE_SCALING_NONE)
+        return PE_OK;
+    pe_dx_variant t = *v;
+    pe_dx_errors te;
+    t.precision = PE_DX_EXACT;
+    t.stage = PE_DX_STAGE_ANGLES;
+    t.any_order = false;
+    t.zero_from = v->frequency_dim / 2;
+    pe_status st = pe_dx_evaluate(s, &t, tol, &te);
+    if (st == PE_OK && dx_within(&te)) {
+        *v = t;
+        *e = te;
+        *explains = true;
+    }
+    return st;
+}
+
 /* The verdict from the variant chosen: explained, a partial explanation
  * (a tenfold cut: unexplained with findings), or nothing (unexplained, best
  * is the claim, no finding); differences the variant does not need are
@@ -288,14 +315,19 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     if (st != PE_OK)
         return st;
     name_formula(s, c, &v);
+    st = try_zero_tail(s, tol, &v, &e, &explains);
+    if (st != PE_OK)
+        return st;
+    out->verdict = explains ? PE_DX_EXPLAINED : PE_DX_UNEXPLAINED;
     out->best = v;
     out->explained = e;
     pe_dx_variant exact = v;
     exact.precision = PE_DX_EXACT;
     exact.stage = PE_DX_STAGE_ANGLES;
     exact.any_order = false;
+    exact.zero_from = 0;  /* best as /encode renders it */
     out->best_errors = e; /* e is at exact angles already */
-    if (v.precision != PE_DX_EXACT)
+    if (v.precision != PE_DX_EXACT || v.zero_from > 0)
         st = pe_dx_evaluate(s, &exact, tol, &out->best_errors);
     if (st == PE_OK && explains)
         st = pe_dx_dynamic_alternative(s, c, &v, tol, &out->dynamic_alternative);

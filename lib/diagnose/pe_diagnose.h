@@ -218,6 +218,11 @@ typedef struct pe_dx_variant {
     size_t frequency_dim;  /* evidence: the exponent's denominator when
                                  rotary_dim_mismatch names head_dim; else
                                  rope.rotary_dim */
+    size_t zero_from;      /* rope, > 0: pairs from this index on turn by
+                              frequency 0 (frequency_dim's inverse
+                              frequencies zero-padded to rotary_dim/2);
+                              posenc cannot render it for /encode, so best
+                              is judged without it */
 
     /* alibi */
     pe_alibi_form alibi_form;
@@ -300,6 +305,12 @@ typedef struct pe_dx_result {
 
 /* Free what a result owns; accepts a zeroed result. */
 void pe_dx_result_free(pe_dx_result *r);
+
+/* The maximum error best leaves (evidence error_after): as judged at its
+ * precision or at exact angles, whichever is the smaller (values rounded
+ * to float16 may lie one unit off the emulated rounding yet within half a
+ * unit of the exact values). */
+double pe_dx_error_after(const pe_dx_result *r);
 
 /* Diagnose. subject and claim as above (claim->rope.cache must be NULL).
  * Allocates scratch for the call (O(subject)); *out is written in full and

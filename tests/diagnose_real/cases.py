@@ -746,12 +746,15 @@ def qkv_cases():
 
 
 def all_cases():
+    import cases_combined
     import cases_frameworks  # their generators build on the helpers above
     import cases_multimodal
     import cases_ports
     import cases_rope_alias
+    import cases_rotation_slips
     return (rope_cases() + cache_cases() + sinusoidal_cases() + abs_encoded_cases() +
             alibi_cases() + t5_cases() + negative_cases() + batched_cases() +
             more_rope_cases() + qkv_cases() + cases_ports.all_cases() +
             cases_frameworks.all_cases() + cases_multimodal.all_cases() +
+            cases_rotation_slips.all_cases() + cases_combined.all_cases() +
             cases_rope_alias.all_cases())

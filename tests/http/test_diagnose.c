@@ -142,7 +142,7 @@ static bool best_reproduce(const server *s, const char *label, const http_resp *
     return ok;
 }
 
-static float bf16(float x)
+float diagnose_bf16(float x)
 {
     uint32_t u;
     memcpy(&u, &x, 4);
@@ -385,9 +385,9 @@ static void rope_cs(const rope_impl *m, size_t i, int64_t pos, double *c, double
     double w = m->inv ? (double)m->inv[i] : pow(m->base, -2.0 * (double)i / m->fd) / m->linear;
     double p = (double)(pos + m->offset);
     if (m->bf16) {
-        float th = bf16(bf16((float)w) * bf16((float)p));
-        *c = bf16(bf16(cosf(th)) * (float)m->att);
-        *s = bf16(bf16(sinf(th)) * (float)m->att);
+        float th = diagnose_bf16(diagnose_bf16((float)w) * diagnose_bf16((float)p));
+        *c = diagnose_bf16(diagnose_bf16(cosf(th)) * (float)m->att);
+        *s = diagnose_bf16(diagnose_bf16(sinf(th)) * (float)m->att);
     } else {
         *c = cos(w * p) * m->att;
         *s = sin(w * p) * m->att;
@@ -476,6 +476,7 @@ typedef struct rope_case {
     double reproduce_tol; /* TOL, or what a low precision explains */
     const char *also;     /* a second code that must be found, or NULL */
     const char *absent;   /* a code that must not be found, or NULL */
+    const char *unsaid;   /* words no message may hold, or NULL */
 } rope_case;
 
 static void check_also_absent(const http_resp *r, const rope_case *c)
@@ -485,6 +486,8 @@ static void check_also_absent(const http_resp *r, const rope_case *c)
     if (c->absent)
         CHECK(finding(r, c->absent) == NULL, c->label, "finding %s (body: %.600s)", c->absent,
               r->body);
+    if (c->unsaid && r->body)
+        CHECK(!strstr(r->body, c->unsaid), c->label, "a message says \"%s\"", c->unsaid);
 }
 
 static void check_evidence(const char *label, const json_t *f, const rope_case *c)
@@ -700,7 +703,7 @@ static void rope_cases(const server *s)
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache base 500000 -> base_mismatch", hd64,
                                  "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL,
-                                 NULL, NULL},
+                                 NULL, NULL, NULL},
                     &m, 64, 32);
     /* the claim's base squared: each frequency squared, which a llama3
      * band from the highest frequency down mimics exactly */
@@ -717,14 +720,14 @@ static void rope_cases(const server *s)
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache interleaved + base 500000 -> both", hd64,
                                  "explained", "base_mismatch", "base", NULL, 500000, 1e-3, TOL,
-                                 "layout_swapped", NULL},
+                                 "layout_swapped", NULL, NULL},
                     &m, 64, 64);
     m = rope_default(64);
     m.fd = 63; /* 2i/(d-1): exactly base^(64/63) */
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache exponent 2i/(d-1) -> frequency_formula", hd64,
                                  "explained", "frequency_formula", "base", NULL,
-                                 pow(10000, 64.0 / 63.0), 1e-2, TOL, NULL, NULL},
+                                 pow(10000, 64.0 / 63.0), 1e-2, TOL, NULL, NULL, NULL},
                     &m, 64, 32);
     m = rope_default(64);
     m.swap = true;
@@ -755,7 +758,7 @@ static void rope_cases(const server *s)
     rope_cache_case(s,
                     &(rope_case){"diagnose rope cache yarn factor dropped -> attention_factor",
                                  yarn_claim, "explained", "attention_factor", "factor", NULL, 1.0,
-                                 1e-4, TOL, NULL, NULL},
+                                 1e-4, TOL, NULL, NULL, NULL},
                     &m, 64, 32);
     yarn_truncate_cases(s);
     longrope_short_claimed_plain(s);
@@ -788,7 +791,7 @@ static void rope_cases(const server *s)
     rope_encoded_case(s,
                       &(rope_case){"diagnose rope encoded positions +3 -> position_offset", hd64,
                                    "explained", "position_offset", "offset", NULL, 3, 0, TOL, NULL,
-                                   NULL},
+                                   NULL, NULL},
                       &m, 32, 128);
     m = rope_default(64);
     m.offset = 1;
@@ -801,7 +804,7 @@ static void rope_cases(const server *s)
     rope_encoded_case(s,
                       &(rope_case){"diagnose rope encoded head_dim 128 -> head_dim_mismatch", hd64,
                                    "explained", "head_dim_mismatch", "head_dim", NULL, 128, 0, TOL,
-                                   NULL, NULL},
+                                   NULL, NULL, NULL},
                       &m, 32, 128);
     m = rope_default(64);
     m.rd = 32;
@@ -811,8 +814,23 @@ static void rope_cases(const server *s)
                                    "head_dim -> rotary_dim_mismatch",
                                    "{\"head_dim\":64,\"rotary_dim\":32}", "explained",
                                    "rotary_dim_mismatch", "frequency_dim", NULL, 64, 0, TOL, NULL,
-                                   NULL},
+                                   NULL, NULL},
                       &m, 32, 128);
+    /* rotary_dim's frequencies zero-padded to the head, rotated over it:
+     * the pairs past rotary_dim/2 do not turn; best (base 1e7^4 over the
+     * head, no zero pairs) leaves tiny turns there, not a rounding */
+    long double zero_padded[16] = {0};
+    for (int i = 0; i < 4; i++)
+        zero_padded[i] = powl(1e7L, -2.0L * i / 8.0L);
+    m = rope_default(32);
+    m.inv = zero_padded;
+    rope_encoded_case(s,
+                      &(rope_case){"diagnose rope encoded rotary_dim frequencies zero-padded to "
+                                   "the head -> rotary_dim_mismatch, no low_precision",
+                                   "{\"head_dim\":32,\"rotary_dim\":8,\"base\":1e7}", "explained",
+                                   "rotary_dim_mismatch", "frequency_dim", NULL, 8, 0, 1e-3, NULL,
+                                   "low_precision", "uses head_dim"},
+                      &m, 512, 32);
     /* random: nothing explains it */
     size_t T = 32, w = 32;
     float *co = xmalloc(T * w * sizeof *co), *si = xmalloc(T * w * sizeof *si);
@@ -990,6 +1008,26 @@ static void to_meta(const float *in, float *out, size_t T, size_t width, size_t 
                     out[t * width + h * hd + 2 * i + c] = in[t * width + h * hd + c * hd / 2 + i];
 }
 
+/* value_rotated names v, its error_before is the subject's distance from
+ * the unrotated projection, error_after is within tolerance, and no
+ * message says v carries no position. */
+static void check_value_rotated(const char *L, const http_resp *r, const json_t *f,
+                                const float *v_sent, const float *v_projected, size_t n)
+{
+    double before = 0;
+    for (size_t j = 0; j < n; j++)
+        before = fmax(before, fabs((double)v_sent[j] - v_projected[j]));
+    const json_t *outs = json_object_get(json_object_get(f, "evidence"), "outputs");
+    CHECK(json_array_size(outs) == 1 &&
+              strcmp(json_string_value(json_array_get(outs, 0)), "v") == 0,
+          L, "outputs should be [\"v\"]");
+    CHECK(fabs(evidence_number(f, "error_before") - before) <= 1e-6 * before, L,
+          "error_before %g, want %g", evidence_number(f, "error_before"), before);
+    CHECK(evidence_number(f, "error_after") < TOL, L, "error_after %g",
+          evidence_number(f, "error_after"));
+    CHECK(!strstr(r->body, "carries no position"), L, "a message says v carries no position");
+}
+
 static void qkv_cases(const server *s, const default_model *dm)
 {
     size_t T = 24, D = DEFAULT_D, n = T * D;
@@ -1009,14 +1047,15 @@ static void qkv_cases(const server *s, const default_model *dm)
     sbuf emb;
     sb_init(&emb);
     put_array(&emb, "embeddings", x, 2, (size_t[]){T, D});
-    for (int variant = 0; variant < 6; variant++) {
+    for (int variant = 0; variant < 7; variant++) {
         static const char *const labels[] =
             {"diagnose q/k/v exact -> match",
              "diagnose q/k/v rope base 500000 -> base_mismatch, best via /apply",
              "diagnose q/k/v Meta-order weights in a half-layout rotation -> weights_permuted",
              "diagnose q/k/v v scaled by 1.01 -> projection_mismatch",
              "diagnose q/k/v q from other weights -> projection_mismatch on q",
-             "diagnose q/k/v all at position 0 -> positions_mismatch, best.positions zeros"};
+             "diagnose q/k/v all at position 0 -> positions_mismatch, best.positions zeros",
+             "diagnose q/k/v v rotated as k -> value_rotated naming v"};
         const char *L = labels[variant];
         rope_impl m = rope_default(DEFAULT_HD);
         if (variant == 1)
@@ -1033,6 +1072,8 @@ static void qkv_cases(const server *s, const default_model *dm)
         }
         for (size_t j = 0; j < n; j++)
             sub[2][j] = variant == 3 ? pre[2][j] * 1.01f : pre[2][j];
+        if (variant == 6) /* the port's slip: v rotated as k is */
+            rope_encode(&m, pre[2], T, D, sub[2]);
         if (variant == 4) /* q projected by other weights: random numbers */
             trng_fill(&g, sub[0], n, -1, 1);
         sbuf b;
@@ -1045,13 +1086,15 @@ static void qkv_cases(const server *s, const default_model *dm)
         put_array(&b, "v", sub[2], 2, (size_t[]){T, D});
         sb_puts(&b, "}");
         static const char *const verdicts[] = {"match",       "explained",   "explained",
-                                               "unexplained", "unexplained", "explained"};
+                                               "unexplained", "unexplained", "explained",
+                                               "explained"};
         static const char *const codes[] = {NULL,
                                             "base_mismatch",
                                             "weights_permuted",
                                             "projection_mismatch",
                                             "projection_mismatch",
-                                            "positions_mismatch"};
+                                            "positions_mismatch",
+                                            "value_rotated"};
         http_resp r;
         const json_t *f = diagnose(s, L, b.s, verdicts[variant], codes[variant], &r);
         if (variant == 1 && f)
@@ -1064,6 +1107,8 @@ static void qkv_cases(const server *s, const default_model *dm)
                       strcmp(json_string_value(json_array_get(outs, 0)), want_out) == 0,
                   L, "outputs should be [\"%s\"]", want_out);
         }
+        if (variant == 6 && f)
+            check_value_rotated(L, &r, f, sub[2], pre[2], n);
         if (r.json && variant == 5) { /* best carries the positions found */
             const json_t *pos = json_object_get(json_object_get(r.json, "best"), "positions");
             bool zeros = json_array_size(pos) == T;

@@ -464,4 +464,5 @@ void test_diagnose_v2(const server *s)
     evidence_errors(s);
     max_rel_finite(s);
     test_diagnose_batch(s);
+    test_diagnose_combined(s);
 }

@@ -41,10 +41,13 @@ bool post_compare(const server *s, const char *path, const char *label, const ch
 #define HTTP_GROUP_DECLARE(name, function, setup) HTTP_GROUP_##setup(function);
 HTTP_GROUPS(HTTP_GROUP_DECLARE)
 #undef HTTP_GROUP_DECLARE
-void test_diagnose_v2(const server *s);    /* test_diagnose_v2.c, run by test_diagnose */
-void test_diagnose_batch(const server *s); /* test_diagnose_batch.c, run by test_diagnose_v2 */
+void test_diagnose_v2(const server *s);       /* test_diagnose_v2.c, run by test_diagnose */
+void test_diagnose_batch(const server *s);    /* test_diagnose_batch.c, run by test_diagnose_v2 */
+void test_diagnose_combined(const server *s); /* test_diagnose_combined.c, by test_diagnose_v2 */
 /* The finding with `code` in a /diagnose response, or NULL (test_diagnose.c). */
 const json_t *diagnose_finding(const http_resp *r, const char *code);
+/* float32 rounded to bfloat16, nearest even (test_diagnose.c). */
+float diagnose_bf16(float x);
 
 /* The default model's seed: /info when it says, else POSENC_DEFAULT_SEED,
  * else the documented default. */

@@ -20,7 +20,8 @@ _INPUT_KEYS = ("embeddings", "embeddings_shape", "shape", "token_ids", "encoding
 # of the variant), and, per kind of subject, those reproduce() applies to the
 # server's answer itself. Every other finding is expressed by best.
 _NOT_EXPRESSIBLE = ("transposed", "sin_cos_swapped", "rotation_reversed", "alibi_slopes",
-                    "t5_direction", "weights_permuted", "weights_transposed")
+                    "t5_direction", "weights_permuted", "weights_transposed",
+                    "value_rotated")
 _APPLICABLE = {
     "table": ("transposed", "sin_cos_swapped"),
     "encoded": ("sin_cos_swapped", "rotation_reversed"),
