@@ -306,11 +306,6 @@ static bool v_found_rotated(const diag_request *dr, const qkv_work *w)
     return false;
 }
 
-static bool v_rotated(const qkv_work *w)
-{
-    return w->v_rotated;
-}
-
 /* Which arrays differ in their projection: v (it carries no position)
  * unless it was found rotated, q/k under a claim without rotation, and
  * q/k under rope when nothing explains them and their head norms differ
@@ -319,7 +314,7 @@ static void mark_projection(const diag_request *dr, qkv_work *w, bool rotation)
 {
     for (int i = 0; i < DX_ARRAYS; i++) {
         if (!rotation || i == V)
-            w->off[i] = v_differs(dr, w, i) && !(i == V && v_rotated(w));
+            w->off[i] = v_differs(dr, w, i) && !(i == V && w->v_rotated);
         else
             w->off[i] = w->unrotated_off[i] ||
                         (w->diagnosed[i] && w->res[i].verdict == PE_DX_UNEXPLAINED &&
@@ -486,13 +481,13 @@ static void write_findings(strbuf *sb, const diag_request *dr, const qkv_work *w
         strbuf_puts(sb, ",\"evidence\":{}}");
         first = false;
     }
-    if (rotation && v_rotated(w)) {
+    if (rotation && w->v_rotated) {
         strbuf_puts(sb, first ? "" : ",");
         write_value_rotated(sb, w);
         first = false;
     }
     for (int i = Q; rotation && i <= V; i++) {
-        if (!w->diagnosed[i] || (i == V && !v_rotated(w)))
+        if (!w->diagnosed[i] || (i == V && !w->v_rotated))
             continue;
         char prefix[8];
         snprintf(prefix, sizeof prefix, "%s: ", names[i]);
@@ -590,7 +585,7 @@ static void write_answer(strbuf *sb, const diag_request *dr, const pe_dx_variant
         double n = (double)(w->rows * w->cols[i]);
         total += n;
         bad += n * w->claimed[i].mismatched;
-        bool searched = rotation && w->diagnosed[i] && (i != V || v_rotated(w));
+        bool searched = rotation && w->diagnosed[i] && (i != V || w->v_rotated);
         const pe_dx_errors *be = searched ? &w->res[i].best_errors : &w->claimed[i];
         best_abs = fmax(best_abs, be->max_abs);
         best_rel = fmax(best_rel, be->max_rel);

@@ -326,7 +326,7 @@ static pe_status conclude(const pe_dx_subject *s, const pe_dx_variant *c, pe_dx_
     exact.stage = PE_DX_STAGE_ANGLES;
     exact.any_order = false;
     exact.zero_from = 0;  /* best as /encode renders it */
-    out->best_errors = e; /* e is at exact angles already */
+    out->best_errors = e; /* at exact angles already, but for zero pairs */
     if (v.precision != PE_DX_EXACT || v.zero_from > 0)
         st = pe_dx_evaluate(s, &exact, tol, &out->best_errors);
     if (st == PE_OK && explains)
